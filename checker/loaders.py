@@ -1,0 +1,446 @@
+"""Safe readers for the descriptors (JSON, YAML) and the raw log (events.jsonl[.zst]) of a load point.
+
+Every problem with a descriptor becomes a finding and the loader returns None; nothing here raises
+on bad input except `open_events`, which raises `CorruptStream` (documented below) so that the
+caller, who knows how far it got, can write the finding.
+
+Rule ids emitted here (docs/input-safety.md has examples and fixes):
+  file-too-large, file-unreadable, invalid-utf8, json-syntax, json-nonfinite, json-duplicate-key,
+  yaml-syntax, yaml-nonfinite, yaml-duplicate-key, yaml-alias, descriptor-not-object.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+import zstandard
+
+from checker.report import Findings
+
+CHUNK = 1024 * 1024  # copy / read granularity
+_ZSTD_FEED = 1024  # compressed bytes fed per decompress call: bounds one call's output to ~32 MiB
+_BOM = b"\xef\xbb\xbf"
+_MAX_REPORTED = 20  # per file and per rule, so a hostile file cannot flood the report
+
+
+class CorruptStream(Exception):
+    """A compressed or line-oriented stream cannot be read to its end.
+
+    `rule` is the finding rule id the caller should use, `line` the number of the last complete line
+    handed out before the problem (0 when none), and str(exc) a sentence for the submitter.
+    """
+
+    rule = "events-corrupt-compression"
+
+    def __init__(self, message: str, *, line: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class LineTooLong(CorruptStream):
+    """One line of the raw log is longer than Limits.max_line_bytes; reading stops there."""
+
+    rule = "events-line-too-long"
+
+
+# --------------------------------------------------------------------------------------------- zstd
+
+
+class ZstdReader(io.RawIOBase):
+    """Streaming zstd decompression that notices truncation (python-zstandard's reader does not).
+
+    Feeds the decoder small slices of input so one call never produces more than ~32 MiB, walks
+    across concatenated frames, and raises CorruptStream when the input ends inside a frame or the
+    decoder reports an error.
+    """
+
+    def __init__(self, raw: io.BufferedIOBase | io.RawIOBase, *, name: str = "stream") -> None:
+        super().__init__()
+        self._raw = raw
+        self._name = name
+        self._dctx = zstandard.ZstdDecompressor(max_window_size=1 << 31)
+        self._obj = self._dctx.decompressobj()
+        self._in_frame = False  # fed bytes to the current frame that have not completed it yet
+        self._pending = b""
+        self._pending_at = 0
+        self._input = b""
+        self._input_at = 0
+        self._eof = False
+        self.bytes_out = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def _feed(self) -> bytes:
+        if self._input_at >= len(self._input):
+            self._input = self._raw.read(64 * 1024)
+            self._input_at = 0
+            if not self._input:
+                return b""
+        data = self._input[self._input_at : self._input_at + _ZSTD_FEED]
+        self._input_at += len(data)
+        return data
+
+    def _more(self) -> bool:
+        """Fill self._pending with some output; False at the clean end of the input."""
+        while True:
+            data = self._feed()
+            if not data:
+                if self._in_frame:
+                    raise CorruptStream(f"{self._name}: zstd stream ends in the middle of a frame (truncated)")
+                return False
+            try:
+                out = self._obj.decompress(data)
+            except zstandard.ZstdError as exc:
+                raise CorruptStream(f"{self._name}: zstd data is corrupt ({exc})") from None
+            if self._obj.eof:
+                rest = self._obj.unused_data
+                self._obj = self._dctx.decompressobj()
+                self._in_frame = False
+                if rest:  # the start of the next frame: read it again with the new decoder
+                    self._input = rest + self._input[self._input_at :]
+                    self._input_at = 0
+            else:
+                self._in_frame = True
+            if out:
+                self._pending, self._pending_at = out, 0
+                return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        if self._pending_at >= len(self._pending):
+            if self._eof or not self._more():
+                self._eof = True
+                return 0
+        n = min(len(view), len(self._pending) - self._pending_at)
+        view[:n] = self._pending[self._pending_at : self._pending_at + n]
+        self._pending_at += n
+        self.bytes_out += n
+        return n
+
+
+# --------------------------------------------------------------------------------------------- events
+
+
+def open_events(path: str | Path, *, max_line_bytes: int | None = None) -> Iterator[bytes]:
+    """Yield the lines (bytes, newline kept) of events.jsonl or events.jsonl.zst, in bounded memory.
+
+    The file kind is chosen by its first bytes (zstd magic), not its name. Raises CorruptStream
+    (rule "events-corrupt-compression") when a .zst stream is truncated or corrupt, and LineTooLong
+    (a CorruptStream, rule "events-line-too-long") when a line exceeds `max_line_bytes`; both carry
+    `.line`, the number of lines already yielded. Lines yielded before the exception are valid.
+    The file is closed when the generator is exhausted or closed.
+    """
+    limit = max_line_bytes if max_line_bytes and max_line_bytes > 0 else None
+    raw = open(path, "rb")  # noqa: SIM115 - closed in finally
+    try:
+        magic = raw.peek(4)[:4]
+        if magic == b"\x28\xb5\x2f\xfd":
+            stream: Any = io.BufferedReader(ZstdReader(raw, name=Path(path).name), buffer_size=CHUNK)
+        else:
+            stream = raw
+        line_no = 0
+        while True:
+            try:
+                line = stream.readline(limit + 1 if limit else -1)
+            except CorruptStream as exc:
+                exc.line = line_no
+                raise
+            if not line:
+                return
+            if limit and len(line) > limit and not line.endswith(b"\n"):
+                raise LineTooLong(
+                    f"line {line_no + 1} is longer than {limit} bytes; the raw log cannot be read past it",
+                    line=line_no,
+                )
+            line_no += 1
+            yield line
+    except OSError as exc:
+        raise CorruptStream(f"cannot read {Path(path).name}: {exc}", line=0) from None
+    finally:
+        raw.close()
+
+
+# --------------------------------------------------------------------------------------------- common
+
+
+def _read_bounded(path: Path, *, display: str, findings: Findings, limits: Any, point: str | None) -> bytes | None:
+    cap = limits.max_descriptor_bytes
+    try:
+        size = os.stat(path).st_size
+        if size > cap:
+            findings.error(
+                "file-too-large",
+                f"{display} is {size} bytes, more than the {cap}-byte limit for a descriptor",
+                file=display, point=point,
+                fix="Upload the file exactly as the official tools wrote it; descriptors are small.",
+            )
+            return None
+        with open(path, "rb") as fh:
+            data = fh.read(cap + 1)
+    except OSError as exc:
+        findings.error("file-unreadable", f"cannot read {display}: {exc.strerror or exc}", file=display,
+                       point=point, fix="Re-create the archive; the file could not be opened.")
+        return None
+    if len(data) > cap:  # grew while reading
+        findings.error("file-too-large", f"{display} is more than {cap} bytes", file=display, point=point)
+        return None
+    return data
+
+
+def _decode(data: bytes, *, display: str, findings: Findings, point: str | None) -> str | None:
+    if data.startswith(_BOM):
+        data = data[len(_BOM):]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        findings.error(
+            "invalid-utf8",
+            f"{display} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at line {line})",
+            file=display, line=line, point=point,
+            fix="Save the file as UTF-8; do not edit the tool's output by hand.",
+        )
+        return None
+
+
+def _pointer(parts: list[Any]) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _not_object(obj: Any, *, display: str, findings: Findings, point: str | None) -> bool:
+    if isinstance(obj, dict):
+        return False
+    findings.error(
+        "descriptor-not-object",
+        f"{display} must hold an object (a mapping of keys) at its top level, found {type(obj).__name__}",
+        file=display, point=point, line=1,
+        fix="Use the file as the official tools wrote it.",
+    )
+    return True
+
+
+# --------------------------------------------------------------------------------------------- JSON
+
+
+class _NonFinite:
+    __slots__ = ("token",)
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
+
+
+def load_json(
+    path: str | Path,
+    *,
+    display: str,
+    findings: Findings,
+    limits: Any,
+    point: str | None = None,
+    expect_object: bool = True,
+) -> Any | None:
+    """Parse a JSON descriptor; on any problem add findings and return None.
+
+    Refuses files over limits.max_descriptor_bytes (file-too-large), invalid UTF-8 (invalid-utf8, with
+    line), syntax errors (json-syntax, with line), NaN/Infinity (json-nonfinite, with line and JSON
+    pointer) and a non-object top level when `expect_object` (descriptor-not-object). Duplicate keys
+    give a json-duplicate-key warning (the last value wins, as in every JSON parser) but still load.
+    """
+    data = _read_bounded(Path(path), display=display, findings=findings, limits=limits, point=point)
+    if data is None:
+        return None
+    text = _decode(data, display=display, findings=findings, point=point)
+    if text is None:
+        return None
+
+    dupes: list[tuple[dict[str, Any], str]] = []  # (the object, the repeated key); keeps ids unique
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        repeated = []
+        for key, value in pairs:
+            if key in out:
+                repeated.append(key)
+                out.pop(key)  # the surviving (last) value takes its place in document order
+            out[key] = value
+        dupes.extend((out, key) for key in repeated)
+        return out
+
+    try:
+        obj = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=_NonFinite)
+    except json.JSONDecodeError as exc:
+        findings.error("json-syntax", f"{display} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+                       file=display, line=exc.lineno, point=point,
+                       fix="Upload the file exactly as the official tools wrote it.")
+        return None
+    except (RecursionError, ValueError) as exc:
+        msg = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        findings.error("json-syntax", f"{display} cannot be parsed: {msg}", file=display, point=point,
+                       fix="Upload the file exactly as the official tools wrote it.")
+        return None
+
+    nonfinite: list[str] = []
+    dup_where: dict[int, str] = {}
+    _walk_json(obj, [], nonfinite, dup_where, {id(d) for d, _ in dupes})
+    if nonfinite:
+        lines = [text.count("\n", 0, m.start()) + 1 for m in _JSON_TOKENS.finditer(text) if m.group(1)]
+        for n, pointer in enumerate(nonfinite[:_MAX_REPORTED]):
+            line = lines[n] if n < len(lines) else None
+            findings.error(
+                "json-nonfinite",
+                f"{display} holds a non-finite number (NaN or Infinity) at {pointer or '/'}; JSON allows only finite numbers",
+                file=display, line=line, pointer=pointer, point=point,
+                fix="Re-run or re-export: a metric that is NaN or Infinity means the run produced no valid value.",
+            )
+        return None
+    for holder, key in dupes[:_MAX_REPORTED]:
+        where = dup_where.get(id(holder), "")
+        pointer = where + _pointer([key])
+        findings.warning(
+            "json-duplicate-key",
+            f"{display} repeats the key {key!r} in the object at {where or '/'}; the last value is used",
+            file=display, line=_second_key_line(text, key), pointer=pointer, point=point,
+            fix="Remove the repeated key so the file has one unambiguous value.",
+        )
+    if expect_object and _not_object(obj, display=display, findings=findings, point=point):
+        return None
+    return obj
+
+
+def _walk_json(obj: Any, path: list[Any], nonfinite: list[str], dup_where: dict[int, str], dup_ids: set[int]) -> None:
+    stack: list[tuple[Any, list[Any]]] = [(obj, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, _NonFinite):
+            nonfinite.append(_pointer(where))
+        elif isinstance(node, dict):
+            if id(node) in dup_ids:
+                dup_where[id(node)] = _pointer(where)
+            stack.extend((v, [*where, k]) for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend((v, [*where, i]) for i, v in reversed(list(enumerate(node))))
+
+
+def _second_key_line(text: str, key: str) -> int | None:
+    needle = re.compile(re.escape(json.dumps(key)) + r"\s*:")
+    found = list(needle.finditer(text))
+    if len(found) < 2:
+        return None
+    return text.count("\n", 0, found[1].start()) + 1
+
+
+# --------------------------------------------------------------------------------------------- YAML
+
+
+class _Refused(Exception):
+    def __init__(self, rule: str, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.rule = rule
+        self.line = line
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases, and records duplicate keys and non-finite floats with their line."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicates: list[tuple[str, int]] = []
+        self.nonfinite: list[int] = []
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise _Refused("yaml-alias", "uses a YAML alias (*name); aliases are not accepted in descriptors",
+                           event.start_mark.line + 1)
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            try:
+                key = self.construct_object(key_node, deep=True)
+                hash(key)
+            except TypeError:
+                continue  # SafeLoader reports unhashable keys itself
+            if key in seen:
+                self.duplicates.append((str(key), key_node.start_mark.line + 1))
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_float(self, node: Any) -> float:
+        value = super().construct_yaml_float(node)
+        if not math.isfinite(value):
+            self.nonfinite.append(node.start_mark.line + 1)
+        return value
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _StrictLoader.construct_yaml_float)
+_StrictLoader.add_constructor("tag:yaml.org,2002:map", _StrictLoader.construct_yaml_map)
+
+
+def load_yaml(
+    path: str | Path,
+    *,
+    display: str,
+    findings: Findings,
+    limits: Any,
+    point: str | None = None,
+    expect_object: bool = True,
+) -> Any | None:
+    """Parse a YAML descriptor with yaml.safe_load semantics; on any problem add findings and return None.
+
+    Same refusals as load_json (file-too-large, invalid-utf8, yaml-syntax with line, yaml-nonfinite
+    for .nan/.inf, descriptor-not-object) plus yaml-alias (anchors/aliases are refused: they are how
+    "billion laughs" bombs are built). Duplicate keys give a yaml-duplicate-key warning.
+    """
+    data = _read_bounded(Path(path), display=display, findings=findings, limits=limits, point=point)
+    if data is None:
+        return None
+    text = _decode(data, display=display, findings=findings, point=point)
+    if text is None:
+        return None
+    loader = _StrictLoader(text)
+    try:
+        obj = loader.get_single_data()
+    except _Refused as exc:
+        findings.error(exc.rule, f"{display} {exc}", file=display, line=exc.line, point=point,
+                       fix="Write the value out in full instead of referring to an anchor.")
+        return None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        findings.error("yaml-syntax", f"{display} is not valid YAML: {problem}" + (f" (line {line})" if line else ""),
+                       file=display, line=line, point=point,
+                       fix="Upload the file exactly as the official tools wrote it.")
+        return None
+    except (RecursionError, ValueError) as exc:
+        findings.error("yaml-syntax", f"{display} cannot be parsed: {exc or 'nested too deeply'}",
+                       file=display, point=point, fix="Upload the file exactly as the official tools wrote it.")
+        return None
+    finally:
+        loader.dispose()
+    for line in loader.nonfinite[:_MAX_REPORTED]:
+        findings.error("yaml-nonfinite", f"{display} holds a non-finite number (.nan or .inf) at line {line}",
+                       file=display, line=line, point=point,
+                       fix="Replace it with the finite value the run produced.")
+    if loader.nonfinite:
+        return None
+    for key, line in loader.duplicates[:_MAX_REPORTED]:
+        findings.warning("yaml-duplicate-key", f"{display} repeats the key {key!r} at line {line}; the last value is used",
+                         file=display, line=line, point=point,
+                         fix="Remove the repeated key so the file has one unambiguous value.")
+    if expect_object and _not_object(obj, display=display, findings=findings, point=point):
+        return None
+    return obj
