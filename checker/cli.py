@@ -1,0 +1,99 @@
+"""The `portal` command line: `portal check` runs the checker locally (no Django, no network)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse exits 2 on usage errors, which is our contract too
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _progress_printer(stream):
+    def show(stage: str, done: int, total: int, message: str) -> None:
+        if stage == "recompute" and total:
+            stream.write(f"\r[{done}/{total}] {message[:70]:<70}")
+            if done == total:
+                stream.write("\n")
+            stream.flush()
+    return show
+
+
+def cmd_check(args) -> int:
+    from checker.check import TokenizerError, check
+    from checker.inputs import Limits
+    from checker.text import render_text
+
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing and len(missing) == len(args.paths):
+        print(f"portal check: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE
+    limits = Limits(**{k: v for k, v in {
+        "max_total_bytes": args.max_total_bytes, "max_line_bytes": args.max_line_bytes,
+    }.items() if v is not None})
+    progress = _progress_printer(sys.stderr) if sys.stderr.isatty() and not args.quiet else None
+    try:
+        report = check(args.paths, tokenizer=args.tokenizer, ruleset=args.ruleset, limits=limits,
+                       rel_tol=args.tolerance, official=args.official, progress=progress)
+    except TokenizerError as exc:
+        print(f"portal check: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        Path(args.json).write_text(report.to_json(), encoding="utf-8")
+    if args.format == "json":
+        sys.stdout.write(report.to_json() + "\n")
+    else:
+        sys.stdout.write(render_text(report))
+    if report.unreadable:
+        return EXIT_USAGE
+    return EXIT_FAIL if report.verdict == "fail" else EXIT_PASS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="portal", description="Endpoints Portal command line.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    check = sub.add_parser("check", help="check a bundle or run archives locally, recomputing every metric")
+    check.add_argument("paths", nargs="+", metavar="PATH",
+                       help="bundle folder or archive (.tar.gz/.tar.zst/.zip), run archives or run folders")
+    check.add_argument("--tokenizer", required=True, metavar="PATH",
+                       help="the benchmark model's tokenizer.json (or the folder holding it)")
+    check.add_argument("--json", metavar="OUT", help="also write the JSON report to OUT")
+    check.add_argument("--format", choices=("text", "json"), default="text", help="what to print")
+    check.add_argument("--ruleset", default="endpoints-v1.0", help="rule set version (default endpoints-v1.0)")
+    check.add_argument("--tolerance", type=float, default=1e-9, help="relative tolerance for floats")
+    check.add_argument("--official", action="store_true",
+                       help="also run the official checker when installed and report disagreements")
+    check.add_argument("--max-total-bytes", type=int, help="cap on uncompressed bytes read from archives")
+    check.add_argument("--max-line-bytes", type=int, help="cap on one events.jsonl line")
+    check.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    check.set_defaults(func=cmd_check)
+    _add_remote_commands(sub)
+    return parser
+
+
+def _add_remote_commands(sub) -> None:
+    """`submit` and `status` talk to a portal over HTTP; they live in checker.remote when present."""
+    try:
+        from checker import remote
+    except ImportError:
+        return
+    remote.add_commands(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""The readable text form of a Report, for terminals and e-mails."""
+
+from __future__ import annotations
+
+from checker.report import Report
+
+
+def _num(value, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}"
+
+
+def _metric(block: dict | None, key: str):
+    return None if not block else block.get(key)
+
+
+def render_text(report: Report, *, max_findings: int = 200) -> str:
+    counts = report.counts()
+    lines = [
+        f"Verdict: {report.verdict.upper()}   "
+        f"({counts['error']} errors, {counts['warning']} warnings, {counts['info']} info)",
+        f"Checker {report.checker_version}, ruleset {report.ruleset or '-'}",
+        "",
+    ]
+    by_curve: dict[tuple[str, str], list] = {}
+    for p in report.points:
+        by_curve.setdefault((p.system, p.model), []).append(p)
+    for (system, model), points in sorted(by_curve.items()):
+        lines.append(f"{system} / {model}")
+        lines.append(f"  {'conc':>5} {'system_tps claimed':>19} {'recomputed':>12} {'tps/user':>9} "
+                     f"{'TTFT p90 ms':>11} {'issued':>7} {'done':>7} {'failed':>6}  raw log")
+        for p in sorted(points, key=lambda p: p.concurrency):
+            c, r = p.claimed, p.recomputed
+            shown = r or c
+            lines.append(
+                f"  {p.concurrency:>5} {_num(_metric(c, 'system_tps')):>19} {_num(_metric(r, 'system_tps')):>12} "
+                f"{_num(_metric(shown, 'tps_per_user')):>9} {_num(_metric(shown, 'ttft_p90_ms')):>11} "
+                f"{_num(_metric(shown, 'n_samples_issued')):>7} {_num(_metric(shown, 'n_samples_completed')):>7} "
+                f"{_num(_metric(shown, 'n_samples_failed')):>6}  {'recomputed' if r else 'missing'}")
+        lines.append("")
+    for curve in report.curves:
+        front = curve.get("pareto") or curve.get("front") or []
+        if front:
+            lines.append(f"Pareto front {curve.get('system')} / {curve.get('model')}: "
+                         + ", ".join(f"c{pt.get('concurrency')}" for pt in front))
+    if report.curves:
+        lines.append("")
+    shown = 0
+    for severity in ("error", "warning", "info"):
+        group = [f for f in report.findings if f.severity == severity]
+        if not group:
+            continue
+        lines.append(f"{severity.upper()}S ({len(group)})")
+        for f in group:
+            if shown >= max_findings:
+                lines.append(f"  ... {len(report.findings) - shown} more findings in the JSON report")
+                return "\n".join(lines) + "\n"
+            where = f.file or ""
+            if f.line:
+                where += f":{f.line}"
+            if f.pointer:
+                where += f" {f.pointer}"
+            lines.append(f"  [{f.rule}] {where}")
+            lines.append(f"      {f.message}")
+            if f.fix:
+                lines.append(f"      fix: {f.fix}")
+            shown += 1
+        lines.append("")
+    return "\n".join(lines) + "\n"
