@@ -9,6 +9,7 @@ size of the log or of its texts: texts are tokenized in bounded batches and drop
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from array import array
@@ -19,6 +20,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from checker.loaders import CorruptStream, ZstdReader
 from checker.report import Findings
 from checker.stats import summarize
 
@@ -28,6 +30,17 @@ TOKENIZE_BATCH_CHARS = 8 * 1024 * 1024
 MAX_FINDINGS_PER_RULE = 20  # a corrupt multi-GB log must not produce millions of findings
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 PROMPT_CACHE_ENTRIES = 200_000
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+class _OwningZstdReader(ZstdReader):
+    """A zstd reader that also closes the file it reads."""
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
 
 
 class EventLogUnreadable(Exception):
@@ -44,10 +57,8 @@ _decode = json.JSONDecoder(parse_constant=_reject_constant).decode
 def open_binary(path: Path) -> BinaryIO:
     """A binary stream of the log, decompressing .zst on the fly."""
     raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the returned stream
-    if path.name.endswith(".zst"):
-        import zstandard
-
-        return zstandard.ZstdDecompressor().stream_reader(raw, read_size=READ_BLOCK_BYTES, closefd=True)
+    if raw.peek(4)[:4] == ZSTD_MAGIC:  # by content, not by name
+        return io.BufferedReader(_OwningZstdReader(raw, name=path.name), buffer_size=READ_BLOCK_BYTES)
     return raw
 
 
@@ -491,9 +502,7 @@ def recompute_point(path: Path, *, tokenizer, findings: Findings, display: str, 
     try:
         with stream:
             replay.feed(stream)
-    except Exception as exc:  # zstandard raises its own ZstdError; the gzip/zip layers are upstream
-        if type(exc).__name__ != "ZstdError" and not isinstance(exc, EOFError | OSError):
-            raise
+    except (CorruptStream, OSError, EOFError) as exc:
         findings.error("raw-log-corrupt",
                        f"The compressed raw log is truncated or corrupt after line {replay.lines:,} ({exc}).",
                        file=display, point=point,
