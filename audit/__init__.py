@@ -1,0 +1,1 @@
+"""Append-only, hash-chained audit log; later also attestations and challenges."""

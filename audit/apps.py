@@ -1,0 +1,8 @@
+"""App config for the audit log."""
+
+from django.apps import AppConfig
+
+
+class AuditConfig(AppConfig):
+    name = "audit"
+    verbose_name = "Audit"

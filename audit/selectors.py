@@ -1,0 +1,80 @@
+"""Reads of the audit log: listings for auditors and the chain verification."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+from audit.hashing import stored_event_hash
+from audit.models import GENESIS_HASH, AuditEvent
+from submissions.selectors import user_is_auditor, user_is_chair
+
+
+@dataclass(frozen=True)
+class ChainBreak:
+    """The first place where the stored chain differs from what was recorded."""
+
+    sequence: int
+    event_id: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"audit event #{self.sequence} (id {self.event_id}): {self.reason}"
+
+
+@dataclass(frozen=True)
+class ChainVerification:
+    """Result of walking the chain: how many events were checked and the first break, if any."""
+
+    checked: int
+    first_break: ChainBreak | None
+
+    @property
+    def ok(self) -> bool:
+        return self.first_break is None
+
+
+def audit_chain_verify(*, batch_size: int = 2000) -> ChainVerification:
+    """Walk the chain in sequence order: each hash must match its content, link to its predecessor,
+    and sequences must run 1, 2, 3... without gaps (a gap means a removed event)."""
+    expected_prev = GENESIS_HASH
+    expected_sequence = 1
+    checked = 0
+    for event in AuditEvent.objects.order_by("sequence").iterator(chunk_size=batch_size):
+        checked += 1
+        if event.sequence != expected_sequence:
+            return ChainVerification(
+                checked,
+                ChainBreak(
+                    event.sequence,
+                    event.pk,
+                    f"sequence jumps from #{expected_sequence - 1} to #{event.sequence}: "
+                    "events were removed or renumbered",
+                ),
+            )
+        if event.prev_hash != expected_prev:
+            return ChainVerification(
+                checked,
+                ChainBreak(
+                    event.sequence,
+                    event.pk,
+                    "prev_hash does not match the hash of the preceding event: "
+                    "events were removed, reordered or rewritten before it",
+                ),
+            )
+        if stored_event_hash(event) != event.hash:
+            return ChainVerification(
+                checked,
+                ChainBreak(event.sequence, event.pk, "content does not match its hash: the event was altered"),
+            )
+        expected_prev = event.hash
+        expected_sequence += 1
+    return ChainVerification(checked, None)
+
+
+def audit_events_visible_to(user) -> QuerySet[AuditEvent]:
+    """The full log for auditors and the chair; nothing for anyone else (later: per-object history)."""
+    if user.is_authenticated and (user_is_auditor(user) or user_is_chair(user)):
+        return AuditEvent.objects.select_related("actor", "true_actor").order_by("-sequence")
+    return AuditEvent.objects.none()

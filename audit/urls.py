@@ -1,0 +1,11 @@
+"""URLs of the audit app (mounted at /audit/)."""
+
+from django.urls import path
+
+from audit import views
+
+app_name = "audit"
+
+urlpatterns = [
+    path("", views.event_list, name="event_list"),
+]

@@ -1,0 +1,1 @@
+"""Public pages: published results per benchmark, Pareto step charts, SLO matching, exports."""

@@ -1,0 +1,1 @@
+"""Admin of the leaderboard app (models arrive with the publication issue)."""

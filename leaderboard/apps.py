@@ -1,0 +1,8 @@
+"""App config for the leaderboard."""
+
+from django.apps import AppConfig
+
+
+class LeaderboardConfig(AppConfig):
+    name = "leaderboard"
+    verbose_name = "Leaderboard"

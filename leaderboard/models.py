@@ -1,0 +1,1 @@
+"""Leaderboard models (published snapshots, annotations) arrive with the publication issue."""

@@ -1,0 +1,10 @@
+"""Reads for the public leaderboard: only published results, whoever asks."""
+
+from __future__ import annotations
+
+from submissions.selectors import benchmark_list
+
+
+def leaderboard_benchmarks():
+    """Benchmarks that have (or will have) a public leaderboard."""
+    return benchmark_list()

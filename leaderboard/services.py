@@ -1,0 +1,1 @@
+"""Writes of the leaderboard app (publication snapshots) arrive with the publication issue."""

@@ -1,0 +1,1 @@
+"""Celery tasks of the leaderboard app (scheduled publication of cohorts arrives later)."""

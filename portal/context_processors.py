@@ -1,0 +1,18 @@
+"""Template context for the header and navigation: who is logged in, their organisations, their roles."""
+
+from __future__ import annotations
+
+from review.selectors import user_is_reviewer
+from submissions.selectors import organisations_of_user, user_is_auditor, user_is_chair
+
+
+def navigation(request):
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {"nav_organisations": [], "nav_is_chair": False, "nav_is_auditor": False, "nav_is_reviewer": False}
+    return {
+        "nav_organisations": list(organisations_of_user(user)),
+        "nav_is_chair": user_is_chair(user),
+        "nav_is_auditor": user_is_auditor(user),
+        "nav_is_reviewer": user_is_reviewer(user),
+    }

@@ -1,0 +1,281 @@
+"""Django settings, read from the environment (see .env.example); zero-config gives a local SQLite demo."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from portal.env import (
+    EnvError,
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_secret,
+    env_str,
+    env_url,
+    parse_database_url,
+    parse_email_url,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
+if not VAR_DIR.is_absolute():
+    VAR_DIR = BASE_DIR / VAR_DIR
+
+DEBUG = env_bool("DEBUG", False)
+
+
+def _secret_key() -> str:
+    key = env_secret("SECRET_KEY")
+    if key:
+        if len(key) < 32:
+            raise EnvError("SECRET_KEY is shorter than 32 characters: generate a long random value.")
+        return key
+    # Zero-config: a per-checkout key kept outside git (var/ is ignored), so sessions survive restarts.
+    key_file = VAR_DIR / "secret_key"
+    if key_file.exists():
+        return key_file.read_text(encoding="utf-8").strip()
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(50)
+    key_file.write_text(key, encoding="utf-8")
+    key_file.chmod(0o600)
+    return key
+
+
+SECRET_KEY = _secret_key()
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+for _origin in CSRF_TRUSTED_ORIGINS:
+    if not _origin.startswith(("http://", "https://")):
+        raise EnvError(f"CSRF_TRUSTED_ORIGINS item {_origin!r} must start with http:// or https://.")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "audit",
+    "submissions",
+    "review",
+    "leaderboard",
+]
+
+MIDDLEWARE = [
+    "portal.middleware.RequestIDMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+ASGI_APPLICATION = "portal.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "portal.context_processors.navigation",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'portal.sqlite3'}")
+DATABASES = {"default": parse_database_url(DATABASE_URL, base_dir=BASE_DIR)}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3") and DATABASES["default"]["NAME"] != ":memory:":
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: Celery broker and cache ---------------------------------------------------------
+REDIS_URL = env_url("REDIS_URL", ("redis", "rediss"))
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "portal",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+# Without a broker, tasks run in-process at .delay() time: the zero-config demo needs no worker.
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", not REDIS_URL)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 3600, minimum=1)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 3900, minimum=1)
+if CELERY_TASK_TIME_LIMIT <= CELERY_TASK_SOFT_TIME_LIMIT:
+    raise EnvError("CELERY_TASK_TIME_LIMIT must be greater than CELERY_TASK_SOFT_TIME_LIMIT.")
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE = {
+    "audit-chain-verify-daily": {"task": "audit.tasks.audit_chain_verify_task", "schedule": 24 * 3600.0},
+}
+
+# --- File storage ---------------------------------------------------------------------------
+STORAGE_BACKEND = env_choice("STORAGE_BACKEND", ("local", "s3"), "local")
+MEDIA_ROOT = Path(env_str("PORTAL_MEDIA_ROOT", str(VAR_DIR / "media")))
+MEDIA_URL = "/media/"
+STATIC_ROOT = Path(env_str("PORTAL_STATIC_ROOT", str(VAR_DIR / "static")))
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_STORAGE_BACKEND = "whitenoise.storage.CompressedStaticFilesStorage"
+
+if STORAGE_BACKEND == "s3":
+    AWS_STORAGE_BUCKET_NAME = env_str("AWS_STORAGE_BUCKET_NAME")
+    if not AWS_STORAGE_BUCKET_NAME:
+        raise EnvError("STORAGE_BACKEND=s3 needs AWS_STORAGE_BUCKET_NAME.")
+    _default_storage = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": AWS_STORAGE_BUCKET_NAME,
+            "endpoint_url": env_url("AWS_S3_ENDPOINT_URL", ("http", "https")),
+            "region_name": env_str("AWS_S3_REGION_NAME"),
+            "access_key": env_secret("AWS_ACCESS_KEY_ID"),
+            "secret_key": env_secret("AWS_SECRET_ACCESS_KEY"),
+            "default_acl": None,
+            "querystring_auth": True,
+            "file_overwrite": False,
+            "addressing_style": env_choice("AWS_S3_ADDRESSING_STYLE", ("path", "virtual", "auto"), "path"),
+            "signature_version": "s3v4",
+        },
+    }
+else:
+    _default_storage = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(MEDIA_ROOT), "base_url": MEDIA_URL},
+    }
+STORAGES = {
+    "default": _default_storage,
+    "staticfiles": {"BACKEND": STATICFILES_STORAGE_BACKEND},
+}
+# Serve straight from the source folders too, so the demo works before collectstatic has run.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# Upload caps (bytes): one bundle, and everything one organisation keeps.
+PORTAL_MAX_UPLOAD_BYTES = env_int("PORTAL_MAX_UPLOAD_BYTES", 20 * 1024**3, minimum=1024)
+PORTAL_ORG_QUOTA_BYTES = env_int("PORTAL_ORG_QUOTA_BYTES", 500 * 1024**3, minimum=1024)
+if PORTAL_ORG_QUOTA_BYTES < PORTAL_MAX_UPLOAD_BYTES:
+    raise EnvError("PORTAL_ORG_QUOTA_BYTES must be at least PORTAL_MAX_UPLOAD_BYTES.")
+# Uploads larger than this go to a temporary file instead of memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
+
+# Tokenizer files shipped with the portal; Benchmark.tokenizer_path is relative to this folder.
+PORTAL_TOKENIZERS_DIR = BASE_DIR / "portal_data" / "tokenizers"
+
+# --- E-mail ---------------------------------------------------------------------------------
+_email = parse_email_url(env_str("EMAIL_URL", "console://"))
+EMAIL_BACKEND = _email.backend
+EMAIL_HOST = _email.host
+EMAIL_PORT = _email.port
+EMAIL_HOST_USER = _email.user
+EMAIL_HOST_PASSWORD = env_secret("EMAIL_HOST_PASSWORD") or _email.password
+EMAIL_USE_TLS = _email.use_tls
+EMAIL_USE_SSL = _email.use_ssl
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Endpoints Portal <noreply@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+
+# --- Auth -----------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "submissions:dashboard"
+LOGOUT_REDIRECT_URL = "home"
+
+# --- Security -------------------------------------------------------------------------------
+# Secure cookies unless DEBUG; PORTAL_SECURE_COOKIES=0 lets the demo log in over plain http.
+_secure_cookies = env_bool("PORTAL_SECURE_COOKIES", not DEBUG)
+SESSION_COOKIE_SECURE = _secure_cookies
+CSRF_COOKIE_SECURE = _secure_cookies
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SECURE_SSL_REDIRECT = env_bool("PORTAL_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("PORTAL_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("PORTAL_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("PORTAL_HSTS_PRELOAD", False)
+if env_bool("PORTAL_BEHIND_TLS_PROXY", False):
+    # Only safe when a proxy in front always sets (and strips client-sent) X-Forwarded-Proto.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Internationalisation -------------------------------------------------------------------
+LANGUAGE_CODE = "en-gb"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# --- API ------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+    "EXCEPTION_HANDLER": "portal.api.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Endpoints Portal API",
+    "DESCRIPTION": "MLPerf Endpoints results: benchmarks, submissions, reviews and published leaderboards.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "INFO")},
+}

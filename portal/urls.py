@@ -1,0 +1,39 @@
+"""URL map: HTML pages per app, the versioned API, its schema and docs, health."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from audit import api as audit_api
+from leaderboard import api as leaderboard_api
+from portal import health, views
+from review import api as review_api
+from submissions import api as submissions_api
+
+admin.site.site_header = "Endpoints Portal administration"
+admin.site.site_title = "Endpoints Portal admin"
+
+router = DefaultRouter()
+for app_api in (submissions_api, review_api, audit_api, leaderboard_api):
+    app_api.register(router)
+
+api_v1 = [
+    path("me/", submissions_api.MeApi.as_view(), name="me"),
+    path("", include(router.urls)),
+]
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", health.healthz, name="healthz"),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include((api_v1, "api"), namespace="api")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("", include("submissions.urls")),
+    path("review/", include("review.urls")),
+    path("audit/", include("audit.urls")),
+    path("leaderboard/", include("leaderboard.urls")),
+]

@@ -1,0 +1,1 @@
+"""Peer review: assignments, conflicts of interest, comments, typed objections, approvals."""

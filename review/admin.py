@@ -1,0 +1,1 @@
+"""Admin of the review app (models arrive with the review issue)."""

@@ -1,0 +1,1 @@
+"""Review models (assignments, conflicts, objections) arrive with the review issue."""

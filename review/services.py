@@ -1,0 +1,1 @@
+"""Writes of the review app (assign, comment, object, approve) arrive with the review issue."""

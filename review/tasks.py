@@ -1,0 +1,1 @@
+"""Celery tasks of the review app (reminders and deadlines arrive with the review issue)."""

@@ -1,0 +1,1 @@
+"""Organisations, people's roles, benchmarks, systems; later submissions, versions and the check pipeline."""

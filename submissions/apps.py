@@ -1,0 +1,8 @@
+"""App config for submissions."""
+
+from django.apps import AppConfig
+
+
+class SubmissionsConfig(AppConfig):
+    name = "submissions"
+    verbose_name = "Submissions"

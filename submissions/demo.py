@@ -1,0 +1,116 @@
+"""Demo data for `manage.py seed_demo`: idempotent, built through the same services the portal uses.
+
+Later work extends seed_demo_submissions() (uploads of the sample bundle, reviews, publication).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+
+from submissions.models import GlobalRole, Membership, Organisation, System
+from submissions.services import (
+    global_role_grant,
+    membership_grant,
+    organisation_create,
+    system_register,
+    user_create,
+)
+
+FIXTURE_BUNDLE = (
+    Path(settings.BASE_DIR) / "tests" / "checker" / "fixtures" / "bundle" / "AcmeCompute" / "acme-2026-12-C0-endpoints-001"
+)
+
+DEMO_ORGANISATIONS = [
+    ("AcmeCompute", "acmecompute", Organisation.Kind.HARDWARE_VENDOR),
+    ("NimbusCloud", "nimbuscloud", Organisation.Kind.HYPERSCALER),
+    ("Quill University", "quill-university", Organisation.Kind.ACADEMIC),
+]
+
+
+@dataclass(frozen=True)
+class DemoUser:
+    username: str
+    password: str
+    description: str
+    organisation_slug: str | None = None
+    role: str | None = None
+    global_role: str | None = None
+    superuser: bool = False
+
+
+# Fixed, printed passwords: this is a local demo database, never a deployment.
+DEMO_USERS = [
+    DemoUser("demo-submitter", "demo-submitter-pass", "submitter at AcmeCompute", "acmecompute", Membership.Role.SUBMITTER),
+    DemoUser("demo-reviewer", "demo-reviewer-pass", "reviewer at NimbusCloud", "nimbuscloud", Membership.Role.REVIEWER),
+    DemoUser("demo-auditor", "demo-auditor-pass", "auditor", global_role=GlobalRole.Role.AUDITOR),
+    DemoUser("demo-chair", "demo-chair-pass", "chair, Django admin", global_role=GlobalRole.Role.CHAIR, superuser=True),
+]
+
+DEMO_SYSTEMS = [("acmecompute", "Acme_AX-8000"), ("acmecompute", "Acme_AX-4000")]
+
+
+@dataclass
+class DemoSeed:
+    """What seed_demo made or found, handed to later seeding steps."""
+
+    organisations: dict[str, Organisation] = field(default_factory=dict)
+    users: dict[str, object] = field(default_factory=dict)
+    systems: dict[str, System] = field(default_factory=dict)
+
+
+def system_description_from_fixture(system_name: str) -> dict:
+    """The system_desc.json of the system's first load point in the sample bundle."""
+    candidates = sorted((FIXTURE_BUNDLE / "results" / system_name).glob("*/r*/system_desc.json"))
+    if not candidates:
+        raise FileNotFoundError(f"No system_desc.json for {system_name} under {FIXTURE_BUNDLE}")
+    return json.loads(candidates[0].read_text(encoding="utf-8"))
+
+
+def seed_demo_organisations(seed: DemoSeed) -> None:
+    for name, slug, kind in DEMO_ORGANISATIONS:
+        organisation = Organisation.objects.filter(slug=slug).first()
+        seed.organisations[slug] = organisation or organisation_create(name=name, slug=slug, kind=kind)
+
+
+def seed_demo_users(seed: DemoSeed) -> None:
+    User = get_user_model()
+    for spec in DEMO_USERS:
+        user = User.objects.filter(username=spec.username).first()
+        if user is None:
+            user = user_create(
+                username=spec.username, email=f"{spec.username}@example.com", password=spec.password,
+                is_superuser=spec.superuser,
+            )
+        if spec.organisation_slug:
+            membership_grant(user=user, organisation=seed.organisations[spec.organisation_slug], role=spec.role)
+        if spec.global_role:
+            global_role_grant(user=user, role=spec.global_role)
+        seed.users[spec.username] = user
+
+
+def seed_demo_systems(seed: DemoSeed) -> None:
+    submitter = seed.users["demo-submitter"]
+    for slug, name in DEMO_SYSTEMS:
+        organisation = seed.organisations[slug]
+        system = System.objects.filter(organisation=organisation, name=name).first()
+        seed.systems[name] = system or system_register(
+            organisation=organisation, name=name, description=system_description_from_fixture(name), actor=submitter
+        )
+
+
+def seed_demo_submissions(seed: DemoSeed) -> None:
+    """Extension point: later work adds demo submissions (sample bundle uploads, reviews, publication)."""
+
+
+def seed_demo() -> DemoSeed:
+    seed = DemoSeed()
+    seed_demo_organisations(seed)
+    seed_demo_users(seed)
+    seed_demo_systems(seed)
+    seed_demo_submissions(seed)
+    return seed

@@ -1,0 +1,152 @@
+"""Writes for people, roles, the catalog and systems. Every write records an audit event in its transaction."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils.text import slugify
+from rest_framework.authtoken.models import Token
+
+from audit.services import audit_event_record
+from portal.errors import NotAllowedError
+from submissions.models import Benchmark, GlobalRole, Membership, Organisation, System
+from submissions.selectors import user_is_chair, user_org_ids
+
+User = get_user_model()
+
+
+def _require_chair(actor) -> None:
+    # actor None is the system itself (migrations, seed_demo, management commands).
+    if actor is not None and not user_is_chair(actor):
+        raise NotAllowedError("Only the chair can do this.")
+
+
+@transaction.atomic
+def organisation_create(*, name: str, kind: str, slug: str | None = None, actor=None) -> Organisation:
+    _require_chair(actor)
+    organisation = Organisation(name=name, slug=slug or slugify(name), kind=kind)
+    organisation.full_clean()
+    organisation.save()
+    audit_event_record(
+        actor=actor, action="organisation.created", obj=organisation, data={"name": name, "kind": kind}
+    )
+    return organisation
+
+
+@transaction.atomic
+def user_create(
+    *, username: str, email: str = "", password: str | None = None, is_staff: bool = False,
+    is_superuser: bool = False, actor=None,
+) -> User:
+    _require_chair(actor)
+    user = User(username=username, email=email, is_staff=is_staff or is_superuser, is_superuser=is_superuser)
+    if password:
+        user.set_password(password)
+    else:
+        user.set_unusable_password()
+    user.full_clean(exclude=["password"])
+    user.save()
+    audit_event_record(
+        actor=actor, action="user.created", obj=user,
+        data={"username": username, "is_staff": user.is_staff, "is_superuser": is_superuser},
+    )
+    return user
+
+
+@transaction.atomic
+def membership_grant(*, user, organisation: Organisation, role: str, actor=None) -> Membership:
+    """Give a user a role in an organisation (chair, or an org_admin of that organisation)."""
+    if actor is not None and not (
+        user_is_chair(actor) or organisation.pk in user_org_ids(actor, roles=(Membership.Role.ORG_ADMIN,))
+    ):
+        raise NotAllowedError("Only the chair or an admin of this organisation can add members.")
+    membership, created = Membership.objects.get_or_create(user=user, organisation=organisation, role=role)
+    if created:
+        membership.full_clean()
+        audit_event_record(
+            actor=actor, action="membership.granted", obj=membership,
+            data={"user": user.username, "organisation": organisation.slug, "role": role},
+        )
+    return membership
+
+
+@transaction.atomic
+def global_role_grant(*, user, role: str, actor=None) -> GlobalRole:
+    _require_chair(actor)
+    global_role, created = GlobalRole.objects.get_or_create(user=user, role=role)
+    if created:
+        global_role.full_clean()
+        audit_event_record(
+            actor=actor, action="global_role.granted", obj=global_role, data={"user": user.username, "role": role}
+        )
+    return global_role
+
+
+@transaction.atomic
+def benchmark_create(
+    *, model_id: str, display_name: str, dataset: str, workload: str, tokenizer_path: str,
+    tokenizer_is_placeholder: bool = False, ruleset_version: str = "endpoints-v1.0",
+    dataset_sample_count: int | None = None, actor=None,
+) -> Benchmark:
+    _require_chair(actor)
+    benchmark = Benchmark(
+        model_id=model_id, display_name=display_name, dataset=dataset, workload=workload,
+        tokenizer_path=tokenizer_path, tokenizer_is_placeholder=tokenizer_is_placeholder,
+        ruleset_version=ruleset_version, dataset_sample_count=dataset_sample_count,
+    )
+    benchmark.full_clean()
+    benchmark.save()
+    audit_event_record(actor=actor, action="benchmark.created", obj=benchmark, data={"model_id": model_id})
+    return benchmark
+
+
+def _require_submitter(actor, organisation: Organisation) -> None:
+    allowed = user_org_ids(actor, roles=(Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN))
+    if actor is not None and not (organisation.pk in allowed or user_is_chair(actor)):
+        raise NotAllowedError(f"Only submitters of {organisation.name} can manage its systems.")
+
+
+@transaction.atomic
+def system_register(*, organisation: Organisation, name: str, description: dict, actor) -> System:
+    """Register a system under test for an organisation (its submitters, org admins or the chair)."""
+    _require_submitter(actor, organisation)
+    system = System(organisation=organisation, name=name, description=description)
+    system.full_clean()
+    system.save()
+    audit_event_record(
+        actor=actor, action="system.registered", obj=system, data={"organisation": organisation.slug, "name": name}
+    )
+    return system
+
+
+@transaction.atomic
+def system_update_description(*, system: System, description: dict, actor) -> System:
+    _require_submitter(actor, system.organisation)
+    system = System.objects.select_for_update().get(pk=system.pk)
+    changed_keys = sorted(
+        key for key in set(system.description) | set(description)
+        if system.description.get(key) != description.get(key)
+    )
+    system.description = description
+    system.full_clean()
+    system.save(update_fields=["description", "updated_at"])
+    audit_event_record(actor=actor, action="system.description_updated", obj=system, data={"changed": changed_keys})
+    return system
+
+
+@transaction.atomic
+def api_token_issue(*, user, rotate: bool = False, actor=None) -> Token:
+    """The user's API token; rotate=True replaces any existing one (the old one stops working)."""
+    if actor is not None and actor.pk != user.pk:
+        _require_chair(actor)
+    existing = Token.objects.filter(user=user).first()
+    if existing is not None and not rotate:
+        return existing
+    if existing is not None:
+        existing.delete()
+    token = Token.objects.create(user=user)
+    audit_event_record(
+        actor=actor, action="api_token.rotated" if existing else "api_token.issued", obj=user,
+        data={"user": user.username},
+    )
+    return token
