@@ -88,6 +88,7 @@ class Report:
     ruleset: str | None = None
     inputs: list[str] = field(default_factory=list)
     unreadable: bool = False  # no input could be read at all (CLI exit 2)
+    official: dict[str, Any] | None = None  # the official checker's verdict when it was run (checker.official)
 
     @property
     def verdict(self) -> str:
@@ -110,6 +111,7 @@ class Report:
             "points": [p.to_dict() for p in self.points],
             "curves": self.curves,
             "findings": [f.to_dict() for f in self.findings],
+            **({"official": self.official} if self.official is not None else {}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
