@@ -825,7 +825,12 @@ def open_inputs(paths: list[str | Path], *, workdir: Path, limits: Limits, findi
             )
             continue
         dest = workdir / _safe_label(index, path)
-        os.mkdir(dest, 0o700)
+        for attempt in range(1, 1000):  # a workdir reused by an earlier call keeps its folders
+            try:
+                os.mkdir(dest, 0o700)
+                break
+            except FileExistsError:
+                dest = workdir / f"{_safe_label(index, path)}-{attempt}"
         before = len(findings)
         extracted = _extract_archive(path, kind, dest, budget=budget, findings=findings)
         bundles, runs = _find(dest)

@@ -1,0 +1,62 @@
+"""Builds archives for the input-layer tests: real fixture points re-packed, and hostile members."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zipfile
+from pathlib import Path
+
+import zstandard
+
+FIXTURES = Path(__file__).parent / "fixtures"
+RUN_ARCHIVES = sorted((FIXTURES / "run_archives").glob("AX-8000_c*.tar.gz"))
+BUNDLE_PARENT = FIXTURES / "bundle"
+BUNDLE_ROOT = BUNDLE_PARENT / "AcmeCompute" / "acme-2026-12-C0-endpoints-001"
+
+
+def run_members(concurrency: int = 1) -> dict[str, bytes]:
+    """The regular files of one official run archive, name -> content (they are small)."""
+    out: dict[str, bytes] = {}
+    with tarfile.open(FIXTURES / "run_archives" / f"AX-8000_c{concurrency}.tar.gz") as tf:
+        for member in tf.getmembers():
+            if member.isreg():
+                out[member.name] = tf.extractfile(member).read()
+    return out
+
+
+def write_tar_gz(path: Path, files: dict[str, bytes], extra: list[tuple[tarfile.TarInfo, bytes | None]] = ()) -> Path:
+    with tarfile.open(path, "w:gz") as tf:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+        for info, data in extra:
+            tf.addfile(info, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def tar_bytes_of_folder(root: Path, arc_prefix: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        tf.add(root, arcname=arc_prefix)
+    return buf.getvalue()
+
+
+def bundle_tar_zst(path: Path) -> Path:
+    data = tar_bytes_of_folder(BUNDLE_ROOT, "AcmeCompute/acme-2026-12-C0-endpoints-001")
+    path.write_bytes(zstandard.ZstdCompressor().compress(data))
+    return path
+
+
+def bundle_zip(path: Path) -> Path:
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for file in sorted(BUNDLE_ROOT.rglob("*")):
+            if file.is_file():
+                zf.write(file, "AcmeCompute/" + file.relative_to(BUNDLE_ROOT.parent).as_posix())
+    return path
+
+
+def snapshot(root: Path, skip: Path) -> set[str]:
+    """Every path under root, except under `skip` (the sandbox)."""
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if skip not in p.parents and p != skip}
