@@ -143,7 +143,9 @@ class System(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["organisation", "name"], name="system_unique_name_per_org")]
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "name"], name="system_unique_name_per_org")
+        ]
         ordering = ["organisation__name", "name"]
 
     def __str__(self) -> str:
@@ -152,3 +154,271 @@ class System(models.Model):
     def clean(self):
         if not isinstance(self.description, dict):
             raise ValidationError({"description": "The system description must be a JSON object."})
+
+
+# --- Submissions, immutable versions, uploads and check runs ---------------------------------
+
+
+class Submission(models.Model):
+    """One organisation's result for one system x benchmark; its status changes only through transition services."""
+
+    class Division(models.TextChoices):
+        # point.yaml `division:` as the official tools write it ("Standardized").
+        STANDARDIZED = "standardized", "Standardized"
+        OPEN = "open", "Open"
+
+    class Availability(models.TextChoices):
+        AVAILABLE = "available", "Available"
+        PREVIEW = "preview", "Preview"
+        RDI = "rdi", "Research, development or internal (RDI)"
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        SUBMITTED = "submitted", "Submitted"
+        IN_REVIEW = "in_review", "In review"
+        PEER_REVIEWED = "peer_reviewed", "Peer reviewed"
+        AUDITED = "audited", "Audited"
+        PUBLISHED = "published", "Published"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+        REJECTED = "rejected", "Rejected"
+
+    TERMINAL_STATUSES = (Status.WITHDRAWN, Status.REJECTED)
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.PROTECT, related_name="submissions")
+    system = models.ForeignKey(System, on_delete=models.PROTECT, related_name="submissions")
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="submissions")
+    division = models.CharField(max_length=16, choices=Division.choices, default=Division.STANDARDIZED)
+    availability = models.CharField(max_length=16, choices=Availability.choices, default=Availability.AVAILABLE)
+    title = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT, editable=False)
+    status_changed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    status_reason = models.TextField(blank=True, editable=False, help_text="Why it was withdrawn or rejected.")
+    submitted_version = models.ForeignKey(
+        "SubmissionVersion", on_delete=models.PROTECT, null=True, blank=True, related_name="+", editable=False,
+        help_text="The version frozen at submit time: reviewers and auditors judge this one.",
+    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status"], name="submission_status_idx")]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.organisation.slug}/{self.system.name}/{self.benchmark.model_id}"
+
+    def clean(self):
+        if self.system_id and self.organisation_id and self.system.organisation_id != self.organisation_id:
+            raise ValidationError({"system": "The system belongs to another organisation."})
+
+
+class SubmissionVersion(models.Model):
+    """One upload of a submission: an immutable set of stored files (content-addressed by SHA-256)."""
+
+    class Kind(models.TextChoices):
+        BUNDLE = "bundle", "Submission bundle"
+        RUN_ARCHIVES = "run_archives", "Run archives"
+
+    submission = models.ForeignKey(Submission, on_delete=models.PROTECT, related_name="versions")
+    number = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    size_bytes = models.PositiveBigIntegerField(help_text="Total of the version's files.")
+    sha256 = models.CharField(
+        max_length=64, help_text="SHA-256 of the single file, or of the sorted 'sha256  name' lines of several files."
+    )
+    uploader = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["submission_id", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["submission", "number"], name="version_unique_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.submission} v{self.number}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValidationError("A submission version is immutable: upload a new version instead.")
+        super().save(*args, **kwargs)
+
+
+class VersionFile(models.Model):
+    """One stored file of a version (a bundle archive, or one run archive of a set), kept byte-identical."""
+
+    version = models.ForeignKey(SubmissionVersion, on_delete=models.PROTECT, related_name="files")
+    position = models.PositiveSmallIntegerField()
+    original_filename = models.CharField(max_length=255)
+    storage_key = models.CharField(max_length=300, help_text="Key in the default storage: blobs/sha256/<ab>/<sha256>.")
+    size_bytes = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["version_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "position"], name="version_file_unique_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.version} {self.original_filename}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValidationError("A stored version file is immutable.")
+        super().save(*args, **kwargs)
+
+
+class Upload(models.Model):
+    """A chunked, resumable upload of one file; its parts live in storage until it is finished."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Receiving parts"
+        VERIFIED = "verified", "Verified, waiting to join a version"
+        DONE = "done", "Part of a version"
+        ABORTED = "aborted", "Aborted"
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    submission = models.ForeignKey(Submission, on_delete=models.PROTECT, related_name="uploads")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    filename = models.CharField(max_length=255)
+    size_bytes = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64, help_text="What the client says the whole file hashes to.")
+    part_size = models.PositiveIntegerField()
+    parts_expected = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    storage_key = models.CharField(max_length=300, blank=True, help_text="The assembled blob, once verified.")
+    version = models.ForeignKey(
+        SubmissionVersion, on_delete=models.PROTECT, null=True, blank=True, related_name="uploads"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"upload {self.id} ({self.filename})"
+
+
+class UploadPart(models.Model):
+    """One received part of an upload (kept under a key naming its own SHA-256, so it is never overwritten)."""
+
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="parts")
+    index = models.PositiveIntegerField()
+    size_bytes = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    storage_key = models.CharField(max_length=300)
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["upload_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["upload", "index"], name="upload_part_unique_index")]
+
+
+class CheckRun(models.Model):
+    """One run of the checker over one version; a re-check is a new run, never an overwrite."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        PASSED = "passed", "Passed"
+        FAILED = "failed", "Failed (findings with errors)"
+        ERROR = "error", "Error (the check could not complete)"
+
+    FINISHED_STATUSES = (Status.PASSED, Status.FAILED, Status.ERROR)
+
+    version = models.ForeignKey(SubmissionVersion, on_delete=models.PROTECT, related_name="check_runs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, editable=False)
+    attempts = models.PositiveSmallIntegerField(default=1, help_text="The attempt queued or running now (1-based).")
+    max_attempts = models.PositiveSmallIntegerField(default=3)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+        help_text="Who asked for this run (empty: the upload itself).",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    checker_version = models.CharField(max_length=50, blank=True)
+    ruleset = models.CharField(max_length=50, blank=True)
+    error_message = models.TextField(
+        blank=True, help_text="What the submitter should know: why the run errored, was re-queued or failed."
+    )
+    progress_stage = models.CharField(max_length=32, blank=True)
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    points_expected = models.JSONField(default=list, blank=True, help_text="Point keys found when the run started.")
+    counts = models.JSONField(default=dict, blank=True, help_text="Findings per severity.")
+    curves = models.JSONField(default=list, blank=True)
+    report = models.JSONField(null=True, blank=True, help_text="The whole Report.to_dict() (docs/report-format.md).")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="check_run_status_hb_idx")]
+
+    def __str__(self) -> str:
+        return f"check run #{self.pk} of {self.version} ({self.status})"
+
+
+class Finding(models.Model):
+    """One checker finding of a run (stable rule id, where, and a sentence the submitter can act on)."""
+
+    check_run = models.ForeignKey(CheckRun, on_delete=models.CASCADE, related_name="findings")
+    # Which pipeline step wrote the row: the point key of a per-point task, or "" for the whole-version join.
+    step = models.CharField(max_length=200, blank=True)
+    rule = models.CharField(max_length=100)
+    severity = models.CharField(max_length=8)
+    file = models.TextField(blank=True)
+    line = models.PositiveBigIntegerField(null=True, blank=True)
+    pointer = models.TextField(blank=True)
+    point = models.CharField(max_length=200, blank=True)
+    message = models.TextField()
+    fix = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["check_run_id", "id"]
+        indexes = [models.Index(fields=["check_run", "step"], name="finding_run_step_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.severity} {self.rule}: {self.message[:60]}"
+
+
+class PointMetric(models.Model):
+    """Claimed and recomputed metrics of one load point in one run."""
+
+    check_run = models.ForeignKey(CheckRun, on_delete=models.CASCADE, related_name="point_metrics")
+    system = models.CharField(max_length=100)
+    model = models.CharField(max_length=64)
+    concurrency = models.PositiveIntegerField()
+    key = models.CharField(max_length=200, help_text="<system>/<model>/r<C>")
+    source = models.CharField(max_length=32, blank=True)
+    claimed = models.JSONField(null=True, blank=True)
+    recomputed = models.JSONField(null=True, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["check_run_id", "system", "model", "concurrency"]
+        constraints = [models.UniqueConstraint(fields=["check_run", "key"], name="point_metric_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.key} of run #{self.check_run_id}"
+
+
+class IdempotencyKey(models.Model):
+    """A write request's Idempotency-Key with its response, so a retried request gets the same answer."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=200)
+    endpoint = models.CharField(max_length=300, help_text="Method and path of the first request.")
+    request_hash = models.CharField(max_length=64)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_body = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.endpoint})"
