@@ -66,7 +66,9 @@ def audit_chain_verify(*, batch_size: int = 2000) -> ChainVerification:
         if stored_event_hash(event) != event.hash:
             return ChainVerification(
                 checked,
-                ChainBreak(event.sequence, event.pk, "content does not match its hash: the event was altered"),
+                ChainBreak(
+                    event.sequence, event.pk, "content does not match its hash: the event was altered"
+                ),
             )
         expected_prev = event.hash
         expected_sequence += 1

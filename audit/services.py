@@ -75,7 +75,9 @@ def audit_event_record(
             "audit_event_record must run inside the caller's transaction.atomic() block."
         )
     if not re.fullmatch(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+", action):
-        raise ValueError(f"Audit action {action!r} must be a dotted lower-case name like 'submission.submitted'.")
+        raise ValueError(
+            f"Audit action {action!r} must be a dotted lower-case name like 'submission.submitted'."
+        )
     object_type, object_id = _object_ref(obj)
     clean_data = normalise_data(mask_secrets(data or {}))
     request_id = request_id or current_request_id() or ""

@@ -9,7 +9,12 @@ from submissions.selectors import organisations_of_user, user_is_auditor, user_i
 def navigation(request):
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
-        return {"nav_organisations": [], "nav_is_chair": False, "nav_is_auditor": False, "nav_is_reviewer": False}
+        return {
+            "nav_organisations": [],
+            "nav_is_chair": False,
+            "nav_is_auditor": False,
+            "nav_is_reviewer": False,
+        }
     return {
         "nav_organisations": list(organisations_of_user(user)),
         "nav_is_chair": user_is_chair(user),

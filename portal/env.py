@@ -66,7 +66,9 @@ def env_int(
     return number
 
 
-def env_list(name: str, default: list[str] | None = None, *, environ: Mapping[str, str] | None = None) -> list[str]:
+def env_list(
+    name: str, default: list[str] | None = None, *, environ: Mapping[str, str] | None = None
+) -> list[str]:
     """A comma-separated list; blanks around items are dropped, empty items refused."""
     value = _raw(name, environ)
     if not value:
@@ -77,7 +79,9 @@ def env_list(name: str, default: list[str] | None = None, *, environ: Mapping[st
     return items
 
 
-def env_choice(name: str, choices: tuple[str, ...], default: str, *, environ: Mapping[str, str] | None = None) -> str:
+def env_choice(
+    name: str, choices: tuple[str, ...], default: str, *, environ: Mapping[str, str] | None = None
+) -> str:
     """One of a fixed set of words."""
     value = _raw(name, environ)
     if not value:
@@ -112,7 +116,9 @@ def env_url(name: str, schemes: tuple[str, ...], *, environ: Mapping[str, str] |
         return None
     parts = urlsplit(value)
     if parts.scheme not in schemes:
-        raise EnvError(f"{name}={_redact(value)!r} must start with one of: {', '.join(s + '://' for s in schemes)}.")
+        raise EnvError(
+            f"{name}={_redact(value)!r} must start with one of: {', '.join(s + '://' for s in schemes)}."
+        )
     if not parts.hostname:
         raise EnvError(f"{name}={_redact(value)!r} names no host.")
     try:
@@ -175,7 +181,9 @@ def parse_database_url(url: str, *, name: str = "DATABASE_URL", base_dir: Path |
                 try:
                     conn_max_age = int(values[-1])
                 except ValueError:
-                    raise EnvError(f"{_redact_name(name, url)}: conn_max_age must be a whole number.") from None
+                    raise EnvError(
+                        f"{_redact_name(name, url)}: conn_max_age must be a whole number."
+                    ) from None
             else:
                 options[key] = values[-1]
         return {
@@ -188,7 +196,9 @@ def parse_database_url(url: str, *, name: str = "DATABASE_URL", base_dir: Path |
             "CONN_MAX_AGE": conn_max_age,
             "OPTIONS": options,
         }
-    raise EnvError(f"{_redact_name(name, url)}: unsupported scheme {scheme!r}; use sqlite:/// or postgres://.")
+    raise EnvError(
+        f"{_redact_name(name, url)}: unsupported scheme {scheme!r}; use sqlite:/// or postgres://."
+    )
 
 
 def _redact_name(name: str, url: str) -> str:

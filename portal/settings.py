@@ -149,6 +149,10 @@ STATIC_ROOT = Path(env_str("PORTAL_STATIC_ROOT", str(VAR_DIR / "static")))
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_STORAGE_BACKEND = "whitenoise.storage.CompressedStaticFilesStorage"
+try:  # whitenoise warns on every start when STATIC_ROOT is missing (before the first collectstatic)
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+except OSError:
+    pass
 
 if STORAGE_BACKEND == "s3":
     AWS_STORAGE_BUCKET_NAME = env_str("AWS_STORAGE_BUCKET_NAME")
@@ -277,5 +281,29 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "INFO")},
+    "root": {
+        "handlers": ["console"],
+        "level": env_choice("LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "INFO"),
+    },
 }
+
+# --- Check pipeline and uploads (submissions app) -------------------------------------------
+# Chords (one task per load point, joined by one task per version) need a result backend.
+CELERY_RESULT_BACKEND = REDIS_URL or None
+CELERY_RESULT_EXPIRES = 24 * 3600
+# acks_late tasks: Redis re-delivers an unacknowledged message after this; keep it above the hard limit.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = CELERY_BROKER_TRANSPORT_OPTIONS
+CELERY_BEAT_SCHEDULE["check-runs-reconcile"] = {
+    "task": "submissions.tasks.check_runs_reconcile_task",
+    "schedule": 60.0,
+}
+# Queue of the check tasks (a deployment may give heavy checks their own workers: -Q checks).
+PORTAL_CHECK_QUEUE = env_str("PORTAL_CHECK_QUEUE", "celery")
+# A running check whose heartbeat is older than this is re-queued (or failed after the last attempt).
+PORTAL_CHECK_HEARTBEAT_TIMEOUT_S = env_int("PORTAL_CHECK_HEARTBEAT_TIMEOUT_S", 300, minimum=5)
+PORTAL_CHECK_MAX_ATTEMPTS = env_int("PORTAL_CHECK_MAX_ATTEMPTS", 3, minimum=1)
+# Test hook only: each per-point task sleeps this long (heart-beating) before checking its point.
+PORTAL_CHECK_TEST_POINT_DELAY_S = env_int("PORTAL_CHECK_TEST_POINT_DELAY_S", 0, minimum=0)
+# Chunked uploads: every part but the last has exactly this size.
+PORTAL_UPLOAD_PART_BYTES = env_int("PORTAL_UPLOAD_PART_BYTES", 8 * 1024**2, minimum=64 * 1024)

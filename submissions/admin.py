@@ -38,7 +38,14 @@ class GlobalRoleAdmin(AuditedModelAdmin):
 
 @admin.register(Benchmark)
 class BenchmarkAdmin(AuditedModelAdmin):
-    list_display = ("model_id", "display_name", "workload", "ruleset_version", "tokenizer_is_placeholder", "is_active")
+    list_display = (
+        "model_id",
+        "display_name",
+        "workload",
+        "ruleset_version",
+        "tokenizer_is_placeholder",
+        "is_active",
+    )
     list_filter = ("workload", "ruleset_version", "tokenizer_is_placeholder", "is_active")
     search_fields = ("model_id", "display_name")
 

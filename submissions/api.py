@@ -27,8 +27,13 @@ class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         class Meta:
             model = Benchmark
             fields = [
-                "model_id", "display_name", "dataset", "dataset_sample_count", "workload",
-                "ruleset_version", "tokenizer_is_placeholder",
+                "model_id",
+                "display_name",
+                "dataset",
+                "dataset_sample_count",
+                "workload",
+                "ruleset_version",
+                "tokenizer_is_placeholder",
             ]
 
     serializer_class = OutputSerializer
@@ -50,7 +55,9 @@ class MeApi(APIView):
             "Me",
             {
                 "username": serializers.CharField(),
-                "organisations": serializers.DictField(child=serializers.ListField(child=serializers.CharField())),
+                "organisations": serializers.DictField(
+                    child=serializers.ListField(child=serializers.CharField())
+                ),
                 "auditor": serializers.BooleanField(),
                 "chair": serializers.BooleanField(),
             },

@@ -22,7 +22,13 @@ from submissions.services import (
 )
 
 FIXTURE_BUNDLE = (
-    Path(settings.BASE_DIR) / "tests" / "checker" / "fixtures" / "bundle" / "AcmeCompute" / "acme-2026-12-C0-endpoints-001"
+    Path(settings.BASE_DIR)
+    / "tests"
+    / "checker"
+    / "fixtures"
+    / "bundle"
+    / "AcmeCompute"
+    / "acme-2026-12-C0-endpoints-001"
 )
 
 DEMO_ORGANISATIONS = [
@@ -45,10 +51,28 @@ class DemoUser:
 
 # Fixed, printed passwords: this is a local demo database, never a deployment.
 DEMO_USERS = [
-    DemoUser("demo-submitter", "demo-submitter-pass", "submitter at AcmeCompute", "acmecompute", Membership.Role.SUBMITTER),
-    DemoUser("demo-reviewer", "demo-reviewer-pass", "reviewer at NimbusCloud", "nimbuscloud", Membership.Role.REVIEWER),
+    DemoUser(
+        "demo-submitter",
+        "demo-submitter-pass",
+        "submitter at AcmeCompute",
+        "acmecompute",
+        Membership.Role.SUBMITTER,
+    ),
+    DemoUser(
+        "demo-reviewer",
+        "demo-reviewer-pass",
+        "reviewer at NimbusCloud",
+        "nimbuscloud",
+        Membership.Role.REVIEWER,
+    ),
     DemoUser("demo-auditor", "demo-auditor-pass", "auditor", global_role=GlobalRole.Role.AUDITOR),
-    DemoUser("demo-chair", "demo-chair-pass", "chair, Django admin", global_role=GlobalRole.Role.CHAIR, superuser=True),
+    DemoUser(
+        "demo-chair",
+        "demo-chair-pass",
+        "chair, Django admin",
+        global_role=GlobalRole.Role.CHAIR,
+        superuser=True,
+    ),
 ]
 
 DEMO_SYSTEMS = [("acmecompute", "Acme_AX-8000"), ("acmecompute", "Acme_AX-4000")]
@@ -83,11 +107,15 @@ def seed_demo_users(seed: DemoSeed) -> None:
         user = User.objects.filter(username=spec.username).first()
         if user is None:
             user = user_create(
-                username=spec.username, email=f"{spec.username}@example.com", password=spec.password,
+                username=spec.username,
+                email=f"{spec.username}@example.com",
+                password=spec.password,
                 is_superuser=spec.superuser,
             )
         if spec.organisation_slug:
-            membership_grant(user=user, organisation=seed.organisations[spec.organisation_slug], role=spec.role)
+            membership_grant(
+                user=user, organisation=seed.organisations[spec.organisation_slug], role=spec.role
+            )
         if spec.global_role:
             global_role_grant(user=user, role=spec.global_role)
         seed.users[spec.username] = user
@@ -99,7 +127,10 @@ def seed_demo_systems(seed: DemoSeed) -> None:
         organisation = seed.organisations[slug]
         system = System.objects.filter(organisation=organisation, name=name).first()
         seed.systems[name] = system or system_register(
-            organisation=organisation, name=name, description=system_description_from_fixture(name), actor=submitter
+            organisation=organisation,
+            name=name,
+            description=system_description_from_fixture(name),
+            actor=submitter,
         )
 
 

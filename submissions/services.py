@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.text import slugify
 from rest_framework.authtoken.models import Token
@@ -35,8 +36,13 @@ def organisation_create(*, name: str, kind: str, slug: str | None = None, actor=
 
 @transaction.atomic
 def user_create(
-    *, username: str, email: str = "", password: str | None = None, is_staff: bool = False,
-    is_superuser: bool = False, actor=None,
+    *,
+    username: str,
+    email: str = "",
+    password: str | None = None,
+    is_staff: bool = False,
+    is_superuser: bool = False,
+    actor=None,
 ) -> User:
     _require_chair(actor)
     user = User(username=username, email=email, is_staff=is_staff or is_superuser, is_superuser=is_superuser)
@@ -47,7 +53,9 @@ def user_create(
     user.full_clean(exclude=["password"])
     user.save()
     audit_event_record(
-        actor=actor, action="user.created", obj=user,
+        actor=actor,
+        action="user.created",
+        obj=user,
         data={"username": username, "is_staff": user.is_staff, "is_superuser": is_superuser},
     )
     return user
@@ -64,7 +72,9 @@ def membership_grant(*, user, organisation: Organisation, role: str, actor=None)
     if created:
         membership.full_clean()
         audit_event_record(
-            actor=actor, action="membership.granted", obj=membership,
+            actor=actor,
+            action="membership.granted",
+            obj=membership,
             data={"user": user.username, "organisation": organisation.slug, "role": role},
         )
     return membership
@@ -77,22 +87,37 @@ def global_role_grant(*, user, role: str, actor=None) -> GlobalRole:
     if created:
         global_role.full_clean()
         audit_event_record(
-            actor=actor, action="global_role.granted", obj=global_role, data={"user": user.username, "role": role}
+            actor=actor,
+            action="global_role.granted",
+            obj=global_role,
+            data={"user": user.username, "role": role},
         )
     return global_role
 
 
 @transaction.atomic
 def benchmark_create(
-    *, model_id: str, display_name: str, dataset: str, workload: str, tokenizer_path: str,
-    tokenizer_is_placeholder: bool = False, ruleset_version: str = "endpoints-v1.0",
-    dataset_sample_count: int | None = None, actor=None,
+    *,
+    model_id: str,
+    display_name: str,
+    dataset: str,
+    workload: str,
+    tokenizer_path: str,
+    tokenizer_is_placeholder: bool = False,
+    ruleset_version: str = "endpoints-v1.0",
+    dataset_sample_count: int | None = None,
+    actor=None,
 ) -> Benchmark:
     _require_chair(actor)
     benchmark = Benchmark(
-        model_id=model_id, display_name=display_name, dataset=dataset, workload=workload,
-        tokenizer_path=tokenizer_path, tokenizer_is_placeholder=tokenizer_is_placeholder,
-        ruleset_version=ruleset_version, dataset_sample_count=dataset_sample_count,
+        model_id=model_id,
+        display_name=display_name,
+        dataset=dataset,
+        workload=workload,
+        tokenizer_path=tokenizer_path,
+        tokenizer_is_placeholder=tokenizer_is_placeholder,
+        ruleset_version=ruleset_version,
+        dataset_sample_count=dataset_sample_count,
     )
     benchmark.full_clean()
     benchmark.save()
@@ -114,7 +139,10 @@ def system_register(*, organisation: Organisation, name: str, description: dict,
     system.full_clean()
     system.save()
     audit_event_record(
-        actor=actor, action="system.registered", obj=system, data={"organisation": organisation.slug, "name": name}
+        actor=actor,
+        action="system.registered",
+        obj=system,
+        data={"organisation": organisation.slug, "name": name},
     )
     return system
 
@@ -122,15 +150,20 @@ def system_register(*, organisation: Organisation, name: str, description: dict,
 @transaction.atomic
 def system_update_description(*, system: System, description: dict, actor) -> System:
     _require_submitter(actor, system.organisation)
+    if not isinstance(description, dict):
+        raise ValidationError({"description": "The system description must be a JSON object."})
     system = System.objects.select_for_update().get(pk=system.pk)
     changed_keys = sorted(
-        key for key in set(system.description) | set(description)
+        key
+        for key in set(system.description) | set(description)
         if system.description.get(key) != description.get(key)
     )
     system.description = description
     system.full_clean()
     system.save(update_fields=["description", "updated_at"])
-    audit_event_record(actor=actor, action="system.description_updated", obj=system, data={"changed": changed_keys})
+    audit_event_record(
+        actor=actor, action="system.description_updated", obj=system, data={"changed": changed_keys}
+    )
     return system
 
 
@@ -146,7 +179,9 @@ def api_token_issue(*, user, rotate: bool = False, actor=None) -> Token:
         existing.delete()
     token = Token.objects.create(user=user)
     audit_event_record(
-        actor=actor, action="api_token.rotated" if existing else "api_token.issued", obj=user,
+        actor=actor,
+        action="api_token.rotated" if existing else "api_token.issued",
+        obj=user,
         data={"user": user.username},
     )
     return token

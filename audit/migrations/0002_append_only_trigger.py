@@ -24,12 +24,12 @@ DROP FUNCTION IF EXISTS audit_event_refuse_change();
 
 def install_trigger(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(CREATE_SQL)
+        schema_editor.execute(CREATE_SQL, params=None)
 
 
 def remove_trigger(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP_SQL)
+        schema_editor.execute(DROP_SQL, params=None)
 
 
 class Migration(migrations.Migration):

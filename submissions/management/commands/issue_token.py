@@ -11,7 +11,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("username")
-        parser.add_argument("--rotate", action="store_true", help="Invalidate the current token and issue a new one.")
+        parser.add_argument(
+            "--rotate", action="store_true", help="Invalidate the current token and issue a new one."
+        )
 
     def handle(self, *args, username, rotate, **options):
         user = get_user_model().objects.filter(username=username).first()

@@ -10,10 +10,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         seed = seed_demo()
-        self.stdout.write(self.style.SUCCESS(
-            f"Demo data ready: {len(seed.organisations)} organisations, {len(seed.users)} users, "
-            f"{len(seed.systems)} systems."
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Demo data ready: {len(seed.organisations)} organisations, {len(seed.users)} users, "
+                f"{len(seed.systems)} systems."
+            )
+        )
         self.stdout.write("Demo logins (local demo only):")
         for spec in DEMO_USERS:
             self.stdout.write(f"  {spec.username:<16} password: {spec.password:<22} {spec.description}")

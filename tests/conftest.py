@@ -1,0 +1,64 @@
+"""Suite-wide fixtures: service defaults, users per role, and a Redis gate that fails under CI."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# The same defaults as tests/settings.py, for subprocesses the tests start (manage.py, workers).
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _redis_reachable(url: str) -> str | None:
+    """None when Redis answers PING, else why not."""
+    import redis
+
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
+        client.ping()
+        client.close()
+    except Exception as exc:  # noqa: BLE001
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """The Redis the tests use. Missing Redis skips locally but FAILS under CI=true."""
+    url = os.environ["REDIS_URL"]
+    problem = _redis_reachable(url)
+    if problem:
+        message = f"Redis at {url} is not reachable ({problem})"
+        if IN_CI:
+            pytest.fail(f"{message}; CI must run with Redis (.ci/run starts it).")
+        pytest.skip(f"{message}; start redis-server or set REDIS_URL.")
+    return url
+
+
+@pytest.fixture
+def role_users(db):
+    """One user per role of the visibility table, in two organisations (None = anonymous)."""
+    from tests.factories import GlobalRoleFactory, MembershipFactory, OrganisationFactory, UserFactory
+
+    acme = OrganisationFactory(name="AcmeCompute", slug="acmecompute", kind="hardware_vendor")
+    nimbus = OrganisationFactory(name="NimbusCloud", slug="nimbuscloud", kind="hyperscaler")
+    submitter = UserFactory(username="submitter")
+    MembershipFactory(user=submitter, organisation=acme, role="submitter")
+    reviewer = UserFactory(username="reviewer")
+    MembershipFactory(user=reviewer, organisation=nimbus, role="reviewer")
+    auditor = UserFactory(username="auditor")
+    GlobalRoleFactory(user=auditor, role="auditor")
+    chair = UserFactory(username="chair", is_staff=True, is_superuser=True)
+    GlobalRoleFactory(user=chair, role="chair")
+    return {
+        "anonymous": None,
+        "submitter": submitter,
+        "reviewer": reviewer,
+        "auditor": auditor,
+        "chair": chair,
+        "organisations": {"acme": acme, "nimbus": nimbus},
+    }

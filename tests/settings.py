@@ -1,0 +1,19 @@
+"""Test settings: portal.settings with the local PostgreSQL and Redis as defaults when unset.
+
+Set DATABASE_URL / REDIS_URL to point the suite elsewhere. Tasks run eagerly unless a test
+starts a real worker; the broker and cache still talk to the real Redis.
+"""
+
+import os
+import tempfile
+
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-any-deployment-0123456789")
+os.environ.setdefault("PORTAL_VAR_DIR", tempfile.mkdtemp(prefix="portal-test-var-"))
+
+from portal.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
