@@ -22,7 +22,10 @@ MAX_TRACE_SAMPLES = 5_000_000  # ~58 days at 1 Hz, or ~1.4 h at 1 kHz: more is r
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
     return value if math.isfinite(value) and value >= 0 else None
 
 

@@ -27,6 +27,7 @@ from checker.regions import RegionError, Regions, compute_regions
 from checker.report import Findings, PointResult, Report
 from checker.ruleset import Ruleset, load_ruleset
 
+MAX_CONCURRENCY = 10**7  # far above any real system; keeps region arithmetic in float range
 _COHORT_RE = re.compile(r"\d{4}-\d{2}-C[01]")
 _SEED_FIELDS = {  # point.yaml runtime_settings.runtime name -> config.yaml settings.runtime name
     "scheduler_rng_seed": "scheduler_random_seed",
@@ -79,9 +80,14 @@ def percentile(block: Any, p: float) -> Any:
         try:
             if float(key) == p:
                 return value
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             continue
     return None
+
+
+def hashable(value: Any) -> Any:
+    """The value itself when it can go in a set, else its short repr (lists and dicts from hostile files)."""
+    return value if isinstance(value, str | int | float | bool | type(None)) else short(value)
 
 
 def short(value: Any, limit: int = 60) -> str:
@@ -206,7 +212,10 @@ class RuleRun:
         if pt.result.claimed is None and pt.stored:
             from checker.events import derive_official
 
-            derived = derive_official(pt.stored, concurrency=pt.c)
+            try:
+                derived = derive_official(pt.stored, concurrency=pt.c)
+            except (ArithmeticError, TypeError, ValueError):  # hostile numbers; the rules below report them
+                derived = {}
             pt.result.claimed = {**pt.stored, **{k: v for k, v in derived.items() if k not in pt.stored}}
 
     # -- entry
@@ -446,7 +455,7 @@ class RuleRun:
             self.f.error("model-name-consistency",
                          f"Folder {model!r} does not match model_name {next(iter(names))!r}.", file=where,
                          fix="Name results/<system>/<model_name>/ after point.yaml model_name.")
-        datasets = {pt.yaml.get("dataset") for pt in pts if pt.yaml_ok and pt.offline != "dedicated"}
+        datasets = {hashable(pt.yaml.get("dataset")) for pt in pts if pt.yaml_ok and pt.offline != "dedicated"}
         datasets.discard(None)
         if len(datasets) > 1:
             self.f.error("config-consistency-dataset",
@@ -459,7 +468,7 @@ class RuleRun:
                 continue
             raw = pt.sd.get("max_supported_concurrency")
             value = count(raw)
-            if value is None or value == 0:
+            if value is None or value == 0 or value > MAX_CONCURRENCY:
                 self.f.error("max-concurrency-declared",
                              f"r{pt.c}: system_desc.json max_supported_concurrency {short(raw)} is not a positive integer.",
                              file=pt.file("system_desc.json"), point=pt.key, pointer="/max_supported_concurrency")
@@ -606,7 +615,7 @@ class RuleRun:
     # -- seeds
 
     def seeds(self, pts: list[_Point], where: str) -> None:
-        declared = {pt.yaml.get("seed_set") for pt in pts if pt.yaml.get("seed_set") is not None}
+        declared = {hashable(pt.yaml.get("seed_set")) for pt in pts if pt.yaml.get("seed_set") is not None}
         if len(declared) > 1:
             self.f.error("seed-set-consistency",
                          f"Points bind different seed sets: {', '.join(sorted(map(short, declared)))}.", file=where,
@@ -962,7 +971,7 @@ class RuleRun:
                 if key in ("score",) or key.lower() in {t.metric for t in (rules.accuracy_targets if rules else ())}:
                     v = num(value)
                     if v is not None:
-                        metrics.setdefault(key.lower(), []).append((v, float(samples)))
+                        metrics.setdefault(key.lower(), []).append((v, float(min(samples, 10**15))))
         pt.result.extra["accuracy"] = {
             "samples": total,
             "scores": {k: sum(v * w for v, w in pairs) / (sum(w for _, w in pairs) or 1) for k, pairs in metrics.items()},
