@@ -1,0 +1,41 @@
+# Two commands for a new user: `make demo` and `make test` (see README.md). Both work from a fresh clone.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+STAMP := $(VENV)/.installed
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
+
+.PHONY: demo test install lint
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Reinstall only when the project's dependencies change.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Zero-config demo: SQLite + local files under ./var/, tasks in-process, plain http on loopback.
+demo: install
+	env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py migrate --noinput
+	env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py seed_demo
+	@echo "Endpoints Portal demo on http://127.0.0.1:$(PORT)/  (Ctrl-C to stop)"
+	env -u DATABASE_URL -u REDIS_URL PORTAL_SECURE_COOKIES=0 $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+
+lint: install
+	$(BIN)/ruff check .
+
+# Full suite against PostgreSQL + Redis (DATABASE_URL / REDIS_URL, defaulting to the local services).
+test: install
+	$(BIN)/ruff check .
+	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \
+		$(BIN)/python manage.py makemigrations --check --dry-run
+	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \
+		$(BIN)/python -m pytest
