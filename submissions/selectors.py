@@ -95,3 +95,100 @@ def systems_visible_to(user) -> QuerySet[System]:
     if user_is_auditor(user) or user_is_chair(user):
         return systems.all()
     return systems.filter(organisation_id__in=user_org_ids(user))
+
+
+# --- Submissions: the visibility table of DESIGN.md ------------------------------------------
+
+
+def user_can_submit_for(user, organisation: Organisation) -> bool:
+    """Submitters and org admins of the organisation (and the chair) may create, upload and submit."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return False
+    roles = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
+    return organisation.pk in user_org_ids(user, roles=roles) or user_is_chair(user)
+
+
+def submissions_visible_to(user):
+    """Every submission the user may see, as DESIGN.md's table says:
+    anonymous: published only; members: all of their organisations' submissions in every state;
+    assigned reviewers: their assignments from `submitted` on (never drafts);
+    auditors and the chair: every non-draft submission. Anything else does not exist for the user (404).
+    """
+    from django.db.models import Q
+
+    from submissions.models import Submission
+
+    submissions = Submission.objects.select_related("organisation", "system", "benchmark")
+    visible = Q(status=Submission.Status.PUBLISHED)
+    if user is not None and user.is_authenticated and user.is_active:
+        visible |= Q(organisation_id__in=user_org_ids(user))
+        visible |= Q(review_assignments__reviewer=user) & ~Q(status=Submission.Status.DRAFT)
+        if user_is_auditor(user) or user_is_chair(user):
+            visible |= ~Q(status=Submission.Status.DRAFT)
+    # A reviewer with several assignment rows would repeat a submission: keep the ids distinct.
+    return submissions.filter(pk__in=Submission.objects.filter(visible).values("pk"))
+
+
+def submission_get_visible(user, pk):
+    """One submission, or Http404 when it does not exist for the user (never a 403 that leaks existence)."""
+    from django.shortcuts import get_object_or_404
+
+    return get_object_or_404(submissions_visible_to(user), pk=pk)
+
+
+def versions_visible_to(user):
+    from submissions.models import SubmissionVersion
+
+    return SubmissionVersion.objects.filter(submission__in=submissions_visible_to(user)).select_related(
+        "submission", "uploader"
+    ).prefetch_related("files")
+
+
+def version_files_visible_to(user):
+    from submissions.models import VersionFile
+
+    return VersionFile.objects.filter(version__submission__in=submissions_visible_to(user)).select_related(
+        "version__submission"
+    )
+
+
+def check_runs_visible_to(user):
+    from submissions.models import CheckRun
+
+    return CheckRun.objects.filter(version__submission__in=submissions_visible_to(user)).select_related(
+        "version__submission"
+    )
+
+
+def uploads_visible_to(user):
+    """Upload sessions are private to the uploading organisation's members (they are never published)."""
+    from submissions.models import Upload
+
+    if user is None or not user.is_authenticated:
+        return Upload.objects.none()
+    return Upload.objects.filter(submission__organisation_id__in=user_org_ids(user)).select_related(
+        "submission__organisation"
+    )
+
+
+def version_latest(submission):
+    return submission.versions.order_by("-number").first()
+
+
+def check_run_latest(version):
+    return version.check_runs.order_by("-created_at", "-id").first() if version is not None else None
+
+
+def check_run_findings(check_run):
+    """The run's findings, errors first (a run's rows are visible wherever the run is)."""
+    from django.db.models import Case, IntegerField, Value, When
+
+    order = Case(
+        When(severity="error", then=Value(0)), When(severity="warning", then=Value(1)),
+        default=Value(2), output_field=IntegerField(),
+    )
+    return check_run.findings.annotate(severity_order=order).order_by("severity_order", "point", "file", "line", "id")
+
+
+def check_run_point_metrics(check_run):
+    return check_run.point_metrics.order_by("system", "model", "concurrency")
