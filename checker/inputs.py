@@ -39,6 +39,7 @@ import gzip
 import os
 import re
 import stat
+import struct
 import tarfile
 import zipfile
 import zlib
@@ -521,6 +522,14 @@ def _extract_archive(path: Path, kind: str, dest: Path, *, budget: _Budget, find
             f"{path.name} is truncated or corrupt{at()} ({exc}); files after that point were not read",
             file=f"{path.name}:{ex.current}" if ex.current else path.name,
             fix="Upload the archive again; check that the copy finished and that its checksum matches.",
+        )
+    except (struct.error, OverflowError, UnicodeError, KeyError, IndexError, TypeError) as exc:
+        # malformed headers can trip the standard library's parsers in ways it does not wrap
+        findings.error(
+            "archive-corrupt",
+            f"{path.name} has malformed headers{at()} ({type(exc).__name__}: {exc}); files after that point were not read",
+            file=f"{path.name}:{ex.current}" if ex.current else path.name,
+            fix="Re-create the archive with a standard tool and upload it again.",
         )
     finally:
         ex.close()

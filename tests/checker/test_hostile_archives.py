@@ -257,3 +257,23 @@ def test_zstd_ratio_is_watched_too(env):
     archive.write_bytes(zstandard.ZstdCompressor(level=19).compress(tar.getvalue()))
     _, findings = _open(env, archive, Limits(max_member_ratio=50))
     assert _rules(findings) == ["archive-ratio"]
+
+
+def test_random_corruption_never_raises(env):
+    import random
+
+    from tests.checker.archive_builders import bundle_zip
+
+    sources = [RUN_ARCHIVES[0].read_bytes(), bundle_zip(env / "b.zip").read_bytes(),
+               bundle_tar_zst(env / "b.tar.zst").read_bytes()]
+    rnd = random.Random(7)
+    for i in range(60):
+        data = bytearray(rnd.choice(sources))
+        for _ in range(rnd.randint(1, 6)):
+            data[rnd.randrange(len(data))] = rnd.randrange(256)
+        if rnd.random() < 0.3:
+            data = data[: rnd.randrange(len(data))]
+        path = env / f"fuzz{i}.bin"
+        path.write_bytes(bytes(data))
+        open_inputs([path], workdir=env / "work" / str(i), limits=Limits(), findings=Findings())
+    assert list((env / "canary").iterdir()) == []
