@@ -9,7 +9,7 @@ from django.utils.text import slugify
 from rest_framework.authtoken.models import Token
 
 from audit.services import audit_event_record
-from portal.errors import NotAllowedError
+from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.models import Benchmark, GlobalRole, Membership, Organisation, System
 from submissions.selectors import user_is_chair, user_org_ids
 
@@ -185,3 +185,103 @@ def api_token_issue(*, user, rotate: bool = False, actor=None) -> Token:
         data={"user": user.username},
     )
     return token
+
+
+# --- Submissions and their lifecycle ---------------------------------------------------------
+# Uploads and versions: submissions.uploads; the check pipeline: submissions.checks.
+
+
+@transaction.atomic
+def submission_create(
+    *, actor, system: System, benchmark: Benchmark, division: str = "standardized",
+    availability: str = "available", title: str = "",
+):
+    """A new draft submission of one system x benchmark for the system's organisation."""
+    from submissions.models import Submission
+    from submissions.selectors import user_can_submit_for
+
+    if not user_can_submit_for(actor, system.organisation):
+        raise NotAllowedError(f"Only submitters of {system.organisation.name} can create its submissions.")
+    if not benchmark.is_active:
+        raise ConflictError(f"{benchmark.model_id} is closed for new submissions.", code="benchmark-inactive")
+    submission = Submission(
+        organisation=system.organisation, system=system, benchmark=benchmark, division=division,
+        availability=availability, title=title, created_by=actor,
+    )
+    submission.full_clean()
+    submission.save()
+    audit_event_record(
+        actor=actor, action="submission.created", obj=submission,
+        data={"organisation": system.organisation.slug, "system": system.name, "benchmark": benchmark.model_id,
+              "division": division, "availability": availability},
+    )
+    return submission
+
+
+def _transition(*, submission, old: str, new: str, **fields) -> None:
+    """Compare-and-set: the row changes only if it is still in `old`; otherwise someone else won."""
+    from django.utils import timezone
+
+    from submissions.models import Submission
+
+    updated = Submission.objects.filter(pk=submission.pk, status=old).update(
+        status=new, status_changed_at=timezone.now(), updated_at=timezone.now(), **fields
+    )
+    if not updated:
+        current = Submission.objects.filter(pk=submission.pk).values_list("status", flat=True).first()
+        raise ConflictError(
+            f"Submission #{submission.pk} is {current}, not {old}: it changed meanwhile. Reload and try again.",
+            code="state-conflict", extra={"status": current},
+        )
+    submission.refresh_from_db()
+
+
+@transaction.atomic
+def submission_submit(*, submission, actor):
+    """draft -> submitted, only when the latest version's latest check passed; that version is frozen."""
+    from submissions.models import CheckRun, Submission
+    from submissions.selectors import check_run_latest, user_can_submit_for, version_latest
+
+    if not user_can_submit_for(actor, submission.organisation):
+        raise NotAllowedError("Only submitters of the organisation can submit.")
+    if submission.status != Submission.Status.DRAFT:
+        raise ConflictError(f"Submission #{submission.pk} is {submission.status}, not draft.",
+                            code="state-conflict", extra={"status": submission.status})
+    version = version_latest(submission)
+    check_run = check_run_latest(version)
+    if version is None or check_run is None or check_run.status != CheckRun.Status.PASSED:
+        raise ConflictError(
+            "Submit needs a version whose latest check passed"
+            + ("" if version is None else f" (version {version.number}: "
+               f"{'no check yet' if check_run is None else check_run.status})") + ".",
+            code="check-not-passed",
+        )
+    _transition(submission=submission, old=Submission.Status.DRAFT, new=Submission.Status.SUBMITTED,
+                submitted_version=version)
+    audit_event_record(
+        actor=actor, action="submission.submitted", obj=submission,
+        data={"version": version.number, "sha256": version.sha256, "check_run": check_run.pk},
+    )
+    return submission
+
+
+@transaction.atomic
+def submission_withdraw(*, submission, actor, reason: str):
+    """Any non-terminal state -> withdrawn, by a submitter of the organisation, with a reason."""
+    from submissions.models import Submission
+    from submissions.selectors import user_can_submit_for
+
+    if not user_can_submit_for(actor, submission.organisation):
+        raise NotAllowedError("Only submitters of the organisation can withdraw.")
+    reason = (reason or "").strip()
+    if not reason:
+        raise ApplicationError("Say why the submission is withdrawn.", code="invalid")
+    old = submission.status
+    if old in Submission.TERMINAL_STATUSES or old == Submission.Status.PUBLISHED:
+        # A published result is retracted through a challenge, never withdrawn silently.
+        raise ConflictError(f"Submission #{submission.pk} is {old}: it cannot be withdrawn.",
+                            code="state-conflict", extra={"status": old})
+    _transition(submission=submission, old=old, new=Submission.Status.WITHDRAWN, status_reason=reason)
+    audit_event_record(actor=actor, action="submission.withdrawn", obj=submission,
+                       data={"from": old, "reason": reason})
+    return submission

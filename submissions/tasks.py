@@ -1,5 +1,78 @@
-"""Celery tasks of the submissions app (the check pipeline arrives with later work).
+"""Celery tasks of the submissions app: the check pipeline (start -> one task per load point -> join).
 
 Convention: a task takes ids, calls one service, is safe to run twice, and is queued with
-transaction.on_commit / delay_on_commit.
+transaction.on_commit / delay_on_commit. The pipeline tasks are acks_late with
+reject_on_worker_lost: a message whose worker died is delivered again, and the services'
+compare-and-set on (status, attempt) makes the repeat harmless.
 """
+
+from __future__ import annotations
+
+import logging
+
+from celery import chord, shared_task
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+PIPELINE = {"acks_late": True, "reject_on_worker_lost": True}
+
+
+def _attempt_failed(check_run_id: int, attempt: int, exc: BaseException) -> None:
+    from submissions.checks import check_run_attempt_failed
+
+    logger.exception("check run %s attempt %s failed", check_run_id, attempt)
+    check_run_attempt_failed(check_run_id=check_run_id, attempt=attempt,
+                             reason=f"the check stopped with {type(exc).__name__}: {exc}"[:500])
+
+
+@shared_task(**PIPELINE)
+def check_run_start_task(check_run_id: int, attempt: int) -> None:
+    """List the version's points and fan out one task per point, joined by check_run_finish_task."""
+    from submissions.checks import check_run_start
+
+    try:
+        keys = check_run_start(check_run_id=check_run_id, attempt=attempt)
+    except Exception as exc:  # noqa: BLE001 - any failure becomes the next attempt, never a stuck run
+        _attempt_failed(check_run_id, attempt, exc)
+        return
+    if keys is None:
+        return
+    queue = settings.PORTAL_CHECK_QUEUE
+    join = check_run_finish_task.si(check_run_id, attempt).set(queue=queue)
+    if not keys:
+        join.apply_async()
+        return
+    header = [check_run_point_task.si(check_run_id, attempt, key).set(queue=queue) for key in keys]
+    chord(header)(join)
+
+
+@shared_task(ignore_result=False, **PIPELINE)
+def check_run_point_task(check_run_id: int, attempt: int, point_key: str) -> bool:
+    """Recompute one load point (its result is only the chord's signal; rows hold the data)."""
+    from submissions.checks import check_run_point
+
+    try:
+        return check_run_point(check_run_id=check_run_id, attempt=attempt, point_key=point_key)
+    except Exception as exc:  # noqa: BLE001
+        _attempt_failed(check_run_id, attempt, exc)
+        return False
+
+
+@shared_task(**PIPELINE)
+def check_run_finish_task(check_run_id: int, attempt: int) -> None:
+    """Run the rules over the whole version and end the run passed or failed."""
+    from submissions.checks import check_run_finish
+
+    try:
+        check_run_finish(check_run_id=check_run_id, attempt=attempt)
+    except Exception as exc:  # noqa: BLE001
+        _attempt_failed(check_run_id, attempt, exc)
+
+
+@shared_task
+def check_runs_reconcile_task() -> list[int]:
+    """Every minute (beat): re-queue or fail running checks whose heartbeat stopped."""
+    from submissions.checks import check_runs_reconcile
+
+    return check_runs_reconcile()

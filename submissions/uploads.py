@@ -1,0 +1,425 @@
+"""Chunked, resumable uploads into the default storage, and the immutable versions they become.
+
+How a file travels (whatever the storage backend: local folder or S3):
+  upload_start  -> an Upload row: part size, parts expected; size caps and the organisation quota
+                   are enforced here, before any byte is stored.
+  upload_part   -> each part is streamed from the request into a temporary file (bounded memory),
+                   hashed, and stored as uploads/<upload id>/<index>-<part sha256>; parts arrive in
+                   any order; the same bytes for the same index are accepted again (retries), other
+                   bytes for a stored index are a conflict.
+  upload_finish -> reads the parts back in order, streaming, hashing incrementally; only when size
+                   and SHA-256 match does it copy them into the content-addressed blob
+                   blobs/sha256/<ab>/<sha256> and (by default) create the version and queue its check.
+
+A version holds one or more files (VersionFile rows): one bundle archive, or a set of run
+archives, each uploaded as its own Upload and joined into one version by the last finish
+(`include_uploads`). Stored bytes are never changed; a new upload is a new version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import re
+import tempfile
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
+
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, transaction
+from django.db.models import Max, Sum
+
+from audit.services import audit_event_record
+from portal.errors import ApplicationError, ConflictError, NotAllowedError
+from submissions.models import (
+    Organisation,
+    Submission,
+    SubmissionVersion,
+    Upload,
+    UploadPart,
+    VersionFile,
+)
+from submissions.selectors import user_can_submit_for
+
+COPY_CHUNK_BYTES = 1024 * 1024
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+class UploadTooLargeError(ApplicationError):
+    code = "upload-too-large"
+    status_code = 413
+
+
+class QuotaExceededError(ApplicationError):
+    code = "quota-exceeded"
+    status_code = 413
+
+
+class UploadHashMismatchError(ApplicationError):
+    code = "upload-hash-mismatch"
+    status_code = 422
+
+
+# --- storage helpers -------------------------------------------------------------------------
+
+
+def blob_key(sha256: str) -> str:
+    """Where a verified file lives: content-addressed, so identical bytes are stored once."""
+    return f"blobs/sha256/{sha256[:2]}/{sha256}"
+
+
+def _part_key(upload: Upload, index: int, sha256: str) -> str:
+    return f"uploads/{upload.id}/{index:06d}-{sha256}"
+
+
+def storage_open_stream(key: str) -> BinaryIO:
+    """A readable stream of a stored object that never holds the whole object in memory.
+
+    django-storages' S3File downloads the object into a spooled buffer on first read; for S3 we read
+    the HTTP body directly instead.
+    """
+    bucket_name = getattr(default_storage, "bucket_name", None)
+    if bucket_name and hasattr(default_storage, "connection"):
+        client = default_storage.connection.meta.client
+        name = default_storage._normalize_name(default_storage._clean_name(key))
+        return client.get_object(Bucket=bucket_name, Key=name)["Body"]
+    return default_storage.open(key, "rb")
+
+
+def storage_iter_chunks(key: str, chunk_bytes: int = COPY_CHUNK_BYTES) -> Iterator[bytes]:
+    stream = storage_open_stream(key)
+    try:
+        while chunk := stream.read(chunk_bytes):
+            yield chunk
+    finally:
+        stream.close()
+
+
+def _storage_save_exact(key: str, content: BinaryIO) -> str:
+    """Save under exactly `key` unless it already exists (content-addressed keys hold the same bytes)."""
+    if default_storage.exists(key):
+        return key
+    return default_storage.save(key, File(content, name=key.rsplit("/", 1)[-1]))
+
+
+class _ConcatReader(io.RawIOBase):
+    """Reads stored objects one after the other as one stream, hashing and counting what passes."""
+
+    def __init__(self, keys: Iterable[str]):
+        self._keys = iter(keys)
+        self._current: BinaryIO | None = None
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while True:
+            if self._current is None:
+                key = next(self._keys, None)
+                if key is None:
+                    return 0
+                self._current = storage_open_stream(key)
+            data = self._current.read(min(len(buffer), COPY_CHUNK_BYTES))
+            if data:
+                buffer[: len(data)] = data
+                self.sha256.update(data)
+                self.size += len(data)
+                return len(data)
+            self._current.close()
+            self._current = None
+
+    def close(self) -> None:
+        if self._current is not None:
+            self._current.close()
+            self._current = None
+        super().close()
+
+
+# --- permissions and caps --------------------------------------------------------------------
+
+
+def _require_submitter(actor, submission: Submission) -> None:
+    if not user_can_submit_for(actor, submission.organisation):
+        raise NotAllowedError(f"Only submitters of {submission.organisation.name} can upload to this submission.")
+
+
+def _require_draft(submission: Submission) -> None:
+    if submission.status != Submission.Status.DRAFT:
+        raise ConflictError(
+            f"Submission #{submission.pk} is {submission.get_status_display().lower()}: "
+            "new versions can only be uploaded to a draft.",
+            code="submission-not-draft",
+        )
+
+
+def organisation_storage_used_bytes(organisation: Organisation) -> int:
+    """Bytes counted against the quota: stored version files plus uploads still in progress."""
+    stored = VersionFile.objects.filter(version__submission__organisation=organisation).aggregate(
+        total=Sum("size_bytes")
+    )["total"] or 0
+    pending = Upload.objects.filter(
+        submission__organisation=organisation, status__in=(Upload.Status.OPEN, Upload.Status.VERIFIED)
+    ).aggregate(total=Sum("size_bytes"))["total"] or 0
+    return stored + pending
+
+
+def _clean_filename(filename: str) -> str:
+    name = (filename or "").replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(ch for ch in name if ch.isprintable()).strip()[:200]
+    if not name or name in (".", ".."):
+        raise ApplicationError("Give the file's name, e.g. AX-8000_c1.tar.gz.", code="invalid")
+    return name
+
+
+# --- services --------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def upload_start(*, actor, submission: Submission, filename: str, size: int, sha256: str) -> Upload:
+    """Open an upload of one file of `size` bytes; the caps and the organisation quota apply here."""
+    _require_submitter(actor, submission)
+    _require_draft(submission)
+    sha256 = (sha256 or "").lower()
+    if not _SHA256_RE.match(sha256):
+        raise ApplicationError("sha256 must be the file's SHA-256 as 64 hex digits.", code="invalid")
+    if not isinstance(size, int) or size <= 0:
+        raise ApplicationError("size must be the file's size in bytes (> 0).", code="invalid")
+    max_bytes = settings.PORTAL_MAX_UPLOAD_BYTES
+    if size > max_bytes:
+        raise UploadTooLargeError(
+            f"The file is {size} bytes; one upload may hold at most {max_bytes} bytes.",
+            extra={"max_bytes": max_bytes},
+        )
+    # Lock the organisation so two uploads started at once cannot both slip under the quota.
+    organisation = Organisation.objects.select_for_update().get(pk=submission.organisation_id)
+    used = organisation_storage_used_bytes(organisation)
+    quota = settings.PORTAL_ORG_QUOTA_BYTES
+    if used + size > quota:
+        raise QuotaExceededError(
+            f"{organisation.name} stores {used} of its {quota} bytes; this file ({size} bytes) does not fit. "
+            "Ask the chair for more space.",
+            extra={"quota_bytes": quota, "used_bytes": used},
+        )
+    part_size = settings.PORTAL_UPLOAD_PART_BYTES
+    upload = Upload(
+        id=uuid.uuid4(), submission=submission, created_by=actor, filename=_clean_filename(filename),
+        size_bytes=size, sha256=sha256, part_size=part_size, parts_expected=math.ceil(size / part_size),
+    )
+    upload.full_clean()
+    upload.save(force_insert=True)
+    return upload
+
+
+def upload_expected_part_size(upload: Upload, index: int) -> int:
+    if index < upload.parts_expected - 1:
+        return upload.part_size
+    return upload.size_bytes - upload.part_size * (upload.parts_expected - 1)
+
+
+def upload_part(*, upload: Upload, index: int, data_stream: BinaryIO, actor=None) -> UploadPart:
+    """Store part `index` read from `data_stream` (streamed, never whole in memory); safe to repeat."""
+    if actor is not None:
+        _require_submitter(actor, upload.submission)
+    if upload.status != Upload.Status.OPEN:
+        raise ConflictError("This upload is finished or aborted; start a new one.", code="upload-closed")
+    if not isinstance(index, int) or not 0 <= index < upload.parts_expected:
+        raise ApplicationError(
+            f"Part index must be 0..{upload.parts_expected - 1}.", code="upload-part-index"
+        )
+    expected = upload_expected_part_size(upload, index)
+    digest = hashlib.sha256()
+    received = 0
+    with tempfile.SpooledTemporaryFile(max_size=COPY_CHUNK_BYTES) as spool:
+        while True:
+            chunk = data_stream.read(min(COPY_CHUNK_BYTES, expected + 1 - received))
+            if not chunk:
+                break
+            received += len(chunk)
+            if received > expected:
+                break
+            digest.update(chunk)
+            spool.write(chunk)
+        if received != expected:
+            raise ApplicationError(
+                f"Part {index} must be exactly {expected} bytes (got {'more' if received > expected else received}).",
+                code="upload-part-size", extra={"expected_bytes": expected},
+            )
+        sha256 = digest.hexdigest()
+        existing = UploadPart.objects.filter(upload=upload, index=index).first()
+        if existing is not None:
+            return _same_part_or_conflict(existing, sha256)
+        spool.seek(0)
+        key = _storage_save_exact(_part_key(upload, index, sha256), spool)
+    try:
+        with transaction.atomic():
+            return UploadPart.objects.create(
+                upload=upload, index=index, size_bytes=received, sha256=sha256, storage_key=key
+            )
+    except IntegrityError:  # the same part arrived twice at once
+        return _same_part_or_conflict(UploadPart.objects.get(upload=upload, index=index), sha256)
+
+
+def _same_part_or_conflict(existing: UploadPart, sha256: str) -> UploadPart:
+    if existing.sha256 == sha256:
+        return existing
+    raise ConflictError(
+        f"Part {existing.index} was already received with other bytes (SHA-256 {existing.sha256}).",
+        code="upload-part-conflict", extra={"index": existing.index, "stored_sha256": existing.sha256},
+    )
+
+
+def upload_missing_parts(upload: Upload) -> list[int]:
+    present = set(upload.parts.values_list("index", flat=True))
+    return [i for i in range(upload.parts_expected) if i not in present]
+
+
+def _discard_parts(upload: Upload) -> None:
+    keys = list(upload.parts.values_list("storage_key", flat=True))
+    upload.parts.all().delete()
+
+    def remove():
+        for key in keys:
+            default_storage.delete(key)
+
+    transaction.on_commit(remove)
+
+
+def upload_finish(
+    *, upload: Upload, sha256: str, actor, create_version: bool = True,
+    include_uploads: Iterable[Upload] = (), kind: str | None = None,
+) -> SubmissionVersion | None:
+    """Verify size and SHA-256 of the assembled parts, store the blob, and make the version.
+
+    Nothing is versioned unless the bytes match: a mismatch discards the parts and answers
+    `upload-hash-mismatch` (the client uploads the file again). With create_version=False the upload
+    waits, verified, to join a later finish through include_uploads (a set of run archives).
+    """
+    _require_submitter(actor, upload.submission)
+    sha256 = (sha256 or "").lower()
+    if upload.status in (Upload.Status.VERIFIED, Upload.Status.DONE):
+        if sha256 != upload.sha256:
+            raise UploadHashMismatchError("This upload was verified with another SHA-256.",
+                                          extra={"expected_sha256": sha256, "received_sha256": upload.sha256})
+        if upload.status == Upload.Status.DONE or not create_version:
+            return upload.version
+    elif upload.status != Upload.Status.OPEN:
+        raise ConflictError("This upload was aborted; start a new one.", code="upload-closed")
+    else:
+        if sha256 != upload.sha256:
+            raise UploadHashMismatchError(
+                "The SHA-256 given at finish differs from the one given at start.",
+                extra={"expected_sha256": upload.sha256, "received_sha256": sha256},
+            )
+        missing = upload_missing_parts(upload)
+        if missing:
+            raise ConflictError(
+                f"{len(missing)} part(s) are missing; send them, then finish again.",
+                code="upload-incomplete", extra={"missing_parts": missing[:1000]},
+            )
+        keys = list(upload.parts.order_by("index").values_list("storage_key", flat=True))
+        # Pass 1: verify before anything is versioned (read back, streaming, hashed incrementally).
+        reader = _ConcatReader(keys)
+        while reader.read(COPY_CHUNK_BYTES):
+            pass
+        reader.close()
+        actual = reader.sha256.hexdigest()
+        if reader.size != upload.size_bytes or actual != upload.sha256:
+            with transaction.atomic():
+                Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(status=Upload.Status.ABORTED)
+                _discard_parts(upload)
+            raise UploadHashMismatchError(
+                f"The received bytes ({reader.size} bytes, SHA-256 {actual}) do not match the file announced "
+                f"({upload.size_bytes} bytes, SHA-256 {upload.sha256}). Nothing was stored; upload the file again.",
+                extra={"expected_sha256": upload.sha256, "received_sha256": actual,
+                       "expected_bytes": upload.size_bytes, "received_bytes": reader.size},
+            )
+        # Pass 2: copy into the content-addressed blob (skipped when these bytes are already stored).
+        key = blob_key(actual)
+        if not default_storage.exists(key):
+            with io.BufferedReader(_ConcatReader(keys), buffer_size=COPY_CHUNK_BYTES) as stream:
+                key = _storage_save_exact(key, stream)
+        with transaction.atomic():
+            updated = Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
+                status=Upload.Status.VERIFIED, storage_key=key
+            )
+            if updated:
+                _discard_parts(upload)
+        upload.refresh_from_db()
+        if not create_version:
+            return None
+    if upload.status == Upload.Status.DONE:
+        return upload.version
+    return version_create(
+        submission=upload.submission, uploads=[*include_uploads, upload], actor=actor, kind=kind
+    )
+
+
+def _version_sha256(files: list[Upload]) -> str:
+    if len(files) == 1:
+        return files[0].sha256
+    lines = "".join(f"{u.sha256}  {u.filename}\n" for u in sorted(files, key=lambda u: (u.filename, u.sha256)))
+    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
+
+
+@transaction.atomic
+def version_create(*, submission: Submission, uploads: list[Upload], actor, kind: str | None = None) -> SubmissionVersion:
+    """Join verified uploads into the submission's next immutable version and queue its check."""
+    from submissions.checks import check_run_create
+
+    _require_submitter(actor, submission)
+    submission = Submission.objects.select_for_update().get(pk=submission.pk)
+    _require_draft(submission)
+    ids = list(dict.fromkeys(u.pk for u in uploads))
+    locked = list(Upload.objects.select_for_update().filter(pk__in=ids).order_by("created_at", "filename"))
+    if len(locked) != len(ids):
+        raise ApplicationError("Some uploads do not exist.", code="invalid")
+    for upload in locked:
+        if upload.submission_id != submission.pk:
+            raise ApplicationError(f"Upload {upload.id} belongs to another submission.", code="invalid")
+        if upload.status != Upload.Status.VERIFIED:
+            raise ConflictError(
+                f"Upload {upload.id} ({upload.filename}) is {upload.status}, not verified.", code="upload-not-verified"
+            )
+    if kind is None:
+        kind = SubmissionVersion.Kind.RUN_ARCHIVES if len(locked) > 1 else SubmissionVersion.Kind.BUNDLE
+    number = (submission.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+    version = SubmissionVersion(
+        submission=submission, number=number, kind=kind, size_bytes=sum(u.size_bytes for u in locked),
+        sha256=_version_sha256(locked), uploader=actor,
+    )
+    version.full_clean()
+    version.save()
+    for position, upload in enumerate(locked):
+        VersionFile.objects.create(
+            version=version, position=position, original_filename=upload.filename,
+            storage_key=upload.storage_key, size_bytes=upload.size_bytes, sha256=upload.sha256,
+        )
+    Upload.objects.filter(pk__in=ids).update(status=Upload.Status.DONE, version=version)
+    audit_event_record(
+        actor=actor, action="version.uploaded", obj=version,
+        data={"submission": submission.pk, "number": number, "kind": kind, "sha256": version.sha256,
+              "size_bytes": version.size_bytes, "files": [u.filename for u in locked]},
+    )
+    check_run_create(version=version, actor=None)
+    return version
+
+
+@transaction.atomic
+def upload_abort(*, upload: Upload, actor) -> Upload:
+    """Give up an open upload; its parts are deleted and its bytes no longer count against the quota."""
+    _require_submitter(actor, upload.submission)
+    if Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(status=Upload.Status.ABORTED):
+        _discard_parts(upload)
+    upload.refresh_from_db()
+    return upload
+
+
+def version_file_chunks(version_file: VersionFile) -> Iterator[bytes]:
+    """The stored bytes of a version file, streamed (for downloads and the checker)."""
+    return storage_iter_chunks(version_file.storage_key)
