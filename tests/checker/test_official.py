@@ -1,0 +1,54 @@
+"""Cross-check with the official checker: its verdict in the report, disagreements as info findings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from checker import official
+from checker.official import compare, cross_check, official_command, point_of
+from checker.report import Report
+from checker.rules import run_rules
+from tests.checker.bundle_layout import BUNDLE, OFFICIAL_VERDICT, layout_of
+
+
+def test_point_of_official_paths():
+    assert point_of("/x/results/y/AcmeCompute/s/results/Acme_AX-4000/llama3_1-8b/r16/point.yaml") == \
+        "Acme_AX-4000/llama3_1-8b/r16"
+    assert point_of("bundle/AcmeCompute/s/results/Acme_AX-4000/llama3_1-8b") is None
+
+
+def test_absence_is_reported_as_info(monkeypatch):
+    monkeypatch.setattr(official, "official_command", lambda: None)
+    report = Report()
+    cross_check(layout_of(BUNDLE), report)
+    assert report.official == {"available": False, "package": "endpoints-submission-cli"}
+    assert [(f.rule, f.severity) for f in report.findings] == [("official-checker-unavailable", "info")]
+
+
+def test_disagreements_name_both_verdicts():
+    report = Report()
+    run_rules(layout_of(BUNDLE), report, ruleset="endpoints-v1.0")
+    compare(report, json.loads(OFFICIAL_VERDICT.read_text())["results"])
+    msgs = [f.message for f in report.findings if f.rule == "official-checker-disagreement"]
+    assert all(f.severity == "info" for f in report.findings if f.rule == "official-checker-disagreement")
+    # the portal reports accuracy-sample-count at r4 too; the official checker names only r1
+    assert any(m.startswith("Portal: error accuracy-sample-count") for m in msgs)
+    assert not any(m.startswith("Official checker:") for m in msgs)
+
+
+@pytest.mark.skipif(official_command() is None, reason="endpoints-submission-cli is not installed")
+def test_real_official_checker_on_the_sample_bundle(tmp_path):
+    report = Report()
+    run_rules(layout_of(BUNDLE), report, ruleset="endpoints-v1.0")
+    cross_check(layout_of(BUNDLE), report)
+    assert report.official["ran"] is True
+    assert (report.official["errors"], report.official["warnings"]) == (8, 28)  # as in the stored verdict
+    assert report.official["exit_code"] == 1
+    assert "official" in json.loads(report.to_json())
+    stored = {(r["rule"], r["severity"]) for r in json.loads(OFFICIAL_VERDICT.read_text())["results"]}
+    assert {(r["rule"], r["severity"]) for r in report.official["results"]} == stored
+    assert any(f.rule == "official-checker-disagreement" for f in report.findings)
+    assert isinstance(Path(official_command()[0]), Path)
