@@ -143,6 +143,10 @@ def check(
         notify("read", 0, len(paths), "reading inputs")
         layout: Layout = open_inputs(paths, workdir=Path(sandbox), limits=limits, findings=findings)
         report.unreadable = layout.readable_inputs == 0
+        check_descriptors = _optional("checker.schema_check", "check_layout_descriptors")
+        if check_descriptors is not None and only_points is None:
+            notify("schemas", 0, 1, "validating descriptors")
+            check_descriptors(layout, findings=findings, limits=limits)
         selected = [p for p in layout.points if only_points is None or p.key in only_points]
         selected.sort(key=lambda p: (p.system, p.model, p.concurrency))
         for index, point in enumerate(selected):

@@ -42,10 +42,12 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
                 f"{_num(_metric(shown, 'n_samples_failed')):>6}  {'recomputed' if r else 'missing'}")
         lines.append("")
     for curve in report.curves:
-        front = curve.get("pareto") or curve.get("front") or []
-        if front:
-            lines.append(f"Pareto front {curve.get('system')} / {curve.get('model')}: "
-                         + ", ".join(f"c{pt.get('concurrency')}" for pt in front))
+        fronts = curve.get("pareto") or {}
+        for x, front in fronts.items():
+            keys = front.get("points") or []
+            if keys:
+                lines.append(f"Pareto front {curve.get('system')} / {curve.get('model')} "
+                             f"(system_tps vs {x}): " + ", ".join(k.rsplit("/", 1)[-1] for k in keys))
     if report.curves:
         lines.append("")
     shown = 0
