@@ -14,7 +14,8 @@ import json
 import math
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -30,6 +31,7 @@ TOKENIZE_BATCH_CHARS = 8 * 1024 * 1024
 MAX_FINDINGS_PER_RULE = 20  # a corrupt multi-GB log must not produce millions of findings
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 PROMPT_CACHE_ENTRIES = 200_000
+TEXT_CACHE_CHARS = 32 * 1024 * 1024  # bound on the characters kept as keys of the count caches
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -52,6 +54,11 @@ def _reject_constant(name: str) -> float:
 
 
 _decode = json.JSONDecoder(parse_constant=_reject_constant).decode
+
+try:  # orjson parses a line ~3x faster; any line it refuses goes through json for the exact finding
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - orjson is a declared dependency
+    _fast_loads = None
 
 
 def open_binary(path: Path) -> BinaryIO:
@@ -140,6 +147,88 @@ def _strings(items: list) -> list[str]:
     return [s for s in items if isinstance(s, str)]
 
 
+# -- exact split of a token count at the first streamed chunk ---------------------------------
+# OSL needs count(first + rest) and TPOT needs count(rest). When the tokenizer provably cuts
+# first + rest at len(first) -- no normalizer, no added token across the cut, and a
+# pre-tokenizer that always starts a new piece there and splits the prefix alone the same way --
+# then count(first + rest) == count(first) + count(rest), because the model (BPE) works on each
+# pre-tokenized piece alone. first is a short chunk with few distinct values (cached), so a
+# sample costs one encode of rest instead of two encodes. Where the cut is not provably clean,
+# first + rest is encoded whole. docs/performance.md gives the argument in full.
+_ASCII_SPACE = frozenset(" \t\n\v\f\r")  # \s of the tokenizers' regex engines, ASCII part
+LLAMA3_SPLIT_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                        r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_SAFE_POST_PROCESSORS = {"ByteLevel", "TemplateProcessing", "RobertaProcessing", "BertProcessing"}
+
+
+def _ascii_class(ch: str) -> str | None:
+    """L(etter), N(umber), S(pace) or O(ther) for an ASCII character; None beyond ASCII."""
+    if not ch.isascii():
+        return None
+    if ch.isalpha():
+        return "L"
+    if ch.isdigit():
+        return "N"
+    return "S" if ch in _ASCII_SPACE else "O"
+
+
+def _gpt2_cut(a: str, b: str) -> bool:
+    r"""ByteLevel(use_regex) pattern 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+.
+
+    No match holds a non-space a followed by a space b, nor two characters of different classes
+    (except a contraction: ' then s, t, r, v, m, l, d); with a not a space, the lookahead
+    (?!\S) is never evaluated at the cut, so the prefix alone is split the same way.
+    """
+    ca, cb = _ascii_class(a), _ascii_class(b)
+    if ca is None or cb is None or ca == "S":
+        return False
+    if cb == "S":
+        return True
+    return ca != cb and not (a == "'" and b in "strvmldSTRVMLD")
+
+
+def _llama3_cut(a: str, b: str) -> bool:
+    """Llama-3 Split pattern: a letter or digit followed by a character of another class."""
+    ca, cb = _ascii_class(a), _ascii_class(b)
+    return ca in ("L", "N") and cb is not None and cb != ca
+
+
+def _state(component) -> dict | None:
+    return None if component is None else json.loads(component.__getstate__())
+
+
+def split_rule(tokenizer):
+    """The boundary rule of this tokenizer (a, b) -> bool, or None when no cut is provably clean."""
+    try:
+        if tokenizer.normalizer is not None or tokenizer.truncation is not None or tokenizer.padding is not None:
+            return None
+        pre = _state(tokenizer.pre_tokenizer)
+        post = _state(tokenizer.post_processor)
+        added = list(tokenizer.get_added_tokens_decoder().values())
+    except Exception:  # not a tokenizers.Tokenizer (a stub): never cut
+        return None
+    if any(t.lstrip or t.rstrip or t.single_word for t in added):
+        return None
+    if post is not None:
+        kinds = [p.get("type") for p in post.get("processors", [post])] if post.get("type") == "Sequence" \
+            else [post.get("type")]
+        if not set(kinds) <= _SAFE_POST_PROCESSORS:  # these only add specials, and we add none
+            return None
+    if pre is None:
+        return None
+    if pre.get("type") == "ByteLevel" and pre.get("use_regex", True) and not pre.get("add_prefix_space"):
+        return _gpt2_cut
+    if pre.get("type") == "Sequence":
+        parts = pre.get("pretokenizers") or []
+        if (len(parts) == 2 and parts[0].get("type") == "Split"
+                and parts[0].get("pattern") == {"Regex": LLAMA3_SPLIT_PATTERN}
+                and parts[0].get("behavior") == "Isolated" and not parts[0].get("invert")
+                and parts[1].get("type") == "ByteLevel" and not parts[1].get("use_regex", True)
+                and not parts[1].get("add_prefix_space")):
+            return _llama3_cut
+    return None
+
+
 class TokenCounter:
     """Counts tokens of many texts with few tokenizer calls: batched, prompt counts cached."""
 
@@ -148,6 +237,10 @@ class TokenCounter:
         self._encode = getattr(tokenizer, "encode_batch_fast", None) or tokenizer.encode_batch
         self.calls = 0
         self.texts = 0
+        self.rule = split_rule(tokenizer)
+        if self.rule is not None:
+            self._added = [t.content for t in tokenizer.get_added_tokens_decoder().values() if t.content]
+            self._added_reach = max((len(c) for c in self._added), default=1)
 
     def count(self, texts: list[str]) -> list[int]:
         if not texts:
@@ -156,13 +249,26 @@ class TokenCounter:
         self.texts += len(texts)
         return [len(e) for e in self._encode(texts, add_special_tokens=False)]
 
+    def splits_at(self, text: str, cut: int) -> bool:
+        """True when count(text) == count(text[:cut]) + count(text[cut:]) provably holds."""
+        if cut <= 0 or cut >= len(text):
+            return False
+        if self.rule is None or not self.rule(text[cut - 1], text[cut]):
+            return False
+        if self._added:
+            window = text[max(0, cut - self._added_reach + 1):cut + self._added_reach - 1]
+            if any(c in window for c in self._added):  # an added token might straddle the cut
+                return False
+        return True
+
 
 @dataclass
 class _Pending:
     """Texts waiting for one batched tokenizer call, with where each count goes."""
 
-    texts: list
-    targets: list  # (array, index) or (prompt text,) for the prompt cache
+    texts: list = field(default_factory=list)
+    targets: list = field(default_factory=list)  # per text: list of (array, index, add) or (cache dict,)
+    keys: dict = field(default_factory=dict)  # cached kinds of text -> position, so each is encoded once
     chars: int = 0
 
 
@@ -200,7 +306,11 @@ class PointReplay:
         self.tpot_elapsed = array("q")  # complete - recv_first, for samples that have recv_first
         self.tpot_tokens = array("q")  # tokens after the first chunk, filled after tokenizing
         self.prompt_cache: dict[str, int] = {}
-        self.pending = _Pending([], [])
+        self.first_cache: dict[str, int] = {}  # counts of first streamed chunks
+        self._cached_chars = 0
+        self.pending = _Pending()
+        self._inflight_batch: tuple[Future, _Pending] | None = None
+        self._executor: ThreadPoolExecutor | None = None
         self.lines = 0
 
     # -- findings ---------------------------------------------------------------------------
@@ -215,34 +325,75 @@ class PointReplay:
                               file=self.display, point=self.point)
 
     # -- tokenization -----------------------------------------------------------------------
+    # Batches are encoded on a helper thread (encode_batch releases the GIL and uses the
+    # tokenizers' own thread pool) while the next batch is parsed; at most two batches are alive.
     def _queue(self, text: str, target) -> None:
-        self.pending.texts.append(text)
-        self.pending.targets.append(target)
-        self.pending.chars += len(text)
-        if self.pending.chars >= TOKENIZE_BATCH_CHARS:
-            self.flush()
-
-    def flush(self) -> None:
         pending = self.pending
-        if not pending.texts:
+        pending.texts.append(text)
+        pending.targets.append([target])
+        pending.chars += len(text)
+        if pending.chars >= TOKENIZE_BATCH_CHARS:
+            self.flush(wait=False)
+
+    def _queue_cached(self, cache: dict, text: str, target) -> None:
+        """A text whose count is cached by value (prompts, first chunks): encoded once per batch."""
+        pending = self.pending
+        at = pending.keys.get(text)
+        if at is not None and pending.targets[at][0][0] is cache:
+            pending.targets[at].append(target)
             return
-        counts = self.counter.count(pending.texts)
-        for target, n in zip(pending.targets, counts, strict=True):
-            if len(target) == 1:
-                self.prompt_cache[target[0]] = n
-                if len(self.prompt_cache) > PROMPT_CACHE_ENTRIES:
-                    self.prompt_cache.clear()
+        pending.keys[text] = len(pending.texts)
+        pending.texts.append(text)
+        pending.targets.append([(cache,), target])
+        pending.chars += len(text)
+        if pending.chars >= TOKENIZE_BATCH_CHARS:
+            self.flush(wait=False)
+
+    def flush(self, wait: bool = True) -> None:
+        """Send the pending texts to the tokenizer; with wait, also apply every count."""
+        if self._inflight_batch is not None:
+            self._apply_counts(*self._inflight_batch)
+            self._inflight_batch = None
+        pending = self.pending
+        if pending.texts:
+            self.pending = _Pending()
+            if wait:
+                self._apply_counts(None, pending)
             else:
-                series, index = target
-                series[index] = n
-        self.pending = _Pending([], [])
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
+                self._inflight_batch = (self._executor.submit(self.counter.count, pending.texts), pending)
+        if wait and self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+    def _apply_counts(self, future: Future | None, pending: _Pending) -> None:
+        counts = self.counter.count(pending.texts) if future is None else future.result()
+        for targets, n, text in zip(pending.targets, counts, pending.texts, strict=True):
+            for target in targets:
+                if len(target) == 1:
+                    self._remember(target[0], text, n)
+                else:
+                    series, index, add = target
+                    if add:
+                        series[index] += n
+                    else:
+                        series[index] = n
+
+    def _remember(self, cache: dict, text: str, n: int) -> None:
+        if len(cache) >= PROMPT_CACHE_ENTRIES or self._cached_chars >= TEXT_CACHE_CHARS:
+            self.prompt_cache.clear()
+            self.first_cache.clear()
+            self._cached_chars = 0
+        cache[text] = n
+        self._cached_chars += len(text)
 
     def _queue_isl(self, prompt: str) -> None:
         cached = self.prompt_cache.get(prompt)
         index = len(self.isl)
         self.isl.append(-1 if cached is None else cached)
         if cached is None:
-            self._queue(prompt, (self.isl, index))
+            self._queue_cached(self.prompt_cache, prompt, (self.isl, index, False))
 
     # -- replay -----------------------------------------------------------------------------
     def feed(self, stream: BinaryIO) -> None:
@@ -263,6 +414,15 @@ class PointReplay:
                 self._apply(number, event)
 
     def _parse(self, number: int, raw: bytes) -> dict | None:
+        if _fast_loads is not None:
+            try:
+                event = _fast_loads(raw)
+            except ValueError:
+                event = None  # let the exact path below name the problem
+            if isinstance(event, dict):
+                ts = event.get("timestamp_ns")
+                if isinstance(event.get("event_type"), str) and type(ts) is int and ts >= 0:
+                    return event
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -401,13 +561,42 @@ class PointReplay:
         if data is None:
             return  # a failed request: latency counts, no tokens
         full, after = output_texts(data)
-        if full:
-            self.osl.append(-1)
-            self._queue(full, (self.osl, len(self.osl) - 1))
+        tpot = None
         if recv_first_ns is not None and after:
             self.tpot_elapsed.append(ts - recv_first_ns)
             self.tpot_tokens.append(-1)
-            self._queue(after, (self.tpot_tokens, len(self.tpot_tokens) - 1))
+            tpot = (self.tpot_tokens, len(self.tpot_tokens) - 1, False)
+        if not full:
+            if tpot is not None:
+                self._queue(after, tpot)
+            return
+        osl_index = len(self.osl)
+        cut = len(full) - len(after)
+        if after and (cut == 0 or self.counter.splits_at(full, cut)) and full.endswith(after):
+            # count(full) = count(first chunk) + count(after): one encode of `after` serves both
+            self.osl.append(0)
+            if cut:
+                first = full[:cut]
+                cached = self.first_cache.get(first)
+                if cached is None:
+                    self._queue_cached(self.first_cache, first, (self.osl, osl_index, True))
+                else:
+                    self.osl[osl_index] = cached
+            targets = [(self.osl, osl_index, True)] if tpot is None else [(self.osl, osl_index, True), tpot]
+            self._queue_many(after, targets)
+        else:
+            self.osl.append(-1)
+            self._queue(full, (self.osl, osl_index, False))
+            if tpot is not None:
+                self._queue(after, tpot)
+
+    def _queue_many(self, text: str, targets: list) -> None:
+        pending = self.pending
+        pending.texts.append(text)
+        pending.targets.append(targets)
+        pending.chars += len(text)
+        if pending.chars >= TOKENIZE_BATCH_CHARS:
+            self.flush(wait=False)
 
     # -- result -----------------------------------------------------------------------------
     def summary(self) -> dict:

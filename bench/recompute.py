@@ -1,0 +1,411 @@
+"""Benchmark of the raw-log recompute on a synthetic, schema-faithful events.jsonl.
+
+    python bench/recompute.py [--size-mb 200] [--out DIR] [--keep] [--zst] [--repeat 3]
+
+Generates an events.jsonl of the requested size shaped like the official client's logs
+(DESIGN.md, "events.jsonl"), then measures, each variant in a fresh subprocess so that peak RSS
+is per variant (os.wait4 rusage of that child):
+
+  (a) the portal's recompute: checker.events.recompute_point, as `portal check` runs it;
+  (b) the plain baseline of bench/baseline_recompute.py (json.loads per line, a dict per
+      sample, one tokenizer.encode per text); its summary must equal (a)'s exactly;
+  (c) the tokenizer alone, batch-encoding the texts a recompute has to count (distinct
+      prompts + full outputs + after-first-chunk texts), pre-extracted to a file while
+      generating so that only encoding is timed;
+  (d) reading the file: `cat FILE | wc -l` (and `zstd -dc FILE.zst | wc -l` with --zst).
+
+Times are the work inside the child (tokenizer loading and interpreter start excluded, the same
+for every variant); with --repeat N the median of N runs is reported. This is a script, not a
+test: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+DEFAULT_TOKENIZER = ROOT / "tests" / "checker" / "fixtures" / "tokenizer" / "tokenizer.json"
+MS = 1_000_000
+
+ENGLISH = """the of and to in is was for on that with as by at from his her an were are which this be has
+had not but they their one all been who would there its more when time them new can other said about
+only first over into some could these may after two also most like any people than then what years
+world between under while state because city country government during through where music before
+well work system number several however part many although life program series water known development
+since later found against high early often around across public whether large each point cause quality
+throughout beautiful instead despite measure ago current determine operation speak according south
+recently everyone democratic shake bill here grow page southern role model serving request latency token
+throughput memory batch cache queue server client stream answer question result value table figure
+simple general small short long clear local global final total average always never perhaps rather
+even still again already almost enough quite really""".split()
+TOPICS = ("caching", "batch scheduling", "speculative decoding", "request routing", "paged attention",
+          "quantization", "prefill chunking", "tensor parallelism", "load shedding", "KV cache reuse")
+FAILURE_RATE = 0.004
+WARMUP = 8
+ACCURACY_SAMPLES = 32
+
+
+# -- generation ------------------------------------------------------------------------------
+def _words(tokenizer_path: Path) -> list[str]:
+    vocab = json.loads(tokenizer_path.read_text())["model"]["vocab"]
+    from_vocab = [t[1:] for t in vocab if t.startswith("\u0120") and t[1:].isascii() and t[1:].isalpha()
+                  and len(t) > 3]
+    return ENGLISH + from_vocab
+
+
+def _corpus(rng: random.Random, words: list[str], n_words: int) -> tuple[str, list[int]]:
+    """English-like text and the offsets where its words start."""
+    parts: list[str] = []
+    starts: list[int] = []
+    pos = 0
+    sentence = 0
+    for _ in range(n_words):
+        w = rng.choice(words)
+        if sentence == 0:
+            w = w.capitalize()
+        roll = rng.random()
+        if roll < 0.01:
+            w = str(rng.randrange(1, 2030))
+        elif roll < 0.012:
+            w = rng.choice(("café", "naïve", "Zürich", "—", "résumé"))
+        sep = " "
+        sentence += 1
+        if sentence > rng.randrange(6, 22):
+            w += rng.choice(".....?!")
+            sentence = 0
+            sep = "\n" if rng.random() < 0.15 else " "
+        elif rng.random() < 0.06:
+            w += ","
+        starts.append(pos)
+        parts.append(w + sep)
+        pos += len(w) + 1
+    return "".join(parts), starts
+
+
+class Dataset:
+    def __init__(self, rng: random.Random, words: list[str], n_prompts: int = 300) -> None:
+        self.rng = rng
+        self.prompts = []
+        for i in range(n_prompts):
+            context = " ".join(rng.choice(words) for _ in range(rng.randrange(30, 400)))
+            self.prompts.append(f"Sample {i}: explain {rng.choice(TOPICS)} for an LLM serving system. "
+                                f"Context: {context}")
+        self.prompts_json = [json.dumps(p, ensure_ascii=False) for p in self.prompts]
+        self.corpus, self.starts = _corpus(rng, words, 1_500_000)
+
+    def output(self) -> tuple[str, str]:
+        """(first chunk, rest) of one streamed response of ~100-1000 tokens."""
+        rng = self.rng
+        n = rng.randrange(60, 700)  # words; this tokenizer spends ~1.4 tokens a word
+        i = rng.randrange(0, len(self.starts) - n - 2)
+        text = self.corpus[self.starts[i]:self.starts[i + n] - 1]
+        first_end = self.starts[i + 1] - 1 - self.starts[i]
+        roll = rng.random()
+        if roll < 0.03 and first_end > 2:
+            first_end = rng.randrange(1, first_end)  # a chunk that ends inside a word
+        elif roll < 0.04:
+            first_end = self.starts[i + 2] - 1 - self.starts[i]  # two words in the first chunk
+        elif roll < 0.045:
+            first_end = 0  # an empty first chunk
+        elif roll < 0.05:
+            text = "\n" + text  # a leading newline as first chunk
+            first_end = 1
+        return text[:first_end], text[first_end:]
+
+
+def _uuid(rng: random.Random) -> str:
+    return f"{rng.getrandbits(128):032x}"
+
+
+def _line(kind: str, ts: int, uuid: str = "", data: str = "null", tail: str = "") -> str:
+    return (f'{{"event_type":"{kind}","timestamp_ns":{ts},"sample_uuid":"{uuid}","conversation_id":"",'
+            f'"turn":null,"data":{data}{tail}}}\n')
+
+
+def generate(path: Path, texts_path: Path, *, size_mb: float, concurrency: int, seed: int,
+             tokenizer_path: Path) -> dict:
+    """Write the synthetic log, and the texts a recompute must count (for variant c)."""
+    rng = random.Random(seed)
+    data = Dataset(rng, _words(tokenizer_path))
+    target = int(size_mb * 1024 * 1024)
+    written = 0
+    tracked_samples = 0
+    prompts_used: set[int] = set()
+    texts_out = open(texts_path, "w", encoding="utf-8")
+    out = open(path, "w", encoding="utf-8")
+
+    def emit(line: str) -> None:
+        nonlocal written
+        out.write(line)
+        written += len(line.encode("utf-8")) if not line.isascii() else len(line)
+
+    heap: list[tuple] = []  # (file time, seq, kind, payload); main events carry their own timestamp
+    seq = 0
+
+    def push(at: int, kind: str, payload) -> None:
+        nonlocal seq
+        seq += 1
+        heapq.heappush(heap, (at, seq, kind, payload))
+
+    def issue(at: int, slot: int, tracked) -> None:
+        push(at, "issue", (slot, tracked))
+
+    def on_issue(at: int, slot: int, tracked) -> None:
+        uuid = _uuid(rng)
+        p = rng.randrange(len(data.prompts))
+        emit(_line("sample.issued", at, uuid, f'["PromptData",{data.prompts_json[p]},null,null,null,null,null,null]'))
+        ttft = int(rng.lognormvariate(18.4, 0.25))  # ~100 ms
+        push(at + ttft, "recv_first", uuid)
+        if tracked is None:  # warmup: never completes
+            return
+        accuracy = tracked is False
+        first, rest = ("", data.output()[0] + " 4.") if accuracy else data.output()
+        tokens = 1.4 * (rest.count(" ") + 1)
+        complete = at + ttft + int(tokens * rng.uniform(8, 14) * MS)
+        worker = slot % 2
+        delivered = complete + rng.randrange(0, 3 * MS)  # the worker's line reaches the file later
+        failed = not accuracy and rng.random() < FAILURE_RATE
+        push(delivered, "complete", (uuid, complete, worker, first, rest, failed, slot, p, tracked))
+
+    def on_complete(at: int, payload) -> None:
+        nonlocal tracked_samples, issuing
+        uuid, complete, worker, first, rest, failed, slot, p, tracked = payload
+        if failed:
+            emit(_line("error.generic", at, uuid, '["ErrorData","ConnectionError","upstream closed the stream"]'))
+            emit(_line("sample.complete", complete, uuid, "null", f',"finish_reason":null,"worker_id":{worker}'))
+        else:
+            reason = "length" if rest.count(" ") > 680 else "stop"
+            out_json = (f'["TextModelOutput",[{json.dumps(first, ensure_ascii=False)},'
+                        f'{json.dumps(rest, ensure_ascii=False)}],null,null]')
+            emit(_line("sample.complete", complete, uuid, out_json,
+                       f',"finish_reason":"{reason}","worker_id":{worker}'))
+            if tracked:
+                tracked_samples += 1
+                if p not in prompts_used:
+                    prompts_used.add(p)
+                    texts_out.write(data.prompts_json[p] + "\n")
+                texts_out.write(json.dumps(first + rest, ensure_ascii=False) + "\n")
+                if rest:
+                    texts_out.write(json.dumps(rest, ensure_ascii=False) + "\n")
+        if tracked and issuing:
+            if written >= target * 0.995:
+                issuing = False
+            else:
+                issue(at + rng.randrange(20_000, 80_000), slot, True)
+
+    def drain() -> int:
+        nonlocal tracking_started
+        last = 0
+        while heap:
+            at, _, kind, payload = heapq.heappop(heap)
+            last = max(last, at)
+            if kind == "issue":
+                on_issue(at, *payload)
+            elif kind == "recv_first":
+                emit(_line("sample.recv_first", at, payload))
+                if not tracking_started and not any(k in ("recv_first", "issue") for _, _, k, _ in heap):
+                    t = at + 5 * MS
+                    emit(_line("session.start_performance_tracking", t))
+                    tracking_started = True
+                    for slot in range(concurrency):
+                        t += rng.randrange(5_000, 40_000)
+                        issue(t, slot, True)
+            else:
+                on_complete(at, payload)
+        return last
+
+    issuing = True
+    tracking_started = False
+    t = 1_000_000_000_000 + rng.randrange(0, 10**9)
+    emit(_line("session.started", t))
+    for slot in range(WARMUP):
+        t += rng.randrange(10_000, 50_000)
+        issue(t, slot, None)
+    t = drain() + 2 * MS
+    emit(_line("session.stop_performance_tracking", t))
+    for i in range(ACCURACY_SAMPLES):
+        issue(t + 10 * MS, i, False)
+        t = drain()
+    emit(_line("session.ended", t + MS))
+    out.close()
+    texts_out.close()
+    return {"bytes": written, "tracked_completed": tracked_samples, "distinct_prompts": len(prompts_used)}
+
+
+# -- variants (each runs in a fresh child process) --------------------------------------------
+def _load_tokenizer(path: str):
+    import tokenizers
+
+    return tokenizers.Tokenizer.from_file(str(path))
+
+
+def child(variant: str, args) -> None:
+    tok = _load_tokenizer(args.tokenizer)
+    result: dict = {}
+    start = time.perf_counter()
+    if variant == "a":
+        from checker.events import recompute_point
+        from checker.report import Findings
+
+        findings = Findings()
+        summary = recompute_point(Path(args.file), tokenizer=tok, findings=findings, display="bench")
+        result["errors"] = [f.message for f in findings if f.severity == "error"][:5]
+        result["summary"] = summary
+    elif variant == "b":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from baseline_recompute import recompute
+
+        result["summary"] = recompute(Path(args.file), tok)
+    elif variant == "c":
+        from checker.events import TOKENIZE_BATCH_CHARS
+
+        encode = getattr(tok, "encode_batch_fast", None) or tok.encode_batch
+        encoding = 0.0
+        tokens = texts = 0
+        with open(args.file, encoding="utf-8") as f:
+            batch: list[str] = []
+            chars = 0
+            for line in f:
+                text = json.loads(line)
+                batch.append(text)
+                chars += len(text)
+                if chars >= TOKENIZE_BATCH_CHARS:
+                    t0 = time.perf_counter()
+                    tokens += sum(len(e) for e in encode(batch, add_special_tokens=False))
+                    encoding += time.perf_counter() - t0
+                    texts += len(batch)
+                    batch, chars = [], 0
+            if batch:
+                t0 = time.perf_counter()
+                tokens += sum(len(e) for e in encode(batch, add_special_tokens=False))
+                encoding += time.perf_counter() - t0
+                texts += len(batch)
+        result.update(encode_seconds=encoding, tokens=tokens, texts=texts)
+    elapsed = time.perf_counter() - start
+    result["seconds"] = result.get("encode_seconds", elapsed)
+    with open(args.result, "w") as f:
+        json.dump(result, f)
+
+
+def run_child(cmd: list[str], *, shell: bool = False) -> tuple[float, int]:
+    """(wall seconds, peak RSS in MiB) of one child process, rusage from wait4 of that child."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, shell=shell)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"variant failed ({proc.returncode}): {cmd}")
+    return wall, usage.ru_maxrss // 1024
+
+
+def measure(variant: str, file: Path, tokenizer: Path, workdir: Path, repeat: int) -> dict:
+    runs = []
+    result_path = workdir / f"result_{variant}.json"
+    for _ in range(repeat):
+        if variant.startswith("d"):
+            wall, rss = run_child(["/bin/sh", "-c", f"{'zstd -dc' if variant == 'd-zst' else 'cat'} "
+                                                    f"'{file}' | wc -l > /dev/null"])
+            runs.append({"seconds": wall, "rss_mb": rss})
+            continue
+        wall, rss = run_child([sys.executable, __file__, "--child", variant, "--file", str(file),
+                               "--tokenizer", str(tokenizer), "--result", str(result_path)])
+        res = json.loads(result_path.read_text())
+        res.update(rss_mb=rss, wall=wall)
+        runs.append(res)
+    best = dict(runs[-1])
+    best["seconds"] = statistics.median(r["seconds"] for r in runs)
+    best["rss_mb"] = max(r["rss_mb"] for r in runs)
+    best["all_seconds"] = [round(r["seconds"], 3) for r in runs]
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size-mb", type=float, default=200)
+    parser.add_argument("--out", type=Path, help="directory for the generated files (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    parser.add_argument("--zst", action="store_true", help="also write events.jsonl.zst and time reading it")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per variant; the median is reported")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=20260501)
+    parser.add_argument("--tokenizer", type=Path, default=DEFAULT_TOKENIZER)
+    parser.add_argument("--variants", default="abcd", help="which of a, b, c, d to run (default: abcd)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--file", help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args)
+        return
+
+    workdir = args.out or Path(tempfile.mkdtemp(prefix="bench-recompute-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    log = workdir / "events.jsonl"
+    texts = workdir / "texts.jsonl"
+    try:
+        t0 = time.perf_counter()
+        info = generate(log, texts, size_mb=args.size_mb, concurrency=args.concurrency, seed=args.seed,
+                        tokenizer_path=args.tokenizer)
+        size = log.stat().st_size
+        print(f"generated {log} : {size / 1e6:,.1f} MB, {info['tracked_completed']:,} tracked completed samples, "
+              f"{info['distinct_prompts']} distinct prompts, in {time.perf_counter() - t0:.1f} s", flush=True)
+        if args.zst:
+            subprocess.run(["zstd", "-q", "-f", "-T0", "-3", str(log), "-o", str(log) + ".zst"], check=True)
+        mb = size / 1e6
+        samples = info["tracked_completed"]
+        results: dict[str, dict] = {}
+        for v in args.variants:
+            if v == "d":
+                results["d"] = measure("d", log, args.tokenizer, workdir, args.repeat)
+                if args.zst:
+                    results["d-zst"] = measure("d-zst", Path(str(log) + ".zst"), args.tokenizer, workdir,
+                                               args.repeat)
+            else:
+                results[v] = measure(v, texts if v == "c" else log, args.tokenizer, workdir, args.repeat)
+        labels = {"a": "(a) portal recompute_point", "b": "(b) plain baseline", "c": "(c) tokenizer alone",
+                  "d": "(d) cat | wc -l", "d-zst": "(d) zstd -dc | wc -l"}
+        print(f"\n{'variant':30} {'seconds':>9} {'MB/s':>8} {'samples/s':>10} {'peak RSS MB':>12}  runs")
+        for key, r in results.items():
+            s = r["seconds"]
+            print(f"{labels[key]:30} {s:9.2f} {mb / s:8.1f} {samples / s:10.0f} {r['rss_mb']:12d}  {r['all_seconds']}")
+        if "c" in results:
+            print(f"(c) encoded {results['c']['texts']:,} texts, {results['c']['tokens']:,} tokens")
+        if "a" in results and results["a"].get("errors"):
+            print("(a) error findings:", results["a"]["errors"])
+        if "a" in results and "b" in results:
+            same = results["a"]["summary"] == results["b"]["summary"]
+            print(f"identical: {'yes' if same else 'no'}")
+            if not same:
+                for k in results["a"]["summary"]:
+                    if results["a"]["summary"][k] != results["b"]["summary"].get(k):
+                        print("  differs:", k)
+            print(f"(b)/(a) = {results['b']['seconds'] / results['a']['seconds']:.2f}  (target >= 3)")
+        if "a" in results and "c" in results:
+            print(f"(a)/(c) = {results['a']['seconds'] / results['c']['seconds']:.2f}  (target <= 1.25)")
+    finally:
+        if not args.keep:
+            if args.out:
+                for name in ("events.jsonl", "events.jsonl.zst", "texts.jsonl", "result_a.json", "result_b.json",
+                             "result_c.json"):
+                    (workdir / name).unlink(missing_ok=True)
+            else:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
