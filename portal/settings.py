@@ -307,3 +307,8 @@ PORTAL_CHECK_MAX_ATTEMPTS = env_int("PORTAL_CHECK_MAX_ATTEMPTS", 3, minimum=1)
 PORTAL_CHECK_TEST_POINT_DELAY_S = env_int("PORTAL_CHECK_TEST_POINT_DELAY_S", 0, minimum=0)
 # Chunked uploads: every part but the last has exactly this size.
 PORTAL_UPLOAD_PART_BYTES = env_int("PORTAL_UPLOAD_PART_BYTES", 8 * 1024**2, minimum=64 * 1024)
+SPECTACULAR_SETTINGS.setdefault("ENUM_NAME_OVERRIDES", {}).update({
+    "SubmissionStatusEnum": "submissions.models.Submission.Status",
+    "CheckRunStatusEnum": "submissions.models.CheckRun.Status",
+    "UploadStatusEnum": "submissions.models.Upload.Status",
+})
