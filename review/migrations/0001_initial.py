@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('submissions', '0003_submission_submissionversion_and_more'),
+        ('submissions', '0003_submissions_versions_checks'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
