@@ -135,7 +135,11 @@ def seed_demo_systems(seed: DemoSeed) -> None:
 
 
 def seed_demo_submissions(seed: DemoSeed) -> None:
-    """Extension point: later work adds demo submissions (sample bundle uploads, reviews, publication)."""
+    """Demo submissions: one checked draft per sample system (submissions.demo_submissions); later work
+    adds reviews and publication."""
+    from submissions.demo_submissions import seed_demo_sample_submissions
+
+    seed_demo_sample_submissions(seed)
 
 
 def seed_demo() -> DemoSeed:

@@ -1,0 +1,125 @@
+"""Demo submissions built from the real samples, uploaded and checked through the portal's own services.
+
+- Acme_AX-8000: its seven run archives (with raw logs), so the checker really recomputes every point.
+- Acme_AX-4000: the sample bundle's AX-4000 points packed as a bundle archive; they carry no raw log,
+  so the check shows `raw-log-missing` findings next to the claimed curve.
+
+Idempotent: a demo submission is recognised by its title and never uploaded twice. Under the demo's
+zero-config settings (no REDIS_URL) Celery runs in-process, so the checks finish before seed_demo ends;
+with a broker the checks are queued for the workers like any upload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+from submissions.models import Benchmark, Submission
+
+SAMPLES_DIR = Path(settings.BASE_DIR) / "tests" / "checker" / "fixtures"
+RUN_ARCHIVES_DIR = SAMPLES_DIR / "run_archives"
+BUNDLE_PARENT = SAMPLES_DIR / "bundle"
+BUNDLE_ROOT = BUNDLE_PARENT / "AcmeCompute" / "acme-2026-12-C0-endpoints-001"
+DEMO_MODEL_ID = "llama3_1-8b"
+
+
+@dataclass(frozen=True)
+class DemoFile:
+    """One file the demo uploads: its name as the submitter would give it, and its bytes."""
+
+    filename: str
+    data: bytes
+
+
+def run_archive_files() -> list[DemoFile]:
+    """The seven AX-8000 run archives, one per load point, sorted by concurrency."""
+    paths = sorted(RUN_ARCHIVES_DIR.glob("AX-8000_c*.tar.gz"), key=lambda p: int(p.name.split("_c")[1].split(".")[0]))
+    if not paths:
+        raise FileNotFoundError(f"No AX-8000 run archives under {RUN_ARCHIVES_DIR}")
+    return [DemoFile(path.name, path.read_bytes()) for path in paths]
+
+
+def bundle_archive_for_system(system_name: str) -> DemoFile:
+    """The sample bundle reduced to one system's results (plus docs and src), as a .tar.gz.
+
+    Built deterministically (sorted members, fixed times and owners), so the same system always gives
+    the same bytes and the same SHA-256.
+    """
+    keep_prefix = f"results/{system_name}"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6, format=tarfile.PAX_FORMAT) as tar:
+        for path in sorted(BUNDLE_ROOT.rglob("*")):
+            relative = path.relative_to(BUNDLE_ROOT).as_posix()
+            if relative.startswith("results/") and not (
+                relative == keep_prefix or relative.startswith(keep_prefix + "/")
+            ) and relative != "results":
+                continue
+            info = tarfile.TarInfo(path.relative_to(BUNDLE_PARENT).as_posix())
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 1_764_460_800, 0, 0, "", ""
+            if path.is_dir():
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            elif path.is_file():
+                data = path.read_bytes()
+                info.size, info.mode = len(data), 0o644
+                tar.addfile(info, io.BytesIO(data))
+    # gzip writes the time into its header: pin it so the archive's SHA-256 never changes.
+    data = bytearray(buffer.getvalue())
+    data[4:8] = b"\x00\x00\x00\x00"
+    return DemoFile(f"{system_name}_bundle.tar.gz", bytes(data))
+
+
+def upload_files(*, submission: Submission, files: list[DemoFile], actor, kind: str):
+    """Upload files the way the web page and the CLI do (start, parts, finish); the last finish makes
+    one version of all of them and queues its check. Returns the version."""
+    from submissions.uploads import upload_finish, upload_part, upload_start
+
+    verified = []
+    version = None
+    for position, demo_file in enumerate(files):
+        sha256 = hashlib.sha256(demo_file.data).hexdigest()
+        upload = upload_start(actor=actor, submission=submission, filename=demo_file.filename,
+                              size=len(demo_file.data), sha256=sha256)
+        for index in range(upload.parts_expected):
+            chunk = demo_file.data[index * upload.part_size:(index + 1) * upload.part_size]
+            upload_part(upload=upload, index=index, data_stream=io.BytesIO(chunk), actor=actor)
+        last = position == len(files) - 1
+        version = upload_finish(
+            upload=upload, sha256=sha256, actor=actor, create_version=last,
+            include_uploads=verified if last else (),
+            kind=kind,
+        )
+        verified.append(upload)
+    return version
+
+
+DEMO_SUBMISSIONS = [
+    # system, title (the demo's marker: an existing submission with this title is left alone), kind, files
+    ("Acme_AX-8000", "Demo: AX-8000 from its seven run archives (raw logs, recomputed)", "run_archives",
+     run_archive_files),
+    ("Acme_AX-4000", "Demo: AX-4000 from the sample bundle (no raw logs)", "bundle",
+     lambda: [bundle_archive_for_system("Acme_AX-4000")]),
+]
+
+
+def seed_demo_sample_submissions(seed) -> list[Submission]:
+    """One checked draft submission per sample system (see the module docstring). Safe to run again."""
+    from submissions.services import submission_create
+
+    submitter = seed.users["demo-submitter"]
+    benchmark = Benchmark.objects.get(model_id=DEMO_MODEL_ID)
+    made = []
+    for system_name, title, kind, files in DEMO_SUBMISSIONS:
+        system = seed.systems[system_name]
+        submission = Submission.objects.filter(organisation=system.organisation, system=system, title=title).first()
+        if submission is None:
+            submission = submission_create(actor=submitter, system=system, benchmark=benchmark, title=title)
+        if not submission.versions.exists() and submission.status == Submission.Status.DRAFT:
+            upload_files(submission=submission, files=files(), actor=submitter, kind=kind)
+        made.append(submission)
+    return made
