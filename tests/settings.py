@@ -17,3 +17,9 @@ from portal.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+
+# One test database per pytest process, so concurrent runs on one server never drop each other's.
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):  # noqa: F405
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": os.environ.get("PORTAL_TEST_DB_NAME") or f"test_portal_{os.getpid()}",
+    }
