@@ -1,0 +1,362 @@
+"""`portal submit` and `portal status`: talk to a portal over its HTTP API (stdlib only, no Django).
+
+    portal submit PATH... --url URL --token TOKEN [--system NAME] [--benchmark ID] [--submission ID]
+                  [--wait] [--timeout S]
+    portal status SUBMISSION_ID --url URL --token TOKEN
+
+PORTAL_URL and PORTAL_TOKEN may replace --url and --token. What is uploaded:
+  * one archive file: as is;
+  * a folder (a bundle, or a run folder): packed into a .tar.gz made in a temporary folder;
+  * several paths: each becomes one file of the same version (a set of run archives), each file its
+    own chunked upload, the last finish joining them.
+Each file is sent in the server's part size, with an Idempotency-Key per request; a failed part is
+retried with backoff, and before retrying the client re-asks which parts the server already holds,
+so an interrupted upload resumes. Exit codes: 0 the check passed, 1 it found errors, 2 usage or
+transport failure (also when the check could not run, or --wait timed out).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from pathlib import Path
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+RETRIES = 5
+
+
+class RemoteError(Exception):
+    """A refusal or transport failure; `code` is the portal's stable error code when it sent one."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None, body=None):
+        super().__init__(message)
+        self.status, self.code, self.body = status, code, body or {}
+
+
+class Client:
+    """A tiny JSON-over-HTTP client for /api/v1/ with token auth."""
+
+    def __init__(self, url: str, token: str, *, timeout: float = 60.0):
+        self.base = url.rstrip("/") + "/api/v1/"
+        self.token = token
+        self.timeout = timeout
+
+    def request(self, method: str, path: str, *, body=None, data: bytes | None = None,
+                idempotency_key: str | None = None, retries: int = RETRIES):
+        headers = {"Authorization": f"Token {self.token}", "Accept": "application/json"}
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        elif data is not None:
+            headers["Content-Type"] = "application/octet-stream"
+        if idempotency_key:
+            headers["Idempotency-Key"] = idempotency_key
+        url = urllib.parse.urljoin(self.base, path)
+        delay = 0.5
+        for attempt in range(retries + 1):
+            req = urllib.request.Request(url, data=data, method=method, headers=headers)
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as response:
+                    raw = response.read()
+                    return json.loads(raw) if raw else None
+            except urllib.error.HTTPError as exc:
+                raw = exc.read()
+                try:
+                    payload = json.loads(raw) if raw else {}
+                except ValueError:
+                    payload = {}
+                code = payload.get("code") if isinstance(payload, dict) else None
+                if exc.code >= 500 or code == "idempotency-key-in-progress":
+                    if attempt < retries:
+                        time.sleep(delay)
+                        delay = min(delay * 2, 10)
+                        continue
+                detail = payload.get("detail") if isinstance(payload, dict) else None
+                raise RemoteError(f"{method} {path}: HTTP {exc.code}: {detail or exc.reason}",
+                                  status=exc.code, code=code, body=payload) from None
+            except (urllib.error.URLError, OSError, TimeoutError) as exc:
+                if attempt < retries:
+                    time.sleep(delay)
+                    delay = min(delay * 2, 10)
+                    continue
+                raise RemoteError(f"{method} {url}: {getattr(exc, 'reason', exc)}") from None
+        raise RemoteError(f"{method} {url}: gave up")  # pragma: no cover
+
+
+# --- packing ---------------------------------------------------------------------------------
+
+
+def pack(paths: list[Path], workdir: Path) -> list[Path]:
+    """The files to upload: archives as they are, folders packed into <name>.tar.gz in workdir."""
+    files = []
+    for path in paths:
+        if path.is_dir():
+            target = workdir / f"{path.resolve().name or 'bundle'}.tar.gz"
+            with tarfile.open(target, "w:gz") as tar:
+                tar.add(path, arcname=path.resolve().name, filter=_plain_members)
+            files.append(target)
+        else:
+            files.append(path)
+    return files
+
+
+def _plain_members(info: tarfile.TarInfo):
+    # Only regular files and folders: the portal refuses links anyway, so leave them out with a note.
+    if info.isreg() or info.isdir():
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        return info
+    print(f"portal submit: leaving out {info.name} (not a regular file)", file=sys.stderr)
+    return None
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class Progress:
+    """A one-line progress bar on stderr (only when stderr is a terminal, or when forced)."""
+
+    def __init__(self, name: str, total: int, *, enabled: bool):
+        self.name, self.total, self.enabled = name, total, enabled
+        self.done = 0
+
+    def advance(self, count: int) -> None:
+        self.done += count
+        if self.enabled:
+            width = 30
+            filled = int(width * self.done / self.total) if self.total else width
+            sys.stderr.write(f"\r{self.name[:30]:<30} [{'#' * filled}{'.' * (width - filled)}] "
+                             f"{self.done * 100 // max(self.total, 1):3d}%")
+            if self.done >= self.total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def upload_file(client: Client, path: Path, *, submission: int | None, start_fields: dict, run_key: str,
+                create_version: bool, include: list[str], show_progress: bool) -> dict:
+    """One file through start / parts / finish, resuming from what the server holds; the finish response."""
+    size = path.stat().st_size
+    sha256 = file_sha256(path)
+    start = {"filename": path.name, "size": size, "sha256": sha256, **start_fields}
+    if submission is not None:
+        start["submission"] = submission
+    upload = client.request("POST", "uploads/", body=start, idempotency_key=f"{run_key}-start-{sha256[:16]}")
+    upload_id, part_size = upload["id"], upload["part_size"]
+    progress = Progress(path.name, size, enabled=show_progress)
+    missing = list(upload.get("missing_parts", range(upload["parts_expected"])))
+    progress.advance(size - sum(min(part_size, size - i * part_size) for i in missing))
+    for round_ in range(RETRIES + 1):
+        failed = []
+        with open(path, "rb") as handle:
+            for index in missing:
+                handle.seek(index * part_size)
+                chunk = handle.read(part_size)
+                try:
+                    client.request("PUT", f"uploads/{upload_id}/parts/{index}/", data=chunk, retries=2,
+                                   idempotency_key=f"{run_key}-{upload_id}-part-{index}")
+                    progress.advance(len(chunk))
+                except RemoteError as exc:
+                    if exc.status is not None and exc.status < 500:
+                        raise
+                    failed.append(index)
+        if not failed:
+            break
+        time.sleep(min(2 ** round_, 10))
+        # Resume from the server's view, not ours: a part may have arrived though its answer was lost.
+        status = client.request("GET", f"uploads/{upload_id}/")
+        missing = status["missing_parts"]
+        if not missing:
+            break
+    else:
+        raise RemoteError(f"{path.name}: parts {failed[:10]} could not be sent")
+    return client.request(
+        "POST", f"uploads/{upload_id}/finish/",
+        body={"sha256": sha256, "create_version": create_version, "include_uploads": include},
+        idempotency_key=f"{run_key}-{upload_id}-finish",
+    )
+
+
+# --- printing --------------------------------------------------------------------------------
+
+
+def _fmt(value, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def print_check_run(run: dict, out=sys.stdout) -> None:
+    counts = run.get("counts") or {}
+    out.write(f"check run {run['id']}: {run['status']}  (attempt {run.get('attempts')}/{run.get('max_attempts')}, "
+              f"checker {run.get('checker_version') or '-'}, rules {run.get('ruleset') or '-'})\n")
+    if run.get("error_message"):
+        out.write(f"  note: {run['error_message']}\n")
+    if counts:
+        out.write(f"  {counts.get('error', 0)} error(s), {counts.get('warning', 0)} warning(s), "
+                  f"{counts.get('info', 0)} note(s)\n")
+    points = run.get("point_metrics") or []
+    if points:
+        out.write("\n  point                                   system_tps   tps/user  ttft_p90_ms  claimed_tps\n")
+        for point in points:
+            recomputed = point.get("recomputed") or {}
+            claimed = point.get("claimed") or {}
+            out.write(f"  {point['key'][:38]:<38} {_fmt(recomputed.get('system_tps')):>11} "
+                      f"{_fmt(recomputed.get('tps_per_user')):>10} {_fmt(recomputed.get('ttft_p90_ms')):>12} "
+                      f"{_fmt(claimed.get('system_tps')):>12}\n")
+    findings = run.get("findings") or []
+    if findings:
+        out.write("\n")
+        for finding in findings:
+            where = finding.get("file") or finding.get("point") or ""
+            if finding.get("line"):
+                where += f":{finding['line']}"
+            out.write(f"  {finding['severity'].upper():<7} {finding['rule']}: {finding['message']}"
+                      f"{f'  [{where}]' if where else ''}\n")
+            if finding.get("fix"):
+                out.write(f"          fix: {finding['fix']}\n")
+
+
+def exit_code_for(run: dict | None) -> int:
+    if run is None:
+        return EXIT_USAGE
+    return {"passed": EXIT_PASS, "failed": EXIT_FAIL}.get(run.get("status"), EXIT_USAGE)
+
+
+def wait_for_check(client: Client, version: dict, *, timeout: float, show_progress: bool) -> dict | None:
+    deadline = time.monotonic() + timeout
+    run_id = (version.get("latest_check_run") or {}).get("id")
+    delay = 1.0
+    while time.monotonic() < deadline:
+        if run_id is None:
+            fresh = client.request("GET", f"versions/{version['id']}/")
+            run_id = (fresh.get("latest_check_run") or {}).get("id")
+        if run_id is not None:
+            run = client.request("GET", f"check-runs/{run_id}/")
+            if run["status"] in ("passed", "failed", "error"):
+                return run
+            if show_progress:
+                sys.stderr.write(f"\rchecking: {run['status']} {run.get('progress_done', 0)}/"
+                                 f"{run.get('progress_total', 0)} points   ")
+                sys.stderr.flush()
+        time.sleep(delay)
+        delay = min(delay * 1.5, 5.0)
+    return None
+
+
+# --- commands --------------------------------------------------------------------------------
+
+
+def _client(args) -> Client:
+    url = args.url or os.environ.get("PORTAL_URL")
+    token = args.token or os.environ.get("PORTAL_TOKEN")
+    if not url or not token:
+        raise RemoteError("give --url and --token (or set PORTAL_URL and PORTAL_TOKEN)", code="usage")
+    return Client(url, token)
+
+
+def cmd_submit(args) -> int:
+    paths = [Path(p) for p in args.paths]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        print(f"portal submit: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.submission is None and not (args.system and args.benchmark):
+        print("portal submit: give --submission ID, or --system NAME and --benchmark ID for a new draft",
+              file=sys.stderr)
+        return EXIT_USAGE
+    show_progress = sys.stderr.isatty() and not args.quiet
+    try:
+        client = _client(args)
+        start_fields = {} if args.submission is not None else {"system": args.system, "benchmark": args.benchmark}
+        run_key = uuid.uuid4().hex
+        with tempfile.TemporaryDirectory(prefix="portal-submit-") as workdir:
+            files = pack(paths, Path(workdir))
+            submission, include, finished = args.submission, [], None
+            for position, path in enumerate(files):
+                last = position == len(files) - 1
+                finished = upload_file(client, path, submission=submission, start_fields=start_fields,
+                                       run_key=run_key, create_version=last, include=include,
+                                       show_progress=show_progress)
+                submission = finished["upload"]["submission"]
+                start_fields = {}
+                include.append(finished["upload"]["id"])
+        version = finished["version"]
+        print(f"submission {submission}: version {version['number']} uploaded "
+              f"({version['size_bytes']} bytes, sha256 {version['sha256']})")
+        if not args.wait:
+            return EXIT_PASS
+        run = wait_for_check(client, version, timeout=args.timeout, show_progress=show_progress)
+        if show_progress:
+            sys.stderr.write("\n")
+        if run is None:
+            print(f"portal submit: the check did not finish within {args.timeout:g} s; "
+                  f"see `portal status {submission}`", file=sys.stderr)
+            return EXIT_USAGE
+        print_check_run(run)
+        return exit_code_for(run)
+    except RemoteError as exc:
+        print(f"portal submit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def cmd_status(args) -> int:
+    try:
+        client = _client(args)
+        submission = client.request("GET", f"submissions/{args.submission_id}/")
+        version = submission.get("latest_version")
+        print(f"submission {submission['id']} ({submission['organisation']}/{submission['system']}/"
+              f"{submission['benchmark']}): {submission['status']}")
+        if version is None:
+            print("no version uploaded yet")
+            return EXIT_USAGE
+        print(f"version {version['number']}: {version['size_bytes']} bytes, sha256 {version['sha256']}")
+        summary = version.get("latest_check_run")
+        if summary is None:
+            print("no check run yet")
+            return EXIT_USAGE
+        run = client.request("GET", f"check-runs/{summary['id']}/")
+        print_check_run(run)
+        return exit_code_for(run)
+    except RemoteError as exc:
+        print(f"portal status: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _common(parser) -> None:
+    parser.add_argument("--url", help="the portal's address (or env PORTAL_URL)")
+    parser.add_argument("--token", help="your API token (or env PORTAL_TOKEN)")
+
+
+def add_commands(sub) -> None:
+    """Called by checker.cli to add `submit` and `status`."""
+    submit = sub.add_parser("submit", help="upload run archives or a bundle to a portal and (optionally) wait")
+    submit.add_argument("paths", nargs="+", metavar="PATH", help="run archives, a bundle archive or a bundle folder")
+    _common(submit)
+    submit.add_argument("--system", help="your system's name (for a new draft submission)")
+    submit.add_argument("--benchmark", help="the benchmark's model id, e.g. llama3_1-8b (for a new draft)")
+    submit.add_argument("--submission", type=int, help="add a version to this draft submission")
+    submit.add_argument("--wait", action="store_true", help="wait for the checks and print the findings")
+    submit.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait with --wait (default 1800)")
+    submit.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    submit.set_defaults(func=cmd_submit)
+
+    status = sub.add_parser("status", help="show a submission's latest version and check")
+    status.add_argument("submission_id", type=int, metavar="ID")
+    _common(status)
+    status.set_defaults(func=cmd_status)
