@@ -165,7 +165,11 @@ def check(
             cross_check = _optional("checker.official", "cross_check")
             if cross_check is not None:
                 cross_check(layout, report)
-    report.findings.sort(key=_finding_order)
+    # Several stages read the same descriptor through the same safe loader: say each thing once.
+    unique: dict[tuple, object] = {}
+    for f in report.findings:
+        unique.setdefault((f.rule, f.severity, f.file, f.line, f.pointer, f.point, f.message), f)
+    report.findings[:] = sorted(unique.values(), key=_finding_order)
     return report
 
 

@@ -31,7 +31,19 @@ def path_parts(path: str) -> list[str]:
 
 def relative_difference(a: float, b: float) -> float:
     scale = max(abs(a), abs(b))
-    return 0.0 if scale == 0 else abs(a - b) / scale
+    if scale == 0:
+        return 0.0
+    try:
+        return float(abs(a - b) / scale)
+    except OverflowError:
+        return math.inf
+
+
+def _isfinite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _percentile_table(table: Any) -> dict[float, Any] | None:
@@ -59,10 +71,10 @@ def differences(claimed: dict, recomputed: dict, *, rel_tol: float = 1e-9) -> li
                     found.append({"key": path, "pointer": pointer, "claimed": want, "recomputed": got,
                                   "relative": relative_difference(want, got)})
                 return
-            if not (math.isfinite(want) and math.isfinite(got)) or relative_difference(want, got) > rel_tol:
+            if not (_isfinite(want) and _isfinite(got)) or relative_difference(want, got) > rel_tol:
                 found.append({"key": path, "pointer": pointer, "claimed": want, "recomputed": got,
                               "relative": relative_difference(want, got)
-                              if math.isfinite(want) and math.isfinite(got) else None})
+                              if _isfinite(want) and _isfinite(got) else None})
             return
         if want is None and got is None:
             return
@@ -106,7 +118,8 @@ def differences(claimed: dict, recomputed: dict, *, rel_tol: float = 1e-9) -> li
 def _show(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.12g}"
-    return repr(value)
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:24]}... ({len(text)} characters)"
 
 
 def report_differences(claimed: dict, recomputed: dict, *, findings: Findings, file: str, point: str,

@@ -238,6 +238,12 @@ class _NonFinite:
         self.token = token
 
 
+def _parse_float(token: str) -> Any:
+    """A JSON number that overflows a float (1e999) is as non-finite as Infinity."""
+    value = float(token)
+    return value if math.isfinite(value) else _NonFinite(token)
+
+
 _JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
 
 
@@ -278,7 +284,7 @@ def load_json(
         return out
 
     try:
-        obj = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=_NonFinite)
+        obj = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=_NonFinite, parse_float=_parse_float)
     except json.JSONDecodeError as exc:
         findings.error("json-syntax", f"{display} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
                        file=display, line=exc.lineno, point=point,

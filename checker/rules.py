@@ -98,6 +98,9 @@ def short(value: Any, limit: int = 60) -> str:
 # ---------------------------------------------------------------- per-point state
 
 
+BUILDER_KEYS = ("shared_src", "shared_docs")
+
+
 class _Point:
     """One load point with its parsed descriptors and the metric basis the rules judge."""
 
@@ -362,7 +365,10 @@ class RuleRun:
             if not pt.yaml_ok:
                 continue
             y, file = pt.yaml, pt.file("point.yaml")
-            missing = [k for k in required if y.get(k) in (None, "")]
+            # The official bundle builder writes the bundle-internal paths; a run archive carries its
+            # own src/ and documentation/ instead, and the portal assembles the bundle itself.
+            supplied = BUILDER_KEYS if pt.pin.source != "bundle" else ()
+            missing = [k for k in required if y.get(k) in (None, "") and k not in supplied]
             if missing:
                 self.f.error("point-disclosure-complete", f"r{pt.c}: point.yaml lacks {', '.join(missing)}.",
                              file=file, point=pt.key, fix="Fill every disclosure field of point.yaml.")

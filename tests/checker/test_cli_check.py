@@ -117,3 +117,22 @@ def test_zst_point_folder_is_read(tmp_path):
     report = json.loads(result.stdout)
     assert report["points"][0]["recomputed"] is not None, zstd
     assert not [f for f in report["findings"] if f["rule"].startswith("raw-log")]
+
+
+@pytest.mark.parametrize("value", ["1e999", "10" + "0" * 400, '"fast"', "null", "-5", "[1, 2]"])
+def test_hostile_claimed_values_become_findings(tmp_path, value):
+    source = next(a for a in ARCHIVES if a.name == "AX-8000_c1.tar.gz")
+    with tarfile.open(source) as tar:
+        tar.extractall(tmp_path / "x", filter="data")
+    folder = tmp_path / "x" / "c1"
+    summary_path = folder / "performance" / "result_summary.json"
+    text = summary_path.read_text()
+    summary = json.loads(text)
+    summary["tps"] = "__TPS__"
+    summary["n_samples_issued"] = "__ISSUED__"
+    summary_path.write_text(json.dumps(summary).replace('"__TPS__"', value).replace('"__ISSUED__"', value))
+    result = portal("check", str(folder), "--tokenizer", str(TOKENIZER), "--format", "json")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert "Traceback" not in result.stderr
+    assert any(f["severity"] == "error" and f["point"] == "Acme_AX-8000/llama3_1-8b/r1" for f in report["findings"])
