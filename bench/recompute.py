@@ -253,7 +253,23 @@ def _load_tokenizer(path: str):
     return tokenizers.Tokenizer.from_file(str(path))
 
 
+def _vm_hwm_mb() -> int | None:
+    """This process's own peak RSS (VmHWM is per address space, so nothing inherited from the parent)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return None
+
+
 def child(variant: str, args) -> None:
+    if variant == "gen":
+        info = generate(Path(args.file), Path(args.file).with_name("texts.jsonl"), size_mb=args.size_mb,
+                        concurrency=args.concurrency, seed=args.seed, tokenizer_path=args.tokenizer)
+        Path(args.result).write_text(json.dumps(info))
+        return
     tok = _load_tokenizer(args.tokenizer)
     result: dict = {}
     start = time.perf_counter()
@@ -297,6 +313,7 @@ def child(variant: str, args) -> None:
         result.update(encode_seconds=encoding, tokens=tokens, texts=texts)
     elapsed = time.perf_counter() - start
     result["seconds"] = result.get("encode_seconds", elapsed)
+    result["hwm_mb"] = _vm_hwm_mb()
     with open(args.result, "w") as f:
         json.dump(result, f)
 
@@ -325,7 +342,7 @@ def measure(variant: str, file: Path, tokenizer: Path, workdir: Path, repeat: in
         wall, rss = run_child([sys.executable, __file__, "--child", variant, "--file", str(file),
                                "--tokenizer", str(tokenizer), "--result", str(result_path)])
         res = json.loads(result_path.read_text())
-        res.update(rss_mb=rss, wall=wall)
+        res.update(rss_mb=res.get("hwm_mb") or rss, wall=wall)
         runs.append(res)
     best = dict(runs[-1])
     best["seconds"] = statistics.median(r["seconds"] for r in runs)
@@ -359,8 +376,11 @@ def main() -> None:
     texts = workdir / "texts.jsonl"
     try:
         t0 = time.perf_counter()
-        info = generate(log, texts, size_mb=args.size_mb, concurrency=args.concurrency, seed=args.seed,
-                        tokenizer_path=args.tokenizer)
+        # generated in a child too, so that this process stays small (a fork inherits its peak RSS)
+        subprocess.run([sys.executable, __file__, "--child", "gen", "--file", str(log), "--size-mb",
+                        str(args.size_mb), "--concurrency", str(args.concurrency), "--seed", str(args.seed),
+                        "--tokenizer", str(args.tokenizer), "--result", str(workdir / "gen.json")], check=True)
+        info = json.loads((workdir / "gen.json").read_text())
         size = log.stat().st_size
         print(f"generated {log} : {size / 1e6:,.1f} MB, {info['tracked_completed']:,} tracked completed samples, "
               f"{info['distinct_prompts']} distinct prompts, in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -401,7 +421,7 @@ def main() -> None:
         if not args.keep:
             if args.out:
                 for name in ("events.jsonl", "events.jsonl.zst", "texts.jsonl", "result_a.json", "result_b.json",
-                             "result_c.json"):
+                             "result_c.json", "gen.json"):
                     (workdir / name).unlink(missing_ok=True)
             else:
                 shutil.rmtree(workdir, ignore_errors=True)

@@ -12,10 +12,12 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from array import array
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -27,11 +29,13 @@ from checker.stats import summarize
 
 FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "function_call", "other")
 READ_BLOCK_BYTES = 4 * 1024 * 1024
-TOKENIZE_BATCH_CHARS = 8 * 1024 * 1024
+TOKENIZE_BATCH_CHARS = 1024 * 1024  # ~60 MB of tokenizer Encodings per batch at most
+TOKENIZE_BATCH_REFS = 16_384  # counts waiting on one batch: a small batch early fills the piece cache
 MAX_FINDINGS_PER_RULE = 20  # a corrupt multi-GB log must not produce millions of findings
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 PROMPT_CACHE_ENTRIES = 200_000
 TEXT_CACHE_CHARS = 32 * 1024 * 1024  # bound on the characters kept as keys of the count caches
+PIECE_CACHE_ENTRIES = 500_000
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -158,6 +162,9 @@ def _strings(items: list) -> list[str]:
 _ASCII_SPACE = frozenset(" \t\n\v\f\r")  # \s of the tokenizers' regex engines, ASCII part
 LLAMA3_SPLIT_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
                         r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+# A space preceded by anything but whitespace starts a new piece under both patterns above, and
+# the prefix before it is split alone the same way; this is a superset of every regex engine's \s.
+_UNSAFE_SPACE = re.compile("[\\s\u180e\u200b\u2060\ufeff] ")
 _SAFE_POST_PROCESSORS = {"ByteLevel", "TemplateProcessing", "RobertaProcessing", "BertProcessing"}
 
 
@@ -238,9 +245,14 @@ class TokenCounter:
         self.calls = 0
         self.texts = 0
         self.rule = split_rule(tokenizer)
+        self._added: list[str] = []
+        self._added_re = None
         if self.rule is not None:
             self._added = [t.content for t in tokenizer.get_added_tokens_decoder().values() if t.content]
             self._added_reach = max((len(c) for c in self._added), default=1)
+            if self._added:
+                self._added_re = re.compile("|".join(re.escape(c) for c in sorted(self._added, key=len,
+                                                                                reverse=True)))
 
     def count(self, texts: list[str]) -> list[int]:
         if not texts:
@@ -261,15 +273,29 @@ class TokenCounter:
                 return False
         return True
 
+    def pieces(self, text: str) -> list[str] | None:
+        """text.split(" ") when count(text) == count(parts[0]) + sum(count(" " + part)) provably holds.
+
+        Every space that is preceded by a non-whitespace character is a clean cut (see _gpt2_cut and
+        _llama3_cut; it holds for any non-whitespace character, not only ASCII). None when some space
+        follows whitespace (a run of spaces, an indent) or the text holds an added token.
+        """
+        if self.rule is None or _UNSAFE_SPACE.search(text) is not None:
+            return None
+        if self._added_re is not None and self._added_re.search(text) is not None:
+            return None
+        return text.split(" ")
+
 
 @dataclass
 class _Pending:
     """Texts waiting for one batched tokenizer call, with where each count goes."""
 
     texts: list = field(default_factory=list)
-    targets: list = field(default_factory=list)  # per text: list of (array, index, add) or (cache dict,)
-    keys: dict = field(default_factory=dict)  # cached kinds of text -> position, so each is encoded once
+    targets: list = field(default_factory=list)  # per text: [(cache, key)] + [(array, index, add), ...]
+    keys: dict = field(default_factory=dict)  # (cache id, key) -> position, so each is encoded once a batch
     chars: int = 0
+    refs: int = 0  # count targets waiting on this batch (a cache is filled only once it is encoded)
 
 
 class PointReplay:
@@ -306,7 +332,8 @@ class PointReplay:
         self.tpot_elapsed = array("q")  # complete - recv_first, for samples that have recv_first
         self.tpot_tokens = array("q")  # tokens after the first chunk, filled after tokenizing
         self.prompt_cache: dict[str, int] = {}
-        self.first_cache: dict[str, int] = {}  # counts of first streamed chunks
+        self.first_cache: dict[str, int] = {}  # counts of first streamed chunks and of text heads
+        self.piece_cache: dict[str, int] = {}  # part -> count(" " + part)
         self._cached_chars = 0
         self.pending = _Pending()
         self._inflight_batch: tuple[Future, _Pending] | None = None
@@ -328,26 +355,65 @@ class PointReplay:
     # Batches are encoded on a helper thread (encode_batch releases the GIL and uses the
     # tokenizers' own thread pool) while the next batch is parsed; at most two batches are alive.
     def _queue(self, text: str, target) -> None:
+        self._queue_many(text, [target])
+
+    def _queue_many(self, text: str, targets: list) -> None:
         pending = self.pending
         pending.texts.append(text)
-        pending.targets.append([target])
+        pending.targets.append(targets)
         pending.chars += len(text)
-        if pending.chars >= TOKENIZE_BATCH_CHARS:
+        pending.refs += len(targets)
+        if pending.chars >= TOKENIZE_BATCH_CHARS or pending.refs >= TOKENIZE_BATCH_REFS:
             self.flush(wait=False)
 
-    def _queue_cached(self, cache: dict, text: str, target) -> None:
-        """A text whose count is cached by value (prompts, first chunks): encoded once per batch."""
+    def _queue_cached(self, cache: dict, key: str, text: str, targets: list) -> None:
+        """A text whose count is cached under key (prompts, chunks, pieces): encoded once a batch."""
         pending = self.pending
-        at = pending.keys.get(text)
-        if at is not None and pending.targets[at][0][0] is cache:
-            pending.targets[at].append(target)
+        slot = (id(cache), key)
+        at = pending.keys.get(slot)
+        if at is not None:
+            pending.targets[at].extend(targets)
+            pending.refs += len(targets)
+            if pending.refs >= TOKENIZE_BATCH_REFS:
+                self.flush(wait=False)
             return
-        pending.keys[text] = len(pending.texts)
+        pending.keys[slot] = len(pending.texts)
         pending.texts.append(text)
-        pending.targets.append([(cache,), target])
+        pending.targets.append([(cache, key), *targets])
         pending.chars += len(text)
-        if pending.chars >= TOKENIZE_BATCH_CHARS:
+        pending.refs += len(targets)
+        if pending.chars >= TOKENIZE_BATCH_CHARS or pending.refs >= TOKENIZE_BATCH_REFS:
             self.flush(wait=False)
+
+    def _count_into(self, text: str, targets: list) -> None:
+        """Add count(text) to every (array, index, True) target, from cached pieces where exact."""
+        parts = self.counter.pieces(text)
+        if parts is None:
+            self._queue_many(text, targets)
+            return
+        cache = self.piece_cache
+        missing: list[str] = []
+        try:
+            known = sum(map(cache.__getitem__, islice(parts, 1, None)))
+        except KeyError:
+            known = 0
+            for part in islice(parts, 1, None):
+                n = cache.get(part)
+                if n is None:
+                    missing.append(part)
+                else:
+                    known += n
+        head = parts[0]
+        if head:
+            n = self.first_cache.get(head)
+            if n is None:
+                self._queue_cached(self.first_cache, head, head, targets)
+            else:
+                known += n
+        for series, index, _ in targets:
+            series[index] += known
+        for part in missing:
+            self._queue_cached(cache, part, " " + part, targets)
 
     def flush(self, wait: bool = True) -> None:
         """Send the pending texts to the tokenizer; with wait, also apply every count."""
@@ -369,10 +435,10 @@ class PointReplay:
 
     def _apply_counts(self, future: Future | None, pending: _Pending) -> None:
         counts = self.counter.count(pending.texts) if future is None else future.result()
-        for targets, n, text in zip(pending.targets, counts, pending.texts, strict=True):
+        for targets, n in zip(pending.targets, counts, strict=True):
             for target in targets:
-                if len(target) == 1:
-                    self._remember(target[0], text, n)
+                if len(target) == 2:
+                    self._remember(target[0], target[1], n)
                 else:
                     series, index, add = target
                     if add:
@@ -380,20 +446,24 @@ class PointReplay:
                     else:
                         series[index] = n
 
-    def _remember(self, cache: dict, text: str, n: int) -> None:
-        if len(cache) >= PROMPT_CACHE_ENTRIES or self._cached_chars >= TEXT_CACHE_CHARS:
+    def _remember(self, cache: dict, key: str, n: int) -> None:
+        # Bounded: past the caps every cache starts afresh (counts stay exact, only speed drops).
+        if (len(cache) >= PIECE_CACHE_ENTRIES or len(self.prompt_cache) >= PROMPT_CACHE_ENTRIES
+                or self._cached_chars >= TEXT_CACHE_CHARS):
             self.prompt_cache.clear()
             self.first_cache.clear()
+            self.piece_cache.clear()
             self._cached_chars = 0
-        cache[text] = n
-        self._cached_chars += len(text)
+        cache[key] = n
+        self._cached_chars += len(key)
 
     def _queue_isl(self, prompt: str) -> None:
         cached = self.prompt_cache.get(prompt)
         index = len(self.isl)
         self.isl.append(-1 if cached is None else cached)
         if cached is None:
-            self._queue_cached(self.prompt_cache, prompt, (self.isl, index, False))
+            self.isl[index] = 0
+            self._queue_cached(self.prompt_cache, prompt, prompt, [(self.isl, index, True)])
 
     # -- replay -----------------------------------------------------------------------------
     def feed(self, stream: BinaryIO) -> None:
@@ -564,39 +634,29 @@ class PointReplay:
         tpot = None
         if recv_first_ns is not None and after:
             self.tpot_elapsed.append(ts - recv_first_ns)
-            self.tpot_tokens.append(-1)
-            tpot = (self.tpot_tokens, len(self.tpot_tokens) - 1, False)
+            self.tpot_tokens.append(0)
+            tpot = (self.tpot_tokens, len(self.tpot_tokens) - 1, True)
         if not full:
             if tpot is not None:
-                self._queue(after, tpot)
+                self._count_into(after, [tpot])
             return
-        osl_index = len(self.osl)
+        self.osl.append(0)
+        osl = (self.osl, len(self.osl) - 1, True)
         cut = len(full) - len(after)
         if after and (cut == 0 or self.counter.splits_at(full, cut)) and full.endswith(after):
-            # count(full) = count(first chunk) + count(after): one encode of `after` serves both
-            self.osl.append(0)
+            # count(full) = count(first chunk) + count(after): one count of `after` serves both
             if cut:
                 first = full[:cut]
                 cached = self.first_cache.get(first)
                 if cached is None:
-                    self._queue_cached(self.first_cache, first, (self.osl, osl_index, True))
+                    self._queue_cached(self.first_cache, first, first, [osl])
                 else:
-                    self.osl[osl_index] = cached
-            targets = [(self.osl, osl_index, True)] if tpot is None else [(self.osl, osl_index, True), tpot]
-            self._queue_many(after, targets)
+                    self.osl[osl[1]] += cached
+            self._count_into(after, [osl] if tpot is None else [osl, tpot])
         else:
-            self.osl.append(-1)
-            self._queue(full, (self.osl, osl_index, False))
+            self._count_into(full, [osl])
             if tpot is not None:
-                self._queue(after, tpot)
-
-    def _queue_many(self, text: str, targets: list) -> None:
-        pending = self.pending
-        pending.texts.append(text)
-        pending.targets.append(targets)
-        pending.chars += len(text)
-        if pending.chars >= TOKENIZE_BATCH_CHARS:
-            self.flush(wait=False)
+                self._count_into(after, [tpot])
 
     # -- result -----------------------------------------------------------------------------
     def summary(self) -> dict:
@@ -658,7 +718,12 @@ def derive_official(summary: dict, *, concurrency: int | None) -> dict:
 
 
 def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float, e.g. a hostile 10**400
+        return False
 
 
 def _get_percentile(block: Any, key: str) -> float | None:

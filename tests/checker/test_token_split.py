@@ -83,3 +83,21 @@ def test_trivial_and_refused_cuts():
     assert not counter.splits_at("Sco re", 2)  # inside a word
     assert not counter.splits_at("a  b", 2)  # after a space
     assert not counter.splits_at("x<|endoftext|>", 5)  # inside an added token
+
+
+@pytest.mark.parametrize("make", [_fixture, _llama3], ids=["gpt2", "llama3"])
+def test_pieces_add_up_exactly(make):
+    counter = TokenCounter(make())
+    taken = 0
+    for text in _texts(11, 3000) + [t.replace("'", " ") for t in _texts(12, 500)]:
+        parts = counter.pieces(text)
+        if parts is None:
+            continue
+        taken += 1
+        pieces = [parts[0]] + [" " + p for p in parts[1:]]
+        counts = counter.count([text] + [p for p in pieces if p])
+        assert counts[0] == sum(counts[1:]), (text, pieces)
+    assert taken > 300
+    assert counter.pieces("a  b") is None and counter.pieces("x\n y") is None and counter.pieces("a\u3000 b") is None
+    assert counter.pieces("é b") == ["é", "b"]
+    assert counter.pieces("a <|user|>") is None
