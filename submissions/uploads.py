@@ -85,7 +85,7 @@ def storage_open_stream(key: str) -> BinaryIO:
     bucket_name = getattr(default_storage, "bucket_name", None)
     if bucket_name and hasattr(default_storage, "connection"):
         client = default_storage.connection.meta.client
-        name = default_storage._normalize_name(default_storage._clean_name(key))
+        name = default_storage._normalize_name(key)  # our keys are already clean relative paths
         return client.get_object(Bucket=bucket_name, Key=name)["Body"]
     return default_storage.open(key, "rb")
 

@@ -1,0 +1,114 @@
+"""The S3 path (SeaweedFS) and the `portal submit` / `portal status` command line against a live server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from submissions.models import CheckRun, Submission, SubmissionVersion
+from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload, make_catalog, sha256_of
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def draft(role_users):
+    from submissions.services import submission_create
+
+    benchmark, system = make_catalog(role_users["organisations"]["acme"])
+    return submission_create(actor=role_users["submitter"], system=system, benchmark=benchmark)
+
+
+@pytest.fixture
+def s3_storage(seaweedfs, settings):
+    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {
+        "bucket_name": seaweedfs["bucket_name"], "endpoint_url": seaweedfs["endpoint_url"],
+        "access_key": seaweedfs["access_key"], "secret_key": seaweedfs["secret_key"], "region_name": "us-east-1",
+        "addressing_style": "path", "signature_version": "s3v4", "file_overwrite": False, "default_acl": None}}}
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    return seaweedfs
+
+
+def test_upload_check_and_download_through_s3(role_users, draft, s3_storage, settings):
+    settings.PORTAL_UPLOAD_PART_BYTES = 64 * 1024
+    client = api_client(role_users["submitter"])
+    archive = max(RUN_ARCHIVES, key=lambda p: p.stat().st_size)
+    data = archive.read_bytes()
+    body = api_upload(client, submission_id=draft.pk, name=archive.name, data=data, part_order=[3, 0, 2, 1])
+    version = SubmissionVersion.objects.get(pk=body["version"]["id"])
+    stored = version.files.get()
+    assert stored.storage_key == f"blobs/sha256/{sha256_of(data)[:2]}/{sha256_of(data)}"
+    obj = s3_storage["client"].get_object(Bucket=s3_storage["bucket_name"], Key=stored.storage_key)
+    assert obj["Body"].read() == data
+    # Temporary parts are gone from the bucket once the blob is assembled.
+    listed = s3_storage["client"].list_objects_v2(Bucket=s3_storage["bucket_name"], Prefix="uploads/")
+    assert listed.get("KeyCount", 0) == 0
+    run = CheckRun.objects.get(version=version)
+    assert run.status in (CheckRun.Status.PASSED, CheckRun.Status.FAILED), run.error_message
+    assert run.point_metrics.count() == 1
+    download = client.get(f"/api/v1/versions/{version.pk}/files/0/")
+    assert b"".join(download.streaming_content) == data
+
+
+def _portal(*args, env=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "checker.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def eager_local(tmp_path, settings):
+    settings.STORAGES = {**settings.STORAGES, "default": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path / "m")}}}
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+
+
+def test_cli_submits_run_archives_waits_and_reports(role_users, draft, live_server, eager_local, settings):
+    from rest_framework.authtoken.models import Token
+
+    settings.PORTAL_UPLOAD_PART_BYTES = 64 * 1024
+    token = Token.objects.create(user=role_users["submitter"]).key
+    result = _portal("submit", *map(str, RUN_ARCHIVES[:3]), "--submission", str(draft.pk), "--wait",
+                     "--timeout", "240", env={"PORTAL_URL": live_server.url, "PORTAL_TOKEN": token})
+    version = SubmissionVersion.objects.get(submission=draft)
+    run = CheckRun.objects.get(version=version)
+    assert result.returncode == {"passed": 0, "failed": 1}[run.status], result.stderr
+    assert version.files.count() == 3
+    assert f"check run {run.pk}: {run.status}" in result.stdout
+    assert "AX-8000" in result.stdout  # the per-point table
+    status = _portal("status", str(draft.pk), "--url", live_server.url, "--token", token)
+    assert status.returncode == result.returncode and f"check run {run.pk}" in status.stdout
+    # A new draft from --system/--benchmark, a folder packed on the fly.
+    new = _portal("submit", str(ROOT / "tests/checker/fixtures/bundle/AcmeCompute"), "--system", "Acme_AX-8000",
+                  "--benchmark", "llama3_1-8b", "--url", live_server.url, "--token", token)
+    assert new.returncode == 0, new.stderr
+    assert Submission.objects.filter(organisation=draft.organisation).count() == 2
+
+
+def test_cli_cannot_reach_another_organisations_submission(role_users, draft, live_server, eager_local):
+    from rest_framework.authtoken.models import Token
+
+    from tests.factories import MembershipFactory, UserFactory
+
+    outsider = UserFactory(username="outsider")
+    MembershipFactory(user=outsider, organisation=role_users["organisations"]["nimbus"], role="submitter")
+    token = Token.objects.create(user=outsider).key
+    status = _portal("status", str(draft.pk), "--url", live_server.url, "--token", token)
+    assert status.returncode == 2 and "HTTP 404" in status.stderr
+    submit = _portal("submit", str(RUN_ARCHIVES[0]), "--submission", str(draft.pk), "--url", live_server.url,
+                     "--token", token)
+    assert submit.returncode == 2 and "HTTP 404" in submit.stderr
+    assert not SubmissionVersion.objects.filter(submission=draft).exists()
+
+
+def test_cli_usage_errors_exit_2():
+    assert _portal("submit", "/nonexistent.tar.gz", "--url", "http://x", "--token", "t").returncode == 2
+    no_target = _portal("submit", str(RUN_ARCHIVES[0]), "--url", "http://x", "--token", "t")
+    assert no_target.returncode == 2 and "--submission" in no_target.stderr
+    unreachable = _portal("submit", str(RUN_ARCHIVES[0]), "--submission", "1", "--url", "http://127.0.0.1:9",
+                          "--token", "t", env={"PORTAL_TEST": "1"}, timeout=120)
+    assert unreachable.returncode == 2
