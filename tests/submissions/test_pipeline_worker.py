@@ -9,7 +9,13 @@ import pytest
 from audit.models import AuditEvent
 from submissions.models import CheckRun
 from tests.submissions.conftest import wait_for_run
-from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload, api_upload_run_archives, make_catalog
+from tests.submissions.support import (
+    RUN_ARCHIVES,
+    api_client,
+    api_upload,
+    api_upload_run_archives,
+    make_catalog,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
