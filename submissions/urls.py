@@ -1,4 +1,4 @@
-"""URLs of the submissions app (mounted at /)."""
+"""URLs of the submissions app (mounted at /): the submitter pages."""
 
 from django.urls import path
 
@@ -8,4 +8,16 @@ app_name = "submissions"
 
 urlpatterns = [
     path("dashboard/", views.dashboard, name="dashboard"),
+    path("submissions/new/", views.submission_create, name="create"),
+    path("submissions/<int:pk>/", views.submission_detail, name="detail"),
+    path("submissions/<int:pk>/submit/", views.submission_submit, name="submit"),
+    path("submissions/<int:pk>/withdraw/", views.submission_withdraw, name="withdraw"),
+    path("submissions/<int:pk>/versions/<int:number>/check/", views.check_fragment, name="check_fragment"),
+    path("submissions/<int:pk>/versions/<int:number>/recheck/", views.version_recheck, name="recheck"),
+    path(
+        "submissions/<int:pk>/versions/<int:number>/files/<int:position>/",
+        views.version_file_download,
+        name="download",
+    ),
+    path("rules/", views.rules, name="rules"),
 ]

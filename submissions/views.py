@@ -1,19 +1,241 @@
-"""HTML pages of the submissions app: the signed-in user's dashboard."""
+"""HTML pages of the submissions app: dashboard, submission page (versions, upload, live check, findings,
+points, curve), the polled check fragment, downloads, lifecycle buttons and the rules page.
 
+Every submission is looked up through submissions_visible_to: what a user may not see is a 404 (an
+anonymous visitor is sent to the login page instead, which reveals nothing either). Writes call the
+services; their refusals become messages on the page.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
 
-from submissions.selectors import organisations_of_user, systems_visible_to, user_roles
+from portal.errors import ApplicationError
+from submissions import checks, services, uploads
+from submissions.forms import SubmissionCreateForm, WithdrawForm, systems_user_can_submit_for
+from submissions.models import Submission
+from submissions.pages import check_section_context
+from submissions.rules_catalog import markdown_inline, rule_catalog
+from submissions.selectors import (
+    check_run_latest,
+    organisations_of_user,
+    submissions_visible_to,
+    user_can_submit_for,
+    user_is_auditor,
+    user_is_chair,
+    user_org_ids,
+    user_roles,
+    version_latest,
+)
+
+
+class _LoginFirst(Exception):
+    """An anonymous visitor asked for something only a signed-in user could see."""
+
+
+def _visible_submission(request, pk: int) -> Submission:
+    try:
+        return submissions_visible_to(request.user).get(pk=pk)
+    except Submission.DoesNotExist:
+        if not request.user.is_authenticated:
+            raise _LoginFirst from None
+        raise Http404("No such submission.") from None
+
+
+def _with_login_redirect(view):
+    """Anonymous visitors of a page they cannot see go to the login page (for any id, existing or not)."""
+
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except _LoginFirst:
+            return redirect_to_login(request.get_full_path())
+
+    wrapped.__name__ = view.__name__
+    wrapped.__doc__ = view.__doc__
+    return wrapped
+
+
+def _version_or_404(submission: Submission, number: int):
+    return get_object_or_404(submission.versions.select_related("uploader"), number=number)
+
+
+def _dashboard_rows(submissions):
+    rows = []
+    for submission in submissions:
+        version = version_latest(submission)
+        rows.append({"submission": submission, "version": version, "check_run": check_run_latest(version)})
+    return rows
 
 
 @login_required
-def dashboard(request):
-    return render(
-        request,
-        "submissions/dashboard.html",
-        {
-            "organisations": organisations_of_user(request.user),
-            "roles": user_roles(request.user),
-            "systems": systems_visible_to(request.user),
-        },
-    )
+def dashboard(request, form: SubmissionCreateForm | None = None):
+    user = request.user
+    visible = submissions_visible_to(user).order_by("-created_at", "-id")
+    own_org_ids = user_org_ids(user)
+    can_create = systems_user_can_submit_for(user).exists()
+    others = []
+    if user_is_auditor(user) or user_is_chair(user):
+        others = _dashboard_rows(visible.exclude(organisation_id__in=own_org_ids)[:200])
+    return render(request, "submissions/dashboard.html", {
+        "organisations": organisations_of_user(user),
+        "roles": user_roles(user),
+        "own_rows": _dashboard_rows(visible.filter(organisation_id__in=own_org_ids)),
+        "other_rows": others,
+        "can_create": can_create,
+        "form": form or (SubmissionCreateForm(user=user) if can_create else None),
+    }, status=400 if form is not None and form.errors else 200)
+
+
+@login_required
+@require_POST
+def submission_create(request):
+    form = SubmissionCreateForm(request.POST, user=request.user)
+    if not form.is_valid():
+        messages.error(request, "The new submission was not created: see the form below.")
+        return dashboard(request, form=form)
+    data = form.cleaned_data
+    try:
+        submission = services.submission_create(
+            actor=request.user, system=data["system"], benchmark=data["benchmark"], division=data["division"],
+            availability=data["availability"], title=data["title"],
+        )
+    except ApplicationError as exc:
+        messages.error(request, exc.detail)
+        return redirect("submissions:dashboard")
+    messages.success(request, f"Draft submission #{submission.pk} created. Upload your bundle or run archives below.")
+    return redirect(reverse("submissions:detail", args=[submission.pk]) + "#upload")
+
+
+@_with_login_redirect
+@require_GET
+def submission_detail(request, pk: int):
+    submission = _visible_submission(request, pk)
+    versions = list(submission.versions.select_related("uploader").prefetch_related("files").order_by("-number"))
+    selected = versions[0] if versions else None
+    if request.GET.get("version", "").isdigit():
+        selected = next((v for v in versions if v.number == int(request.GET["version"])), None)
+        if selected is None:
+            raise Http404("No such version.")
+    for version in versions:
+        version.latest_check = check_run_latest(version)
+    can_submit = user_can_submit_for(request.user, submission.organisation)
+    is_draft = submission.status == Submission.Status.DRAFT
+    context = {
+        "submission": submission,
+        "versions": versions,
+        "selected": selected,
+        "can_submit": can_submit,
+        "can_upload": can_submit and is_draft,
+        "can_withdraw": can_submit and submission.status not in (*Submission.TERMINAL_STATUSES,
+                                                                 Submission.Status.PUBLISHED),
+        "is_draft": is_draft,
+        "is_chair": user_is_chair(request.user),
+        "withdraw_form": WithdrawForm(),
+    }
+    if selected is not None:
+        context["check"] = check_section_context(submission, selected)
+    return render(request, "submissions/detail.html", context)
+
+
+@_with_login_redirect
+@require_GET
+def check_fragment(request, pk: int, number: int):
+    """The check section of one version, polled every 2 s while its run is queued or running."""
+    submission = _visible_submission(request, pk)
+    version = _version_or_404(submission, number)
+    context = check_section_context(submission, version)
+    response = render(request, "submissions/_check_section.html", {"check": context})
+    if not context["live"]:
+        response["X-Poll-Stop"] = "1"
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@_with_login_redirect
+@require_GET
+def version_file_download(request, pk: int, number: int, position: int):
+    """The stored bytes exactly as uploaded, streamed."""
+    submission = _visible_submission(request, pk)
+    version = _version_or_404(submission, number)
+    version_file = get_object_or_404(version.files, position=position)
+    response = StreamingHttpResponse(uploads.version_file_chunks(version_file),
+                                     content_type="application/octet-stream")
+    response["Content-Length"] = str(version_file.size_bytes)
+    safe_name = "".join(ch for ch in version_file.original_filename if ch.isalnum() or ch in "._-") or "file"
+    response["Content-Disposition"] = f'attachment; filename="{safe_name}"'
+    response["X-Content-SHA256"] = version_file.sha256
+    return response
+
+
+def _back(submission: Submission):
+    return redirect("submissions:detail", pk=submission.pk)
+
+
+@login_required
+@require_POST
+def submission_submit(request, pk: int):
+    submission = _visible_or_404(request, pk)
+    try:
+        services.submission_submit(submission=submission, actor=request.user)
+    except ApplicationError as exc:
+        messages.error(request, f"Not submitted: {exc.detail}")
+    else:
+        messages.success(request, f"Submission #{submission.pk} submitted: version "
+                                  f"{submission.submitted_version.number} is frozen for review.")
+    return _back(submission)
+
+
+@login_required
+@require_POST
+def submission_withdraw(request, pk: int):
+    submission = _visible_or_404(request, pk)
+    form = WithdrawForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Not withdrawn: say why the submission is withdrawn.")
+        return _back(submission)
+    try:
+        services.submission_withdraw(submission=submission, actor=request.user, reason=form.cleaned_data["reason"])
+    except ApplicationError as exc:
+        messages.error(request, f"Not withdrawn: {exc.detail}")
+    else:
+        messages.success(request, f"Submission #{submission.pk} withdrawn.")
+    return _back(submission)
+
+
+@login_required
+@require_POST
+def version_recheck(request, pk: int, number: int):
+    submission = _visible_or_404(request, pk)
+    version = _version_or_404(submission, number)
+    try:
+        check_run = checks.check_run_requeue(version=version, actor=request.user)
+    except ApplicationError as exc:
+        messages.error(request, f"Not re-checked: {exc.detail}")
+    else:
+        messages.success(request, f"Version {version.number} queued for a new check (run #{check_run.pk}).")
+    return redirect(reverse("submissions:detail", args=[submission.pk]) + f"?version={version.number}")
+
+
+def _visible_or_404(request, pk: int) -> Submission:
+    return get_object_or_404(submissions_visible_to(request.user), pk=pk)
+
+
+@require_GET
+def rules(request):
+    """Every documented rule id with its documentation rows (the links from findings land here)."""
+    catalog = rule_catalog()
+    entries = []
+    for rule, doc in catalog.items():
+        entries.append({
+            "rule": rule,
+            "rows": [{"doc": e.doc, "section": e.section,
+                      "cells": [(header, markdown_inline(text)) for header, text in e.cells]} for e in doc.entries],
+        })
+    return render(request, "submissions/rules.html", {"entries": entries})
