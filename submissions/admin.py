@@ -55,3 +55,36 @@ class SystemAdmin(AuditedModelAdmin):
     list_display = ("name", "organisation", "updated_at")
     list_filter = ("organisation",)
     search_fields = ("name", "organisation__name")
+
+
+# Submissions, versions and check runs are read-only here: they change only through services
+# (uploads, transitions, the check pipeline), which write the audit log.
+from submissions.models import CheckRun, Submission, SubmissionVersion  # noqa: E402
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Submission)
+class SubmissionAdmin(ReadOnlyAdmin):
+    list_display = ("id", "organisation", "system", "benchmark", "status", "created_at")
+    list_filter = ("status", "benchmark", "organisation")
+
+
+@admin.register(SubmissionVersion)
+class SubmissionVersionAdmin(ReadOnlyAdmin):
+    list_display = ("id", "submission", "number", "kind", "size_bytes", "sha256", "created_at")
+
+
+@admin.register(CheckRun)
+class CheckRunAdmin(ReadOnlyAdmin):
+    list_display = ("id", "version", "status", "attempts", "heartbeat_at", "finished_at", "ruleset")
+    list_filter = ("status",)
