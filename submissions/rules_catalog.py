@@ -50,6 +50,17 @@ def parse_rule_tables(text: str, doc: str) -> list[tuple[list[str], RuleEntry]]:
         if line.startswith("#"):
             section = line.lstrip("#").strip()
             headers = None
+            # A heading naming a rule ("The comparison (`raw-log-consistency`)") documents it in its prose.
+            heading_ids = _RULE_ID.findall(section)
+            if heading_ids:
+                prose = []
+                for following in lines[index + 1:]:
+                    if following.startswith("#"):
+                        break
+                    prose.append(following.strip())
+                text_cell = " ".join(part for part in prose if part)
+                if text_cell:
+                    rows.append((heading_ids, RuleEntry(doc=doc, section=section, cells=[("explanation", text_cell)])))
             continue
         if not line.startswith("|"):
             headers = None
