@@ -320,6 +320,7 @@ class PointReplay:
         self.n_issued = 0
         self.n_completed = 0
         self.n_failed = 0
+        self.warmup_issued = 0  # sample.issued lines before the first start_performance_tracking
         self.finish = dict.fromkeys(FINISH_REASONS, 0)
         # in-flight tracked samples: uuid -> [issued_ns, recv_first_ns, block index]
         self.inflight: dict[str, list] = {}
@@ -596,6 +597,8 @@ class PointReplay:
                           "the second issue was ignored.", number)
             return
         if not self.tracking:
+            if not self.blocks:
+                self.warmup_issued += 1
             return
         self.n_issued += 1
         self.inflight[uuid] = [ts, None, len(self.blocks) - 1]
@@ -699,6 +702,7 @@ class PointReplay:
             "tps": total_output_tokens / seconds if seconds > 0 else None,
             "finish_reason_counts": dict(self.finish),
             "window_ns": [self.blocks[0][0], self.stop_ns] if self.blocks else None,
+            "warmup": {"issued": self.warmup_issued},
         }
         return out
 
