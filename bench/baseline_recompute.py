@@ -23,7 +23,7 @@ def recompute(path: Path, tokenizer) -> dict:
     tracking = False
     blocks: list[list] = []
     stop_ns = None
-    n_issued = n_completed = n_failed = 0
+    n_issued = n_completed = n_failed = warmup_issued = 0
     finish = dict.fromkeys(FINISH_REASONS, 0)
     with open_binary(path) as stream:
         for raw in stream:
@@ -47,7 +47,11 @@ def recompute(path: Path, tokenizer) -> dict:
                 if s is not None and s["state"] == "inflight":
                     n_failed += 1
             elif kind == "sample.issued":
-                if uuid in samples or not tracking:
+                if uuid in samples:
+                    continue
+                if not tracking:
+                    if not blocks:
+                        warmup_issued += 1  # issued before the first start_performance_tracking
                     continue
                 n_issued += 1
                 data = event.get("data")
@@ -117,4 +121,5 @@ def recompute(path: Path, tokenizer) -> dict:
         "tps": total_tokens / seconds if seconds > 0 else None,
         "finish_reason_counts": finish,
         "window_ns": [blocks[0][0], stop_ns] if blocks else None,
+        "warmup": {"issued": warmup_issued},
     }
