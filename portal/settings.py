@@ -298,15 +298,27 @@ CELERY_BEAT_SCHEDULE["check-runs-reconcile"] = {
     "task": "submissions.tasks.check_runs_reconcile_task",
     "schedule": 60.0,
 }
+CELERY_BEAT_SCHEDULE["uploads-cleanup"] = {
+    "task": "submissions.tasks.uploads_cleanup_task",
+    "schedule": 900.0,
+}
 # Queue of the check tasks (a deployment may give heavy checks their own workers: -Q checks).
 PORTAL_CHECK_QUEUE = env_str("PORTAL_CHECK_QUEUE", "celery")
 # A running check whose heartbeat is older than this is re-queued (or failed after the last attempt).
 PORTAL_CHECK_HEARTBEAT_TIMEOUT_S = env_int("PORTAL_CHECK_HEARTBEAT_TIMEOUT_S", 300, minimum=5)
 PORTAL_CHECK_MAX_ATTEMPTS = env_int("PORTAL_CHECK_MAX_ATTEMPTS", 3, minimum=1)
+# A queued check that has not started after this long lost its start message (e.g. Redis was flushed): it is
+# sent again as the next attempt (or failed after the last). Keep it above the longest normal wait in the queue.
+PORTAL_CHECK_QUEUED_TIMEOUT_S = env_int("PORTAL_CHECK_QUEUED_TIMEOUT_S", 3600, minimum=5)
 # Test hook only: each per-point task sleeps this long (heart-beating) before checking its point.
 PORTAL_CHECK_TEST_POINT_DELAY_S = env_int("PORTAL_CHECK_TEST_POINT_DELAY_S", 0, minimum=0)
 # Chunked uploads: every part but the last has exactly this size.
 PORTAL_UPLOAD_PART_BYTES = env_int("PORTAL_UPLOAD_PART_BYTES", 8 * 1024**2, minimum=64 * 1024)
+# An upload (open, or verified but never joined to a version) idle this long is aborted by the cleanup task:
+# its parts are deleted and its bytes stop counting against the organisation's quota.
+PORTAL_UPLOAD_EXPIRY_HOURS = env_int("PORTAL_UPLOAD_EXPIRY_HOURS", 24, minimum=1)
+# Idempotency-Keys are remembered this long (a retry after that is a new request); the cleanup task deletes them.
+PORTAL_IDEMPOTENCY_KEY_TTL_HOURS = env_int("PORTAL_IDEMPOTENCY_KEY_TTL_HOURS", 24, minimum=1)
 SPECTACULAR_SETTINGS.setdefault("ENUM_NAME_OVERRIDES", {}).update({
     "SubmissionStatusEnum": "submissions.models.Submission.Status",
     "CheckRunStatusEnum": "submissions.models.CheckRun.Status",

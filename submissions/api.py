@@ -350,7 +350,9 @@ class UploadSerializer(serializers.ModelSerializer):
     class Meta:
         model = Upload
         fields = ["id", "submission", "filename", "size_bytes", "sha256", "part_size", "parts_expected", "status",
-                  "received_parts", "missing_parts", "version", "created_at"]
+                  "received_parts", "missing_parts", "version", "created_by", "created_at", "updated_at"]
+
+    created_by = serializers.CharField(source="created_by.username", read_only=True)
 
     @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
     def get_missing_parts(self, upload):
@@ -405,14 +407,46 @@ class RawBodyParser(parsers.BaseParser):
         return stream
 
 
-class UploadViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Chunked, resumable uploads: start, PUT parts (raw bytes, any order), check status, finish."""
+class UploadFilter(django_filters.FilterSet):
+    """Find an upload to resume: the same file (sha256 + size) for the same submission, still open."""
+
+    status = django_filters.MultipleChoiceFilter(choices=Upload.Status.choices)
+    sha256 = django_filters.CharFilter(method="filter_sha256")
+    size = django_filters.NumberFilter(field_name="size_bytes")
+    system = django_filters.CharFilter(field_name="submission__system__name")
+    benchmark = django_filters.CharFilter(field_name="submission__benchmark__model_id")
+    mine = django_filters.BooleanFilter(method="filter_mine", help_text="Only uploads the caller started.")
+
+    class Meta:
+        model = Upload
+        fields = ["submission", "status", "sha256", "size", "system", "benchmark", "mine"]
+
+    def filter_sha256(self, queryset, name, value):
+        return queryset.filter(sha256=value.lower())
+
+    def filter_mine(self, queryset, name, value):
+        return queryset.filter(created_by=self.request.user) if value else queryset.exclude(
+            created_by=self.request.user)
+
+
+class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Chunked, resumable uploads: start, PUT parts (raw bytes, any order), check status, finish, abort;
+    the list (filter by sha256, size, status, submission, mine) finds an upload to resume."""
 
     serializer_class = UploadSerializer
     permission_classes = [IsAuthenticated]
+    filterset_class = UploadFilter
 
     def get_queryset(self):
-        return uploads_visible_to(self.request.user)
+        return uploads_visible_to(self.request.user).select_related("created_by").order_by("-created_at")
+
+    @extend_schema(request=None, responses={200: UploadSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @idempotent
+    def destroy(self, request, pk=None):
+        """Abort an upload not yet part of a version: its stored parts are deleted and its bytes stop counting
+        against the organisation's quota. The row stays (status `aborted`); aborting again answers the same."""
+        upload = uploads.upload_abort(upload=self.get_object(), actor=request.user)
+        return Response(UploadSerializer(upload).data)
 
     @extend_schema(request=UploadStartSerializer, responses={201: UploadSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent

@@ -14,7 +14,8 @@ Every task carries (check_run_id, attempt). A task whose attempt is not the run'
 (a message re-delivered after its attempt was given up) does nothing, and every state change is
 a compare-and-set on (status, attempts), so a run ends exactly once however often messages arrive.
 A worker lost mid-run stops the heartbeat; check_runs_reconcile re-queues the run as the next
-attempt, or fails it after max_attempts, and says so in error_message.
+attempt, or fails it after max_attempts, and says so in error_message. A queued run whose start
+message never reached a worker is handled the same way after PORTAL_CHECK_QUEUED_TIMEOUT_S.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from audit.services import audit_event_record
@@ -343,24 +345,27 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
 # --- failures, retries and the reconciler ----------------------------------------------------
 
 
-def check_run_attempt_failed(*, check_run_id: int, attempt: int, reason: str) -> CheckRun | None:
+def check_run_attempt_failed(*, check_run_id: int, attempt: int, reason: str, only_if: Q | None = None
+                             ) -> CheckRun | None:
     """The attempt cannot complete (worker lost, storage down, a bug): re-queue the next attempt, or
-    end the run as `error` after the last one. The reason is kept for the submitter to read."""
+    end the run as `error` after the last one. The reason is kept for the submitter to read.
+    `only_if` is re-checked under the row lock (the reconciler: still stuck, not started or beating meanwhile)."""
     with transaction.atomic():
-        check_run = (
-            CheckRun.objects.select_for_update()
-            .filter(pk=check_run_id, attempts=attempt,
-                    status__in=(CheckRun.Status.QUEUED, CheckRun.Status.RUNNING))
-            .first()
+        runs = CheckRun.objects.select_for_update().filter(
+            pk=check_run_id, attempts=attempt, status__in=(CheckRun.Status.QUEUED, CheckRun.Status.RUNNING)
         )
+        if only_if is not None:
+            runs = runs.filter(only_if)
+        check_run = runs.first()
         if check_run is None:
             return None
         now = timezone.now()
         if attempt < check_run.max_attempts:
             message = f"{reason}; re-queued (attempt {attempt + 1} of {check_run.max_attempts})"
+            # heartbeat_at of a queued run is when it was (re-)queued: the queued deadline counts from it.
             CheckRun.objects.filter(pk=check_run.pk, attempts=attempt).update(
                 status=CheckRun.Status.QUEUED, attempts=attempt + 1, error_message=message,
-                heartbeat_at=None, started_at=None, progress_stage="", progress_done=0,
+                heartbeat_at=now, started_at=None, progress_stage="", progress_done=0,
             )
             # The next attempt recomputes every point: drop what the lost attempt stored.
             PointMetric.objects.filter(check_run=check_run).delete()
@@ -380,15 +385,31 @@ def check_run_attempt_failed(*, check_run_id: int, attempt: int, reason: str) ->
     return check_run
 
 
+QUEUED_LOST_REASON = "the check never started (its queue message was lost)"
+
+
 def check_runs_reconcile(*, now=None) -> list[int]:
-    """Re-queue (or fail) running checks whose heartbeat stopped; the beat schedule calls this every minute."""
+    """The beat schedule calls this every minute. Re-queue (or fail) as the next attempt:
+    - running checks whose heartbeat stopped for PORTAL_CHECK_HEARTBEAT_TIMEOUT_S (worker lost);
+    - queued checks not started PORTAL_CHECK_QUEUED_TIMEOUT_S after they were queued (the start message
+      was lost, e.g. Redis flushed). The next attempt gets a fresh message; should the old one still turn
+      up, it carries the old attempt number and does nothing.
+    """
     now = now or timezone.now()
-    deadline = now - timedelta(seconds=settings.PORTAL_CHECK_HEARTBEAT_TIMEOUT_S)
-    stuck = CheckRun.objects.filter(status=CheckRun.Status.RUNNING, heartbeat_at__lt=deadline).values_list(
-        "pk", "attempts"
+    heartbeat_deadline = now - timedelta(seconds=settings.PORTAL_CHECK_HEARTBEAT_TIMEOUT_S)
+    silent = Q(status=CheckRun.Status.RUNNING, heartbeat_at__lt=heartbeat_deadline)
+    queued_deadline = now - timedelta(seconds=settings.PORTAL_CHECK_QUEUED_TIMEOUT_S)
+    # A first attempt was queued at created_at; a re-queued attempt at heartbeat_at (set when re-queued).
+    never_started = Q(status=CheckRun.Status.QUEUED) & (
+        Q(heartbeat_at__lt=queued_deadline) | Q(heartbeat_at__isnull=True, created_at__lt=queued_deadline)
     )
+    stuck = [(pk, attempt, "worker lost", silent)
+             for pk, attempt in CheckRun.objects.filter(silent).values_list("pk", "attempts")]
+    stuck += [(pk, attempt, QUEUED_LOST_REASON, never_started)
+              for pk, attempt in CheckRun.objects.filter(never_started).values_list("pk", "attempts")]
     handled = []
-    for run_id, attempt in list(stuck):
-        if check_run_attempt_failed(check_run_id=run_id, attempt=attempt, reason="worker lost") is not None:
+    for run_id, attempt, reason, condition in stuck:
+        if check_run_attempt_failed(check_run_id=run_id, attempt=attempt, reason=reason,
+                                    only_if=condition) is not None:
             handled.append(run_id)
     return handled

@@ -5,6 +5,9 @@ runs and its response after; a repeat with the same endpoint and body replays th
 key with another endpoint or body is refused with 409 `idempotency-key-reused`; a repeat while the first
 is still running gets 409 `idempotency-key-in-progress`. Only successful (2xx) responses are kept: an
 error releases the key, so the client may fix the cause and retry with the same key.
+
+Keys live PORTAL_IDEMPOTENCY_KEY_TTL_HOURS (default 24): an older key is ignored (a retry after that
+is a new request) and the periodic cleanup task deletes it.
 """
 
 from __future__ import annotations
@@ -12,8 +15,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 from rest_framework.response import Response
 
 from portal.errors import ConflictError
@@ -30,6 +36,7 @@ def request_fingerprint(method: str, path: str, body) -> str:
 def idempotency_begin(*, user, key: str, endpoint: str, request_hash: str) -> tuple[IdempotencyKey | None, Response | None]:
     """(record to complete, None) for a first request; (None, replayed response) for a repeat."""
     key = key.strip()[:200]
+    IdempotencyKey.objects.filter(user=user, key=key, created_at__lt=_expired_before()).delete()
     try:
         with transaction.atomic():
             return IdempotencyKey.objects.create(user=user, key=key, endpoint=endpoint,
@@ -48,6 +55,16 @@ def idempotency_begin(*, user, key: str, endpoint: str, request_hash: str) -> tu
     response = Response(record.response_body, status=record.response_status)
     response["Idempotent-Replayed"] = "true"
     return None, response
+
+
+def _expired_before(now=None):
+    return (now or timezone.now()) - timedelta(hours=settings.PORTAL_IDEMPOTENCY_KEY_TTL_HOURS)
+
+
+def idempotency_keys_expire(*, now=None) -> int:
+    """Delete keys older than PORTAL_IDEMPOTENCY_KEY_TTL_HOURS (the periodic cleanup task calls this)."""
+    deleted, _ = IdempotencyKey.objects.filter(created_at__lt=_expired_before(now)).delete()
+    return deleted
 
 
 def idempotency_end(record: IdempotencyKey | None, response) -> None:

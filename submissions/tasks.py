@@ -72,7 +72,18 @@ def check_run_finish_task(check_run_id: int, attempt: int) -> None:
 
 @shared_task
 def check_runs_reconcile_task() -> list[int]:
-    """Every minute (beat): re-queue or fail running checks whose heartbeat stopped."""
+    """Every minute (beat): re-queue or fail running checks whose heartbeat stopped, and queued checks that
+    never started (their start message was lost)."""
     from submissions.checks import check_runs_reconcile
 
     return check_runs_reconcile()
+
+
+@shared_task
+def uploads_cleanup_task() -> dict:
+    """Every 15 minutes (beat): expire idle uploads (parts deleted, quota freed) and old Idempotency-Keys."""
+    from submissions.idempotency import idempotency_keys_expire
+    from submissions.uploads import uploads_expire
+
+    expired = uploads_expire()
+    return {"uploads_expired": [str(pk) for pk in expired], "idempotency_keys_deleted": idempotency_keys_expire()}

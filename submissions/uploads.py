@@ -25,6 +25,7 @@ import re
 import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
+from datetime import timedelta
 from typing import BinaryIO
 
 from django.conf import settings
@@ -32,6 +33,7 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Sum
+from django.utils import timezone
 
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
@@ -258,11 +260,19 @@ def upload_part(*, upload: Upload, index: int, data_stream: BinaryIO, actor=None
         key = _storage_save_exact(_part_key(upload, index, sha256), spool)
     try:
         with transaction.atomic():
-            return UploadPart.objects.create(
+            part = UploadPart.objects.create(
                 upload=upload, index=index, size_bytes=received, sha256=sha256, storage_key=key
             )
+            # updated_at is the upload's last activity (the expiry measures idleness from it); 0 rows: the
+            # upload was aborted or expired while this part streamed in, so the part must not stay behind.
+            if not Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(updated_at=timezone.now()):
+                raise ConflictError("This upload was aborted meanwhile; start a new one.", code="upload-closed")
+            return part
     except IntegrityError:  # the same part arrived twice at once
         return _same_part_or_conflict(UploadPart.objects.get(upload=upload, index=index), sha256)
+    except ConflictError:
+        default_storage.delete(key)
+        raise
 
 
 def _same_part_or_conflict(existing: UploadPart, sha256: str) -> UploadPart:
@@ -346,7 +356,7 @@ def upload_finish(
                 key = _storage_save_exact(key, stream)
         with transaction.atomic():
             updated = Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
-                status=Upload.Status.VERIFIED, storage_key=key
+                status=Upload.Status.VERIFIED, storage_key=key, updated_at=timezone.now()
             )
             if updated:
                 _discard_parts(upload)
@@ -410,14 +420,57 @@ def version_create(*, submission: Submission, uploads: list[Upload], actor, kind
     return version
 
 
+def _upload_close(upload: Upload, *, actor, action: str, reason: str, idle_before=None) -> bool:
+    """open/verified -> aborted (compare-and-set), parts deleted after commit, an audit event written.
+    False when the upload had already moved on (finished, joined a version, aborted, or got a part since
+    `idle_before`). A verified upload's blob stays: it is content-addressed and may back another upload."""
+    closable = Upload.objects.filter(pk=upload.pk, status__in=(Upload.Status.OPEN, Upload.Status.VERIFIED))
+    if idle_before is not None:  # the expiry: only if nothing arrived since the candidate was chosen
+        closable = closable.filter(updated_at__lt=idle_before)
+    previous = closable.values_list("status", flat=True).first()
+    if previous is None or not closable.update(status=Upload.Status.ABORTED):
+        return False
+    _discard_parts(upload)
+    audit_event_record(
+        actor=actor, action=action, obj=upload,
+        data={"submission": upload.submission_id, "filename": upload.filename, "size_bytes": upload.size_bytes,
+              "sha256": upload.sha256, "from": previous, "reason": reason},
+    )
+    return True
+
+
 @transaction.atomic
 def upload_abort(*, upload: Upload, actor) -> Upload:
-    """Give up an open upload; its parts are deleted and its bytes no longer count against the quota."""
+    """Give up an upload that is not part of a version yet (open, or verified and waiting): its parts are
+    deleted and its bytes no longer count against the organisation's quota. Aborting twice is harmless."""
     _require_submitter(actor, upload.submission)
-    if Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(status=Upload.Status.ABORTED):
-        _discard_parts(upload)
+    upload = Upload.objects.select_for_update().get(pk=upload.pk)
+    if upload.status == Upload.Status.DONE:
+        raise ConflictError(
+            f"This upload is part of version {upload.version.number}; versions are kept as uploaded.",
+            code="upload-done", extra={"version": upload.version_id},
+        )
+    _upload_close(upload, actor=actor, action="upload.aborted", reason="aborted by the uploader")
     upload.refresh_from_db()
     return upload
+
+
+def uploads_expire(*, now=None) -> list[uuid.UUID]:
+    """Abort uploads idle (no new part, no finish) for longer than PORTAL_UPLOAD_EXPIRY_HOURS, open or verified
+    but never joined to a version: their parts are deleted and the organisation's quota is freed. Called by
+    the periodic cleanup task; safe to run twice."""
+    now = now or timezone.now()
+    idle_before = now - timedelta(hours=settings.PORTAL_UPLOAD_EXPIRY_HOURS)
+    candidates = Upload.objects.filter(
+        status__in=(Upload.Status.OPEN, Upload.Status.VERIFIED), updated_at__lt=idle_before
+    ).order_by("updated_at")
+    expired = []
+    for upload in candidates.iterator():
+        with transaction.atomic():
+            if _upload_close(upload, actor=None, action="upload.expired", idle_before=idle_before,
+                             reason=f"idle for more than {settings.PORTAL_UPLOAD_EXPIRY_HOURS} h"):
+                expired.append(upload.pk)
+    return expired
 
 
 def version_file_chunks(version_file: VersionFile) -> Iterator[bytes]:
