@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -38,8 +39,12 @@ def test_disagreements_name_both_verdicts():
     assert not any(m.startswith("Official checker:") for m in msgs)
 
 
-@pytest.mark.skipif(official_command() is None, reason="endpoints-submission-cli is not installed")
 def test_real_official_checker_on_the_sample_bundle(tmp_path):
+    if official_command() is None:
+        # `make test` installs the `official` extra; only a hand-made environment may lack it.
+        if os.environ.get("CI", "").lower() in ("1", "true"):
+            pytest.fail("endpoints-submission-cli is not installed (pip install -e '.[official]')")
+        pytest.skip("endpoints-submission-cli is not installed")
     report = Report()
     run_rules(layout_of(BUNDLE), report, ruleset="endpoints-v1.0")
     cross_check(layout_of(BUNDLE), report)
