@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,6 +36,61 @@ def _count(value: Any) -> int | None:
     return value
 
 
+def _squash(name: Any) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower()) if isinstance(name, str) else ""
+
+
+@dataclass(frozen=True)
+class AppendixD:
+    """MLCommons default power values (Appendix D), read from the ruleset's `power.appendix_d`."""
+
+    table: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def subsections(self) -> tuple[str, ...]:
+        return tuple(str(s) for s in self.table.get("subsections") or ())
+
+    def cpu(self, model: Any, cores: int | None) -> tuple[float, str] | None:
+        """D.2's per-CPU TDP from the architecture the model name implies and its core count."""
+        if not isinstance(model, str) or not model:
+            return None
+        name = model.lower()
+        if cores is None:
+            m = re.search(r"(\d+)[\s-]*core", name)
+            cores = int(m.group(1)) if m else None
+        if cores is None:
+            return None
+        words = set(re.findall(r"[a-z0-9_]+", name))
+        spec = self.table.get("cpu") or {}
+        arm, x86 = spec.get("arm") or {}, spec.get("x86") or {}
+        if words & set(arm.get("words") or ()):
+            return (float(arm["w"]), "D.2") if cores <= int(arm.get("max_cores", 0)) else None
+        if words & set(x86.get("words") or ()):
+            small = cores <= int(x86.get("max_cores_small", 0))
+            return float(x86["small_w" if small else "large_w"]), "D.2"
+        return None
+
+    def accelerator(self, model: Any) -> tuple[float, str] | None:
+        """D.3's per-accelerator TDP for a listed model (most specific key first)."""
+        squashed = _squash(model)
+        for key, watts in self.table.get("accelerators") or ():
+            if squashed and str(key) in squashed:
+                return float(watts), "D.3"
+        return None
+
+    def switch(self, model: Any, cabling: Any) -> tuple[float, str] | None:
+        """D.4's typical power of a reference switch under the declared cabling."""
+        squashed = _squash(model)
+        for key, by_cabling in (self.table.get("switches") or {}).items():
+            if squashed and str(key) in squashed and isinstance(cabling, str) and cabling in by_cabling:
+                return float(by_cabling[cabling]), "D.4"
+        return None
+
+    def nic(self) -> tuple[float, str] | None:
+        watts = self.table.get("nic_w")
+        return None if watts is None else (float(watts), "D.4")
+
+
 def _sourced_w(value: Any) -> float | None:
     """Watts of an Appendix E sourced value ({value_w} or {value_kw}); None when absent or malformed."""
     if not isinstance(value, dict):
@@ -56,8 +112,9 @@ class Provisioned:
     other_components_w: float = 0.0
     published_node_power_w: float = 0.0
     scale_out_switch_power_w: float = 0.0
-    sets: list[dict[str, Any]] = field(default_factory=list)  # node_set_id, ensemble, nodes, power_w
+    sets: list[dict[str, Any]] = field(default_factory=list)  # node_set_id, ensemble, nodes, power_w, accelerators
     problems: list[str] = field(default_factory=list)
+    estimated: list[str] = field(default_factory=list)  # Appendix D values that reach provisioned_kw
 
     @property
     def total_system_power_w(self) -> float:
@@ -78,6 +135,7 @@ class Provisioned:
             "published_node_power_w": self.published_node_power_w,
             "scale_out_switch_power_w": self.scale_out_switch_power_w,
             "total_system_power_w": self.total_system_power_w,
+            "estimated": list(self.estimated),
         }
 
     def point_power_kw(self, nodes_used: Any) -> float | None:
@@ -133,9 +191,34 @@ def _scale_up_w(up: Any, label: str, problems: list[str]) -> float | None:
 
 
 def provisioned_power(desc: Any, *, overheads: dict[str, float], computed_tol_w: float = 0.5,
-                      kw_tol: float = 0.005) -> Provisioned:
-    """Provisioned power of a system_power.json mapping: declared total, rack scaling, or component sum x overhead."""
+                      kw_tol: float = 0.005, defaults: AppendixD | None = None,
+                      cores_by_ensemble: dict[int, int] | None = None) -> Provisioned:
+    """Provisioned power of a system_power.json mapping: declared total, rack scaling, or component sum x overhead.
+
+    A figure left absent takes its Appendix D default (`defaults`) where one exists; every default
+    (or `mlc_default` source) that reaches the provisioned power is listed in `estimated`.
+    """
     out = Provisioned()
+    defaults = defaults or AppendixD()
+    cores_by_ensemble = cores_by_ensemble or {}
+    estimated: list[str] = []
+    appendix = set(defaults.subsections)
+
+    def watts_of(label: str, value: Any, fallback: tuple[float, str] | None = None) -> float | None:
+        """A sourced value in watts, its Appendix D fallback when absent, else None."""
+        if value is None:
+            if fallback is None:
+                return None
+            estimated.append(f"{label} (absent; auto-populated from {fallback[1]})")
+            return fallback[0]
+        w = _sourced_w(value)
+        if w is not None and isinstance(value, dict) and value.get("source_type") == "mlc_default":
+            source = value.get("source")
+            if appendix and source not in appendix:
+                out.problems.append(f"{label}: an mlc_default source names its Appendix D subsection "
+                                    f"({', '.join(sorted(appendix))}), not {source!r}")
+            estimated.append(f"{label} ({source} default)")
+        return w
     if not isinstance(desc, dict):
         out.problems.append("system_power.json must be a JSON object")
         return out
@@ -155,15 +238,17 @@ def provisioned_power(desc: Any, *, overheads: dict[str, float], computed_tol_w:
     if scale_out.get("present"):
         nics = scale_out.get("nics")
         if isinstance(nics, dict) and nics.get("counted") is True:
-            per_nic, count = _sourced_w(nics.get("tdp_per_nic")), _count(nics.get("count_per_node"))
+            per_nic = watts_of("scale_out.nics.tdp_per_nic", nics.get("tdp_per_nic"), defaults.nic())
+            count = _count(nics.get("count_per_node"))
             if per_nic is None or count is None:
                 out.problems.append("scale_out.nics: counted NICs need count_per_node and tdp_per_nic.value_w")
             else:
                 nic_per_node_w = count * per_nic
         switches = scale_out.get("switches")
         for i, sw in enumerate(switches if isinstance(switches, list) else []):
-            watts, count = (_sourced_w(sw.get("power_per_switch")), _count(sw.get("count"))) if isinstance(
-                sw, dict) else (None, None)
+            watts, count = (watts_of(f"scale_out.switches[{i}].power_per_switch", sw.get("power_per_switch"),
+                                     defaults.switch(sw.get("model"), scale_out.get("cabling"))),
+                            _count(sw.get("count"))) if isinstance(sw, dict) else (None, None)
             if watts is None or count is None:
                 out.problems.append(f"scale_out.switches[{i}]: needs count and power_per_switch.value_w")
             else:
@@ -187,7 +272,8 @@ def provisioned_power(desc: Any, *, overheads: dict[str, float], computed_tol_w:
                 continue
             parts: list[float | None] = []
             if comp.get("combined_cpu_accelerator") is not None:
-                parts.append(_sourced_w(comp.get("combined_cpu_accelerator")))
+                parts.append(watts_of(f"{label}.components.combined_cpu_accelerator",
+                                      comp.get("combined_cpu_accelerator")))
             else:
                 for part in ("cpu", "accelerator"):
                     block = comp.get(part)
@@ -195,11 +281,15 @@ def provisioned_power(desc: Any, *, overheads: dict[str, float], computed_tol_w:
                         out.problems.append(f"{label}.components.{part} is required")
                         parts.append(None)
                         continue
-                    count, tdp = _count(block.get("count_per_node")), _sourced_w(block.get("tdp_per_unit"))
+                    ensemble = _count(ns.get("system_node_ensemble_id"))
+                    fallback = (defaults.cpu(block.get("model"), cores_by_ensemble.get(ensemble)) if part == "cpu"
+                                else defaults.accelerator(block.get("model")))
+                    count = _count(block.get("count_per_node"))
+                    tdp = watts_of(f"{label}.components.{part}.tdp_per_unit", block.get("tdp_per_unit"), fallback)
                     if count is None or tdp is None:
                         out.problems.append(
                             f"{label}.components.{part}: needs count_per_node and tdp_per_unit.value_w "
-                            "(the portal does not apply Appendix D defaults)")
+                            "(absent, and Appendix D has no default for this model)")
                         parts.append(None)
                     else:
                         parts.append(count * tdp)
@@ -226,22 +316,28 @@ def provisioned_power(desc: Any, *, overheads: dict[str, float], computed_tol_w:
             continue
         out.major_components_w += major
         out.published_node_power_w += published
+        acc = ns.get("components", {}).get("accelerator") if isinstance(ns.get("components"), dict) else None
         out.sets.append({
             "node_set_id": ns.get("node_set_id"),
             "ensemble": _count(ns.get("system_node_ensemble_id")),
             "nodes": nodes,
             "power_w": (1 + overhead) * major + published,
+            "accelerators_per_node": _count(acc.get("count_per_node")) if isinstance(acc, dict) else None,
         })
     out.other_components_w = overhead * out.major_components_w
     declared = desc.get("declared_provisioned_power")
     if declared is not None:
-        watts = _sourced_w(declared)
+        # The declared figure governs: defaults in the components beneath it do not tag the result.
+        estimated.clear()
+        watts = watts_of("declared_provisioned_power", declared)
         if watts is None:
             out.problems.append("declared_provisioned_power needs value_w or value_kw")
         else:
             out.method, out.provisioned_kw = "declared", round(watts / W_PER_KW, 2)
+        out.estimated = [e for e in estimated if e.startswith("declared_provisioned_power")]
     elif not out.problems:
         out.method, out.provisioned_kw = "computed", round(out.total_system_power_w / W_PER_KW, 2)
+        out.estimated = list(estimated)
     if out.method == "computed":
         stated = desc.get("computed")
         if isinstance(stated, dict):

@@ -55,8 +55,12 @@ class RegionError(ValueError):
     """C_min / C_max do not allow the region computation (message says which)."""
 
 
-def compute_regions(c_max: int, c_min: int, *, ultra_low_max: int = 32, margin_fraction: float = 0.10) -> Regions:
-    """The public reference algorithm: I = log2(C_max - C_min) / 3, ends rounded with Python round() (banker's)."""
+def compute_regions(c_max: int, c_min: int, *, ultra_low_max: int = 32, margin_fraction: float = 0.10,
+                    c_min_overridden: bool = False) -> Regions:
+    """The public reference algorithm: I = log2(C_max - C_min) / 3, ends rounded with Python round() (banker's).
+
+    With a declared `c_min_override` (system_desc.json), Ultra Low coverage is 1..C_min instead of 1..32.
+    """
     if not 1 <= c_min <= ultra_low_max:
         raise RegionError(f"C_min = {c_min} is outside 1..{ultra_low_max}")
     if c_max <= ultra_low_max:
@@ -72,5 +76,5 @@ def compute_regions(c_max: int, c_min: int, *, ultra_low_max: int = 32, margin_f
         med_concurrency=Bounds(low_end + 1, med_end),
         high_concurrency=Bounds(med_end + 1, c_max),
         margin=Bounds(c_max + 1, math.ceil((1 + margin_fraction) * c_max)),
-        ultra_low=Bounds(1, ultra_low_max),
+        ultra_low=Bounds(1, c_min if c_min_overridden else ultra_low_max),
     )

@@ -15,6 +15,7 @@ from typing import Any
 from checker.inputs import Layout, Limits, PointInput
 from checker.loaders import load_json, load_yaml
 from checker.power import (
+    AppendixD,
     TraceError,
     analyse_trace,
     clock_anchor,
@@ -93,6 +94,31 @@ def hashable(value: Any) -> Any:
 def short(value: Any, limit: int = 60) -> str:
     s = repr(value)
     return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def cohort_key(value: Any) -> tuple[int, int, int] | None:
+    """(year, month, index) of a YYYY-MM-C0/C1 cohort, or None when malformed (month outside 1..12)."""
+    if not isinstance(value, str) or not _COHORT_RE.fullmatch(value.strip()):
+        return None
+    year, month, index = int(value[:4]), int(value[5:7]), int(value.strip()[-1])
+    return (year, month, index) if 1 <= month <= 12 else None
+
+
+def cohort_after(cohort: tuple[int, int, int], steps: int) -> tuple[int, int, int]:
+    """The cohort `steps` publications after `cohort` (two per month)."""
+    year, month, index = cohort
+    for _ in range(steps):
+        if index == 0:
+            index = 1
+        elif month == 12:
+            year, month, index = year + 1, 1, 0
+        else:
+            month, index = month + 1, 0
+    return year, month, index
+
+
+def cohort_name(cohort: tuple[int, int, int]) -> str:
+    return f"{cohort[0]:04d}-{cohort[1]:02d}-C{cohort[2]}"
 
 
 # ---------------------------------------------------------------- per-point state
@@ -307,7 +333,13 @@ class RuleRun:
                 continue
             prov = provisioned_power(desc, overheads=overheads,
                                      computed_tol_w=float(self.rs.get("power", "computed_tolerance_w", default=0.5)),
-                                     kw_tol=float(self.rs.get("power", "provisioned_kw_tolerance", default=0.005)))
+                                     kw_tol=float(self.rs.get("power", "provisioned_kw_tolerance", default=0.005)),
+                                     defaults=AppendixD(self.rs.get("power", "appendix_d", default={}) or {}),
+                                     cores_by_ensemble=self._node_facts(system, "host_processor_core_count"))
+            accelerators = self._node_facts(system, "accelerators_per_node")
+            for s in prov.sets:  # a published-power set takes accelerators per node from system_desc.json
+                if s.get("accelerators_per_node") is None:
+                    s["accelerators_per_node"] = accelerators.get(s["ensemble"])
             cooling_sd = self._system_cooling(system)
             if cooling_sd and isinstance(desc, dict) and desc.get("cooling") != cooling_sd and not prov.problems:
                 prov.problems.append(f"cooling {desc.get('cooling')!r} disagrees with system_desc.json cooling {cooling_sd!r}")
@@ -316,8 +348,34 @@ class RuleRun:
                 self.f.error("power-descriptor", f"{system}: {problem}", file=display,
                              fix="Correct system_power.json so that its figures follow from its components.")
             if prov.provisioned_kw is not None:
+                if prov.estimated:
+                    self.f.warning("power-estimated",
+                                   f"{system}: MLC Estimated Power: {'; '.join(prov.estimated)} \u2014 Appendix D "
+                                   "values reach provisioned_power_kw.", file=display,
+                                   fix="Give every power figure with a public source (vendor_spec, publication, "
+                                       "public_statement) to drop the MLC Estimated Power tag.")
                 self.f.info("power-descriptor", f"Provisioned power {prov.provisioned_kw:.2f} kW", file=display)
                 out[system] = prov
+        return out
+
+    def _node_facts(self, system: str, key: str) -> dict[int, int]:
+        """Per system_node_ensemble_id: host_processor_core_count or accelerators_per_node from system_desc.json."""
+        first = next((pt for pt in self.points if pt.pin.system == system and pt.sd is not None), None)
+        nodes = first.sd.get("node_types") if first is not None else None
+        out: dict[int, int] = {}
+        for node in nodes if isinstance(nodes, list) else []:
+            if not isinstance(node, dict) or count(node.get("system_node_ensemble_id")) is None:
+                continue
+            if key == "accelerators_per_node":
+                info = node.get("accelerator_info")
+                entries = info if isinstance(info, list) and info else [node]
+                values = [count(e.get(key)) for e in entries if isinstance(e, dict)]
+                values = [v for v in values if v is not None]
+                value = sum(values) if values else None
+            else:
+                value = count(node.get(key))
+            if value is not None:
+                out[node["system_node_ensemble_id"]] = value
         return out
 
     def _system_cooling(self, system: str) -> str | None:
@@ -341,18 +399,24 @@ class RuleRun:
         self.point_disclosure(pts)
         self.system_description(pts, where)
         c_max = self.model_name_and_c_max(model, pts, where)
-        regions = self.regions(pts, c_max, where)
+        override, override_ok = self.c_min_override(pts, where)
+        regions = self.regions(pts, c_max, where, override=override) if override_ok else None
         self.point_count_and_offline(pts, c_max, where)
         self.seeds(pts, where)
+        self.drafters(model, pts, where)
         for pt in pts:
             self.load_and_streaming(pt)
             self.warmup(pt)
+            self.steady_state(pt)
             self.duration_and_queries(pt, regions)
             self.metric_consistency(pt)
         self.tps_utilization(pts)
         self.accuracy(model, pts, regions, where)
+        self.agentic_accuracy(model, pts, regions, where)
         for pt in pts:
             self.power_point(pt, prov)
+            if prov is not None:
+                self.engagement(pt, prov)
         self.benchmark_type(pts, where)
 
     # -- point.yaml vocabulary and completeness
@@ -499,7 +563,7 @@ class RuleRun:
 
     # -- regions: placement and coverage
 
-    def regions(self, pts: list[_Point], c_max: int | None, where: str) -> Regions | None:
+    def regions(self, pts: list[_Point], c_max: int | None, where: str, *, override: int | None = None) -> Regions | None:
         if c_max is None:
             self.f.warning("region-basis", "No readable max_supported_concurrency, so region boundaries cannot be "
                            "computed and region rules were skipped.", file=where,
@@ -507,14 +571,24 @@ class RuleRun:
             return None
         fixed = [pt.c for pt in pts if pt.offline != "dedicated"] or [pt.c for pt in pts]
         ultra = self.rs.ultra_low_max
-        c_min = min(min(fixed), ultra)
+        c_min = override if override is not None else min(min(fixed), ultra)
+        if override is not None and override not in {pt.c for pt in pts if pt.offline != "dedicated"}:
+            self.f.error("c-min-override", f"c_min_override = {override} must match a submitted concurrency point "
+                         "on this curve.", file=where, fix=f"Measure a point at concurrency {override} or drop "
+                         "c_min_override.")
+            return None
         try:
-            regions = compute_regions(c_max, c_min, ultra_low_max=ultra, margin_fraction=self.rs.margin_fraction)
+            regions = compute_regions(c_max, c_min, ultra_low_max=ultra, margin_fraction=self.rs.margin_fraction,
+                                      c_min_overridden=override is not None)
         except RegionError as exc:
             self.f.error("region-computation", f"Region boundaries cannot be computed: {exc}.", file=where,
                          fix=f"max_supported_concurrency must exceed {ultra}.")
             return None
-        self.f.info("region-basis", f"C_min = {c_min} derived from all {len(pts)} points", file=where)
+        if override is not None:
+            self.f.info("region-basis", f"C_min = {c_min} declared by c_min_override; Ultra Low Concurrency spans "
+                        f"1\u2013{c_min}", file=where)
+        else:
+            self.f.info("region-basis", f"C_min = {c_min} derived from all {len(pts)} points", file=where)
         for pt in pts:
             pt.result.extra["regions"] = regions.to_dict()
             if pt.offline == "dedicated":
@@ -541,6 +615,7 @@ class RuleRun:
                                    fix=f"Declare region: {region} (boundaries {regions.to_dict()}).")
         present = [pt.c for pt in pts if pt.offline != "dedicated"]
         ultra_pts = sorted(c for c in present if regions.ultra_low.contains(c))
+        ultra = regions.ultra_low.end
         if ultra_pts:
             self.f.info("ultra-low-concurrency-coverage", f"Ultra Low Concurrency covered: {ultra_pts} (\u2264 {ultra})",
                         file=where)
@@ -560,6 +635,38 @@ class RuleRun:
                 self.f.error(rule, f"No point in the {label} region (range {bounds}).", file=where,
                              fix=f"Measure at least one point at a concurrency in {bounds}.")
         return regions
+
+    # -- c_min_override (system_desc.json): unanimous, an integer in 1..32, a measured point
+
+    def c_min_override(self, pts: list[_Point], where: str) -> tuple[int | None, bool]:
+        """The curve's declared C_min, and whether the region rules may run (False after an error)."""
+        if not any(pt.sd is not None and "c_min_override" in pt.sd for pt in pts):
+            return None, True
+        ultra = self.rs.ultra_low_max
+        values: set[int] = set()
+        ok = True
+        for pt in pts:
+            file = pt.file("system_desc.json")
+            if pt.sd is None or "c_min_override" not in pt.sd:
+                self.f.error("c-min-override", f"r{pt.c}: no c_min_override; every point on a curve must declare "
+                             "the same c_min_override or all must omit it.", file=file, point=pt.key,
+                             pointer="/c_min_override", fix="Declare the same c_min_override in every point.")
+                ok = False
+                continue
+            value = pt.sd["c_min_override"]
+            if type(value) is not int or not 1 <= value <= ultra:
+                self.f.error("c-min-override", f"r{pt.c}: c_min_override must be a JSON integer in [1,{ultra}], "
+                             f"got {short(value)}.", file=file, point=pt.key, pointer="/c_min_override")
+                ok = False
+                continue
+            values.add(value)
+        if len(values) > 1:
+            self.f.error("c-min-override", f"Conflicting c_min_override declarations on this curve: {sorted(values)}.",
+                         file=where, fix="Declare one c_min_override for the whole curve.")
+            ok = False
+        if not ok or not values:
+            return None, False
+        return values.pop(), True
 
     # -- point count and Offline
 
@@ -672,6 +779,63 @@ class RuleRun:
                              f"r{pt.c}: seed set {published.id} may not be adopted for cohort {cohort} "
                              f"(allowed: {', '.join(published.adoption_cohorts)}).", file=file, point=pt.key)
 
+    # -- speculative decoding (section 2.9.4): approved drafter, approval lead time
+
+    def drafters(self, model: str, pts: list[_Point], where: str) -> None:
+        speculative = [pt for pt in pts if pt.yaml_ok and pt.yaml.get("speculative_decoding")]
+        if not speculative:
+            return
+        benchmark = next((pt.yaml["model_name"] for pt in pts if isinstance(pt.yaml.get("model_name"), str)
+                          and pt.yaml.get("model_name")), model)
+        spec = self.rs.get("drafters", default={}) or {}
+        lead = int(spec.get("approval_lead_cohorts", 2))
+        approved = [e for e in spec.get("approved") or [] if isinstance(e, dict) and e.get("benchmark") == benchmark]
+
+        def matches(entry: dict, declared: dict) -> bool:
+            if entry.get("weight_checksum") is not None:
+                return declared.get("weight_checksum") == entry["weight_checksum"]
+            if entry.get("target_checksum") is not None:
+                return (declared.get("target_checksum") == entry["target_checksum"]
+                        and bool(entry.get("configuration")) and declared.get("configuration") == entry["configuration"])
+            return False
+
+        for pt in speculative:
+            file = pt.file("point.yaml")
+            declared = pt.yaml["speculative_decoding"]
+            declared = declared if isinstance(declared, dict) else {}
+            if not approved:
+                self.f.error("approved-drafter", f"Point {pt.c} uses speculative decoding, but no drafter is approved "
+                             f"for {benchmark!r}; section 2.9.4 disallows speculative decoding for a benchmark with no "
+                             "approved drafter.", file=file, point=pt.key, pointer="/speculative_decoding",
+                             fix="Run without speculative decoding, or wait until a drafter is approved.")
+                continue
+            entry = next((e for e in approved if matches(e, declared)), None)
+            if entry is None:
+                self.f.error("approved-drafter", f"Point {pt.c}: declared drafter matches no approved entry for "
+                             f"{benchmark!r}; an entry is identified by weight checksum, or by target checksum plus "
+                             "configuration.", file=file, point=pt.key, pointer="/speculative_decoding",
+                             fix="Declare weight_checksum (or target_checksum and configuration) of an approved "
+                                 "drafter.")
+                continue
+            self.f.info("approved-drafter", f"Point {pt.c}: drafter matches an approved entry "
+                        f"({entry.get('model_id') or entry.get('target_checksum')})", file=file, point=pt.key)
+            target, approved_in = cohort_key(pt.yaml.get("target_cohort")), cohort_key(entry.get("approved_cohort"))
+            if target is None or approved_in is None:
+                self.f.warning("drafter-approval-lead-time", f"Point {pt.c}: lead time unevaluable \u2014 "
+                               f"target_cohort={short(pt.yaml.get('target_cohort'))}, "
+                               f"approved_cohort={short(entry.get('approved_cohort'))}.", file=file, point=pt.key)
+                continue
+            earliest = cohort_after(approved_in, lead)
+            if target < earliest:
+                self.f.error("drafter-approval-lead-time",
+                             f"Point {pt.c}: drafter approved in {cohort_name(approved_in)}, so the earliest usable "
+                             f"target_cohort is {cohort_name(earliest)} ({lead} cohorts later); this submission "
+                             f"targets {cohort_name(target)}.", file=file, point=pt.key, pointer="/target_cohort",
+                             fix=f"Target cohort {cohort_name(earliest)} or later.")
+            else:
+                self.f.info("drafter-approval-lead-time", f"Point {pt.c}: target_cohort {cohort_name(target)} \u2265 "
+                            f"earliest usable {cohort_name(earliest)}", file=file, point=pt.key)
+
     # -- load pattern and streaming, from what the client ran
 
     def load_and_streaming(self, pt: _Point) -> None:
@@ -735,6 +899,71 @@ class RuleRun:
             self.f.warning("warmup-logs-retained", f"Point {pt.c}: warmup logs not declared retained.",
                            file=file, point=pt.key, pointer="/warmup/logs_retained",
                            fix="Keep the warmup requests in events.jsonl and set warmup.logs_retained: true.")
+        # The raw log's warmup: sample.issued lines before the first start_performance_tracking.
+        logged = count(dig(pt.result.recomputed, "warmup", "issued"))
+        if logged is not None and issued is not None and logged != issued:
+            self.f.warning("warmup-log-mismatch",
+                           f"r{pt.c}: point.yaml declares {issued} warmup requests issued, but events.jsonl issues "
+                           f"{logged} before start_performance_tracking.", file=file, point=pt.key,
+                           pointer="/warmup/requests_issued",
+                           fix=f"Declare warmup.requests_issued: {logged}, the warmup the client actually ran.")
+
+    # -- steady-state block (section 4.4): vocabulary, and status consistent with the window
+
+    def steady_state(self, pt: _Point) -> None:
+        if not pt.yaml_ok or "steady_state" not in pt.yaml:
+            return
+        file = pt.file("point.yaml")
+        block = pt.yaml.get("steady_state")
+        if not isinstance(block, dict):
+            self.f.error("steady-state-valid", f"r{pt.c}: steady_state must be a mapping (status, verdict, window, "
+                         f"state), got {short(block)}.", file=file, point=pt.key, pointer="/steady_state")
+            return
+        spec = self.rs.get("steady_state", default={}) or {}
+        statuses, verdicts = list(spec.get("statuses") or []), list(spec.get("verdicts") or [])
+        gating = list(spec.get("gating_states") or [])
+        official, min_n = spec.get("official_status", "windowable"), int(spec.get("min_trend_n", 4))
+        status, verdict = block.get("status"), block.get("verdict")
+        state = block.get("state") if isinstance(block.get("state"), dict) else {}
+        bad = []
+        if status is not None and status not in statuses:
+            bad.append(f"status {short(status)} (expected one of {', '.join(statuses)})")
+        if verdict is not None and verdict not in verdicts:
+            bad.append(f"verdict {short(verdict)} (expected one of {', '.join(verdicts)})")
+        if block.get("state") is not None and not isinstance(block.get("state"), dict):
+            bad.append("state must map gating metrics to their states")
+        for metric, value in sorted(state.items(), key=lambda kv: str(kv[0])):
+            if value not in gating:
+                bad.append(f"state[{metric}] {short(value)} (expected one of {', '.join(gating)})")
+        if bad:
+            self.f.error("steady-state-valid", f"r{pt.c}: " + "; ".join(bad), file=file, point=pt.key,
+                         pointer="/steady_state", fix="Report the steady-state block with the section 4.4 vocabulary.")
+        else:
+            self.f.info("steady-state-valid", f"r{pt.c}: steady_state status={status!r} verdict={verdict!r}",
+                        file=file, point=pt.key)
+        if status is None:
+            return
+        window = block.get("window") if isinstance(block.get("window"), dict) else {}
+        start, end = window.get("super_pass_start"), window.get("super_pass_end")
+        spans = end - start + 1 if num(start) is not None and num(end) is not None else None
+        problems = []
+        if status == official:
+            if spans is not None and spans < min_n:
+                problems.append(f"status {official!r} over {spans:g} super-pass(es); section 4.4 needs \u2265 {min_n}")
+            drifting = sorted(str(k) for k, v in state.items() if isinstance(v, str) and v.startswith("Drifting"))
+            if drifting:
+                problems.append(f"status {official!r} with drifting gating metric(s): {', '.join(drifting)}; "
+                                "every one must be a Plateau")
+        elif status == "insufficient_passes" and spans is not None and spans >= min_n:
+            problems.append(f"status 'insufficient_passes' over {spans:g} super-pass(es), which meets the "
+                            f"\u2265 {min_n} floor")
+        if problems:
+            self.f.error("steady-state-consistency", f"r{pt.c}: " + "; ".join(problems), file=file, point=pt.key,
+                         pointer="/steady_state/status",
+                         fix="Report the status the detector gives for the window (section 4.4 status table).")
+        else:
+            self.f.info("steady-state-consistency", f"r{pt.c}: steady_state status {status!r} consistent with the "
+                        "reported window", file=file, point=pt.key)
 
     # -- duration and minimum query count
 
@@ -893,13 +1122,39 @@ class RuleRun:
         rules = self.rs.models.get(model) or next(
             (self.rs.models.get(pt.yaml.get("model_name")) for pt in pts if isinstance(pt.yaml.get("model_name"), str)
              and pt.yaml.get("model_name") in self.rs.models), None)
-        with_acc = [pt for pt in pts if pt.pin.files.get("accuracy_results.json")]
-        for pt in with_acc:
-            self._accuracy_point(pt, rules)
+        agentic = any(pt.agentic for pt in pts)
+        # An inline-only result (the performance run's own score, agentic) is not an accuracy run.
+        with_acc = [pt for pt in pts if pt.pin.files.get("accuracy_results.json") and self._has_accuracy_run(pt)]
+        if not (agentic and self._agentic_targets(model, pts) is not None):  # agentic gates differ (below)
+            for pt in with_acc:
+                self._accuracy_point(pt, rules)
         if regions is None:
             return
-        agentic = any(pt.agentic for pt in pts)
-        # Each accuracy result fills at most one mandatory band (maximum bipartite matching, elected last).
+        candidates, owner = self._band_matching(with_acc, regions)
+        labels = {"ultra_low": "Ultra Low Concurrency", "low_concurrency": "Low Concurrency",
+                  "med_concurrency": "Medium Concurrency", "high_concurrency": "High Concurrency"}
+        missing = [labels[b] for b in labels if b not in owner]
+        filled = set(owner.values())
+        extra = [c for c, _, elected in candidates if c not in filled and not elected]
+        n = 4 if agentic else 5
+        if missing:
+            self.f.error("accuracy-coverage", f"No accuracy run in: {', '.join(missing)}.", file=where,
+                         fix="Run the accuracy dataset at one point per mandatory region plus the Offline point.")
+        if extra:
+            self.f.error("accuracy-coverage", f"Accuracy results at {', '.join(f'r{c}' for c in extra)} exceed the "
+                         f"N = {n} mandatory points.", file=where, fix="Keep exactly one accuracy run per region.")
+        if not missing and not extra:
+            self.f.info("accuracy-coverage", f"Accuracy present in all four mandatory bands ({len(with_acc)} point(s) "
+                        f"carry an accuracy run; N={n})", file=where)
+        for pt in pts:
+            if pt.offline in ("dedicated", "elected") and not agentic:
+                if pt not in with_acc:
+                    self.f.error("accuracy-coverage", f"The Offline point r{pt.c} has no accuracy run.", file=where,
+                                 point=pt.key)
+
+    @staticmethod
+    def _band_matching(with_acc: list[_Point], regions: Regions) -> tuple[list, dict[str, int]]:
+        """Each accuracy result fills at most one mandatory band (maximum bipartite matching, elected last)."""
         candidates = []
         for pt in with_acc:
             if pt.offline == "dedicated":
@@ -927,26 +1182,181 @@ class RuleRun:
 
         for c, _, _ in candidates:
             augment(c, set())
-        labels = {"ultra_low": "Ultra Low Concurrency", "low_concurrency": "Low Concurrency",
-                  "med_concurrency": "Medium Concurrency", "high_concurrency": "High Concurrency"}
-        missing = [labels[b] for b in labels if b not in owner]
-        filled = set(owner.values())
-        extra = [c for c, _, elected in candidates if c not in filled and not elected]
-        n = 4 if agentic else 5
-        if missing:
-            self.f.error("accuracy-coverage", f"No accuracy run in: {', '.join(missing)}.", file=where,
-                         fix="Run the accuracy dataset at one point per mandatory region plus the Offline point.")
-        if extra:
-            self.f.error("accuracy-coverage", f"Accuracy results at {', '.join(f'r{c}' for c in extra)} exceed the "
-                         f"N = {n} mandatory points.", file=where, fix="Keep exactly one accuracy run per region.")
-        if not missing and not extra:
-            self.f.info("accuracy-coverage", f"Accuracy present in all four mandatory bands ({len(with_acc)} point(s) "
-                        f"carry an accuracy run; N={n})", file=where)
-        for pt in pts:
-            if pt.offline in ("dedicated", "elected") and not agentic:
-                if pt not in with_acc:
-                    self.f.error("accuracy-coverage", f"The Offline point r{pt.c} has no accuracy run.", file=where,
-                                 point=pt.key)
+        return candidates, owner
+
+    # -- accuracy entries (accuracy_results.json), shared by the single-turn and agentic gates
+
+    @staticmethod
+    def _entries(acc: Any) -> dict[str, dict]:
+        scores = acc.get("accuracy_scores", acc) if isinstance(acc, dict) else None
+        if isinstance(scores, list):
+            return {e["dataset_name"]: e for e in scores
+                    if isinstance(e, dict) and isinstance(e.get("dataset_name"), str)}
+        if isinstance(scores, dict):
+            return {str(k): v for k, v in scores.items() if isinstance(v, dict)}
+        return {}
+
+    def _inline_name(self, entries: dict[str, dict]) -> str | None:
+        perf = self.rs.get("agentic_accuracy", "performance_dataset_type", default="performance")
+        for name, entry in entries.items():
+            if entry.get("dataset_type") == perf:
+                return name
+        legacy = entries.get(perf)
+        return perf if legacy is not None and "dataset_type" not in legacy else None
+
+    def _has_accuracy_run(self, pt: _Point) -> bool:
+        if pt.accuracy is None:
+            return True  # unreadable: reported by the loader; counted as present, as before
+        entries = self._entries(pt.accuracy)
+        if not entries:
+            return True  # accuracy-results-valid reports it
+        inline = self._inline_name(entries)
+        return any(name != inline for name in entries)
+
+    _META_KEYS = frozenset({"dataset_name", "num_samples", "status", "extractor", "ground_truth_column", "n_repeats",
+                            "complete", "unit_samples", "total_samples", "num_repeats", "duration_s", "dataset_type",
+                            "response_counts"})
+
+    def _metric_scores(self, entry: dict) -> dict[str, float]:
+        raw = entry.get("score")
+        if isinstance(raw, dict):
+            items = raw.items()
+        elif raw is not None:
+            items = [("score", raw)]
+        else:
+            items = [(k, v) for k, v in entry.items() if k not in self._META_KEYS]
+        out = {}
+        for k, v in items:
+            try:
+                value = float(v) if not isinstance(v, bool) and isinstance(v, int | float | str) else None
+            except (TypeError, ValueError, OverflowError):
+                value = None
+            if value is not None and math.isfinite(value):
+                out[str(k)] = value
+        return out
+
+    def _dataset_score(self, pt: _Point, dataset: str, rule: str) -> float | None:
+        """One dataset's score as a percentage; scorers report fractions, so anything outside [0, 1] is an error."""
+        entry = self._entries(pt.accuracy).get(dataset)
+        scores = self._metric_scores(entry) if entry is not None else {}
+        if not scores:
+            return None
+        value = scores.get("score", next(iter(scores.values())))
+        if not 0.0 <= value <= 1.0:
+            self.f.error(rule, f"r{pt.c}: `{dataset}` score {value} is not a fraction in [0, 1], which is what the "
+                         "reference scorer reports.", file=pt.file("accuracy_results.json"), point=pt.key)
+            return None
+        return value * 100.0
+
+    def _agentic_targets(self, model: str, pts: list[_Point]) -> dict | None:
+        names = [model] + [pt.yaml.get("model_name") for pt in pts if isinstance(pt.yaml.get("model_name"), str)]
+        for name in names:
+            block = self.rs.get("models", name, "agentic_accuracy")
+            if isinstance(block, dict):
+                return block
+        return None
+
+    # -- agentic accuracy (section 4.3): inline at every point, SWE-bench mean of N bands, OSL per-turn range
+
+    def agentic_accuracy(self, model: str, pts: list[_Point], regions: Regions | None, where: str) -> None:
+        if not pts or not all(pt.agentic for pt in pts if pt.yaml_ok) or not any(pt.yaml_ok for pt in pts):
+            return
+        targets = self._agentic_targets(model, pts)
+        if targets is None:
+            self.f.warning("agentic-accuracy", f"Agentic curve for model {model!r}, which is not one of the agentic "
+                           f"benchmarks {self.rs.name} publishes thresholds for \u2014 no agentic accuracy gate "
+                           "applied.", file=where)
+            return
+        inline_min, swe_min = num(targets.get("inline_min")), num(targets.get("swebench_min"))
+        osl = targets.get("osl_range")
+        if inline_min is None and swe_min is None:
+            self.f.warning("agentic-accuracy", f"{model}: the accuracy thresholds are TBD, so no agentic accuracy "
+                           "gate can be applied.", file=where)
+            return
+        spec = self.rs.get("agentic_accuracy", default={}) or {}
+        if inline_min is not None:
+            missing = []
+            for pt in sorted((p for p in pts if p.yaml_ok), key=lambda p: p.c):
+                entries = self._entries(pt.accuracy) if pt.accuracy is not None else {}
+                name = self._inline_name(entries)
+                if name is None or not self._metric_scores(entries[name]):
+                    missing.append(pt.c)
+                    continue
+                score = self._dataset_score(pt, name, "agentic-accuracy-inline")
+                if score is None:
+                    continue
+                if score < inline_min:
+                    self.f.error("agentic-accuracy-inline", f"r{pt.c}: inline accuracy {score:.2f} < {inline_min} "
+                                 f"required for {model}.", file=pt.file("accuracy_results.json"), point=pt.key)
+                else:
+                    self.f.info("agentic-accuracy-inline", f"r{pt.c}: inline accuracy {score:.2f} \u2265 {inline_min}",
+                                file=pt.file("accuracy_results.json"), point=pt.key)
+            if missing:
+                perf = spec.get("performance_dataset_type", "performance")
+                self.f.error("agentic-accuracy-inline",
+                             f"No inline accuracy score at {', '.join(f'r{c}' for c in missing)} (an accuracy entry "
+                             f"with `dataset_type: {perf}` and a score); every submitted point must clear the inline "
+                             "threshold.", file=where,
+                             fix="Submit each point's accuracy_results.json as the client writes it, with inline "
+                                 "accuracy scoring on the performance dataset.")
+        if swe_min is not None and regions is not None:
+            dataset = spec.get("swebench_dataset", "swe_bench")
+            n_required = int(spec.get("swebench_mean_of_n", 4))
+            by_c = {pt.c: pt for pt in pts}
+            with_acc = [pt for pt in pts if pt.accuracy is not None and self._has_accuracy_run(pt)]
+            candidates, owner = self._band_matching(with_acc, regions)
+            assignment = {c: band for band, c in owner.items()}
+            by_band: dict[str, list[tuple[int, float]]] = {}
+            for c, bands, _ in candidates:
+                score = self._dataset_score(by_c[c], dataset, "agentic-accuracy-swebench")
+                band = assignment.get(c) or (bands[0] if bands else None)
+                if score is not None and band is not None:
+                    by_band.setdefault(band, []).append((c, score))
+            if not by_band:
+                self.f.warning("agentic-accuracy-swebench", f"No mandatory-band point reports a `{dataset}` accuracy "
+                               "score; official agentic submissions must enable SWE-bench accuracy.", file=where)
+            else:
+                for band, results in by_band.items():
+                    if len(results) > 1:
+                        self.f.warning("agentic-accuracy-swebench",
+                                       f"{band.replace('_', ' ')} has {len(results)} SWE-bench results "
+                                       f"({', '.join(f'r{c}' for c, _ in results)}); one per region is expected, so "
+                                       "they are averaged into one value for the band.", file=where)
+                band_scores = [sum(v for _, v in r) / len(r) for r in by_band.values()]
+                mean, n = sum(band_scores) / len(band_scores), len(band_scores)
+                basis = f"mean of {n} band(s)" + ("" if n == n_required else f" ({n_required} required)")
+                if mean < swe_min:
+                    self.f.error("agentic-accuracy-swebench", f"SWE-bench {basis} = {mean:.2f} < {swe_min} required "
+                                 f"for {model}.", file=where)
+                elif n != n_required:
+                    self.f.warning("agentic-accuracy-swebench", f"SWE-bench {basis} = {mean:.2f} \u2265 {swe_min}, but "
+                                   f"section 4.3 averages one result from each of the {n_required} mandatory regions.",
+                                   file=where)
+                else:
+                    self.f.info("agentic-accuracy-swebench", f"SWE-bench {basis} = {mean:.2f} \u2265 {swe_min}",
+                                file=where)
+        if isinstance(osl, list | tuple) and len(osl) == 2 and all(num(v) is not None for v in osl):
+            low, high = float(osl[0]), float(osl[1])
+            field = spec.get("osl_full_run_field", "output_sequence_lengths_full_run")
+            missing = []
+            for pt in sorted(pts, key=lambda p: p.c):
+                if not pt.stored:
+                    continue
+                avg = num(dig(pt.stored, field, "output_sequence_lengths", "avg"))
+                if avg is None:
+                    missing.append(pt.c)
+                elif low <= avg <= high:
+                    self.f.info("agentic-osl-range", f"r{pt.c}: full-run OSL per-turn mean {avg:.1f} within "
+                                f"{low:g}\u2013{high:g} tokens", file=pt.file("result_summary.json"), point=pt.key)
+                else:
+                    self.f.error("agentic-osl-range", f"r{pt.c}: full-run OSL per-turn mean {avg:.1f} outside "
+                                 f"{low:g}\u2013{high:g} tokens required for {model}.",
+                                 file=pt.file("result_summary.json"), point=pt.key,
+                                 pointer=f"/{field}/output_sequence_lengths/avg")
+            if missing:
+                self.f.warning("agentic-osl-range", f"No `{field}.output_sequence_lengths.avg` in result_summary.json "
+                               f"for {', '.join(f'r{c}' for c in missing)}; the windowed output_sequence_lengths is "
+                               "not the field to gate.", file=where)
 
     def _accuracy_point(self, pt: _Point, rules: Any) -> None:
         file = pt.file("accuracy_results.json")
@@ -1097,6 +1507,150 @@ class RuleRun:
                                f"{prov.provisioned_kw:.2f} kW by more than {tol:.0%}.", file=file, point=pt.key,
                                fix="Check that system_power.json provisions every component the meter sees.")
         return m.to_dict()
+
+    # -- per-point engagement (section 4.5.3): nodes_used and maximal data-parallel engagement
+
+    def _parallelism(self, pt: _Point) -> dict[str, Any] | None:
+        """TP/PP/EP/DP from the point's system_desc.json (top level, else config_summary); None if none is declared."""
+        if pt.sd is None:
+            return None
+        summary = pt.sd.get("config_summary") if isinstance(pt.sd.get("config_summary"), dict) else {}
+        fields = self.rs.get("engagement", "parallelism_fields", default=[]) or []
+        values = {}
+        for name in fields:
+            value = pt.sd.get(name, summary.get(name))
+            if value is None and name in pt.sd:
+                value = summary.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                values[name] = value
+        if not values:
+            return None
+        flag = pt.sd.get("disaggregated", summary.get("disaggregated"))
+        if flag is None:
+            flag = summary.get("disaggregated")
+        values["disaggregated"] = flag is True or (isinstance(flag, int) and not isinstance(flag, bool) and flag > 1)
+        return values
+
+    def engagement(self, pt: _Point, prov: Any) -> None:
+        if not pt.yaml_ok:
+            return
+        file = pt.file("point.yaml")
+        sets = prov.sets
+        para = self._parallelism(pt)
+        replica = dp = None
+        if para is not None:
+            replica = (para.get("tensor_parallel", 1) * para.get("pipeline_parallel", 1)
+                       * para.get("expert_parallel", 1))
+            dp = para.get("data_parallel", 1)
+        per_node_known = bool(sets) and all(s.get("accelerators_per_node") is not None for s in sets)
+        # nodes-used
+        declared = pt.yaml.get("nodes_used")
+        if declared is not None:
+            problems: list[str] = []
+            by_set: dict[Any, int] = {}
+            seen: set = set()
+            entries = declared if isinstance(declared, list) else None
+            if entries is None:
+                problems.append(f"nodes_used must be a list of {{system_node_ensemble_id, nodes}}, got {short(declared)}")
+            for entry in entries or []:
+                ens = entry.get("system_node_ensemble_id") if isinstance(entry, dict) else None
+                nodes = entry.get("nodes") if isinstance(entry, dict) else None
+                if type(ens) is not int or type(nodes) is not int:
+                    problems.append(f"entry {short(entry)} needs integer system_node_ensemble_id and nodes")
+                    continue
+                if ens in seen:
+                    problems.append(f"system_node_ensemble_id {ens} is declared twice")
+                    continue
+                seen.add(ens)
+                matches = [s for s in sets if s.get("ensemble") == ens]
+                if len(matches) != 1:
+                    problems.append(f"system_node_ensemble_id {ens} matches {len(matches)} node sets in "
+                                    "system_power.json; it must resolve to exactly one")
+                    continue
+                if not 1 <= nodes <= matches[0]["nodes"]:
+                    problems.append(f"system_node_ensemble_id {ens}: nodes {nodes} must be a positive whole number "
+                                    f"no greater than N_s = {matches[0]['nodes']}")
+                    continue
+                by_set[id(matches[0])] = nodes
+            spare_detail = None
+            if not problems and para is not None and not para["disaggregated"] and per_node_known:
+                engaged = {id(s): by_set.get(id(s), s["nodes"]) for s in sets}
+                capacity = sum(engaged[id(s)] * s["accelerators_per_node"] for s in sets)
+                used = dp * replica
+                if capacity < used:
+                    problems.append(f"the declared nodes hold {capacity} accelerators, but the point's parallelism "
+                                    f"(DP {dp} x TP*PP*EP {replica}) engages {used}")
+                else:
+                    spare = [s for s in sets if engaged[id(s)] > 0 and capacity - s["accelerators_per_node"] >= used]
+                    if spare:
+                        per = spare[0]["accelerators_per_node"] or 1
+                        spare_detail = (f"ceil({used} / {per}) = {-(-used // per)} nodes" if len(sets) == 1
+                                        else f"{used} accelerators fit in fewer nodes")
+            if problems:
+                self.f.error("nodes-used", f"r{pt.c}: " + "; ".join(problems), file=file, point=pt.key,
+                             pointer="/nodes_used",
+                             fix="Declare, per node type of system_power.json, the nodes this point engages.")
+            elif spare_detail:
+                self.f.warning("nodes-used", f"r{pt.c}: nodes_used declares more nodes than the point engages "
+                               f"({spare_detail}); the extra nodes only raise this point's power denominator.",
+                               file=file, point=pt.key, pointer="/nodes_used")
+            else:
+                self.f.info("nodes-used", f"r{pt.c}: nodes_used " + ", ".join(
+                    f"set {s.get('node_set_id')}: {by_set.get(id(s), s['nodes'])}/{s['nodes']}" for s in sets),
+                    file=file, point=pt.key)
+        # maximal-engagement
+        label = f"Point {pt.c}"
+        if para is None:
+            self.f.warning("maximal-engagement", f"{label}: system_desc.json declares no tensor/pipeline/expert/data "
+                           "parallelism, so section 4.5.3's engagement cannot be checked.",
+                           file=file, point=pt.key, fix="Declare the point's parallelism in its system_desc.json.")
+            return
+        if para["disaggregated"]:
+            self.f.warning("maximal-engagement", f"{label}: disaggregated serving \u2014 A_replica = TP x PP x EP does "
+                           "not describe a prefill/decode split, so engagement is left to peer review.",
+                           file=file, point=pt.key)
+            return
+        if not per_node_known:
+            self.f.warning("maximal-engagement", f"{label}: accelerators per node are not known for every node set, "
+                           "so A_provisioned cannot be derived.", file=file, point=pt.key,
+                           fix="Give accelerator.count_per_node in system_power.json or accelerators_per_node in "
+                               "system_desc.json.")
+            return
+        if replica < 1 or dp < 1 or min(para.get(k, 1) for k in ("tensor_parallel", "pipeline_parallel",
+                                                                  "expert_parallel")) < 1:
+            self.f.error("maximal-engagement", f"{label}: TP, PP, EP and DP must each be at least 1.",
+                         file=pt.file("system_desc.json"), point=pt.key)
+            return
+        a_prov = sum(s["nodes"] * s["accelerators_per_node"] for s in sets)
+        dp_max = a_prov // replica
+        formula = f"floor({a_prov} / {replica}) = {dp_max}"
+        shortfall = pt.yaml.get("dp_shortfall")
+        if dp > dp_max:
+            self.f.error("maximal-engagement", f"{label}: DP {dp} x A_replica {replica} = {dp * replica} accelerators, "
+                         f"more than the {a_prov} provisioned ({formula}).", file=file, point=pt.key,
+                         fix="Provision the accelerators the point uses in system_power.json.")
+        elif dp == dp_max:
+            if shortfall is not None:
+                self.f.warning("maximal-engagement", f"{label}: DP {dp} = {formula}, engaging {dp * replica} of "
+                               f"{a_prov}; dp_shortfall is declared but there is no shortfall.", file=file,
+                               point=pt.key, pointer="/dp_shortfall", fix="Remove dp_shortfall.")
+            else:
+                self.f.info("maximal-engagement", f"{label}: DP {dp} = {formula}, engaging {dp * replica} of {a_prov}",
+                            file=file, point=pt.key)
+        elif not isinstance(shortfall, dict):
+            self.f.error("maximal-engagement", f"{label}: DP {dp} is below {formula}, and the point declares no "
+                         "dp_shortfall (section 8.3).", file=file, point=pt.key, pointer="/dp_shortfall",
+                         fix="Run DP = floor(A_provisioned / A_replica) replicas, or declare dp_shortfall "
+                             "(dp_actual, dp_formula, reason).")
+        elif shortfall.get("dp_actual") != dp or shortfall.get("dp_formula") != dp_max or not text(
+                shortfall.get("reason")):
+            self.f.error("maximal-engagement", f"{label}: dp_shortfall declares DP {short(shortfall.get('dp_actual'))} "
+                         f"of {short(shortfall.get('dp_formula'))} (reason {short(shortfall.get('reason'))}), but the "
+                         f"point runs DP {dp} of {formula}.", file=file, point=pt.key, pointer="/dp_shortfall")
+        else:
+            self.f.warning("maximal-engagement", f"{label}: DP {dp} below {formula}, declared as a shortfall: "
+                           f"{shortfall.get('reason')!r} \u2014 subject to Methodology objection at peer review.",
+                           file=file, point=pt.key, pointer="/dp_shortfall")
 
     # -- benchmark type
 
