@@ -97,11 +97,13 @@ from submissions.selectors import (  # noqa: E402
     check_run_point_metrics,
     check_runs_visible_to,
     submissions_visible_to,
+    submissions_with_latest,
     systems_visible_to,
     uploads_visible_to,
     version_files_visible_to,
     version_latest,
     versions_visible_to,
+    versions_with_latest_check,
 )
 
 IDEMPOTENCY_PARAMETER = OpenApiParameter(
@@ -223,7 +225,8 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     filterset_class = SubmissionFilter
 
     def get_queryset(self):
-        return submissions_visible_to(self.request.user).select_related("submitted_version").order_by("-id")
+        return submissions_with_latest(submissions_visible_to(self.request.user)).select_related(
+            "submitted_version").order_by("-id")
 
     @extend_schema(request=SubmissionCreateSerializer, responses={201: SubmissionSerializer},
                    parameters=[IDEMPOTENCY_PARAMETER])
@@ -268,7 +271,7 @@ class VersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     filterset_class = VersionFilter
 
     def get_queryset(self):
-        return versions_visible_to(self.request.user).order_by("-id")
+        return versions_with_latest_check(versions_visible_to(self.request.user)).order_by("-id")
 
     @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     @action(detail=True, methods=["get"], url_path=r"files/(?P<position>\d+)", filterset_class=None)

@@ -171,12 +171,53 @@ def uploads_visible_to(user):
     )
 
 
+def _latest_check_runs():
+    """Check runs no later run of the same version outranks (ordering -created_at, -id): one per version."""
+    from django.db.models import Exists, OuterRef, Q
+
+    from submissions.models import CheckRun
+
+    later = CheckRun.objects.filter(version_id=OuterRef("version_id")).filter(
+        Q(created_at__gt=OuterRef("created_at")) | Q(created_at=OuterRef("created_at"), id__gt=OuterRef("id"))
+    )
+    return CheckRun.objects.filter(~Exists(later))
+
+
+def versions_with_latest_check(versions):
+    """Versions with their latest check run prefetched (a fixed number of queries for any number of rows)."""
+    from django.db.models import Prefetch
+
+    return versions.prefetch_related(Prefetch("check_runs", queryset=_latest_check_runs(), to_attr="latest_check_runs"))
+
+
+def submissions_with_latest(submissions):
+    """Submissions with their latest version (files, uploader, latest check run) prefetched, for lists: the
+    number of queries does not grow with the rows. version_latest / check_run_latest read the prefetch."""
+    from django.db.models import Exists, OuterRef, Prefetch
+
+    from submissions.models import SubmissionVersion
+
+    newer = SubmissionVersion.objects.filter(submission_id=OuterRef("submission_id"), number__gt=OuterRef("number"))
+    latest_versions = versions_with_latest_check(
+        SubmissionVersion.objects.filter(~Exists(newer)).select_related("uploader").prefetch_related("files")
+    )
+    return submissions.prefetch_related(Prefetch("versions", queryset=latest_versions, to_attr="latest_versions"))
+
+
 def version_latest(submission):
+    prefetched = getattr(submission, "latest_versions", None)
+    if prefetched is not None:
+        return prefetched[0] if prefetched else None
     return submission.versions.order_by("-number").first()
 
 
 def check_run_latest(version):
-    return version.check_runs.order_by("-created_at", "-id").first() if version is not None else None
+    if version is None:
+        return None
+    prefetched = getattr(version, "latest_check_runs", None)
+    if prefetched is not None:
+        return prefetched[0] if prefetched else None
+    return version.check_runs.order_by("-created_at", "-id").first()
 
 
 def check_run_findings(check_run):

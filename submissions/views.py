@@ -26,6 +26,7 @@ from submissions.selectors import (
     check_run_latest,
     organisations_of_user,
     submissions_visible_to,
+    submissions_with_latest,
     user_can_submit_for,
     user_is_auditor,
     user_is_chair,
@@ -68,7 +69,7 @@ def _version_or_404(submission: Submission, number: int):
 
 def _dashboard_rows(submissions):
     rows = []
-    for submission in submissions:
+    for submission in submissions_with_latest(submissions):
         version = version_latest(submission)
         rows.append({"submission": submission, "version": version, "check_run": check_run_latest(version)})
     return rows
