@@ -11,12 +11,17 @@ PORTAL_URL and PORTAL_TOKEN may replace --url and --token. What is uploaded:
     own chunked upload, the last finish joining them.
 Each file is sent in the server's part size, with an Idempotency-Key per request; a failed part is
 retried with backoff, and before retrying the client re-asks which parts the server already holds,
-so an interrupted upload resumes. Exit codes: 0 the check passed, 1 it found errors, 2 usage or
+so an interrupted upload resumes. Across invocations too: before starting a file, the client asks the
+server for an upload of the same file (SHA-256 + size) it started for the same draft (or for the same
+system + benchmark) that is still open or verified, and continues it, sending only the missing parts.
+The server is the only state (nothing is written on this machine); a folder is packed reproducibly so
+its archive hashes the same on every run. Exit codes: 0 the check passed, 1 it found errors, 2 usage or
 transport failure (also when the check could not run, or --wait timed out).
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -101,7 +106,9 @@ def pack(paths: list[Path], workdir: Path) -> list[Path]:
     for path in paths:
         if path.is_dir():
             target = workdir / f"{path.resolve().name or 'bundle'}.tar.gz"
-            with tarfile.open(target, "w:gz") as tar:
+            # Same folder, same bytes (sorted members, no owner, gzip mtime 0): a re-run can resume the upload.
+            with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, \
+                    tarfile.open(fileobj=gz, mode="w") as tar:
                 tar.add(path, arcname=path.resolve().name, filter=_plain_members)
             files.append(target)
         else:
@@ -146,18 +153,64 @@ class Progress:
             sys.stderr.flush()
 
 
+def find_resumable(client: Client, *, sha256: str, size: int, submission: int | None, start_fields: dict
+                   ) -> dict | None:
+    """An upload of the same file (SHA-256 + size) that the caller started for the same draft (or, for a new
+    draft, for the same system and benchmark) and the server still holds: open (some parts may be missing)
+    or verified (waiting to join a version). The server is the only state: nothing is kept on this machine."""
+    query = [("sha256", sha256), ("size", size), ("status", "open"), ("status", "verified"), ("mine", "true"),
+             ("submission_status", "draft")]
+    if submission is not None:
+        query.append(("submission", submission))
+    else:
+        query += [("system", start_fields["system"]), ("benchmark", start_fields["benchmark"])]
+    found = client.request("GET", "uploads/?" + urllib.parse.urlencode(query))
+    candidates = found.get("results", []) if isinstance(found, dict) else (found or [])
+    if not candidates:
+        return None
+    # Verified first (nothing left to send), then the one holding the most parts, then the newest.
+    return max(candidates, key=lambda u: (u["status"] == "verified", len(u.get("received_parts") or []),
+                                          u.get("created_at") or ""))
+
+
+def hash_mismatch_advice(path: Path, sha256: str, size: int, body: dict) -> str:
+    """What to do when the server's hash of the received bytes is not the file's (`upload-hash-mismatch`)."""
+    now = file_sha256(path)
+    if now != sha256:
+        return (f"{path.name} changed while it was being uploaded (SHA-256 {sha256} when the upload started, "
+                f"{now} now). The portal discarded this upload of the file and created no version. Wait until "
+                f"nothing writes to {path} any more (or upload a finished copy), then run the same command again.")
+    received = body.get("received_sha256") or "?"
+    received_bytes = body.get("received_bytes")
+    got = f"{received_bytes} bytes, SHA-256 {received}" if received_bytes is not None else f"SHA-256 {received}"
+    return (f"the portal received bytes of {path.name} that do not match the file ({got} instead of {size} bytes, "
+            f"SHA-256 {sha256}): they were damaged on the way or in the portal's storage. The portal discarded "
+            "this upload of the file and created no version; files already verified are kept. Run the same "
+            f"command again: it sends {path.name} again from the start. If this happens again, send this message "
+            "to the portal's operators.")
+
+
 def upload_file(client: Client, path: Path, *, submission: int | None, start_fields: dict, run_key: str,
-                create_version: bool, include: list[str], show_progress: bool) -> dict:
-    """One file through start / parts / finish, resuming from what the server holds; the finish response."""
+                create_version: bool, include: list[str], show_progress: bool, quiet: bool = False) -> dict:
+    """One file through start / parts / finish, resuming from what the server holds (also an upload of the same
+    file left open by an earlier, interrupted `portal submit`); the finish response."""
     size = path.stat().st_size
     sha256 = file_sha256(path)
-    start = {"filename": path.name, "size": size, "sha256": sha256, **start_fields}
-    if submission is not None:
-        start["submission"] = submission
-    upload = client.request("POST", "uploads/", body=start, idempotency_key=f"{run_key}-start-{sha256[:16]}")
+    upload = find_resumable(client, sha256=sha256, size=size, submission=submission, start_fields=start_fields)
+    if upload is not None:
+        if not quiet:
+            held = upload["parts_expected"] - len(upload.get("missing_parts") or [])
+            what = "already verified" if upload["status"] == "verified" else (
+                f"{held} of {upload['parts_expected']} parts already on the server")
+            print(f"portal submit: resuming {path.name} (upload {upload['id']}, {what})", file=sys.stderr)
+    else:
+        start = {"filename": path.name, "size": size, "sha256": sha256, **start_fields}
+        if submission is not None:
+            start["submission"] = submission
+        upload = client.request("POST", "uploads/", body=start, idempotency_key=f"{run_key}-start-{sha256[:16]}")
     upload_id, part_size = upload["id"], upload["part_size"]
     progress = Progress(path.name, size, enabled=show_progress)
-    missing = list(upload.get("missing_parts", range(upload["parts_expected"])))
+    missing = list(upload.get("missing_parts", range(upload["parts_expected"]))) if upload["status"] == "open" else []
     progress.advance(size - sum(min(part_size, size - i * part_size) for i in missing))
     for round_ in range(RETRIES + 1):
         failed = []
@@ -183,11 +236,17 @@ def upload_file(client: Client, path: Path, *, submission: int | None, start_fie
             break
     else:
         raise RemoteError(f"{path.name}: parts {failed[:10]} could not be sent")
-    return client.request(
-        "POST", f"uploads/{upload_id}/finish/",
-        body={"sha256": sha256, "create_version": create_version, "include_uploads": include},
-        idempotency_key=f"{run_key}-{upload_id}-finish",
-    )
+    try:
+        return client.request(
+            "POST", f"uploads/{upload_id}/finish/",
+            body={"sha256": sha256, "create_version": create_version, "include_uploads": include},
+            idempotency_key=f"{run_key}-{upload_id}-finish",
+        )
+    except RemoteError as exc:
+        if exc.code != "upload-hash-mismatch":
+            raise
+        raise RemoteError(hash_mismatch_advice(path, sha256, size, exc.body), status=exc.status,
+                          code=exc.code, body=exc.body) from None
 
 
 # --- printing --------------------------------------------------------------------------------
@@ -292,7 +351,7 @@ def cmd_submit(args) -> int:
                 last = position == len(files) - 1
                 finished = upload_file(client, path, submission=submission, start_fields=start_fields,
                                        run_key=run_key, create_version=last, include=include,
-                                       show_progress=show_progress)
+                                       show_progress=show_progress, quiet=args.quiet)
                 submission = finished["upload"]["submission"]
                 start_fields = {}
                 include.append(finished["upload"]["id"])

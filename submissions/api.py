@@ -418,18 +418,19 @@ class UploadFilter(django_filters.FilterSet):
     size = django_filters.NumberFilter(field_name="size_bytes")
     system = django_filters.CharFilter(field_name="submission__system__name")
     benchmark = django_filters.CharFilter(field_name="submission__benchmark__model_id")
-    mine = django_filters.BooleanFilter(method="filter_mine", help_text="Only uploads the caller started.")
+    submission_status = django_filters.MultipleChoiceFilter(field_name="submission__status",
+                                                            choices=Submission.Status.choices)
+    mine = django_filters.BooleanFilter(method="filter_mine", help_text="true: only uploads the caller started.")
 
     class Meta:
         model = Upload
-        fields = ["submission", "status", "sha256", "size", "system", "benchmark", "mine"]
+        fields = ["submission", "status", "sha256", "size", "system", "benchmark", "submission_status", "mine"]
 
     def filter_sha256(self, queryset, name, value):
         return queryset.filter(sha256=value.lower())
 
     def filter_mine(self, queryset, name, value):
-        return queryset.filter(created_by=self.request.user) if value else queryset.exclude(
-            created_by=self.request.user)
+        return queryset.filter(created_by=self.request.user) if value else queryset
 
 
 class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
