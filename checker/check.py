@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from checker import __version__
+from checker.checksums import verify_bundle_checksums
 from checker.compare import report_differences
 from checker.events import TokenCounter, derive_official, recompute_point
 from checker.inputs import Layout, Limits, PointInput, open_inputs
@@ -139,6 +140,8 @@ def check(
     tok = load_tokenizer(tokenizer)
     counter = TokenCounter(tok) if tok is not None else None
     notify = progress or (lambda *args: None)
+    if workdir is not None:
+        Path(workdir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="portal-check-", dir=workdir) as sandbox:
         notify("read", 0, len(paths), "reading inputs")
         layout: Layout = open_inputs(paths, workdir=Path(sandbox), limits=limits, findings=findings)
@@ -147,6 +150,8 @@ def check(
         if check_descriptors is not None and only_points is None:
             notify("schemas", 0, 1, "validating descriptors")
             check_descriptors(layout, findings=findings, limits=limits)
+            verify_bundle_checksums(layout.root, root_display=layout.root_display,
+                                    cli_metadata=layout.cli_metadata, findings=findings)
         selected = [p for p in layout.points if only_points is None or p.key in only_points]
         selected.sort(key=lambda p: (p.system, p.model, p.concurrency))
         for index, point in enumerate(selected):
