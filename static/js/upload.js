@@ -7,6 +7,8 @@
  * Resume: each started upload is remembered in localStorage under the file's name, size and date; choosing
  * the same file again asks the server which parts it already has (GET /api/v1/uploads/<id>/) and sends
  * only the missing ones. A dropped connection mid-upload is retried in place, waiting for "online".
+ * An upload idle longer than PORTAL_UPLOAD_EXPIRY_HOURS is aborted by the server: the remembered id is then
+ * forgotten and the file starts over.
  */
 (function () {
   "use strict";
@@ -182,6 +184,12 @@
       return self.request("PUT", self.api + upload.id + "/parts/" + index + "/", body,
                           { "Content-Type": "application/octet-stream" })
         .then(function (result) {
+          if (result.status === 409 && result.data.code === "upload-closed") {
+            // Aborted meanwhile, or expired after being idle too long: forget it, so choosing again starts over.
+            window.localStorage.removeItem(self.memoryKey(file));
+            throw new Error(file.name + ": the portal discarded this unfinished upload (aborted, or idle too long). " +
+                            "Choose the files again to start over.");
+          }
           if (result.status !== 200) { throw failure(result, file.name + " part " + index); }
           have += 1;
           show();

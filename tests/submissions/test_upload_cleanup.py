@@ -209,3 +209,15 @@ def test_queued_runs_whose_message_was_lost_are_resent_then_failed(role_users, d
     assert detail["status"] == "error" and "queue message was lost" in detail["error_message"]
     assert AuditEvent.objects.filter(action="check.retried", object_id=str(lost.pk)).count() == 2
     assert AuditEvent.objects.filter(action="check.errored", object_id=str(lost.pk)).count() == 1
+
+
+def test_beat_runs_the_cleanup_and_the_reconciler():
+    from django.conf import settings
+
+    from portal.celery import app
+
+    schedule = {entry["task"]: entry["schedule"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert schedule["submissions.tasks.uploads_cleanup_task"] <= 3600
+    assert schedule["submissions.tasks.check_runs_reconcile_task"] <= 60
+    app.loader.import_default_modules()
+    assert {"submissions.tasks.uploads_cleanup_task", "submissions.tasks.check_runs_reconcile_task"} <= set(app.tasks)
