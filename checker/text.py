@@ -30,16 +30,28 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
         by_curve.setdefault((p.system, p.model), []).append(p)
     for (system, model), points in sorted(by_curve.items()):
         lines.append(f"{system} / {model}")
-        lines.append(f"  {'conc':>5} {'system_tps claimed':>19} {'recomputed':>12} {'tps/user':>9} "
-                     f"{'TTFT p90 ms':>11} {'issued':>7} {'done':>7} {'failed':>6}  raw log")
+        lines.append(f"  {'conc':>5} {'region':<17} {'system_tps claimed':>19} {'recomputed':>12} {'tps/user':>9} "
+                     f"{'TTFT p90 ms':>11} {'issued':>7} {'done':>7} {'failed':>6} {'kW':>6} {'tps/kW':>8}"
+                     "  raw log")
         for p in sorted(points, key=lambda p: p.concurrency):
             c, r = p.claimed, p.recomputed
             shown = r or c
+            power = p.extra.get("power") if isinstance(p.extra.get("power"), dict) else {}
+            measured = power.get("measured") if isinstance(power.get("measured"), dict) else {}
+            region = str(p.extra.get("region") or "-")
+            if p.extra.get("offline"):
+                region += " (offline)"
             lines.append(
-                f"  {p.concurrency:>5} {_num(_metric(c, 'system_tps')):>19} {_num(_metric(r, 'system_tps')):>12} "
+                f"  {p.concurrency:>5} {region[:17]:<17} {_num(_metric(c, 'system_tps')):>19} "
+                f"{_num(_metric(r, 'system_tps')):>12} "
                 f"{_num(_metric(shown, 'tps_per_user')):>9} {_num(_metric(shown, 'ttft_p90_ms')):>11} "
                 f"{_num(_metric(shown, 'n_samples_issued')):>7} {_num(_metric(shown, 'n_samples_completed')):>7} "
-                f"{_num(_metric(shown, 'n_samples_failed')):>6}  {'recomputed' if r else 'missing'}")
+                f"{_num(_metric(shown, 'n_samples_failed')):>6} {_num(power.get('point_power_kw')):>6} "
+                f"{_num(power.get('system_tps_per_kw')):>8}  {'recomputed' if r else 'missing'}")
+            if measured:
+                lines.append(f"        measured power: {_num(measured.get('avg_power_w'), 0)} W average, "
+                             f"{_num(measured.get('joules_per_output_token'), 3)} J/token, "
+                             f"{_num(measured.get('measured_tps_per_kw'))} tokens/s/kW")
         lines.append("")
     for curve in report.curves:
         fronts = curve.get("pareto") or {}

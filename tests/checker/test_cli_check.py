@@ -50,6 +50,9 @@ def test_text_form_shows_the_point_table(archives_report):
     assert "Verdict:" in result.stdout
     assert "Acme_AX-8000 / llama3_1-8b" in result.stdout
     assert "recomputed" in result.stdout
+    # the rule suite's region, provisioned power and the Pareto front are in the text form too
+    assert "low_latency" in result.stdout and "tps/kW" in result.stdout
+    assert "Pareto front Acme_AX-8000 / llama3_1-8b" in result.stdout
 
 
 def test_tampered_archive_fails_with_consistency_finding(tmp_path):
