@@ -35,9 +35,35 @@ class ChainVerification:
         return self.first_break is None
 
 
-def audit_chain_verify(*, batch_size: int = 2000) -> ChainVerification:
+def audit_chain_head() -> tuple[int, str]:
+    """(sequence, hash) of the newest event: publish it outside the database so that a removed
+    tail of the chain, which leaves a valid shorter chain, is still detected (`--expect-head`)."""
+    last = AuditEvent.objects.order_by("-sequence").values_list("sequence", "hash").first()
+    return (0, GENESIS_HASH) if last is None else (last[0], last[1])
+
+
+def audit_chain_verify(*, batch_size: int = 2000, expect_head: tuple[int, str] | None = None) -> ChainVerification:
     """Walk the chain in sequence order: each hash must match its content, link to its predecessor,
-    and sequences must run 1, 2, 3... without gaps (a gap means a removed event)."""
+    and sequences must run 1, 2, 3... without gaps (a gap means a removed event). With `expect_head`
+    (a head published earlier), the chain must still reach that event with that hash."""
+    result = _walk_chain(batch_size=batch_size)
+    if not result.ok or expect_head is None:
+        return result
+    sequence, digest = expect_head
+    if sequence == 0:
+        return result
+    if result.checked < sequence:
+        return ChainVerification(result.checked, ChainBreak(
+            sequence, 0, f"the chain ends at #{result.checked}, but #{sequence} was published as its head: "
+                         "the newest events were removed"))
+    event = AuditEvent.objects.filter(sequence=sequence).values_list("pk", "hash").first()
+    if event is None or event[1] != digest:
+        return ChainVerification(result.checked, ChainBreak(
+            sequence, event[0] if event else 0, "the hash differs from the published head: the chain was rewritten"))
+    return result
+
+
+def _walk_chain(*, batch_size: int) -> ChainVerification:
     expected_prev = GENESIS_HASH
     expected_sequence = 1
     checked = 0

@@ -144,3 +144,25 @@ def test_recomputed_hash_still_breaks_the_link_to_the_next_event():
     forged = stored_event_hash(event)
     _raw("UPDATE audit_auditevent SET data = %s, hash = %s WHERE sequence = 2", ['{"n": 99}', forged])
     _verify_fails_at(3, "prev_hash")
+
+
+def test_removed_newest_events_are_detected_against_a_published_head(capsys):
+    record_three()
+    call_command("verify_audit_log", "--print-head")
+    head = capsys.readouterr().out.strip()
+    assert head.startswith("3:")
+    _raw("DELETE FROM audit_auditevent WHERE sequence = 3")
+    call_command("verify_audit_log")  # a shorter chain is still a valid chain on its own ...
+    with pytest.raises(CommandError, match=r"#3 .*newest events were removed") as excinfo:
+        call_command("verify_audit_log", "--expect-head", head)  # ... but not against the published head
+    assert excinfo.value.returncode == 1
+
+
+def test_rewritten_chain_differs_from_the_published_head(capsys):
+    record_three()
+    call_command("verify_audit_log", "--print-head")
+    sequence, _ = capsys.readouterr().out.strip().split(":")
+    with pytest.raises(CommandError, match=r"#3 .*differs from the published head"):
+        call_command("verify_audit_log", "--expect-head", f"{sequence}:{'0' * 64}")
+    with pytest.raises(CommandError, match="SEQUENCE:HASH"):
+        call_command("verify_audit_log", "--expect-head", "garbage")
