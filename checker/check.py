@@ -76,7 +76,7 @@ def _load_summary(point: PointInput, *, findings: Findings, limits: Limits) -> d
 
 
 def check_point(point: PointInput, *, counter: TokenCounter | None, findings: Findings, limits: Limits,
-                rel_tol: float) -> PointResult:
+                rel_tol: float, progress: Progress | None = None) -> PointResult:
     """Claimed and recomputed metrics of one load point, with the consistency findings."""
     result = PointResult(system=point.system, model=point.model, concurrency=point.concurrency,
                          source=point.source)
@@ -102,9 +102,13 @@ def check_point(point: PointInput, *, counter: TokenCounter | None, findings: Fi
                        fix="Pass --tokenizer PATH/tokenizer.json of the benchmark model.")
         return result
     started = time.perf_counter()
+    lines_read = None
+    if progress is not None:
+        def lines_read(lines: int) -> None:
+            progress("recompute-point", lines, 0, f"{point.key}: {lines:,} lines")
     recomputed = recompute_point(events, tokenizer=counter, findings=findings,
                                  display=point.display_of("events"), point=point.key,
-                                 max_line_bytes=limits.max_line_bytes)
+                                 max_line_bytes=limits.max_line_bytes, progress=lines_read)
     result.extra["recompute_seconds"] = round(time.perf_counter() - started, 3)
     if recomputed is None:
         return result
@@ -157,7 +161,7 @@ def check(
         for index, point in enumerate(selected):
             notify("recompute", index, len(selected), point.key)
             report.points.append(check_point(point, counter=counter, findings=findings, limits=limits,
-                                             rel_tol=rel_tol))
+                                             rel_tol=rel_tol, progress=progress))
         notify("recompute", len(selected), len(selected), "done")
         run_rules = _optional("checker.rules", "run_rules")
         if run_rules is not None and only_points is None:

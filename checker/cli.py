@@ -16,11 +16,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _progress_printer(stream):
+    position = {"text": ""}
+
     def show(stage: str, done: int, total: int, message: str) -> None:
         if stage == "recompute" and total:
-            stream.write(f"\r[{done}/{total}] {message[:70]:<70}")
+            position["text"] = f"[{done + 1 if done < total else done}/{total}]"
+            stream.write(f"\r{position['text']} {message[:70]:<70}")
             if done == total:
                 stream.write("\n")
+            stream.flush()
+        elif stage == "recompute-point":  # inside a long raw log: how far it has read
+            stream.write(f"\r{position['text']} {message[:70]:<70}")
             stream.flush()
     return show
 

@@ -36,6 +36,7 @@ DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 PROMPT_CACHE_ENTRIES = 200_000
 TEXT_CACHE_CHARS = 32 * 1024 * 1024  # bound on the characters kept as keys of the count caches
 PIECE_CACHE_ENTRIES = 500_000
+PROGRESS_EVERY_LINES = 100_000
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -302,7 +303,10 @@ class PointReplay:
     """Replays one events log in file order and accumulates the per-sample numbers."""
 
     def __init__(self, *, tokenizer, findings: Findings, display: str, point: str | None,
-                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, progress=None) -> None:
+        # progress(lines_read): called every PROGRESS_EVERY_LINES lines, so a worker can heart-beat
+        # through a multi-GB log and a terminal can show that a long point is moving.
+        self.progress = progress
         self.counter = tokenizer if isinstance(tokenizer, TokenCounter) else TokenCounter(tokenizer)
         self.findings = findings
         self.display = display
@@ -474,8 +478,11 @@ class PointReplay:
                           "it was skipped, so the recomputed metrics may be incomplete.", line,
                           "Upload the events.jsonl exactly as the client wrote it.")
 
+        progress = self.progress
         for number, raw in iter_lines(stream, max_line_bytes=self.max_line_bytes, on_too_long=too_long):
             self.lines = number
+            if progress is not None and number % PROGRESS_EVERY_LINES == 0:
+                progress(number)
             if self.ended:
                 break
             if not raw.strip():
@@ -747,10 +754,10 @@ def _get_percentile(block: Any, key: str) -> float | None:
 
 
 def recompute_point(path: Path, *, tokenizer, findings: Findings, display: str, point: str | None = None,
-                    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> dict | None:
+                    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, progress=None) -> dict | None:
     """Recompute one point's summary from its raw log; None when the log cannot be read at all."""
     replay = PointReplay(tokenizer=tokenizer, findings=findings, display=display, point=point,
-                         max_line_bytes=max_line_bytes)
+                         max_line_bytes=max_line_bytes, progress=progress)
     try:
         stream = open_binary(path)
     except OSError as exc:

@@ -309,3 +309,15 @@ def test_overlong_line_is_skipped_not_loaded(tmp_path):
     recompute_point(path, tokenizer=TOKENIZER, findings=findings, display="e", max_line_bytes=1000)
     too_long = [f for f in findings if f.rule == "raw-log-line-too-long"]
     assert len(too_long) == 1 and too_long[0].line == 2
+
+
+def test_progress_is_reported_while_reading_a_long_log(tmp_path, monkeypatch, sample_points):
+    import checker.events as events
+
+    monkeypatch.setattr(events, "PROGRESS_EVERY_LINES", 100)
+    seen: list[int] = []
+    c64 = next(p for p in sample_points if p.name == "c64")
+    recompute_point(c64 / "events.jsonl", tokenizer=TOKENIZER, findings=Findings(), display="c64",
+                    progress=seen.append)
+    lines = sum(1 for _ in open(c64 / "events.jsonl", "rb"))
+    assert seen == list(range(100, lines + 1, 100))
