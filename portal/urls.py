@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework import permissions, routers
 from rest_framework.routers import DefaultRouter
 
 from audit import api as audit_api
@@ -14,7 +15,14 @@ from submissions import api as submissions_api
 admin.site.site_header = "Endpoints Portal administration"
 admin.site.site_title = "Endpoints Portal admin"
 
-router = DefaultRouter()
+class _PublicRootRouter(DefaultRouter):
+    """The API index is public, like the published results and the benchmark catalog it leads to."""
+
+    class APIRootView(routers.APIRootView):
+        permission_classes = [permissions.AllowAny]
+
+
+router = _PublicRootRouter()
 for app_api in (submissions_api, review_api, audit_api, leaderboard_api):
     app_api.register(router)
 

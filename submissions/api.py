@@ -249,10 +249,11 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     @action(detail=True, methods=["post"])
     @idempotent
     def withdraw(self, request, pk=None):
+        submission = self.get_object()  # first: outside the visibility table it is a 404, whatever the body
         data = WithdrawSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         submission = services.submission_withdraw(
-            submission=self.get_object(), actor=request.user, reason=data.validated_data["reason"]
+            submission=submission, actor=request.user, reason=data.validated_data["reason"]
         )
         return Response(SubmissionSerializer(submission).data)
 

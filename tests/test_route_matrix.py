@@ -1,0 +1,208 @@
+"""Every route the portal serves is in this access table, generated from the URL configuration.
+
+A new page, endpoint, export or download that is not declared here fails
+`test_every_route_is_declared`; each declared object route is then exercised against a hidden
+draft (another organisation's) and a published submission, as DESIGN.md's visibility table says.
+The per-role x per-state matrices live in tests/submissions/test_visibility.py (API) and
+tests/submissions/test_pages.py (pages); this file makes sure nothing escapes them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from review.models import ReviewAssignment
+from submissions.models import CheckRun, Submission, SubmissionVersion, VersionFile
+from submissions.uploads import upload_start
+from tests.factories import MembershipFactory, UserFactory
+from tests.submissions.support import api_client, make_catalog
+
+pytestmark = pytest.mark.django_db
+
+PUBLIC, LOGIN, ROLE, OBJECT, LIST, FLOW = "public", "login", "role", "object", "list", "flow"
+
+# name -> (access class, method, url builder taking the world dict)
+ROUTES = {
+    "home": (PUBLIC, "get", lambda w: "/"),
+    "healthz": (PUBLIC, "get", lambda w: "/healthz"),
+    "leaderboard:index": (PUBLIC, "get", lambda w: "/leaderboard/"),
+    "submissions:rules": (PUBLIC, "get", lambda w: "/rules/"),
+    "api-schema": (PUBLIC, "get", lambda w: "/api/schema/"),
+    "api-docs": (PUBLIC, "get", lambda w: "/api/docs/"),
+    "api-redoc": (PUBLIC, "get", lambda w: "/api/redoc/"),
+    "api:api-root": (PUBLIC, "get", lambda w: "/api/v1/"),
+    "api:benchmark-list": (PUBLIC, "get", lambda w: "/api/v1/benchmarks/"),
+    "api:benchmark-detail": (PUBLIC, "get", lambda w: "/api/v1/benchmarks/llama3_1-8b/"),
+    # account flows: reachable by anyone, they reveal nothing about submissions
+    "login": (FLOW, "get", lambda w: "/accounts/login/"),
+    "logout": (FLOW, "post", lambda w: "/accounts/logout/"),
+    "password_reset": (FLOW, "get", lambda w: "/accounts/password_reset/"),
+    "password_reset_done": (FLOW, "get", lambda w: "/accounts/password_reset/done/"),
+    "password_reset_confirm": (FLOW, "get", lambda w: "/accounts/reset/MQ/set-password/"),
+    "password_reset_complete": (FLOW, "get", lambda w: "/accounts/reset/done/"),
+    "password_change": (LOGIN, "get", lambda w: "/accounts/password_change/"),
+    "password_change_done": (LOGIN, "get", lambda w: "/accounts/password_change/done/"),
+    "submissions:dashboard": (LOGIN, "get", lambda w: "/dashboard/"),
+    "submissions:create": (LOGIN, "post", lambda w: "/submissions/new/"),
+    "review:queue": (LOGIN, "get", lambda w: "/review/"),
+    "api:me": (LOGIN, "get", lambda w: "/api/v1/me/"),
+    "audit:event_list": (ROLE, "get", lambda w: "/audit/"),
+    # lists: filtered by visibility, never a 404
+    "api:submission-list": (LIST, "get", lambda w: "/api/v1/submissions/?limit=500"),
+    "api:version-list": (LIST, "get", lambda w: "/api/v1/versions/?limit=500"),
+    "api:check-run-list": (LIST, "get", lambda w: "/api/v1/check-runs/?limit=500"),
+    "api:upload-list": (LIST, "get", lambda w: "/api/v1/uploads/?limit=500"),
+    # one object of one submission: 404 outside the visibility table
+    "submissions:detail": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/"),
+    "submissions:check_fragment": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/versions/1/check/"),
+    "submissions:download": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/versions/1/files/0/"),
+    "submissions:submit": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/submit/"),
+    "submissions:withdraw": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/withdraw/"),
+    "submissions:recheck": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/versions/1/recheck/"),
+    "api:submission-detail": (OBJECT, "get", lambda w: f"/api/v1/submissions/{w['sub'].pk}/"),
+    "api:submission-submit": (OBJECT, "post", lambda w: f"/api/v1/submissions/{w['sub'].pk}/submit/"),
+    "api:submission-withdraw": (OBJECT, "post", lambda w: f"/api/v1/submissions/{w['sub'].pk}/withdraw/"),
+    "api:version-detail": (OBJECT, "get", lambda w: f"/api/v1/versions/{w['version'].pk}/"),
+    "api:version-file": (OBJECT, "get", lambda w: f"/api/v1/versions/{w['version'].pk}/files/0/"),
+    "api:version-recheck": (OBJECT, "post", lambda w: f"/api/v1/versions/{w['version'].pk}/recheck/"),
+    "api:check-run-detail": (OBJECT, "get", lambda w: f"/api/v1/check-runs/{w['run'].pk}/"),
+    "api:upload-detail": (OBJECT, "get", lambda w: f"/api/v1/uploads/{w['upload'].pk}/"),
+    "api:upload-finish": (OBJECT, "post", lambda w: f"/api/v1/uploads/{w['upload'].pk}/finish/"),
+    "api:upload-part": (OBJECT, "put", lambda w: f"/api/v1/uploads/{w['upload'].pk}/parts/0/"),
+}
+UPLOAD_ROUTES = {"api:upload-detail", "api:upload-finish", "api:upload-part"}  # members only, any state
+
+
+def _route_names(patterns, namespace: str | None = None):
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            inner = pattern.namespace or namespace
+            if inner == "admin":
+                continue  # the Django admin: staff only, guarded by Django itself
+            yield from _route_names(pattern.url_patterns, inner if pattern.namespace else namespace)
+        elif isinstance(pattern, URLPattern) and pattern.name:
+            yield f"{namespace}:{pattern.name}" if namespace else pattern.name
+
+
+def test_every_route_is_declared():
+    served = set(_route_names(get_resolver().url_patterns))
+    undeclared = served - set(ROUTES)
+    assert not undeclared, f"routes missing from the access table: {sorted(undeclared)}"
+    stale = set(ROUTES) - served
+    assert not stale, f"declared routes that no longer exist: {sorted(stale)}"
+
+
+def _world(role_users, status: str, tmp_path, settings) -> dict:
+    settings.STORAGES = {**settings.STORAGES, "default": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path)}}}
+    settings.PORTAL_ORG_QUOTA_BYTES = 10**12
+    acme = role_users["organisations"]["acme"]
+    benchmark, system = make_catalog(acme)
+    submission = Submission.objects.create(organisation=acme, system=system, benchmark=benchmark,
+                                           created_by=role_users["submitter"])
+    payload = b"stored bytes"
+    digest = hashlib.sha256(payload).hexdigest()
+    key = default_storage.save(f"blobs/sha256/{digest[:2]}/{digest}", ContentFile(payload))
+    version = SubmissionVersion.objects.create(submission=submission, number=1, kind="bundle",
+                                               size_bytes=len(payload), sha256=digest,
+                                               uploader=role_users["submitter"])
+    VersionFile.objects.create(version=version, position=0, original_filename="b.tar.gz", storage_key=key,
+                               size_bytes=len(payload), sha256=digest)
+    run = CheckRun.objects.create(version=version)
+    upload = upload_start(actor=role_users["submitter"], submission=submission, filename="more.tar.gz",
+                          size=len(payload), sha256=digest)
+    Submission.objects.filter(pk=submission.pk).update(status=status)
+    outsider = UserFactory(username=f"outsider-{status}")
+    MembershipFactory(user=outsider, organisation=role_users["organisations"]["nimbus"], role="submitter")
+    return {"sub": submission, "version": version, "run": run, "upload": upload, "outsider": outsider,
+            "owner": role_users["submitter"], "auditor": role_users["auditor"]}
+
+
+def _request(user, method: str, url: str):
+    if url.startswith("/api/"):
+        client = api_client(user)
+        body = b"x" if method == "put" else {}
+        kwargs = {"content_type": "application/octet-stream"} if method == "put" else {"format": "json"}
+        return getattr(client, method)(url, body, **kwargs)
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    return getattr(client, method)(url, {"reason": "matrix"} if method == "post" else None)
+
+
+OBJECT_ROUTES = sorted(name for name, (kind, _, _) in ROUTES.items() if kind == OBJECT)
+
+
+@pytest.mark.parametrize("name", OBJECT_ROUTES)
+def test_hidden_draft_is_404_for_outsiders_and_never_shown_to_anonymous(name, role_users, tmp_path, settings):
+    world = _world(role_users, "draft", tmp_path, settings)
+    _, method, url = ROUTES[name]
+    outsider = _request(world["outsider"], method, url(world))
+    assert outsider.status_code == 404, (name, outsider.status_code)
+    auditor = _request(world["auditor"], method, url(world))  # drafts are the organisation's own
+    assert auditor.status_code == 404, (name, auditor.status_code)
+    anonymous = _request(None, method, url(world))
+    assert anonymous.status_code in (302, 401, 403, 404), (name, anonymous.status_code)
+    if anonymous.status_code == 302:
+        assert "/accounts/login/" in anonymous["Location"]
+    owner = _request(world["owner"], method, url(world))
+    assert owner.status_code != 404, (name, owner.status_code)  # it exists; the others were told it does not
+
+
+@pytest.mark.parametrize("name", [n for n in OBJECT_ROUTES if ROUTES[n][1] == "get" and n not in UPLOAD_ROUTES])
+def test_published_reads_are_public(name, role_users, tmp_path, settings):
+    world = _world(role_users, "published", tmp_path, settings)
+    _, _, url = ROUTES[name]
+    for user in (None, world["outsider"]):
+        response = _request(user, "get", url(world))
+        assert response.status_code == 200, (name, user, response.status_code)
+
+
+@pytest.mark.parametrize("name", [n for n in OBJECT_ROUTES if n in UPLOAD_ROUTES])
+def test_uploads_stay_with_the_organisation_even_when_published(name, role_users, tmp_path, settings):
+    world = _world(role_users, "published", tmp_path, settings)
+    _, method, url = ROUTES[name]
+    assert _request(world["outsider"], method, url(world)).status_code == 404
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (kind, _, _) in ROUTES.items() if kind == LIST))
+def test_lists_never_carry_hidden_rows(name, role_users, tmp_path, settings):
+    world = _world(role_users, "draft", tmp_path, settings)
+    _, _, url = ROUTES[name]
+    ReviewAssignment.objects.create(submission=world["sub"], reviewer=role_users["reviewer"])
+    for user in (None, world["outsider"], role_users["reviewer"], world["auditor"]):
+        response = _request(user, "get", url(world))
+        if response.status_code != 200:
+            assert response.status_code in (401, 403), (name, response.status_code)
+            continue
+        # the only submission in this world is another organisation's draft: nothing may show
+        assert response.json()["results"] == [], (name, user)
+    owner_rows = _request(world["owner"], "get", url(world)).json()["results"]
+    assert owner_rows, name  # the owner does see them: the filter is not simply empty
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (kind, _, _) in ROUTES.items() if kind == PUBLIC))
+def test_public_routes_answer_anonymous(name, db):
+    _, method, url = ROUTES[name]
+    assert _request(None, method, url({})).status_code == 200, name
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (kind, _, _) in ROUTES.items() if kind in (LOGIN, ROLE)))
+def test_login_routes_refuse_anonymous(name, db):
+    _, method, url = ROUTES[name]
+    response = _request(None, method, url({}))
+    assert response.status_code in (302, 401, 403), (name, response.status_code)
+    if response.status_code == 302:
+        assert "/accounts/login/" in response["Location"]
+
+
+def test_audit_log_is_for_auditors_and_the_chair(role_users):
+    for role, allowed in (("submitter", False), ("reviewer", False), ("auditor", True), ("chair", True)):
+        response = _request(role_users[role], "get", "/audit/")
+        assert (response.status_code == 200) is allowed, (role, response.status_code)
