@@ -2,7 +2,7 @@
 process does not grow with the upload's size").
 
     python bench/upload_memory.py [--sizes 64,256,1024] [--baseline-sizes 64,256] [--check off|eager]
-                                  [--workdir DIR] [--keep]
+                                  [--part-mb N] [--workdir DIR] [--keep]
 
 What it does:
   1. In a temporary folder: a throwaway SQLite database (migrated), local file storage, a chair-made
@@ -270,7 +270,7 @@ def client_naive(url: str, path: str) -> None:
 # --- the benchmark ---------------------------------------------------------------------------
 
 
-def portal_env(work: Path, check: str) -> dict:
+def portal_env(work: Path, check: str, part_mb: int | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "DATABASE_", "PORTAL_", "CELERY_"))}
     env.update({
         "DJANGO_SETTINGS_MODULE": "portal.settings",
@@ -288,6 +288,8 @@ def portal_env(work: Path, check: str) -> dict:
         # off: the check is queued to the in-memory broker and never runs; eager: it runs in the finish request.
         "CELERY_TASK_ALWAYS_EAGER": "1" if check == "eager" else "0",
     })
+    if part_mb:
+        env["PORTAL_UPLOAD_PART_BYTES"] = str(part_mb * MB)
     env.pop("REDIS_URL", None)
     return env
 
@@ -343,13 +345,13 @@ def row_from(size_mb: int, m: dict) -> dict:
             "client_peak_kb": m["client_peak_kb"], "samples": len(sampler.samples)}
 
 
-def bench_chunked(work: Path, sizes: list[int], check: str) -> list[dict]:
-    env = portal_env(work, check)
+def bench_chunked(work: Path, sizes: list[int], check: str, part_mb: int | None) -> list[dict]:
+    env = portal_env(work, check, part_mb)
     token, submission = setup_portal(work, env)
     server = Gunicorn("portal.wsgi", env=env, cwd=ROOT, log=work / "portal-gunicorn.log",
                       probe_path="/api/v1/benchmarks/")
     print(f"portal: gunicorn portal.wsgi, 1 sync worker, {server.url}, master {server.proc.pid}, "
-          f"worker {server.worker}; check {check}", flush=True)
+          f"worker {server.worker}; check {check}; part size {part_mb or 8} MiB", flush=True)
     rows = []
     try:
         # Warm-up (imports, first queries, the upload code paths) so idle RSS is the steady state.
@@ -416,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="naive single-request sizes in MiB; empty to skip the baseline")
     parser.add_argument("--check", choices=("off", "eager"), default="off",
                         help="off: the check is queued and never runs (default); eager: it runs in the finish")
+    parser.add_argument("--part-mb", type=int, help="PORTAL_UPLOAD_PART_BYTES in MiB (default: the portal's, 8)")
     parser.add_argument("--workdir", help="parent folder of the temporary folder (default: the system's)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, database)")
     args = parser.parse_args(argv)
@@ -424,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="upload-memory-", dir=args.workdir))
     print(f"work folder {work}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs", flush=True)
     try:
-        chunked = bench_chunked(work, sizes, args.check) if sizes else []
+        chunked = bench_chunked(work, sizes, args.check, args.part_mb) if sizes else []
         naive = bench_naive(work, baseline_sizes) if baseline_sizes else []
     finally:
         if args.keep:
@@ -432,7 +435,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(work, ignore_errors=True)
     if chunked:
-        print_table(f"chunked upload API (gunicorn portal.wsgi, 1 sync worker, check {args.check}; "
+        print_table(f"chunked upload API (gunicorn portal.wsgi, 1 sync worker, check {args.check}, "
+                    f"{args.part_mb or 8} MiB parts; "
                     "RSS of the worker in MB)", chunked, chunked=True)
     if naive:
         print_table("naive baseline: one POST, view reads request.body (RSS of the worker in MB)", naive,
