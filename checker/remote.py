@@ -329,6 +329,33 @@ def _client(args) -> Client:
     return Client(url, token)
 
 
+def register_system_hint(base_url: str, system: str) -> str:
+    """What to do when the portal has no system of that name for the caller's organisation."""
+    base = base_url.rstrip("/")
+    return (f"the portal has no system {system!r} in your organisation(s), so it cannot create a draft for it.\n"
+            f"  Register it once, with its system_desc.json (the one in your run folders):\n"
+            f"    - in the browser: {base}/systems/ (\"Register a system\"), or\n"
+            f"    - from a script: POST {base}/api/v1/systems/ with {{\"name\": \"{system}\", \"description\": "
+            f"<system_desc.json>}} (add \"organisation\": SLUG if you belong to several);\n"
+            f"  then run the same `portal submit` command again. Check the spelling: the name is the "
+            f"results/<system>/ folder name, e.g. Acme_AX-8000.")
+
+
+def system_exists(client: Client, system: str) -> bool | None:
+    """True/False when the portal says whether the caller's organisations have this system; None when it cannot
+    tell (an older portal without /systems/)."""
+    try:
+        me = client.request("GET", "me/")
+        found = client.request("GET", "systems/?" + urllib.parse.urlencode({"name": system}))
+    except RemoteError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    own = set((me or {}).get("organisations") or {})
+    rows = found.get("results", []) if isinstance(found, dict) else (found or [])
+    return any(row.get("organisation") in own or (me or {}).get("chair") for row in rows)
+
+
 def cmd_submit(args) -> int:
     paths = [Path(p) for p in args.paths]
     missing = [str(p) for p in paths if not p.exists()]
@@ -343,6 +370,10 @@ def cmd_submit(args) -> int:
     try:
         client = _client(args)
         start_fields = {} if args.submission is not None else {"system": args.system, "benchmark": args.benchmark}
+        if args.submission is None and system_exists(client, args.system) is False:
+            print(f"portal submit: {register_system_hint(args.url or os.environ.get('PORTAL_URL', ''), args.system)}",
+                  file=sys.stderr)
+            return EXIT_USAGE
         run_key = uuid.uuid4().hex
         with tempfile.TemporaryDirectory(prefix="portal-submit-") as workdir:
             files = pack(paths, Path(workdir))
@@ -370,6 +401,10 @@ def cmd_submit(args) -> int:
         print_check_run(run)
         return exit_code_for(run)
     except RemoteError as exc:
+        if exc.code == "unknown-system" and args.system:
+            print(f"portal submit: {register_system_hint(args.url or os.environ.get('PORTAL_URL', ''), args.system)}",
+                  file=sys.stderr)
+            return EXIT_USAGE
         print(f"portal submit: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -407,7 +442,8 @@ def add_commands(sub) -> None:
     submit = sub.add_parser("submit", help="upload run archives or a bundle to a portal and (optionally) wait")
     submit.add_argument("paths", nargs="+", metavar="PATH", help="run archives, a bundle archive or a bundle folder")
     _common(submit)
-    submit.add_argument("--system", help="your system's name (for a new draft submission)")
+    submit.add_argument("--system", help="your registered system's name (for a new draft submission; register it "
+                                         "on the portal's Systems page first)")
     submit.add_argument("--benchmark", help="the benchmark's model id, e.g. llama3_1-8b (for a new draft)")
     submit.add_argument("--submission", type=int, help="add a version to this draft submission")
     submit.add_argument("--wait", action="store_true", help="wait for the checks and print the findings")

@@ -191,6 +191,8 @@ PORTAL_MAX_UPLOAD_BYTES = env_int("PORTAL_MAX_UPLOAD_BYTES", 20 * 1024**3, minim
 PORTAL_ORG_QUOTA_BYTES = env_int("PORTAL_ORG_QUOTA_BYTES", 500 * 1024**3, minimum=1024)
 if PORTAL_ORG_QUOTA_BYTES < PORTAL_MAX_UPLOAD_BYTES:
     raise EnvError("PORTAL_ORG_QUOTA_BYTES must be at least PORTAL_MAX_UPLOAD_BYTES.")
+# A system_desc.json registered through the Systems page or API (bytes).
+PORTAL_SYSTEM_DESC_MAX_BYTES = env_int("PORTAL_SYSTEM_DESC_MAX_BYTES", 1024**2, minimum=1024)
 # Uploads larger than this go to a temporary file instead of memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 from django import forms
 
-from submissions.models import Benchmark, Membership, Submission, System
-from submissions.selectors import benchmark_list, user_is_chair, user_org_ids
+from submissions.models import Benchmark, Organisation, Submission, System
+from submissions.selectors import benchmark_list, systems_submittable_by
 
 
 def systems_user_can_submit_for(user):
     """Systems of the organisations where the user is a submitter or org admin (all of them for the chair)."""
-    systems = System.objects.select_related("organisation").order_by("organisation__name", "name")
-    if user_is_chair(user):
-        return systems
-    return systems.filter(
-        organisation_id__in=user_org_ids(user, roles=(Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN))
-    )
+    return systems_submittable_by(user)
 
 
 class SystemChoiceField(forms.ModelChoiceField):
@@ -30,7 +25,7 @@ class BenchmarkChoiceField(forms.ModelChoiceField):
 
 class SubmissionCreateForm(forms.Form):
     system = SystemChoiceField(queryset=System.objects.none(), empty_label=None,
-                               help_text="Register new systems through the API or ask the chair.")
+                               help_text="Not in the list? Register it on the Systems page first.")
     benchmark = BenchmarkChoiceField(queryset=Benchmark.objects.none(), empty_label=None)
     division = forms.ChoiceField(choices=Submission.Division.choices, initial=Submission.Division.STANDARDIZED)
     availability = forms.ChoiceField(choices=Submission.Availability.choices,
@@ -47,3 +42,20 @@ class SubmissionCreateForm(forms.Form):
 class WithdrawForm(forms.Form):
     reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}),
                              help_text="Reviewers and auditors read this.")
+
+
+class SystemRegisterForm(forms.Form):
+    organisation = forms.ModelChoiceField(queryset=Organisation.objects.none(), empty_label=None)
+    name = forms.CharField(max_length=100, help_text="As in the bundle's results/<system>/ folder, e.g. Acme_AX-8000.")
+    system_desc = forms.FileField(label="system_desc.json",
+                                  help_text="The system description your run folders carry; checked against the "
+                                            "checker's JSON Schema.")
+
+    def __init__(self, *args, organisations, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["organisation"].queryset = organisations
+
+
+class SystemDescriptionForm(forms.Form):
+    system_desc = forms.FileField(label="New system_desc.json",
+                                  help_text="Replaces the current description; earlier ones stay in the history.")

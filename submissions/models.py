@@ -156,6 +156,34 @@ class System(models.Model):
             raise ValidationError({"description": "The system description must be a JSON object."})
 
 
+class SystemDescriptionRevision(models.Model):
+    """One system description a system carried, kept when a newer one replaces it (never overwritten)."""
+
+    system = models.ForeignKey(System, on_delete=models.PROTECT, related_name="description_revisions")
+    number = models.PositiveIntegerField(help_text="1 for the description given at registration, then 2, 3...")
+    description = models.JSONField(default=dict, blank=True, help_text="The system_desc.json content of this revision.")
+    sha256 = models.CharField(max_length=64, help_text="SHA-256 of the canonical JSON (sorted keys).")
+    changed_keys = models.JSONField(default=list, blank=True,
+                                    help_text="Top-level keys that differ from the previous revision.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["system_id", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["system", "number"], name="system_description_unique_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.system} description r{self.number}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValidationError("A description revision is history: register a new revision instead.")
+        super().save(*args, **kwargs)
+
+
 # --- Submissions, immutable versions, uploads and check runs ---------------------------------
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from submissions.models import Benchmark, GlobalRole, Membership, Organisation, System
 
@@ -89,12 +89,42 @@ def benchmark_tokenizer_json(benchmark: Benchmark) -> str:
 
 
 def systems_visible_to(user) -> QuerySet[System]:
-    """Systems of the user's own organisations; auditors and the chair see all of them.
-    (Systems of published results become public through the leaderboard, not here.)"""
+    """Systems of the user's own organisations; auditors and the chair see all of them; everyone (anonymous
+    included) sees the systems of published results."""
+    from django.db.models import Exists, OuterRef
+
+    from submissions.models import Submission
+
     systems = System.objects.select_related("organisation")
     if user_is_auditor(user) or user_is_chair(user):
         return systems.all()
-    return systems.filter(organisation_id__in=user_org_ids(user))
+    published = Exists(Submission.objects.filter(system_id=OuterRef("pk"), status=Submission.Status.PUBLISHED))
+    return systems.filter(Q(organisation_id__in=user_org_ids(user)) | Q(published))
+
+
+def systems_submittable_by(user) -> QuerySet[System]:
+    """Systems the user may submit results for and describe: of the organisations where they are a submitter
+    or org admin (all of them for the chair)."""
+    systems = System.objects.select_related("organisation").order_by("organisation__name", "name")
+    if user_is_chair(user):
+        return systems
+    return systems.filter(
+        organisation_id__in=user_org_ids(user, roles=(Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN))
+    )
+
+
+def organisations_registering_systems(user) -> QuerySet[Organisation]:
+    """Organisations the user may register systems for (submitter or org admin; every one for the chair)."""
+    if user_is_chair(user):
+        return Organisation.objects.order_by("name")
+    return Organisation.objects.filter(
+        pk__in=user_org_ids(user, roles=(Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN))
+    ).order_by("name")
+
+
+def system_description_revisions(system: System):
+    """A system's description history, newest first (visible wherever the system is)."""
+    return system.description_revisions.select_related("created_by").order_by("-number")
 
 
 # --- Submissions: the visibility table of DESIGN.md ------------------------------------------

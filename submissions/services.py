@@ -131,38 +131,75 @@ def _require_submitter(actor, organisation: Organisation) -> None:
         raise NotAllowedError(f"Only submitters of {organisation.name} can manage its systems.")
 
 
+def _description_sha256(description: dict) -> str:
+    import hashlib
+    import json
+
+    canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _description_changed_keys(old: dict, new: dict) -> list[str]:
+    return sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key))
+
+
 @transaction.atomic
 def system_register(*, organisation: Organisation, name: str, description: dict, actor) -> System:
-    """Register a system under test for an organisation (its submitters, org admins or the chair)."""
+    """Register a system under test for an organisation (its submitters, org admins or the chair).
+    The description becomes revision 1 of the system's description history."""
+    from submissions.models import SystemDescriptionRevision
+
     _require_submitter(actor, organisation)
     system = System(organisation=organisation, name=name, description=description)
     system.full_clean()
     system.save()
+    revision = SystemDescriptionRevision(system=system, number=1, description=description,
+                                         sha256=_description_sha256(description), changed_keys=[],
+                                         created_by=actor)
+    revision.full_clean()
+    revision.save()
     audit_event_record(
         actor=actor,
         action="system.registered",
         obj=system,
-        data={"organisation": organisation.slug, "name": name},
+        data={"organisation": organisation.slug, "name": name, "description_sha256": revision.sha256},
     )
     return system
 
 
 @transaction.atomic
 def system_update_description(*, system: System, description: dict, actor) -> System:
+    """A new description for a registered system: a new revision (the earlier ones stay), audited with the
+    changed top-level keys. The same description again is refused (`system-description-unchanged`)."""
+    from django.db.models import Max
+
+    from submissions.models import SystemDescriptionRevision
+
     _require_submitter(actor, system.organisation)
     if not isinstance(description, dict):
         raise ValidationError({"description": "The system description must be a JSON object."})
     system = System.objects.select_for_update().get(pk=system.pk)
-    changed_keys = sorted(
-        key
-        for key in set(system.description) | set(description)
-        if system.description.get(key) != description.get(key)
-    )
+    previous = system.description if isinstance(system.description, dict) else {}
+    changed_keys = _description_changed_keys(previous, description)
+    if not changed_keys:
+        raise ConflictError(f"{system.name}: the new description is the same as the current one.",
+                            code="system-description-unchanged")
     system.description = description
     system.full_clean()
     system.save(update_fields=["description", "updated_at"])
+    last = system.description_revisions.aggregate(last=Max("number"))["last"] or 0
+    if last == 0:  # registered before revisions were kept: keep the replaced description first
+        SystemDescriptionRevision.objects.create(system=system, number=1, description=previous,
+                                                 sha256=_description_sha256(previous), changed_keys=[])
+        last = 1
+    revision = SystemDescriptionRevision(system=system, number=last + 1, description=description,
+                                         sha256=_description_sha256(description), changed_keys=changed_keys,
+                                         created_by=actor)
+    revision.full_clean()
+    revision.save()
     audit_event_record(
-        actor=actor, action="system.description_updated", obj=system, data={"changed": changed_keys}
+        actor=actor, action="system.description_updated", obj=system,
+        data={"changed": changed_keys, "revision": revision.number, "description_sha256": revision.sha256},
     )
     return system
 

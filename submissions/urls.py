@@ -19,5 +19,9 @@ urlpatterns = [
         views.version_file_download,
         name="download",
     ),
+    path("systems/", views.system_list, name="systems"),
+    path("systems/new/", views.system_register, name="system_register"),
+    path("systems/<int:pk>/", views.system_detail, name="system_detail"),
+    path("systems/<int:pk>/description/", views.system_update_description, name="system_update_description"),
     path("rules/", views.rules, name="rules"),
 ]

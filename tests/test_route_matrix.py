@@ -26,6 +26,8 @@ from tests.submissions.support import api_client, make_catalog
 pytestmark = pytest.mark.django_db
 
 PUBLIC, LOGIN, ROLE, OBJECT, LIST, FLOW = "public", "login", "role", "object", "list", "flow"
+# A system: its organisation's members, auditors and the chair see it; everyone once it has a published result.
+SYSTEM = "system"
 
 # name -> (access class, method, url builder taking the world dict)
 ROUTES = {
@@ -50,6 +52,8 @@ ROUTES = {
     "password_change_done": (LOGIN, "get", lambda w: "/accounts/password_change/done/"),
     "submissions:dashboard": (LOGIN, "get", lambda w: "/dashboard/"),
     "submissions:create": (LOGIN, "post", lambda w: "/submissions/new/"),
+    "submissions:systems": (LOGIN, "get", lambda w: "/systems/"),
+    "submissions:system_register": (LOGIN, "post", lambda w: "/systems/new/"),
     "review:queue": (LOGIN, "get", lambda w: "/review/"),
     "api:me": (LOGIN, "get", lambda w: "/api/v1/me/"),
     "audit:event_list": (ROLE, "get", lambda w: "/audit/"),
@@ -75,6 +79,12 @@ ROUTES = {
     "api:upload-detail": (OBJECT, "get", lambda w: f"/api/v1/uploads/{w['upload'].pk}/"),
     "api:upload-finish": (OBJECT, "post", lambda w: f"/api/v1/uploads/{w['upload'].pk}/finish/"),
     "api:upload-part": (OBJECT, "put", lambda w: f"/api/v1/uploads/{w['upload'].pk}/parts/0/"),
+    # systems (visibility of their own, see SYSTEM above)
+    "submissions:system_detail": (SYSTEM, "get", lambda w: f"/systems/{w['system'].pk}/"),
+    "submissions:system_update_description": (SYSTEM, "post", lambda w: f"/systems/{w['system'].pk}/description/"),
+    "api:system-list": (SYSTEM, "get", lambda w: "/api/v1/systems/?limit=500"),
+    "api:system-detail": (SYSTEM, "get", lambda w: f"/api/v1/systems/{w['system'].pk}/"),
+    "api:system-update-description": (SYSTEM, "post", lambda w: f"/api/v1/systems/{w['system'].pk}/description/"),
 }
 UPLOAD_ROUTES = {"api:upload-detail", "api:upload-finish", "api:upload-part"}  # members only, any state
 
@@ -120,7 +130,8 @@ def _world(role_users, status: str, tmp_path, settings) -> dict:
     Submission.objects.filter(pk=submission.pk).update(status=status)
     outsider = UserFactory(username=f"outsider-{status}")
     MembershipFactory(user=outsider, organisation=role_users["organisations"]["nimbus"], role="submitter")
-    return {"sub": submission, "version": version, "run": run, "upload": upload, "outsider": outsider,
+    return {"sub": submission, "system": system, "version": version, "run": run, "upload": upload,
+            "outsider": outsider,
             "owner": role_users["submitter"], "auditor": role_users["auditor"]}
 
 
@@ -206,3 +217,50 @@ def test_audit_log_is_for_auditors_and_the_chair(role_users):
     for role, allowed in (("submitter", False), ("reviewer", False), ("auditor", True), ("chair", True)):
         response = _request(role_users[role], "get", "/audit/")
         assert (response.status_code == 200) is allowed, (role, response.status_code)
+
+
+SYSTEM_ROUTES = sorted(name for name, (kind, _, _) in ROUTES.items() if kind == SYSTEM)
+
+
+def _system_ids(response) -> list[int]:
+    return [row["id"] for row in response.json()["results"]]
+
+
+@pytest.mark.parametrize("name", SYSTEM_ROUTES)
+def test_system_of_a_draft_only_is_hidden_from_outsiders_and_anonymous(name, role_users, tmp_path, settings):
+    world = _world(role_users, "draft", tmp_path, settings)
+    _, method, url = ROUTES[name]
+    is_list = name.endswith("-list")
+    outsider = _request(world["outsider"], method, url(world))
+    anonymous = _request(None, method, url(world))
+    if is_list:
+        assert outsider.status_code == anonymous.status_code == 200
+        assert world["system"].pk not in _system_ids(outsider) + _system_ids(anonymous)
+    else:
+        assert outsider.status_code == 404, (name, outsider.status_code)
+        assert anonymous.status_code in (302, 401, 403, 404), (name, anonymous.status_code)
+        if anonymous.status_code == 302:
+            assert "/accounts/login/" in anonymous["Location"]
+    for user in (world["owner"], world["auditor"]):  # auditors see every system, drafts or not
+        response = _request(user, method, url(world))
+        assert response.status_code != 404, (name, user, response.status_code)
+        if is_list:
+            assert world["system"].pk in _system_ids(response)
+
+
+@pytest.mark.parametrize("name", SYSTEM_ROUTES)
+def test_system_of_a_published_result_is_public_but_only_its_organisation_writes(name, role_users, tmp_path,
+                                                                                 settings):
+    world = _world(role_users, "published", tmp_path, settings)
+    _, method, url = ROUTES[name]
+    before = world["system"].description
+    for user in (None, world["outsider"]):
+        response = _request(user, method, url(world))
+        if method == "get":
+            assert response.status_code == 200, (name, user, response.status_code)
+            if name.endswith("-list"):
+                assert world["system"].pk in _system_ids(response)
+        else:
+            assert response.status_code in (302, 401, 403), (name, user, response.status_code)
+    world["system"].refresh_from_db()
+    assert world["system"].description == before

@@ -115,7 +115,10 @@ def test_system_description_update_records_changed_keys(role_users):
         system=system, description={"a": 1, "b": 3, "c": 4}, actor=role_users["submitter"]
     )
     assert System.objects.get(pk=system.pk).description == {"a": 1, "b": 3, "c": 4}
-    assert AuditEvent.objects.get(action="system.description_updated").data == {"changed": ["b", "c"]}
+    assert AuditEvent.objects.get(action="system.description_updated").data["changed"] == ["b", "c"]
+    # The replaced description is history, not gone.
+    assert [r.description for r in system.description_revisions.order_by("number")] == [
+        {"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 4}]
     with pytest.raises(ValidationError):
         system_update_description(
             system=system, description=["not", "an", "object"], actor=role_users["submitter"]
