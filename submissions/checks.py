@@ -254,6 +254,66 @@ def _json_safe(value):
     return json.loads(json.dumps(value, default=str, allow_nan=False)) if value is not None else None
 
 
+def _top_level_differences(registered: dict, uploaded: dict) -> list[str]:
+    return sorted(key for key in set(registered) | set(uploaded) if registered.get(key) != uploaded.get(key))
+
+
+def scope_findings(layout, *, submission, findings) -> None:
+    """Portal-only rules over the whole version, which need the submission: every point must be of the
+    submission's system and model (`submission-scope`, error), and the system_desc.json the points carry should
+    be the registered description of the system (`system-desc-mismatch`, warning, naming the differing keys)."""
+    import json
+
+    from checker.inputs import Limits
+    from checker.loaders import load_json
+    from checker.report import Findings
+
+    system, model = submission.system.name, submission.benchmark.model_id
+    expected = f"{system}/{model}"
+    registered = submission.system.description if isinstance(submission.system.description, dict) else {}
+    descriptions: dict[str, dict] = {}  # canonical JSON -> {"description", "displays", "points"}
+    for point in sorted(layout.points, key=lambda p: (p.system, p.model, p.concurrency)):
+        found = f"{point.system}/{point.model}"
+        if found != expected:
+            what = " and ".join(name for name, differs in (("system", point.system != system),
+                                                           ("model", point.model != model)) if differs)
+            findings.error(
+                "submission-scope",
+                f"{point.display}: this load point is for {found}, but submission #{submission.pk} is for "
+                f"{expected} (the {what} differ{'s' if ' and ' not in what else ''}).",
+                file=point.display, point=point.key,
+                fix=f"Upload only run archives (or a bundle) of {expected} to this submission. Results of {found} "
+                    f"belong in their own submission: create one for that system and benchmark on the dashboard "
+                    f"(register the system on the Systems page first if it is new).",
+            )
+            continue
+        path = point.files.get("system_desc.json")
+        if not registered or path is None:
+            continue
+        uploaded = load_json(path, display=point.display_of("system_desc.json"), findings=Findings(),
+                             limits=Limits())  # unreadable copies already have their own findings
+        if not isinstance(uploaded, dict) or uploaded == registered:
+            continue
+        canonical = json.dumps(uploaded, sort_keys=True, default=str)
+        entry = descriptions.setdefault(canonical, {"description": uploaded, "displays": [], "points": []})
+        entry["displays"].append(point.display_of("system_desc.json"))
+        entry["points"].append(point.key)
+    revision = submission.system.description_revisions.order_by("-number").values_list("number", flat=True).first()
+    for entry in descriptions.values():
+        keys = _top_level_differences(registered, entry["description"])
+        others = len(entry["displays"]) - 1
+        also = f" (and the copies of {others} more point{'s' if others != 1 else ''})" if others else ""
+        findings.warning(
+            "system-desc-mismatch",
+            f"{entry['displays'][0]}{also} differs from the registered description of {system}"
+            f"{f' (revision {revision})' if revision else ''} in the top-level key{'s' if len(keys) != 1 else ''} "
+            f"{', '.join(keys)}.",
+            file=entry["displays"][0], point=entry["points"][0] if len(entry["points"]) == 1 else None,
+            fix=f"If the system changed, give {system} the new system_desc.json on its system page (a new, audited "
+                "revision); otherwise upload results made with the registered description.",
+        )
+
+
 def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
     """The join: rules over the whole version on the stored points, then running -> passed/failed."""
     from checker.inputs import Limits, open_inputs
@@ -288,6 +348,7 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
                 run_rules = None
             if run_rules is not None:
                 run_rules(layout, report, ruleset=check_run.ruleset)
+            scope_findings(layout, submission=check_run.version.submission, findings=report.findings)
             try:
                 from checker.curve import build_curves
             except ImportError:
