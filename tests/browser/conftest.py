@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 from tests.conftest import IN_CI
+from tests.submissions.conftest import live_pipeline  # noqa: F401 - a real celery worker for the live-check tests
 
 CHROMIUM = os.environ.get("PORTAL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
