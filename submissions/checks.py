@@ -267,10 +267,23 @@ def scope_findings(layout, *, submission, findings) -> None:
     from checker.inputs import Limits
     from checker.loaders import load_json
     from checker.report import Findings
+    from checker.ruleset import RulesetError, load_ruleset
 
     system, model = submission.system.name, submission.benchmark.model_id
     expected = f"{system}/{model}"
+    # Keys the rules let vary from point to point (parallelism, batch, tps_utilization...) are not the
+    # system's identity: leave them out of the comparison with the registered description.
+    try:
+        per_point = set(load_ruleset(submission.benchmark.ruleset_version).get(
+            "disclosure", "system_desc_per_point", default=[]) or [])
+    except RulesetError:
+        per_point = set()
+
+    def identity(description: dict) -> dict:
+        return {k: v for k, v in description.items() if k not in per_point}
+
     registered = submission.system.description if isinstance(submission.system.description, dict) else {}
+    registered = identity(registered)
     descriptions: dict[str, dict] = {}  # canonical JSON -> {"description", "displays", "points"}
     for point in sorted(layout.points, key=lambda p: (p.system, p.model, p.concurrency)):
         found = f"{point.system}/{point.model}"
@@ -292,8 +305,9 @@ def scope_findings(layout, *, submission, findings) -> None:
             continue
         uploaded = load_json(path, display=point.display_of("system_desc.json"), findings=Findings(),
                              limits=Limits())  # unreadable copies already have their own findings
-        if not isinstance(uploaded, dict) or uploaded == registered:
+        if not isinstance(uploaded, dict) or identity(uploaded) == registered:
             continue
+        uploaded = identity(uploaded)
         canonical = json.dumps(uploaded, sort_keys=True, default=str)
         entry = descriptions.setdefault(canonical, {"description": uploaded, "displays": [], "points": []})
         entry["displays"].append(point.display_of("system_desc.json"))
