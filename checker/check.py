@@ -173,7 +173,7 @@ def check(
         if official:
             cross_check = _optional("checker.official", "cross_check")
             if cross_check is not None:
-                cross_check(layout, report)
+                cross_check(layout, report, workdir=Path(sandbox))
     # Several stages read the same descriptor through the same safe loader: say each thing once.
     unique: dict[tuple, object] = {}
     for f in report.findings:

@@ -1,4 +1,5 @@
-"""The `portal` command line: `portal check` runs the checker locally (no Django, no network)."""
+"""The `portal` command line: `portal check` runs the checker locally (no Django, no network);
+`portal assemble` writes the bundle the portal builds from run archives."""
 
 from __future__ import annotations
 
@@ -61,6 +62,43 @@ def cmd_check(args) -> int:
     return EXIT_FAIL if report.verdict == "fail" else EXIT_PASS
 
 
+def cmd_assemble(args) -> int:
+    import tempfile
+
+    from checker.assemble import PENDING_SUBMISSION_ID, AssemblyError, assemble, organisation_of
+    from checker.inputs import Limits, open_inputs
+    from checker.report import Findings
+
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:
+        print(f"portal assemble: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE
+    findings = Findings()
+    with tempfile.TemporaryDirectory(prefix="portal-assemble-") as sandbox:
+        layout = open_inputs(args.paths, workdir=Path(sandbox), limits=Limits(), findings=findings)
+        if not layout.points:
+            for f in findings:
+                print(f"{f.severity}: {f.rule}: {f.message}", file=sys.stderr)
+            print("portal assemble: no load point found in the inputs", file=sys.stderr)
+            return EXIT_USAGE
+        organisation = args.organisation or organisation_of(layout)
+        submission_id = args.submission_id or layout.submission_id or PENDING_SUBMISSION_ID
+        try:
+            result = assemble(layout, Path(args.out), organisation=organisation, submission_id=submission_id,
+                              include_raw_logs=not args.no_raw_logs)
+        except (AssemblyError, OSError) as exc:
+            print(f"portal assemble: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    findings.extend(result.findings)
+    for f in findings:
+        where = f" ({f.file})" if f.file else ""
+        print(f"{f.severity}: {f.rule}: {f.message}{where}", file=sys.stderr)
+    print(f"{result.root}: {len(result.points)} point(s), {result.files} files, {result.bytes:,} bytes")
+    for key in sorted(result.points, key=lambda k: (k.rsplit("/r", 1)[0], int(k.rsplit("/r", 1)[1]))):
+        print(f"  results/{key}/")
+    return EXIT_FAIL if any(f.severity == "error" for f in findings) else EXIT_PASS
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="portal", description="Endpoints Portal command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -79,6 +117,16 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--max-line-bytes", type=int, help="cap on one events.jsonl line")
     check.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     check.set_defaults(func=cmd_check)
+    assemble = sub.add_parser("assemble", help="write the bundle the portal assembles from run archives")
+    assemble.add_argument("paths", nargs="+", metavar="PATH", help="run archives or run folders (one per load point)")
+    assemble.add_argument("--out", required=True, metavar="DIR", help="folder to write <org>/<submission_id>/ into")
+    assemble.add_argument("--organisation", metavar="ORG",
+                          help="organisation folder (default: system_desc.json submitter_org_names)")
+    assemble.add_argument("--submission-id", metavar="ID",
+                          help="submission id folder (default: pending-submission-id, as the official builder)")
+    assemble.add_argument("--no-raw-logs", action="store_true",
+                          help="leave out events.jsonl[.zst] and power/ (the official bundle has neither)")
+    assemble.set_defaults(func=cmd_assemble)
     _add_remote_commands(sub)
     return parser
 

@@ -1,4 +1,9 @@
-"""Cross-check with the official checker (endpoints-submission-cli), when installed: its verdict and every disagreement."""
+"""Cross-check with the official checker (endpoints-submission-cli), when installed: its verdict and every disagreement.
+
+Run archives (no bundle among the inputs) are first assembled into the official bundle layout in the
+sandbox (`checker.assemble`, without the raw logs, which the official checker does not read), and the
+official checker runs on that; its point paths are mapped back to the inputs' points.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from checker.assemble import PENDING_SUBMISSION_ID, AssemblyError, assemble, organisation_of
 from checker.inputs import Layout
 from checker.report import Report
 
@@ -48,12 +54,18 @@ def point_of(path: str | None) -> str | None:
     return f"{m.group(1)}/{m.group(2)}/r{int(m.group(3))}"
 
 
-def verdict_keys(results: list[dict[str, Any]]) -> set[tuple[str, str, str | None]]:
-    """(rule, severity, point) of every official error and warning."""
+def _mapped(path: str | None, point_map: dict[str, str] | None) -> str | None:
+    point = point_of(path)
+    return point_map.get(point, point) if point_map and point else point
+
+
+def verdict_keys(results: list[dict[str, Any]],
+                 point_map: dict[str, str] | None = None) -> set[tuple[str, str, str | None]]:
+    """(rule, severity, point) of every official error and warning; point_map renames bundle points."""
     out = set()
     for r in results:
         if isinstance(r, dict) and r.get("severity") in _SEVERITIES:
-            out.add((str(r.get("rule")), str(r.get("severity")), point_of(r.get("path"))))
+            out.add((str(r.get("rule")), str(r.get("severity")), _mapped(r.get("path"), point_map)))
     return out
 
 
@@ -86,13 +98,13 @@ def run_official(root: Path, *, timeout_s: float = 900.0) -> tuple[dict[str, Any
     return data, ""
 
 
-def compare(report: Report, official_results: list[dict[str, Any]]) -> None:
+def compare(report: Report, official_results: list[dict[str, Any]], point_map: dict[str, str] | None = None) -> None:
     """One info finding `official-checker-disagreement` per (rule, severity, point) only one side reports."""
-    theirs, ours = verdict_keys(official_results), portal_keys(report)
+    theirs, ours = verdict_keys(official_results, point_map), portal_keys(report)
     messages: dict[tuple, str] = {}
     for r in official_results:
         if isinstance(r, dict) and r.get("severity") in _SEVERITIES:
-            messages.setdefault((str(r.get("rule")), str(r.get("severity")), point_of(r.get("path"))),
+            messages.setdefault((str(r.get("rule")), str(r.get("severity")), _mapped(r.get("path"), point_map)),
                                 str(r.get("message"))[:300])
     for rule, severity, point in sorted(theirs - ours, key=str):
         report.findings.info(
@@ -106,8 +118,12 @@ def compare(report: Report, official_results: list[dict[str, Any]]) -> None:
             "See docs/rules.md for the deliberate differences.", point=point)
 
 
-def cross_check(layout: Layout, report: Report, *, timeout_s: float = 900.0) -> None:
-    """Run the official checker on the same bundle, store its verdict in report.official, report disagreements."""
+def cross_check(layout: Layout, report: Report, *, timeout_s: float = 900.0, workdir: Path | None = None) -> None:
+    """Run the official checker on the same bundle, store its verdict in report.official, report disagreements.
+
+    Inputs without a bundle are assembled into one below `workdir` (the check's sandbox; a temporary
+    folder when None) first; the assembly's own findings (assembly-*) are added to the report.
+    """
     version = official_version()
     if official_command() is None:
         report.official = {"available": False, "package": PACKAGE}
@@ -116,27 +132,58 @@ def cross_check(layout: Layout, report: Report, *, timeout_s: float = 900.0) -> 
                              fix=f"pip install '{PACKAGE}' (the portal's optional extra 'official').")
         return
     if layout.root is None:
-        report.official = {"available": True, "version": version, "ran": False}
-        report.findings.info("official-checker-unavailable",
-                             "The official checker reads assembled bundles; these inputs are run archives only.")
+        if not layout.points:
+            report.official = {"available": True, "version": version, "ran": False}
+            report.findings.info("official-checker-unavailable",
+                                 "The official checker reads bundles; these inputs hold no load point to assemble.")
+            return
+        if workdir is not None:
+            Path(workdir).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="assembled-", dir=workdir) as tmp:
+            submission_id = layout.submission_id or PENDING_SUBMISSION_ID
+            try:
+                assembly = assemble(layout, Path(tmp), organisation=organisation_of(layout),
+                                    submission_id=submission_id, include_raw_logs=False)
+            except (AssemblyError, OSError) as exc:
+                report.official = {"available": True, "version": version, "ran": False,
+                                   "problem": f"assembly failed: {exc}"}
+                report.findings.info("official-checker-unavailable",
+                                     f"The run archives could not be assembled into a bundle: {exc}.")
+                return
+            report.findings.extend(assembly.findings)
+            _run_and_compare(assembly.root, report, version=version, timeout_s=timeout_s,
+                             point_map=assembly.points, strip=Path(tmp),
+                             assembled=f"{assembly.organisation}/{assembly.submission_id}/")
         return
-    data, problem = run_official(layout.root, timeout_s=timeout_s)
+    _run_and_compare(layout.root, report, version=version, timeout_s=timeout_s)
+
+
+def _run_and_compare(root: Path, report: Report, *, version: str | None, timeout_s: float,
+                     point_map: dict[str, str] | None = None, strip: Path | None = None,
+                     assembled: str | None = None) -> None:
+    data, problem = run_official(root, timeout_s=timeout_s)
     if data is None:
         report.official = {"available": True, "version": version, "ran": False, "problem": problem}
         report.findings.info("official-checker-unavailable", f"Official cross-check failed: {problem}.")
         return
     results = data["results"]
+    if strip is not None:  # the assembled bundle is temporary: paths relative to its <org>/ parent
+        prefix = str(strip).rstrip("/") + "/"
+        results = [{**r, "path": r["path"][len(prefix):]} if isinstance(r, dict) and isinstance(r.get("path"), str)
+                   and r["path"].startswith(prefix) else r for r in results]
     report.official = {
         "available": True,
         "version": version,
         "ran": True,
+        **({"assembled": assembled} if assembled else {}),
         "exit_code": data.get("exit_code"),
         "passed": data.get("passed"),
         "errors": sum(1 for r in results if isinstance(r, dict) and r.get("severity") == "error"),
         "warnings": sum(1 for r in results if isinstance(r, dict) and r.get("severity") == "warning"),
         "results": [
-            {k: r.get(k) for k in ("rule", "severity", "message", "path", "fix", "passed")} | {"point": point_of(r.get("path"))}
+            {k: r.get(k) for k in ("rule", "severity", "message", "path", "fix", "passed")}
+            | {"point": _mapped(r.get("path"), point_map)}
             for r in results if isinstance(r, dict)
         ],
     }
-    compare(report, results)
+    compare(report, results, point_map)
