@@ -81,7 +81,6 @@ import json  # noqa: E402
 
 from django.conf import settings  # noqa: E402
 from django.db import transaction  # noqa: E402
-from django.http import StreamingHttpResponse  # noqa: E402
 from django.shortcuts import get_object_or_404  # noqa: E402
 from drf_spectacular.types import OpenApiTypes  # noqa: E402
 from drf_spectacular.utils import OpenApiParameter, extend_schema_field  # noqa: E402
@@ -287,14 +286,7 @@ class VersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         """The stored bytes exactly as uploaded (streamed; visibility-checked like the submission)."""
         version_file = get_object_or_404(version_files_visible_to(request.user), version_id=pk,
                                          position=int(position))
-        response = StreamingHttpResponse(uploads.version_file_chunks(version_file),
-                                         content_type="application/octet-stream")
-        response["Content-Length"] = str(version_file.size_bytes)
-        safe_name = "".join(ch for ch in version_file.original_filename if ch.isalnum() or ch in "._-") or "file"
-        response["Content-Disposition"] = f'attachment; filename="{safe_name}"'
-        response["ETag"] = f'"{version_file.sha256}"'
-        response["X-Content-SHA256"] = version_file.sha256
-        return response
+        return uploads.version_file_response(version_file)
 
     @extend_schema(request=None, responses={201: CheckRunSummarySerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @action(detail=True, methods=["post"], filterset_class=None)

@@ -476,3 +476,20 @@ def uploads_expire(*, now=None) -> list[uuid.UUID]:
 def version_file_chunks(version_file: VersionFile) -> Iterator[bytes]:
     """The stored bytes of a version file, streamed (for downloads and the checker)."""
     return storage_iter_chunks(version_file.storage_key)
+
+
+def version_file_response(version_file):
+    """The stored bytes of one version file as an HTTP download: streamed, exact, with its SHA-256.
+
+    The name in Content-Disposition keeps ASCII letters, digits and "._-" only, so no upload name can
+    inject a header or a path."""
+    from django.http import StreamingHttpResponse
+
+    response = StreamingHttpResponse(version_file_chunks(version_file), content_type="application/octet-stream")
+    response["Content-Length"] = str(version_file.size_bytes)
+    safe_name = "".join(ch for ch in version_file.original_filename
+                        if (ch.isascii() and ch.isalnum()) or ch in "._-") or "file"
+    response["Content-Disposition"] = f'attachment; filename="{safe_name}"'
+    response["ETag"] = f'"{version_file.sha256}"'
+    response["X-Content-SHA256"] = version_file.sha256
+    return response

@@ -15,7 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -181,13 +181,7 @@ def version_file_download(request, pk: int, number: int, position: int):
     submission = _visible_submission(request, pk)
     version = _version_or_404(submission, number)
     version_file = get_object_or_404(version.files, position=position)
-    response = StreamingHttpResponse(uploads.version_file_chunks(version_file),
-                                     content_type="application/octet-stream")
-    response["Content-Length"] = str(version_file.size_bytes)
-    safe_name = "".join(ch for ch in version_file.original_filename if ch.isalnum() or ch in "._-") or "file"
-    response["Content-Disposition"] = f'attachment; filename="{safe_name}"'
-    response["X-Content-SHA256"] = version_file.sha256
-    return response
+    return uploads.version_file_response(version_file)
 
 
 def _back(submission: Submission):
