@@ -13,7 +13,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-RULE_DOCS = ["rules.md", "input-safety.md", "report-format.md", "power.md"]
+RULE_DOCS = ["rules.md", "input-safety.md", "report-format.md", "power.md", "assembly.md"]
 _RULE_ID = re.compile(r"`([a-z0-9]+(?:[-_][a-z0-9]+)+)`")
 _CODE = re.compile(r"`([^`]+)`")
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")

@@ -157,7 +157,7 @@ def test_submission_page_shows_findings_points_and_step_chart(client, people):
 
 def test_rules_page_documents_the_rule_ids_findings_link_to(client):
     html = client.get("/rules/").content.decode()
-    for rule in ("raw-log-consistency", "accuracy-sample-count", "point-duration", "archive-corrupt"):
+    for rule in ("raw-log-consistency", "accuracy-sample-count", "point-duration", "archive-corrupt", "assembly-conflict"):
         assert f'id="rule-{rule}"' in html
 
 
