@@ -121,7 +121,7 @@ def compare(report: Report, official_results: list[dict[str, Any]], point_map: d
 def cross_check(layout: Layout, report: Report, *, timeout_s: float = 900.0, workdir: Path | None = None) -> None:
     """Run the official checker on the same bundle, store its verdict in report.official, report disagreements.
 
-    Inputs without a bundle are assembled into one below `workdir` (the check's sandbox; a temporary
+    Inputs without a bundle (or a bundle plus run archives) are assembled into one below `workdir` (the check's sandbox; a temporary
     folder when None) first; the assembly's own findings (assembly-*) are added to the report.
     """
     version = official_version()
@@ -131,7 +131,7 @@ def cross_check(layout: Layout, report: Report, *, timeout_s: float = 900.0, wor
                              f"The official checker ({PACKAGE}) is not installed, so no cross-check was made.",
                              fix=f"pip install '{PACKAGE}' (the portal's optional extra 'official').")
         return
-    if layout.root is None:
+    if layout.root is None or layout.kind == "mixed":  # a bundle plus run archives: all points, one bundle
         if not layout.points:
             report.official = {"available": True, "version": version, "ran": False}
             report.findings.info("official-checker-unavailable",

@@ -200,3 +200,17 @@ def test_portal_assemble_command(tmp_path):
     assert (out / "Acme" / "pending-submission-id" / "docs/calibration.md").is_file()
     assert not list((out / "Acme").rglob("events.jsonl"))
     assert portal("nowhere.tar.gz", "--out", str(out)).returncode == 2
+
+
+def test_official_checker_on_a_bundle_plus_run_archives_sees_every_point(tmp_path):
+    if official_command() is None:
+        pytest.skip("endpoints-submission-cli is not installed")
+    runs = _run_folders(tmp_path, 1)
+    power = json.loads((runs / "c1/system_power.json").read_text())
+    power["system_desc_id"] = "Acme_AX-9000"  # an extra system only the run folder brings
+    (runs / "c1/system_power.json").write_text(json.dumps(power))
+    report = check([BUNDLE, runs / "c1"], tokenizer=TOKENIZER, official=True)
+    assert report.official["ran"] is True
+    assert report.official["assembled"] == "AcmeCompute/acme-2026-12-C0-endpoints-001/"
+    points = {r["point"] for r in report.official["results"] if r["point"]}
+    assert {p.split("/")[0] for p in points} == {"Acme_AX-4000", "Acme_AX-8000", "Acme_AX-9000"}
