@@ -81,7 +81,9 @@ def run_official(root: Path, *, timeout_s: float = 900.0) -> tuple[dict[str, Any
     with tempfile.TemporaryDirectory(prefix="official-") as tmp:
         out = Path(tmp) / "out.json"
         try:
-            proc = subprocess.run([*cmd, "check-submission", str(root), "-o", str(out)], capture_output=True,
+            # The checker runs in its own temporary folder: give it an absolute path to the bundle.
+            proc = subprocess.run([*cmd, "check-submission", str(Path(root).resolve()), "-o", str(out)],
+                                  capture_output=True,
                                   timeout=timeout_s, cwd=tmp, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return None, f"{PACKAGE} could not run: {type(exc).__name__}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -139,3 +140,16 @@ def test_hostile_claimed_values_become_findings(tmp_path, value):
     report = json.loads(result.stdout)
     assert "Traceback" not in result.stderr
     assert any(f["severity"] == "error" and f["point"] == "Acme_AX-8000/llama3_1-8b/r1" for f in report["findings"])
+
+
+def test_official_cross_check_accepts_a_relative_bundle_path():
+    if shutil.which("endpoints-submission-cli") is None and not Path(sys.executable).with_name(
+            "endpoints-submission-cli").exists():
+        if os.environ.get("CI", "").lower() in ("1", "true"):
+            pytest.fail("endpoints-submission-cli is not installed (pip install -e '.[official]')")
+        pytest.skip("endpoints-submission-cli is not installed")
+    result = portal("check", "tests/checker/fixtures/bundle", "--tokenizer", str(TOKENIZER), "--official",
+                    "--format", "json")
+    official = json.loads(result.stdout)["official"]
+    assert official["ran"] is True
+    assert (official["errors"], official["warnings"]) == (8, 28)  # the stored official verdict
