@@ -309,6 +309,8 @@ PORTAL_CHECK_QUEUE = env_str("PORTAL_CHECK_QUEUE", "celery")
 # A running check whose heartbeat is older than this is re-queued (or failed after the last attempt).
 PORTAL_CHECK_HEARTBEAT_TIMEOUT_S = env_int("PORTAL_CHECK_HEARTBEAT_TIMEOUT_S", 300, minimum=5)
 PORTAL_CHECK_MAX_ATTEMPTS = env_int("PORTAL_CHECK_MAX_ATTEMPTS", 3, minimum=1)
+# Also run the official checker (the `official` extra) on every version and report disagreements.
+PORTAL_CHECK_OFFICIAL = env_bool("PORTAL_CHECK_OFFICIAL", True)
 # A queued check that has not started after this long lost its start message (e.g. Redis was flushed): it is
 # sent again as the next attempt (or failed after the last). Keep it above the longest normal wait in the queue.
 PORTAL_CHECK_QUEUED_TIMEOUT_S = env_int("PORTAL_CHECK_QUEUED_TIMEOUT_S", 3600, minimum=5)

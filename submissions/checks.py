@@ -363,6 +363,15 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
             if run_rules is not None:
                 run_rules(layout, report, ruleset=check_run.ruleset)
             scope_findings(layout, submission=check_run.version.submission, findings=report.findings)
+            if settings.PORTAL_CHECK_OFFICIAL:
+                # The official checker's own verdict on the same files, with every disagreement an info
+                # finding, so reviewers see where the portal is stricter and why.
+                try:
+                    from checker.official import cross_check
+                except ImportError:
+                    cross_check = None
+                if cross_check is not None:
+                    cross_check(layout, report, workdir=Path(sandbox))
             try:
                 from checker.curve import build_curves
             except ImportError:

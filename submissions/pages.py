@@ -183,7 +183,9 @@ def check_section_context(submission: Submission, version) -> dict:
                 if finding.point:
                     errors_by_point[finding.point] = errors_by_point.get(finding.point, 0) + 1
     curves = check_run.curves or []
+    official = (check_run.report or {}).get("official") if isinstance(check_run.report, dict) else None
     context.update({
+        "official": official if isinstance(official, dict) else None,
         "finding_groups": groups,
         "point_rows": point_rows(check_run, errors_by_point=errors_by_point),
         "point_metric_headings": [heading for _key, heading, _kind in POINT_METRICS],

@@ -6,7 +6,7 @@ import io
 import tarfile
 
 import pytest
-from django.test import override_settings
+from django.test import Client, override_settings
 
 from submissions.models import CheckRun, PointMetric, Submission, SubmissionVersion, Upload
 from tests.submissions.support import (
@@ -51,6 +51,14 @@ def test_seven_run_archives_make_one_version_with_seven_points(role_users, draft
     detail = client.get(f"/api/v1/check-runs/{run.pk}/").json()
     assert len(detail["point_metrics"]) == 7
     assert detail["status"] == run.status
+    # the official checker ran on the bundle the portal assembled from the archives, as the stored
+    # official verdict says for AX-8000: 4 accuracy-sample-count errors, 7 + 7 duration/steady-state warnings
+    official = run.report["official"]
+    assert official["ran"] is True and (official["errors"], official["warnings"]) == (4, 14)
+    browser = Client()
+    browser.force_login(role_users["submitter"])
+    page = browser.get(f"/submissions/{draft.pk}/").content.decode()
+    assert "data-official-checker" in page and "4 errors, 14 warnings on the same files" in page
 
 
 def test_parts_in_any_order_resume_and_byte_identical_download(role_users, draft):
