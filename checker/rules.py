@@ -307,6 +307,23 @@ class RuleRun:
 
     # ------------------------------------------------------------ power descriptor (per system)
 
+    def _system_power_copies(self, system: str, first: Any, first_display: str, first_path: Path) -> None:
+        """Run archives carry one system_power.json each: every copy must say the same (the official
+        bundle builder refuses differing copies; a check that read only the first would be blind)."""
+        for pt in self.points:
+            path = pt.pin.files.get("system_power.json")
+            if pt.pin.system != system or path is None or Path(path) == Path(first_path):
+                continue
+            copy = load_json(path, display=pt.file("system_power.json"), findings=Findings(), limits=self.limits)
+            if copy is not None and copy != first:
+                keys = sorted(k for k in set(first) | set(copy) if first.get(k) != copy.get(k)) if (
+                    isinstance(first, dict) and isinstance(copy, dict)) else []
+                self.f.error("system-power-consistency",
+                             f"r{pt.c}: system_power.json differs from the copy in {first_display}"
+                             + (f" (keys: {', '.join(keys[:8])})" if keys else "") + "; one system has one "
+                             "provisioned power.", file=pt.file("system_power.json"), point=pt.key,
+                             fix="Package every run archive of the system with the same system_power.json.")
+
     def system_power(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         systems = sorted({pt.pin.system for pt in self.points})
@@ -331,6 +348,7 @@ class RuleRun:
             desc = load_json(path, display=display, findings=self.f, limits=self.limits)
             if desc is None:
                 continue
+            self._system_power_copies(system, desc, display, path)
             prov = provisioned_power(desc, overheads=overheads,
                                      computed_tol_w=float(self.rs.get("power", "computed_tolerance_w", default=0.5)),
                                      kw_tol=float(self.rs.get("power", "provisioned_kw_tolerance", default=0.005)),

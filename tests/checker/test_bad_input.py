@@ -190,3 +190,23 @@ def test_everything_at_once_never_raises(tmp_path, run_folder):
     report = _run([run_folder, tmp_path / "does-not-exist.tar.gz"])
     json.loads(report.to_json())
     assert report.verdict == "fail"
+
+
+def test_run_archives_with_differing_system_power_copies(tmp_path):
+    folders = []
+    for name in ("AX-8000_c1.tar.gz", "AX-8000_c2.tar.gz"):
+        with tarfile.open(FIXTURES / "run_archives" / name) as tar:
+            tar.extractall(tmp_path / name, filter="data")
+        folders.append(next((tmp_path / name).iterdir()))
+    power = folders[1] / "system_power.json"
+    data = json.loads(power.read_text())
+    data["provisioned_power_kw"] = 5.0
+    power.write_text(json.dumps(data))
+    report = _run(folders)
+    finding = _one(report, "system-power-consistency")
+    assert finding.point == "Acme_AX-8000/llama3_1-8b/r2" and "provisioned_power_kw" in finding.message
+    assert report.verdict == "fail"
+    # identical copies (the real archives) are fine
+    assert not [f for f in _run([FIXTURES / "run_archives" / "AX-8000_c1.tar.gz",
+                                 FIXTURES / "run_archives" / "AX-8000_c2.tar.gz"]).findings
+                if f.rule == "system-power-consistency"]
