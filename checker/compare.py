@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from checker.numbers import finite
 from checker.report import Findings
 
 # What a raw log can confirm; run_config, version and histograms are not recomputed.
@@ -40,10 +41,7 @@ def relative_difference(a: float, b: float) -> float:
 
 
 def _isfinite(value: float) -> bool:
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
+    return finite(value) is not None
 
 
 def _percentile_table(table: Any) -> dict[float, Any] | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import re
 from array import array
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from checker.loaders import CorruptStream, ZstdReader
+from checker.numbers import finite
 from checker.report import Findings
 from checker.stats import summarize
 
@@ -729,12 +729,7 @@ def derive_official(summary: dict, *, concurrency: int | None) -> dict:
 
 
 def _finite(value: Any) -> bool:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an integer too large for a float, e.g. a hostile 10**400
-        return False
+    return finite(value) is not None
 
 
 def _get_percentile(block: Any, key: str) -> float | None:

@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from checker.numbers import finite
+
 W_PER_KW = 1000.0
 MAX_TRACE_LINE = 64 * 1024
 MAX_TRACE_SAMPLES = 5_000_000  # ~58 days at 1 Hz, or ~1.4 h at 1 kHz: more is refused, not read
@@ -21,13 +23,9 @@ MAX_TRACE_SAMPLES = 5_000_000  # ~58 days at 1 Hz, or ~1.4 h at 1 kHz: more is r
 
 
 def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        value = float(value)
-    except OverflowError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
+    """A finite, non-negative number, else None."""
+    value = finite(value)
+    return value if value is not None and value >= 0 else None
 
 
 def _count(value: Any) -> int | None:

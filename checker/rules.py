@@ -14,6 +14,7 @@ from typing import Any
 
 from checker.inputs import Layout, Limits, PointInput
 from checker.loaders import load_json, load_yaml
+from checker.numbers import finite
 from checker.power import (
     AppendixD,
     TraceError,
@@ -43,15 +44,7 @@ OFFICIAL_ACCOUNTING_NOTE = (
 # ---------------------------------------------------------------- small safe readers
 
 
-def num(value: Any) -> float | None:
-    """A finite real number (not a bool), else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        value = float(value)
-    except OverflowError:
-        return None
-    return value if math.isfinite(value) else None
+num = finite  # a finite real number (not a bool), else None
 
 
 def count(value: Any) -> int | None:
