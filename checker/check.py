@@ -55,19 +55,10 @@ def _load_summary(point: PointInput, *, findings: Findings, limits: Limits) -> d
     path = point.files.get("result_summary.json")
     if path is None:
         return None
-    load_json = _optional("checker.loaders", "load_json")
-    display = point.display_of("result_summary.json")
-    if load_json is None:  # minimal fallback while the safe loaders are not present
-        import json
+    from checker.loaders import load_json
 
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            findings.error("json-invalid", f"result_summary.json cannot be read: {exc}", file=display,
-                           point=point.key)
-            return None
-    else:
-        data = load_json(path, display=display, findings=findings, limits=limits)
+    display = point.display_of("result_summary.json")
+    data = load_json(path, display=display, findings=findings, limits=limits)
     if data is not None and not isinstance(data, dict):
         findings.error("schema-result-summary", "result_summary.json must hold a JSON object.",
                        file=display, point=point.key)
