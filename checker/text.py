@@ -62,6 +62,18 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
                              f"(system_tps vs {x}): " + ", ".join(k.rsplit("/", 1)[-1] for k in keys))
     if report.curves:
         lines.append("")
+    official = getattr(report, "official", None)
+    if isinstance(official, dict):
+        if official.get("ran"):
+            lines.append(f"Official checker {official.get('version') or ''}: {official.get('errors')} errors, "
+                         f"{official.get('warnings')} warnings on the same files "
+                         f"({'passes' if official.get('passed') else 'fails'}); disagreements are listed as "
+                         "official-checker-disagreement findings.")
+        elif official.get("available") is False:
+            lines.append("Official checker: not installed (pip install 'endpoints-submission-cli'); no cross-check.")
+        else:
+            lines.append("Official checker: could not run on these files (see the findings).")
+        lines.append("")
     shown = 0
     for severity in ("error", "warning", "info"):
         group = [f for f in report.findings if f.severity == severity]

@@ -153,3 +153,5 @@ def test_official_cross_check_accepts_a_relative_bundle_path():
     official = json.loads(result.stdout)["official"]
     assert official["ran"] is True
     assert (official["errors"], official["warnings"]) == (8, 28)  # the stored official verdict
+    text = portal("check", "tests/checker/fixtures/bundle", "--tokenizer", str(TOKENIZER), "--official").stdout
+    assert "Official checker 1.5.3.0: 8 errors, 28 warnings on the same files (fails)" in text
