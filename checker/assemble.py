@@ -50,6 +50,7 @@ import yaml
 from checker.inputs import EVENTS_NAMES, Layout, Limits, PointInput
 from checker.loaders import load_json, load_yaml
 from checker.report import Findings
+from checker.safedirs import open_subdir
 
 __all__ = ["PENDING_SUBMISSION_ID", "Assembly", "AssemblyError", "assemble", "assemble_bundle",
            "organisation_of"]
@@ -127,22 +128,10 @@ class _Dest:
         self.bytes = 0
 
     def _dir(self, parts: list[str]) -> int:
-        fd = os.dup(self.root_fd)
-        try:
-            for comp in parts:
-                if comp in ("", ".", "..") or "/" in comp or "\x00" in comp:
-                    raise AssemblyError(f"unsafe path component {comp!r}")
-                try:
-                    os.mkdir(comp, 0o755, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                nfd = os.open(comp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                os.close(fd)
-                fd = nfd
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+        for comp in parts:
+            if comp in ("", ".", "..") or "/" in comp or "\x00" in comp:
+                raise AssemblyError(f"unsafe path component {comp!r}")
+        return open_subdir(self.root_fd, parts, mode=0o755)
 
     def mkdir(self, rel: str) -> None:
         os.close(self._dir(rel.split("/")))

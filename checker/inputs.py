@@ -51,6 +51,7 @@ import zstandard
 
 from checker.loaders import CorruptStream, ZstdReader, load_json, load_yaml
 from checker.report import Findings
+from checker.safedirs import open_subdir
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -295,20 +296,7 @@ class _Extractor:
         return parts or None
 
     def _open_parent(self, parts: list[str]) -> int:
-        fd = os.dup(self.dest_fd)
-        try:
-            for comp in parts:
-                try:
-                    os.mkdir(comp, 0o700, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                nfd = os.open(comp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                os.close(fd)
-                fd = nfd
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+        return open_subdir(self.dest_fd, parts, mode=0o700)
 
     def make_dir(self, name: str, parts: list[str]) -> None:
         try:
