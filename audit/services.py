@@ -88,30 +88,20 @@ def audit_event_record(
     created_at = timezone.now()
     actor_id = actor.pk if actor is not None else None
     true_actor_id = true_actor.pk if true_actor is not None else None
-    event = AuditEvent(
-        sequence=sequence,
-        created_at=created_at,
-        actor_id=actor_id,
-        true_actor_id=true_actor_id,
-        action=action,
-        object_type=object_type,
-        object_id=object_id,
-        data=clean_data,
-        request_id=request_id,
-        prev_hash=prev_hash,
-        hash=event_hash(
-            sequence=sequence,
-            created_at=created_at,
-            actor_id=actor_id,
-            true_actor_id=true_actor_id,
-            action=action,
-            object_type=object_type,
-            object_id=object_id,
-            data=clean_data,
-            request_id=request_id,
-            prev_hash=prev_hash,
-        ),
-    )
+    fields = {
+        "sequence": sequence,
+        "created_at": created_at,
+        "actor_id": actor_id,
+        "true_actor_id": true_actor_id,
+        "action": action,
+        "object_type": object_type,
+        "object_id": object_id,
+        "data": clean_data,
+        "request_id": request_id,
+        "prev_hash": prev_hash,
+    }
+    # The hash covers exactly the fields stored: verify_audit_log recomputes it from the row.
+    event = AuditEvent(**fields, hash=event_hash(**fields))
     event.full_clean()
     event.save(using=using)
     return event
