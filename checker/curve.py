@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from checker.numbers import finite
 from checker.report import Report
 
 CURVE_METRICS = ("concurrency", "system_tps", "tps_per_user", "ttft_p90_ms", "e2e_interactivity")
-
-
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 def official_metrics(claimed: dict | None, recomputed: dict | None) -> tuple[dict[str, float | None], str]:
     """The curve metrics of one point, recomputed values preferred; returns (metrics, basis)."""
     basis, source = ("recomputed", recomputed) if isinstance(recomputed, dict) else ("claimed", claimed)
     source = source if isinstance(source, dict) else {}
-    return {name: _finite(source.get(name)) for name in CURVE_METRICS}, basis
+    return {name: finite(source.get(name)) for name in CURVE_METRICS}, basis
 
 
 def pareto_front(points: list[dict[str, Any]], *, x: str, y: str) -> list[dict[str, Any]]:
@@ -31,7 +24,7 @@ def pareto_front(points: list[dict[str, Any]], *, x: str, y: str) -> list[dict[s
     the last kept y (strictly). Points missing either value are left out. Returned in walk order
     (x descending, y ascending).
     """
-    usable = [p for p in points if _finite(p.get(x)) is not None and _finite(p.get(y)) is not None]
+    usable = [p for p in points if finite(p.get(x)) is not None and finite(p.get(y)) is not None]
     usable.sort(key=lambda p: (-p[x], -p[y]))
     kept: list[dict[str, Any]] = []
     for p in usable:
@@ -71,7 +64,7 @@ def build_curves(report: Report, *, ruleset: Any = None) -> list[dict[str, Any]]
                 if extra_key in pr.extra:
                     point[extra_key] = pr.extra[extra_key]
             power = pr.extra.get("power") if isinstance(pr.extra.get("power"), dict) else {}
-            point["system_tps_per_kw"] = _finite(power.get("system_tps_per_kw"))
+            point["system_tps_per_kw"] = finite(power.get("system_tps_per_kw"))
             points.append(point)
         fronts = {}
         for x in ("tps_per_user", "e2e_interactivity"):

@@ -67,6 +67,18 @@ def test_build_curves_prefers_recomputed_and_sorts_by_concurrency():
     assert curve["ruleset"] == "endpoints-v1.0"
 
 
+def test_build_curves_leaves_out_numbers_a_float_cannot_hold():
+    """A hostile summary's 10**400 is no metric: the curve omits it instead of crashing the check."""
+    report = Report(points=[
+        PointResult("S", "m", 1, "bundle", claimed={"system_tps": 10**400, "tps_per_user": 90.0}),
+        PointResult("S", "m", 8, "bundle", claimed={"system_tps": 700.0, "tps_per_user": float("nan")}),
+    ])
+    (curve,) = build_curves(report, ruleset=load_ruleset())
+    assert [p["system_tps"] for p in curve["points"]] == [None, 700.0]
+    assert curve["points"][1]["tps_per_user"] is None
+    assert "tps_per_user" not in curve["pareto"]
+
+
 def test_ruleset_is_data():
     rs = load_ruleset("endpoints-v1.0")
     assert rs.datasets["cnn_dailymail"] == 13368
