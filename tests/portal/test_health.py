@@ -28,6 +28,7 @@ def test_unreachable_broker_gives_503_naming_it(client):
     assert body["database"] == "ok"
     assert body["broker"].startswith("error: ")
     assert "ConnectionError" in body["broker"]
+    assert "127.0.0.1:1" not in body["broker"]  # a public page: the where and why stay in the log
 
 
 def test_unusable_storage_gives_503(client, settings):
@@ -46,3 +47,8 @@ def test_unusable_storage_gives_503(client, settings):
 def test_healthz_is_not_cached(client):
     response = client.get("/healthz")
     assert "no-cache" in response["Cache-Control"] or "max-age=0" in response["Cache-Control"]
+
+
+def test_healthz_answers_head_for_load_balancers(client):
+    assert client.head("/healthz").status_code == 200
+    assert client.post("/healthz").status_code == 405
