@@ -559,9 +559,7 @@ def scan_window_ns(events_path: Path) -> tuple[int, int] | None:
                 line = stream.readline(MAX_TRACE_LINE)
                 if not line:
                     break
-                if b"performance_tracking" not in line[:200] and b"performance_tracking" not in line:
-                    continue
-                if len(line) >= MAX_TRACE_LINE:
+                if len(line) >= MAX_TRACE_LINE or b"performance_tracking" not in line:
                     continue
                 try:
                     event = json.loads(line)
@@ -576,9 +574,7 @@ def scan_window_ns(events_path: Path) -> tuple[int, int] | None:
                     start = ts
                 elif event.get("event_type") == "session.stop_performance_tracking":
                     stop = ts
-    except OSError:
-        return None
-    except Exception:  # noqa: BLE001 - a corrupt compressed stream: the lead's raw-log checks report it
+    except Exception:  # noqa: BLE001 - unreadable or a corrupt compressed stream: the raw-log checks report it
         return None
     if start is None or stop is None or stop <= start:
         return None

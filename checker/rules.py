@@ -23,8 +23,8 @@ from checker.power import (
     load_trace,
     provisioned_power,
     read_manifest,
+    scan_window_ns,
 )
-from checker.power import scan_window_ns as _scan_window_ns
 from checker.regions import RegionError, Regions, compute_regions
 from checker.report import Findings, PointResult, Report
 from checker.ruleset import Ruleset, load_ruleset
@@ -1470,11 +1470,14 @@ class RuleRun:
             self.f.error("power-trace-unreadable", f"r{pt.c}: {exc}.", file=file, point=pt.key,
                          fix="Provide power/manifest.json and a PTDaemon spl.txt or CSV trace as docs/power.md describes.")
             return None
-        window = dig(pt.result.recomputed, "window_ns")
-        if not (isinstance(window, list | tuple) and len(window) == 2 and all(count(v) is not None for v in window)):
+        if isinstance(pt.result.recomputed, dict):
+            # The recompute already read the whole log; a second pass over it would be slow and could disagree.
+            window = pt.result.recomputed.get("window_ns")
+        else:
             events = pt.pin.files.get("events")
-            window = _scan_window_ns(Path(events)) if events is not None else None
-        if window is None or window[1] <= window[0]:
+            window = scan_window_ns(Path(events)) if events is not None else None
+        if not (isinstance(window, list | tuple) and len(window) == 2
+                and all(count(v) is not None for v in window) and window[1] > window[0]):
             self.f.error("power-window-coverage", f"r{pt.c}: no measurement window (events.jsonl start/stop of "
                          "performance tracking), so the trace cannot be aligned.", file=file, point=pt.key)
             return None

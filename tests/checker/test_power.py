@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from checker.power import provisioned_power, scan_window_ns
-from checker.report import Report
+from checker.report import PointResult, Report
 from checker.rules import run_rules
 from tests.checker.bundle_layout import BUNDLE, bundle_with_raw_logs, layout_of
 
@@ -87,7 +87,8 @@ def window_unix(root: Path) -> tuple[float, float]:
     return (start - MONO0 + UNIX0) / 1e9, (stop - MONO0 + UNIX0) / 1e9
 
 
-def run_with_trace(root: Path, trace_name: str, content: str, **manifest) -> tuple[Report, dict]:
+def run_with_trace(root: Path, trace_name: str, content: str, *, recomputed: dict | None = None,
+                   **manifest) -> tuple[Report, dict]:
     folder = root / POINT / "power"
     folder.mkdir(exist_ok=True)
     for old in folder.iterdir():
@@ -98,6 +99,8 @@ def run_with_trace(root: Path, trace_name: str, content: str, **manifest) -> tup
         "trace_format": "ptd", "sample_interval_s": 1.0, "utc_offset_s": 3600,
         "clock_anchor": {"monotonic_ns": MONO0, "unix_ns": UNIX0}} | manifest))
     report = Report()
+    if recomputed is not None:  # as check() leaves it after recomputing the point from events.jsonl
+        report.points.append(PointResult("Acme_AX-8000", "llama3_1-8b", 16, "bundle", recomputed=recomputed))
     run_rules(layout_of(root), report, ruleset="endpoints-v1.0")
     point = next(p for p in report.points if p.key.endswith("AX-8000/llama3_1-8b/r16"))
     return report, point.extra.get("power", {})
@@ -121,6 +124,18 @@ def test_ptd_trace_average_energy_and_efficiency(raw_bundle):
     assert m["joules_per_output_token"] == pytest.approx(500.0 * (stop - start) / tokens)
     assert m["measured_tps_per_kw"] == pytest.approx(power["system_tps_per_kw"] * power["point_power_kw"] / 0.5,
                                                      rel=1e-6)
+
+
+def test_recomputed_window_is_used_without_rescanning_the_log(raw_bundle):
+    """After recomputation the window is the recompute's: events.jsonl is not read a second time."""
+    start_ns, stop_ns = scan_window_ns(raw_bundle / POINT / "events.jsonl")
+    half = [start_ns, start_ns + (stop_ns - start_ns) // 2]
+    start, stop = window_unix(raw_bundle)
+    lines = [ptd_line(t, 500.0) for t in frange(start - 1, stop + 1, 0.5)]
+    _, power = run_with_trace(raw_bundle, "spl.txt", "\n".join(lines), recomputed={"window_ns": half})
+    assert power["measured"]["window_s"] == pytest.approx((half[1] - half[0]) / 1e9)
+    report, power = run_with_trace(raw_bundle, "spl.txt", "\n".join(lines), recomputed={"window_ns": None})
+    assert "measured" not in power and ("power-window-coverage", "error") in rules_at(report)
 
 
 def test_ptd_multichannel_sums_channels(raw_bundle):
