@@ -613,7 +613,7 @@ class RuleRun:
             if region is None:
                 self.f.error("concurrency-in-range",
                              f"r{pt.c}: concurrency {pt.c} is above the margin end {regions.margin.end} "
-                             f"(1.10 x C_max {c_max}).", file=file, point=pt.key,
+                             f"({1 + self.rs.margin_fraction:.2f} x C_max {c_max}).", file=file, point=pt.key,
                              fix="Raise max_supported_concurrency or drop the point.")
                 continue
             declared = pt.yaml.get("region")
@@ -731,7 +731,7 @@ class RuleRun:
                 self.f.warning("offline-ordering",
                                f"Dedicated Offline system_tps {off_tps:.3f} < {margin} x system_tps at C_max "
                                f"({cmax_tps:.3f}) = {floor:.3f}.", file=where,
-                               fix="A dedicated Offline run must reach the C_max throughput within 2 %.")
+                               fix=f"A dedicated Offline run must reach the C_max throughput within {1 - margin:.0%}.")
             else:
                 self.f.info("offline-ordering", f"Dedicated Offline system_tps {off_tps:.3f} \u2265 {floor:.3f}",
                             file=where)
@@ -985,14 +985,15 @@ class RuleRun:
             return
         window = dig(pt.yaml, "steady_state", "window", "duration_s")
         status = dig(pt.yaml, "steady_state", "status")
+        official = self.rs.get("steady_state", "official_status", default="windowable")
         if pt.yaml_ok:
             if not isinstance(pt.yaml.get("steady_state"), dict):
                 self.f.warning("steady-state-basis",
                                f"Point {pt.c}: no steady_state block; metrics are whole-run, which \u00a74.4 makes "
                                "the fallback rather than the official basis", file=file, point=pt.key)
-            elif status != "windowable":
+            elif status != official:
                 self.f.warning("steady-state-basis",
-                               f"Point {pt.c}: steady_state status {short(status)} is not 'windowable'; "
+                               f"Point {pt.c}: steady_state status {short(status)} is not {official!r}; "
                                "the whole-run result is the official one", file=file, point=pt.key)
         if regions is not None and pt.region is not None and pt.offline != "dedicated":
             min_ms = self.rs.min_duration_ms(pt.c, agentic=pt.agentic)
