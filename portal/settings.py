@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -33,14 +34,21 @@ def _secret_key() -> str:
             raise EnvError("SECRET_KEY is shorter than 32 characters: generate a long random value.")
         return key
     # Zero-config: a per-checkout key kept outside git (var/ is ignored), so sessions survive restarts.
+    # Written owner-only to a private file, then linked into place (atomic, never overwrites), so processes
+    # starting together (runserver's reloader, gunicorn workers) all read back the same complete key.
     key_file = VAR_DIR / "secret_key"
-    if key_file.exists():
-        return key_file.read_text(encoding="utf-8").strip()
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_urlsafe(50)
-    key_file.write_text(key, encoding="utf-8")
-    key_file.chmod(0o600)
-    return key
+    if not key_file.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        draft = VAR_DIR / f"secret_key.{os.getpid()}.tmp"
+        with os.fdopen(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
+            handle.write(secrets.token_urlsafe(50))
+        try:
+            os.link(draft, key_file)
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
+    return key_file.read_text(encoding="utf-8").strip()
 
 
 SECRET_KEY = _secret_key()

@@ -59,7 +59,10 @@ def test_zero_config_is_sqlite_local_storage_eager_tasks_and_no_debug(tmp_path):
     assert values["CELERY_TASK_ALWAYS_EAGER"] is True
     assert values["DEBUG"] is False
     # A generated dev key is kept in var/, outside git, and reused on the next start.
-    assert (tmp_path / "var" / "secret_key").read_text() == values["SECRET_KEY"]
+    key_file = tmp_path / "var" / "secret_key"
+    assert key_file.read_text() == values["SECRET_KEY"]
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    assert json.loads(load_settings(tmp_path, ["SECRET_KEY"]).stdout) == {"SECRET_KEY": values["SECRET_KEY"]}
 
 
 def test_production_safety_defaults_when_debug_is_off(tmp_path):
