@@ -50,10 +50,6 @@ class _OwningZstdReader(ZstdReader):
             self._raw.close()
 
 
-class EventLogUnreadable(Exception):
-    """The log cannot be opened at all (a finding is made by the caller)."""
-
-
 def _reject_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name}")
 
@@ -293,7 +289,8 @@ class _Pending:
     """Texts waiting for one batched tokenizer call, with where each count goes."""
 
     texts: list = field(default_factory=list)
-    targets: list = field(default_factory=list)  # per text: [(cache, key)] + [(array, index, add), ...]
+    caches: list = field(default_factory=list)  # per text: (cache, key) its count is kept under, or None
+    targets: list = field(default_factory=list)  # per text: [(array, index), ...] its count is added to
     keys: dict = field(default_factory=dict)  # (cache id, key) -> position, so each is encoded once a batch
     chars: int = 0
     refs: int = 0  # count targets waiting on this batch (a cache is filled only once it is encoded)
@@ -359,12 +356,10 @@ class PointReplay:
     # -- tokenization -----------------------------------------------------------------------
     # Batches are encoded on a helper thread (encode_batch releases the GIL and uses the
     # tokenizers' own thread pool) while the next batch is parsed; at most two batches are alive.
-    def _queue(self, text: str, target) -> None:
-        self._queue_many(text, [target])
-
     def _queue_many(self, text: str, targets: list) -> None:
         pending = self.pending
         pending.texts.append(text)
+        pending.caches.append(None)
         pending.targets.append(targets)
         pending.chars += len(text)
         pending.refs += len(targets)
@@ -384,14 +379,15 @@ class PointReplay:
             return
         pending.keys[slot] = len(pending.texts)
         pending.texts.append(text)
-        pending.targets.append([(cache, key), *targets])
+        pending.caches.append((cache, key))
+        pending.targets.append(list(targets))
         pending.chars += len(text)
         pending.refs += len(targets)
         if pending.chars >= TOKENIZE_BATCH_CHARS or pending.refs >= TOKENIZE_BATCH_REFS:
             self.flush(wait=False)
 
     def _count_into(self, text: str, targets: list) -> None:
-        """Add count(text) to every (array, index, True) target, from cached pieces where exact."""
+        """Add count(text) to every (array, index) target, from cached pieces where exact."""
         parts = self.counter.pieces(text)
         if parts is None:
             self._queue_many(text, targets)
@@ -415,7 +411,7 @@ class PointReplay:
                 self._queue_cached(self.first_cache, head, head, targets)
             else:
                 known += n
-        for series, index, _ in targets:
+        for series, index in targets:
             series[index] += known
         for part in missing:
             self._queue_cached(cache, part, " " + part, targets)
@@ -440,16 +436,11 @@ class PointReplay:
 
     def _apply_counts(self, future: Future | None, pending: _Pending) -> None:
         counts = self.counter.count(pending.texts) if future is None else future.result()
-        for targets, n in zip(pending.targets, counts, strict=True):
-            for target in targets:
-                if len(target) == 2:
-                    self._remember(target[0], target[1], n)
-                else:
-                    series, index, add = target
-                    if add:
-                        series[index] += n
-                    else:
-                        series[index] = n
+        for slot, targets, n in zip(pending.caches, pending.targets, counts, strict=True):
+            if slot is not None:
+                self._remember(*slot, n)
+            for series, index in targets:
+                series[index] += n
 
     def _remember(self, cache: dict, key: str, n: int) -> None:
         # Bounded: past the caps every cache starts afresh (counts stay exact, only speed drops).
@@ -464,11 +455,11 @@ class PointReplay:
 
     def _queue_isl(self, prompt: str) -> None:
         cached = self.prompt_cache.get(prompt)
-        index = len(self.isl)
-        self.isl.append(-1 if cached is None else cached)
-        if cached is None:
-            self.isl[index] = 0
-            self._queue_cached(self.prompt_cache, prompt, prompt, [(self.isl, index, True)])
+        if cached is not None:
+            self.isl.append(cached)
+            return
+        self.isl.append(0)
+        self._queue_cached(self.prompt_cache, prompt, prompt, [(self.isl, len(self.isl) - 1)])
 
     # -- replay -----------------------------------------------------------------------------
     def feed(self, stream: BinaryIO) -> None:
@@ -645,13 +636,13 @@ class PointReplay:
         if recv_first_ns is not None and after:
             self.tpot_elapsed.append(ts - recv_first_ns)
             self.tpot_tokens.append(0)
-            tpot = (self.tpot_tokens, len(self.tpot_tokens) - 1, True)
+            tpot = (self.tpot_tokens, len(self.tpot_tokens) - 1)
         if not full:
             if tpot is not None:
                 self._count_into(after, [tpot])
             return
         self.osl.append(0)
-        osl = (self.osl, len(self.osl) - 1, True)
+        osl = (self.osl, len(self.osl) - 1)
         cut = len(full) - len(after)
         if after and (cut == 0 or self.counter.splits_at(full, cut)) and full.endswith(after):
             # count(full) = count(first chunk) + count(after): one count of `after` serves both
