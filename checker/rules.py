@@ -44,9 +44,6 @@ OFFICIAL_ACCOUNTING_NOTE = (
 # ---------------------------------------------------------------- small safe readers
 
 
-num = finite  # a finite real number (not a bool), else None
-
-
 def count(value: Any) -> int | None:
     """A non-negative integer (not a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -161,16 +158,16 @@ class _Point:
     def system_tps(self) -> float | None:
         s = self.summary or {}
         derived = _derived_tps(s)
-        return derived if derived is not None else num(s.get("system_tps"))
+        return derived if derived is not None else finite(s.get("system_tps"))
 
     def tpot_p90_ms(self) -> float | None:
-        p90 = num(percentile((self.summary or {}).get("tpot"), 90.0))
+        p90 = finite(percentile((self.summary or {}).get("tpot"), 90.0))
         return None if p90 is None else p90 / 1e6
 
 
 def _derived_tps(summary: dict) -> float | None:
-    total = num(dig(summary, "output_sequence_lengths", "total"))
-    duration = num(summary.get("duration_ns"))
+    total = finite(dig(summary, "output_sequence_lengths", "total"))
+    duration = finite(summary.get("duration_ns"))
     if total is None or duration is None or duration <= 0:
         return None
     return total / (duration / 1e9)
@@ -896,7 +893,7 @@ class RuleRun:
         for key in ("requests_issued", "requests_completed", "concurrency"):
             if count(w.get(key)) is None:
                 problems.append(f"{key} {short(w.get(key))} is not a non-negative integer")
-        duration = num(w.get("duration_s"))
+        duration = finite(w.get("duration_s"))
         if duration is None or not 0 <= duration <= 86400:
             problems.append(f"duration_s {short(w.get('duration_s'))} is not 0..86400 seconds")
         if issued is not None and completed is not None and completed > issued:
@@ -956,7 +953,7 @@ class RuleRun:
             return
         window = block.get("window") if isinstance(block.get("window"), dict) else {}
         start, end = window.get("super_pass_start"), window.get("super_pass_end")
-        spans = end - start + 1 if num(start) is not None and num(end) is not None else None
+        spans = end - start + 1 if finite(start) is not None and finite(end) is not None else None
         problems = []
         if status == official:
             if spans is not None and spans < min_n:
@@ -997,10 +994,10 @@ class RuleRun:
                                "the whole-run result is the official one", file=file, point=pt.key)
         if regions is not None and pt.region is not None and pt.offline != "dedicated":
             min_ms = self.rs.min_duration_ms(pt.c, agentic=pt.agentic)
-            if num(window) is not None and window > 0:
+            if finite(window) is not None and window > 0:
                 duration_ms, basis = window * 1000.0, "steady-state window"
             else:
-                d = num(s.get("duration_ns"))
+                d = finite(s.get("duration_ns"))
                 duration_ms, basis = (None, "") if d is None else (d / 1e6, "whole-run")
             pt.result.extra["min_duration_ms"] = min_duration = min_ms
             if duration_ms is not None and duration_ms < min_duration:
@@ -1032,11 +1029,11 @@ class RuleRun:
         s = pt.summary
         if s is None:
             return
-        duration = num(s.get("duration_ns"))
+        duration = finite(s.get("duration_ns"))
         if duration is None or duration <= 0:
             self.f.error("metric-consistency-duration", f"r{pt.c}: duration_ns {short(s.get('duration_ns'))} "
                          "is not a positive number.", file=file, point=pt.key, pointer="/duration_ns")
-        total = num(dig(s, "output_sequence_lengths", "total"))
+        total = finite(dig(s, "output_sequence_lengths", "total"))
         if total is None or total < 0:
             self.f.error("metric-consistency-output-tokens",
                          f"r{pt.c}: output_sequence_lengths.total {short(dig(s, 'output_sequence_lengths', 'total'))} "
@@ -1050,7 +1047,7 @@ class RuleRun:
                 stored = pt.stored.get(key)
                 if stored is None:
                     continue
-                stored_n = num(stored)
+                stored_n = finite(stored)
                 if stored_n is None or abs(stored_n - derived_tps) > tol * max(abs(derived_tps), 1e-9):
                     self.f.error("metric-consistency-system-tps",
                                  f"r{pt.c}: stored {key} {short(stored)} differs from the derived system_tps "
@@ -1068,21 +1065,21 @@ class RuleRun:
             return
         derived_tpu = 1000.0 / p90
         stored = pt.stored.get("tps_per_user")
-        claimed_p90 = num(percentile(dig(pt.result.claimed, "tpot"), 90.0))
+        claimed_p90 = finite(percentile(dig(pt.result.claimed, "tpot"), 90.0))
         candidates = []
         if stored is not None:
             candidates.append(("stored tps_per_user", stored))
         if pt.basis == "recomputed" and claimed_p90 is not None and claimed_p90 > 0:
             candidates.append(("1000 / claimed TPOT P90", 1000.0 / (claimed_p90 / 1e6)))
         for label, value in candidates:
-            value_n = num(value)
+            value_n = finite(value)
             if value_n is None or abs(value_n - derived_tpu) > tol * derived_tpu:
                 self.f.error("metric-consistency-tps-per-user",
                              f"r{pt.c}: {label} {short(value)} differs from 1000 / TPOT P90 = {derived_tpu:.4f} "
                              f"({pt.basis}) by more than {tol:.0%}.", file=file, point=pt.key,
                              fix="tps_per_user is 1000 / TPOT P90 in ms; report the client's values unchanged.")
         e2e = pt.stored.get("e2e_interactivity", pt.stored.get("e2e_avg_interactivity"))
-        if e2e is not None and num(e2e) is None:
+        if e2e is not None and finite(e2e) is None:
             self.f.error("agentic-metric-consistency", f"r{pt.c}: e2e interactivity {short(e2e)} is not a number.",
                          file=file, point=pt.key)
 
@@ -1121,7 +1118,7 @@ class RuleRun:
             stored = dig(pt.sd, "tps_utilization")
             if stored is None:
                 continue
-            stored_n = num(stored)
+            stored_n = finite(stored)
             if stored_n is None or abs(stored_n - util) > tol:
                 self.f.error("tps-utilization",
                              f"r{pt.c}: tps_utilization {short(stored)} differs from system_tps / max system_tps "
@@ -1279,7 +1276,7 @@ class RuleRun:
                            f"benchmarks {self.rs.name} publishes thresholds for \u2014 no agentic accuracy gate "
                            "applied.", file=where)
             return
-        inline_min, swe_min = num(targets.get("inline_min")), num(targets.get("swebench_min"))
+        inline_min, swe_min = finite(targets.get("inline_min")), finite(targets.get("swebench_min"))
         osl = targets.get("osl_range")
         if inline_min is None and swe_min is None:
             self.f.warning("agentic-accuracy", f"{model}: the accuracy thresholds are TBD, so no agentic accuracy "
@@ -1347,14 +1344,14 @@ class RuleRun:
                 else:
                     self.f.info("agentic-accuracy-swebench", f"SWE-bench {basis} = {mean:.2f} \u2265 {swe_min}",
                                 file=where)
-        if isinstance(osl, list | tuple) and len(osl) == 2 and all(num(v) is not None for v in osl):
+        if isinstance(osl, list | tuple) and len(osl) == 2 and all(finite(v) is not None for v in osl):
             low, high = float(osl[0]), float(osl[1])
             field = spec.get("osl_full_run_field", "output_sequence_lengths_full_run")
             missing = []
             for pt in sorted(pts, key=lambda p: p.c):
                 if not pt.stored:
                     continue
-                avg = num(dig(pt.stored, field, "output_sequence_lengths", "avg"))
+                avg = finite(dig(pt.stored, field, "output_sequence_lengths", "avg"))
                 if avg is None:
                     missing.append(pt.c)
                 elif low <= avg <= high:
@@ -1397,7 +1394,7 @@ class RuleRun:
             total += samples
             for key, value in e.items():
                 if key in ("score",) or key.lower() in {t.metric for t in (rules.accuracy_targets if rules else ())}:
-                    v = num(value)
+                    v = finite(value)
                     if v is not None:
                         metrics.setdefault(key.lower(), []).append((v, float(min(samples, 10**15))))
         pt.result.extra["accuracy"] = {
@@ -1447,7 +1444,7 @@ class RuleRun:
                 power["system_tps_per_kw"] = tps / kw
                 stored = pt.stored.get("system_tps_per_kw")
                 tol = float(self.rs.get("tolerances", "tps_per_kw_relative", default=0.01))
-                if stored is not None and (num(stored) is None or abs(num(stored) - tps / kw) > tol * (tps / kw)):
+                if stored is not None and (finite(stored) is None or abs(finite(stored) - tps / kw) > tol * (tps / kw)):
                     self.f.error("metric-consistency-tps-per-kw",
                                  f"r{pt.c}: stored system_tps_per_kw {short(stored)} differs from "
                                  f"{tps:.3f} / {kw:.2f} kW = {tps / kw:.4f}.", file=pt.file("result_summary.json"),
@@ -1484,7 +1481,7 @@ class RuleRun:
             return None
         start_s = (window[0] - mono0 + unix0) / 1e9
         stop_s = (window[1] - mono0 + unix0) / 1e9
-        tokens = num(dig(pt.summary, "output_sequence_lengths", "total"))
+        tokens = finite(dig(pt.summary, "output_sequence_lengths", "total"))
         m = analyse_trace(trace, (start_s, stop_s), output_tokens=tokens, system_tps=tps)
         m.meter = manifest.get("meter") if isinstance(manifest.get("meter"), str) else None
         min_cov = float(mp.get("min_window_coverage", 0.99))
@@ -1501,7 +1498,7 @@ class RuleRun:
         if m.median_interval_s is not None and m.median_interval_s > max_interval:
             self.f.warning("power-sample-interval", f"r{pt.c}: median sample interval {m.median_interval_s:.2f} s "
                            f"> {max_interval} s.", file=file, point=pt.key, fix="Sample power at least once a second.")
-        declared = num(manifest.get("sample_interval_s"))
+        declared = finite(manifest.get("sample_interval_s"))
         if declared is not None and m.median_interval_s is not None and m.median_interval_s > 2 * declared:
             self.f.warning("power-sample-interval", f"r{pt.c}: manifest declares {declared} s sampling but the trace "
                            f"has a median interval of {m.median_interval_s:.2f} s.", file=file, point=pt.key)
