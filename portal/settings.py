@@ -147,6 +147,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
     "audit-chain-verify-daily": {"task": "audit.tasks.audit_chain_verify_task", "schedule": 24 * 3600.0},
+    "check-runs-reconcile": {"task": "submissions.tasks.check_runs_reconcile_task", "schedule": 60.0},
+    "uploads-cleanup": {"task": "submissions.tasks.uploads_cleanup_task", "schedule": 900.0},
 }
 
 # --- File storage ---------------------------------------------------------------------------
@@ -156,7 +158,6 @@ MEDIA_URL = "/media/"
 STATIC_ROOT = Path(env_str("PORTAL_STATIC_ROOT", str(VAR_DIR / "static")))
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATICFILES_STORAGE_BACKEND = "whitenoise.storage.CompressedStaticFilesStorage"
 try:  # whitenoise warns on every start when STATIC_ROOT is missing (before the first collectstatic)
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 except OSError:
@@ -188,7 +189,7 @@ else:
     }
 STORAGES = {
     "default": _default_storage,
-    "staticfiles": {"BACKEND": STATICFILES_STORAGE_BACKEND},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 # Serve straight from the source folders too, so the demo works before collectstatic has run.
 WHITENOISE_USE_FINDERS = True
@@ -284,6 +285,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "SubmissionStatusEnum": "submissions.models.Submission.Status",
+        "CheckRunStatusEnum": "submissions.models.CheckRun.Status",
+        "UploadStatusEnum": "submissions.models.Upload.Status",
+    },
 }
 
 LOGGING = {
@@ -304,14 +310,6 @@ CELERY_RESULT_EXPIRES = 24 * 3600
 # acks_late tasks: Redis re-delivers an unacknowledged message after this; keep it above the hard limit.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = CELERY_BROKER_TRANSPORT_OPTIONS
-CELERY_BEAT_SCHEDULE["check-runs-reconcile"] = {
-    "task": "submissions.tasks.check_runs_reconcile_task",
-    "schedule": 60.0,
-}
-CELERY_BEAT_SCHEDULE["uploads-cleanup"] = {
-    "task": "submissions.tasks.uploads_cleanup_task",
-    "schedule": 900.0,
-}
 # Queue of the check tasks (a deployment may give heavy checks their own workers: -Q checks).
 PORTAL_CHECK_QUEUE = env_str("PORTAL_CHECK_QUEUE", "celery")
 # A running check whose heartbeat is older than this is re-queued (or failed after the last attempt).
@@ -331,8 +329,3 @@ PORTAL_UPLOAD_PART_BYTES = env_int("PORTAL_UPLOAD_PART_BYTES", 8 * 1024**2, mini
 PORTAL_UPLOAD_EXPIRY_HOURS = env_int("PORTAL_UPLOAD_EXPIRY_HOURS", 24, minimum=1)
 # Idempotency-Keys are remembered this long (a retry after that is a new request); the cleanup task deletes them.
 PORTAL_IDEMPOTENCY_KEY_TTL_HOURS = env_int("PORTAL_IDEMPOTENCY_KEY_TTL_HOURS", 24, minimum=1)
-SPECTACULAR_SETTINGS.setdefault("ENUM_NAME_OVERRIDES", {}).update({
-    "SubmissionStatusEnum": "submissions.models.Submission.Status",
-    "CheckRunStatusEnum": "submissions.models.CheckRun.Status",
-    "UploadStatusEnum": "submissions.models.Upload.Status",
-})

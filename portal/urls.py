@@ -4,7 +4,6 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework import permissions, routers
-from rest_framework.routers import DefaultRouter
 
 from audit import api as audit_api
 from leaderboard import api as leaderboard_api
@@ -15,7 +14,8 @@ from submissions import api as submissions_api
 admin.site.site_header = "Endpoints Portal administration"
 admin.site.site_title = "Endpoints Portal admin"
 
-class _PublicRootRouter(DefaultRouter):
+
+class _PublicRootRouter(routers.DefaultRouter):
     """The API index is public, like the published results and the benchmark catalog it leads to."""
 
     class APIRootView(routers.APIRootView):
