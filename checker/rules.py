@@ -115,6 +115,12 @@ def cohort_name(cohort: tuple[int, int, int]) -> str:
 
 
 BUILDER_KEYS = ("shared_src", "shared_docs")
+REQUIRED_POINT_FILES = {  # file of every point folder -> the rule that reports it missing
+    "point.yaml": "measurement-points-present",
+    "system_desc.json": "system-description-present",
+    "result_summary.json": "result-summary-present",
+    "config.yaml": "config-file-present",
+}
 
 
 class _Point:
@@ -280,13 +286,7 @@ class RuleRun:
         if not lay.points and lay.readable_inputs:
             self.f.error("measurement-points-present", "No load point (results/<system>/<model>/r<C>/) was found.")
         for pt in self.points:
-            required = {
-                "point.yaml": "measurement-points-present",
-                "system_desc.json": "system-description-present",
-                "result_summary.json": "result-summary-present",
-                "config.yaml": "config-file-present",
-            }
-            for name, rule in required.items():
+            for name, rule in REQUIRED_POINT_FILES.items():
                 if name not in pt.pin.files:
                     self.f.error(rule, f"r{pt.c}: {name} is missing.", file=pt.file(name), point=pt.key,
                                  fix=f"Add {name} to the point folder (the official run archive carries it).")
@@ -463,7 +463,7 @@ class RuleRun:
                 self.f.error("target-cohort", f"r{pt.c}: target_cohort {short(cohort)} is not YYYY-MM-C0 or YYYY-MM-C1.",
                              file=file, point=pt.key, pointer="/target_cohort")
             if self.layout.root is not None:
-                for key in ("shared_src", "shared_docs"):
+                for key in BUILDER_KEYS:
                     value = y.get(key)
                     if value is None:
                         continue
