@@ -48,7 +48,7 @@ from typing import Any
 import yaml
 
 from checker.inputs import EVENTS_NAMES, Layout, Limits, PointInput
-from checker.loaders import load_json, load_yaml
+from checker.loaders import load_descriptor_quietly
 from checker.report import Findings
 from checker.safedirs import open_subdir
 
@@ -102,18 +102,12 @@ def organisation_of(layout: Layout, *, limits: Limits | None = None) -> str:
         return str(layout.organisation)
     limits = limits or Limits()
     for p in sorted(layout.points, key=lambda p: (p.system, p.model, p.concurrency)):
-        desc = _quiet(load_json, p.files.get("system_desc.json"), limits)
+        desc = load_descriptor_quietly(p.files.get("system_desc.json"), limits=limits)
         name = desc.get("submitter_org_names") if isinstance(desc, dict) else None
         if isinstance(name, str) and name.strip():
             slug = re.sub(r"_+", "_", re.sub(r"[^\w\-]", "_", name.strip(), flags=re.ASCII)).strip("_")[:64]
             return slug if _safe(slug) else "org"
     return "org"
-
-
-def _quiet(loader: Any, path: Path | None, limits: Limits) -> Any:
-    if path is None:
-        return None
-    return loader(path, display="", findings=Findings(), limits=limits)
 
 
 # ============================================================================================ writing
@@ -233,7 +227,7 @@ class _Assembler:
         shown = display or self.display(src)
         identity: Any = None
         if compare_json:
-            identity = _quiet(load_json, src, self.limits)
+            identity = load_descriptor_quietly(src, limits=self.limits)
         if rel in self.shared:
             kept_display, kept = self.shared[rel]
             if identity is None:
@@ -313,7 +307,7 @@ class _Assembler:
 
     def system_tps(self, p: PointInput) -> float | None:
         """total output tokens / seconds of the claimed summary, exactly as the official builder derives it."""
-        summary = _quiet(load_json, p.files.get("result_summary.json"), self.limits)
+        summary = load_descriptor_quietly(p.files.get("result_summary.json"), limits=self.limits)
         if not isinstance(summary, dict):
             return None
         try:
@@ -367,7 +361,7 @@ class _Assembler:
     def point_yaml(self, p: PointInput, where: str, *, shared_src: str | None, n_impls: int) -> None:
         """The submitter's bytes; shared_docs / shared_src appended under the builder's comment line when absent."""
         path = p.files["point.yaml"]
-        current = _quiet(load_yaml, path, self.limits)
+        current = load_descriptor_quietly(path, limits=self.limits)
         if not isinstance(current, dict):  # unreadable: copied as is, the checker reports why
             self.copy(p, path, f"{where}/point.yaml")
             return
@@ -408,7 +402,7 @@ class _Assembler:
 
     def system_desc(self, p: PointInput, where: str, utilisation: float | None) -> None:
         path = p.files["system_desc.json"]
-        desc = _quiet(load_json, path, self.limits)
+        desc = load_descriptor_quietly(path, limits=self.limits)
         if not isinstance(desc, dict) or utilisation is None:
             self.copy(p, path, f"{where}/system_desc.json")
             return
@@ -437,11 +431,7 @@ def assemble(layout: Layout, dest: Path, *, organisation: str, submission_id: st
     dest.mkdir(parents=True, exist_ok=True)
     dest_fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        try:
-            os.mkdir(organisation, 0o755, dir_fd=dest_fd)
-        except FileExistsError:
-            pass
-        org_fd = os.open(organisation, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dest_fd)
+        org_fd = open_subdir(dest_fd, [organisation], mode=0o755)
         try:
             try:
                 os.mkdir(submission_id, 0o755, dir_fd=org_fd)

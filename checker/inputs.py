@@ -49,7 +49,7 @@ from typing import Any
 
 import zstandard
 
-from checker.loaders import CorruptStream, ZstdReader, load_json, load_yaml
+from checker.loaders import CorruptStream, ZstdReader, load_descriptor_quietly
 from checker.report import Findings
 from checker.safedirs import open_subdir
 
@@ -580,18 +580,13 @@ def _find(root: Path) -> tuple[list[Path], list[Path]]:
     return [], []
 
 
-def _quiet_yaml(path: Path | None, limits: Limits) -> dict[str, Any]:
-    if path is None:
-        return {}
-    obj = load_yaml(path, display="", findings=Findings(), limits=limits)
-    return obj if isinstance(obj, dict) else {}
-
-
-def _quiet_json(path: Path | None, limits: Limits) -> dict[str, Any]:
-    if path is None:
-        return {}
-    obj = load_json(path, display="", findings=Findings(), limits=limits)
-    return obj if isinstance(obj, dict) else {}
+def _dig(obj: Any, *keys: str) -> Any:
+    """obj[k1][k2]... through nested mappings, None as soon as a level is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
 
 
 def _as_concurrency(value: Any) -> int | None:
@@ -634,20 +629,19 @@ class _Builder:
             displays[logical] = src.display(path, folder=logical == "power")
             self.note(path, displays[logical])
 
-        point_yaml = _quiet_yaml(files.get("point.yaml"), self.limits)
-        config = _quiet_yaml(files.get("config.yaml"), self.limits)
+        point_yaml = load_descriptor_quietly(files.get("point.yaml"), limits=self.limits) or {}
         concurrency = _as_concurrency(point_yaml.get("concurrency"))
         if concurrency is None:
-            pattern = ((config.get("settings") or {}).get("load_pattern") or {}) if isinstance(config.get("settings"), dict) else {}
-            concurrency = _as_concurrency(pattern.get("target_concurrency") if isinstance(pattern, dict) else None)
+            config = load_descriptor_quietly(files.get("config.yaml"), limits=self.limits)
+            concurrency = _as_concurrency(_dig(config, "settings", "load_pattern", "target_concurrency"))
         if concurrency is None:
             match = _POINT_DIR.match(folder.name)
             concurrency = int(match.group(1)) if match else 0
         model_name = point_yaml.get("model_name")
         model = model or (model_name if isinstance(model_name, str) and model_name else "unknown-model")
         if system is None:
-            power = _quiet_json(files.get("system_power.json"), self.limits)
-            desc = _quiet_json(files.get("system_desc.json"), self.limits)
+            power = load_descriptor_quietly(files.get("system_power.json"), limits=self.limits) or {}
+            desc = load_descriptor_quietly(files.get("system_desc.json"), limits=self.limits) or {}
             if isinstance(power.get("system_desc_id"), str) and power["system_desc_id"].strip():
                 system = _system_id(power["system_desc_id"])
             elif isinstance(desc.get("system_name"), str) and desc["system_name"].strip():
@@ -665,14 +659,12 @@ class _Builder:
             )
         for logical in REQUIRED_FILES:
             if logical not in files:
-                where = POINT_FILES[logical][0 if source == "bundle" else -1]
                 if source == "bundle" and logical == "system_power.json":
                     where_display = src.display(folder.parent.parent, folder=True) + "system_power.json"
-                else:
-                    where_display = display + (
-                        "metrics/final_snapshot.json" if logical == "final_snapshot.json" else
-                        "performance/result_summary.json" if logical == "result_summary.json" and source != "bundle"
-                        else where)
+                else:  # the official tools' place: a bundle's first candidate, a run folder's last
+                    candidates = POINT_FILES[logical]
+                    where_display = display + (candidates[0] if source == "bundle" or logical == "final_snapshot.json"
+                                               else candidates[-1])
                 self.findings.error(
                     "required-file", f"{p.key}: {logical} is missing (expected at {where_display})",
                     file=where_display, point=p.key,
@@ -692,7 +684,7 @@ class _Builder:
             if _is_file(root / "cli_metadata.json"):
                 layout.cli_metadata = root / "cli_metadata.json"
                 self.note(layout.cli_metadata, src.display(layout.cli_metadata))
-                meta = _quiet_json(layout.cli_metadata, self.limits)
+                meta = load_descriptor_quietly(layout.cli_metadata, limits=self.limits) or {}
                 for attr, keys in (("submission_id", ("submission_id",)),
                                    ("organisation", ("organisation", "organization", "org"))):
                     for key in keys:
@@ -705,14 +697,7 @@ class _Builder:
                 f"{layout.root_display}",
                 file=src.display(root, folder=True), fix="Check one bundle at a time.",
             )
-        for readme in sorted((root / "src").glob("*/README.md")) if _is_dir(root / "src") else []:
-            if _is_file(readme):
-                layout.src_readmes.append(readme)
-                self.note(readme, src.display(readme))
-        for doc in sorted((root / "docs").glob("*.md")) if _is_dir(root / "docs") else []:
-            if _is_file(doc):
-                layout.docs.append(doc)
-                self.note(doc, src.display(doc))
+        self.shared_docs(root, src, docs_folder="docs")
         for system_dir in _subdirs(root / "results"):
             system = system_dir.name
             power = system_dir / "system_power.json"
@@ -734,14 +719,16 @@ class _Builder:
             power = p.files.get("system_power.json")
             if power is not None:
                 self.layout.system_power.setdefault(p.system, power)
-            for readme in sorted((folder / "src").glob("*/README.md")) if _is_dir(folder / "src") else []:
-                if _is_file(readme):
-                    self.layout.src_readmes.append(readme)
-                    self.note(readme, src.display(readme))
-            for doc in sorted((folder / "documentation").glob("*.md")) if _is_dir(folder / "documentation") else []:
-                if _is_file(doc):
-                    self.layout.docs.append(doc)
-                    self.note(doc, src.display(doc))
+            self.shared_docs(folder, src, docs_folder="documentation")
+
+    def shared_docs(self, folder: Path, src: _Input, *, docs_folder: str) -> None:
+        """src/<impl>/README.md and <docs_folder>/*.md below a bundle root or a run folder."""
+        for found, pattern, into in (("src", "*/README.md", self.layout.src_readmes),
+                                     (docs_folder, "*.md", self.layout.docs)):
+            for path in sorted((folder / found).glob(pattern)) if _is_dir(folder / found) else []:
+                if _is_file(path):
+                    into.append(path)
+                    self.note(path, src.display(path))
 
     def finish(self) -> Layout:
         layout = self.layout

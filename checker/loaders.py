@@ -212,7 +212,16 @@ def _decode(data: bytes, *, display: str, findings: Findings, point: str | None)
         return None
 
 
-def _pointer(parts: list[Any]) -> str:
+def _read_text(path: Path, *, display: str, findings: Findings, limits: Any, point: str | None) -> str | None:
+    """The descriptor's text, read bounded and decoded; None (with a finding) when it cannot be."""
+    data = _read_bounded(path, display=display, findings=findings, limits=limits, point=point)
+    if data is None:
+        return None
+    return _decode(data, display=display, findings=findings, point=point)
+
+
+def json_pointer(parts: Any) -> str:
+    """RFC 6901 pointer of a path of keys and indexes ("" for the top level)."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
@@ -263,10 +272,7 @@ def load_json(
     pointer) and a non-object top level when `expect_object` (descriptor-not-object). Duplicate keys
     give a json-duplicate-key warning (the last value wins, as in every JSON parser) but still load.
     """
-    data = _read_bounded(Path(path), display=display, findings=findings, limits=limits, point=point)
-    if data is None:
-        return None
-    text = _decode(data, display=display, findings=findings, point=point)
+    text = _read_text(Path(path), display=display, findings=findings, limits=limits, point=point)
     if text is None:
         return None
 
@@ -312,7 +318,7 @@ def load_json(
         return None
     for holder, key in dupes[:_MAX_REPORTED]:
         where = dup_where.get(id(holder), "")
-        pointer = where + _pointer([key])
+        pointer = where + json_pointer([key])
         findings.warning(
             "json-duplicate-key",
             f"{display} repeats the key {key!r} in the object at {where or '/'}; the last value is used",
@@ -329,10 +335,10 @@ def _walk_json(obj: Any, path: list[Any], nonfinite: list[str], dup_where: dict[
     while stack:
         node, where = stack.pop()
         if isinstance(node, _NonFinite):
-            nonfinite.append(_pointer(where))
+            nonfinite.append(json_pointer(where))
         elif isinstance(node, dict):
             if id(node) in dup_ids:
-                dup_where[id(node)] = _pointer(where)
+                dup_where[id(node)] = json_pointer(where)
             stack.extend((v, [*where, k]) for k, v in reversed(list(node.items())))
         elif isinstance(node, list):
             stack.extend((v, [*where, i]) for i, v in reversed(list(enumerate(node))))
@@ -410,10 +416,7 @@ def load_yaml(
     for .nan/.inf, descriptor-not-object) plus yaml-alias (anchors/aliases are refused: they are how
     "billion laughs" bombs are built). Duplicate keys give a yaml-duplicate-key warning.
     """
-    data = _read_bounded(Path(path), display=display, findings=findings, limits=limits, point=point)
-    if data is None:
-        return None
-    text = _decode(data, display=display, findings=findings, point=point)
+    text = _read_text(Path(path), display=display, findings=findings, limits=limits, point=point)
     if text is None:
         return None
     loader = _StrictLoader(text)
@@ -450,3 +453,14 @@ def load_yaml(
     if expect_object and _not_object(obj, display=display, findings=findings, point=point):
         return None
     return obj
+
+
+def load_descriptor_quietly(path: Path | None, *, limits: Any) -> dict[str, Any] | None:
+    """The top-level object of a descriptor (YAML for .yaml/.yml, else JSON), or None when absent or unreadable.
+
+    For code that only needs a value (grouping, assembly): no findings, the schema check reports why.
+    """
+    if path is None:
+        return None
+    loader = load_yaml if Path(path).suffix in (".yaml", ".yml") else load_json
+    return loader(path, display="", findings=Findings(), limits=limits)

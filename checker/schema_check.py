@@ -15,7 +15,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from checker.loaders import load_json, load_yaml
+from checker.loaders import json_pointer, load_json, load_yaml
 from checker.report import Findings
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
@@ -46,12 +46,8 @@ def rule_for(schema_name: str) -> str:
     return "schema-" + schema_name.replace("_", "-")
 
 
-def _pointer(parts: Any) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
 def _message(error: ValidationError) -> str:
-    where = _pointer(error.absolute_path) or "/"
+    where = json_pointer(error.absolute_path) or "/"
     if error.validator == "required":
         return f"{where}: {error.message}"
     if error.validator == "type":
@@ -78,7 +74,7 @@ def validate(obj: Any, schema_name: str, *, display: str, findings: Findings, po
             rule,
             f"{display} {_message(error)}",
             file=display,
-            pointer=_pointer(error.absolute_path),
+            pointer=json_pointer(error.absolute_path),
             point=point,
             fix=f"Write this value as the official tools do (see checker/schemas/{schema_name}.schema.json).",
         )
