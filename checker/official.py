@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +37,8 @@ def official_command() -> list[str] | None:
 
 def official_version() -> str | None:
     try:
-        from importlib.metadata import PackageNotFoundError, version
-    except ImportError:  # pragma: no cover
-        return None
-    try:
-        return version(PACKAGE)
-    except PackageNotFoundError:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
         return None
 
 
@@ -62,10 +59,17 @@ def _mapped(path: str | None, point_map: dict[str, str] | None) -> str | None:
 def verdict_keys(results: list[dict[str, Any]],
                  point_map: dict[str, str] | None = None) -> set[tuple[str, str, str | None]]:
     """(rule, severity, point) of every official error and warning; point_map renames bundle points."""
-    out = set()
+    return set(_verdict_messages(results, point_map))
+
+
+def _verdict_messages(results: list[dict[str, Any]],
+                      point_map: dict[str, str] | None) -> dict[tuple[str, str, str | None], str]:
+    """verdict_keys -> the first official message under that key (cut to 300 characters)."""
+    out: dict[tuple[str, str, str | None], str] = {}
     for r in results:
         if isinstance(r, dict) and r.get("severity") in _SEVERITIES:
-            out.add((str(r.get("rule")), str(r.get("severity")), _mapped(r.get("path"), point_map)))
+            out.setdefault((str(r.get("rule")), str(r.get("severity")), _mapped(r.get("path"), point_map)),
+                           str(r.get("message"))[:300])
     return out
 
 
@@ -102,12 +106,8 @@ def run_official(root: Path, *, timeout_s: float = 900.0) -> tuple[dict[str, Any
 
 def compare(report: Report, official_results: list[dict[str, Any]], point_map: dict[str, str] | None = None) -> None:
     """One info finding `official-checker-disagreement` per (rule, severity, point) only one side reports."""
-    theirs, ours = verdict_keys(official_results, point_map), portal_keys(report)
-    messages: dict[tuple, str] = {}
-    for r in official_results:
-        if isinstance(r, dict) and r.get("severity") in _SEVERITIES:
-            messages.setdefault((str(r.get("rule")), str(r.get("severity")), _mapped(r.get("path"), point_map)),
-                                str(r.get("message"))[:300])
+    messages = _verdict_messages(official_results, point_map)
+    theirs, ours = set(messages), portal_keys(report)
     for rule, severity, point in sorted(theirs - ours, key=str):
         report.findings.info(
             "official-checker-disagreement",
