@@ -476,8 +476,6 @@ class PointReplay:
                 progress(number)
             if self.ended:
                 break
-            if not raw.strip():
-                continue
             event = self._parse(number, raw)
             if event is not None:
                 self._apply(number, event)
@@ -492,6 +490,8 @@ class PointReplay:
                 ts = event.get("timestamp_ns")
                 if isinstance(event.get("event_type"), str) and type(ts) is int and ts >= 0:
                     return event
+        if not raw.strip():  # a blank line (rare): skipped, checked only once the fast parse failed
+            return None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
