@@ -673,12 +673,10 @@ class PointReplay:
                           "incomplete or was cut.", None, "Upload the complete events.jsonl.")
         duration_ns = sum(latest - start for start, latest in self.blocks if latest is not None)
         seconds = duration_ns / 1e9
-        osl = np.frombuffer(self.osl, dtype=np.int64) if self.osl else np.zeros(0, np.int64)
-        isl = np.frombuffer(self.isl, dtype=np.int64) if self.isl else np.zeros(0, np.int64)
-        tokens_after = np.frombuffer(self.tpot_tokens, dtype=np.int64) if self.tpot_tokens else np.zeros(
-            0, np.int64)
-        elapsed = np.frombuffer(self.tpot_elapsed, dtype=np.int64) if self.tpot_elapsed else np.zeros(
-            0, np.int64)
+        osl = _int64s(self.osl)
+        isl = _int64s(self.isl)
+        tokens_after = _int64s(self.tpot_tokens)
+        elapsed = _int64s(self.tpot_elapsed)
         keep = tokens_after > 0
         tpot = elapsed[keep].astype(np.float64) / tokens_after[keep].astype(np.float64)
         osl = osl[osl > 0]
@@ -688,12 +686,9 @@ class PointReplay:
             "n_samples_completed": self.n_completed,
             "n_samples_failed": self.n_failed,
             "duration_ns": duration_ns,
-            "ttft": summarize(np.frombuffer(self.ttft, dtype=np.int64) if self.ttft else np.zeros(0, np.int64),
-                              early_stopping=True),
+            "ttft": summarize(_int64s(self.ttft), early_stopping=True),
             "tpot": summarize(tpot, early_stopping=True),
-            "latency": summarize(
-                np.frombuffer(self.latency, dtype=np.int64) if self.latency else np.zeros(0, np.int64),
-                early_stopping=True),
+            "latency": summarize(_int64s(self.latency), early_stopping=True),
             "output_sequence_lengths": summarize(osl, early_stopping=False),
             "input_sequence_lengths": summarize(isl, early_stopping=False),
             "qps": self.n_completed / seconds if seconds > 0 else None,
@@ -703,6 +698,11 @@ class PointReplay:
             "warmup": {"issued": self.warmup_issued},
         }
         return out
+
+
+def _int64s(series: array) -> np.ndarray:
+    """A series of array("q") as int64 numbers, without a copy."""
+    return np.frombuffer(series, dtype=np.int64) if series else np.zeros(0, np.int64)
 
 
 def derive_official(summary: dict, *, concurrency: int | None) -> dict:

@@ -146,7 +146,7 @@ def summarize(values: np.ndarray, *, early_stopping: bool) -> dict:
         "total": total,
         "min": _plain(ordered[0]),
         "max": _plain(ordered[-1]),
-        "median": float(np.percentile(ordered, 50.0, method="lower")),
+        "median": pct[percentile_key(50.0)],  # p50 of the grid, not computed a second time
         "avg": total / n,
         "std_dev": float(np.std(values, ddof=1)) if n > 1 else 0.0,
         "percentiles": pct,
