@@ -91,3 +91,14 @@ def test_login_and_password_reset_flow(client, role_users, mailoutbox):
     client.post("/accounts/password_reset/", {"email": "submitter@example.com"})
     assert len(mailoutbox) == 1
     assert "/accounts/reset/" in mailoutbox[0].body
+
+
+def test_bad_input_on_account_pages_is_a_page_not_a_server_error(client, role_users, mailoutbox):
+    garbage = client.post("/accounts/login/", {"username": "x" * 5000 + "\x00", "password": "\x00"})
+    assert garbage.status_code == 200 and b"didn't match" in garbage.content
+    assert client.post("/accounts/login/", {}).status_code == 200
+    unknown = client.post("/accounts/password_reset/", {"email": "nobody@example.org"})
+    assert unknown.status_code == 302 and mailoutbox == []  # same answer as a known address
+    assert client.post("/accounts/password_reset/", {"email": "not an e-mail"}).status_code == 200
+    assert b"Link expired" in client.get("/accounts/reset/zz/not-a-token/").content
+    assert client.get("/audit/?page=abc", follow=True).status_code == 200
