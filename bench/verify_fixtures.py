@@ -16,31 +16,15 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-import tokenizers
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from checker.events import recompute_point  # noqa: E402
 from checker.report import Findings  # noqa: E402
-
-FIXTURES = ROOT / "tests" / "checker" / "fixtures"
-
-
-def walk(claimed, recomputed, path=""):
-    for key, want in claimed.items():
-        if key == "histogram":
-            continue
-        got = recomputed.get(key) if isinstance(recomputed, dict) else None
-        here = f"{path}.{key}" if path else key
-        if isinstance(want, dict):
-            yield from walk(want, got or {}, here)
-        else:
-            yield here, want, got
+from tests.checker.test_recompute import FIXTURES, TOKENIZER, summary_leaves  # noqa: E402 - the test's, not copies
 
 
 def main() -> int:
-    tok = tokenizers.Tokenizer.from_file(str(FIXTURES / "tokenizer" / "tokenizer.json"))
     checked = bad = 0
     with tempfile.TemporaryDirectory() as tmp:
         for archive in sorted((FIXTURES / "run_archives").glob("*.tar.gz")):
@@ -48,12 +32,12 @@ def main() -> int:
             with tarfile.open(archive) as tar:
                 tar.extractall(into, filter="data")
             folder = next(into.iterdir())
-            got = recompute_point(folder / "events.jsonl", tokenizer=tok, findings=Findings(), display=folder.name)
+            got = recompute_point(folder / "events.jsonl", tokenizer=TOKENIZER, findings=Findings(), display=folder.name)
             want = json.loads((folder / "performance" / "result_summary.json").read_text())
             for key in want:
                 if key not in got:
                     continue  # metadata the recompute does not produce (version, state, ...)
-                for where, claimed, value in walk({key: want[key]}, {key: got[key]}):
+                for where, claimed, value in summary_leaves({key: want[key]}, {key: got[key]}):
                     checked += 1
                     if isinstance(claimed, float) and isinstance(value, int | float):
                         ok = math.isclose(value, claimed, rel_tol=1e-9, abs_tol=0.0)

@@ -42,7 +42,7 @@ def sample_points(tmp_path_factory) -> list[Path]:
     return [_unpack(a, root / a.name.split(".")[0]) for a in ARCHIVES]
 
 
-def _walk_values(claimed: dict, recomputed: dict, path: str = ""):
+def summary_leaves(claimed: dict, recomputed: dict, path: str = ""):
     """Every (key, claimed, recomputed) leaf that the client wrote, histograms aside."""
     for key, want in claimed.items():
         if key == "histogram":
@@ -50,7 +50,7 @@ def _walk_values(claimed: dict, recomputed: dict, path: str = ""):
         got = recomputed.get(key) if isinstance(recomputed, dict) else None
         here = f"{path}.{key}" if path else key
         if isinstance(want, dict):
-            yield from _walk_values(want, got or {}, here)
+            yield from summary_leaves(want, got or {}, here)
         else:
             yield here, want, got
 
@@ -69,7 +69,7 @@ def test_every_sample_point_is_reproduced_exactly(sample_points):
         want = json.loads((folder / "performance" / "result_summary.json").read_text())
         assert [f for f in findings if f.severity == "error"] == []
         for key in RECOMPUTED_KEYS:
-            for where, claimed, recomputed in _walk_values({key: want[key]}, {key: got[key]}):
+            for where, claimed, recomputed in summary_leaves({key: want[key]}, {key: got[key]}):
                 checked += 1
                 if isinstance(claimed, int) and not isinstance(claimed, bool):
                     assert recomputed == claimed, (folder.name, where)
