@@ -103,7 +103,6 @@ from submissions.selectors import (  # noqa: E402
     systems_submittable_by,
     systems_visible_to,
     uploads_visible_to,
-    version_files_visible_to,
     version_latest,
     versions_visible_to,
     versions_with_latest_check,
@@ -265,6 +264,10 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
 
 class VersionFilter(django_filters.FilterSet):
+    # A plain number, not a model choice: a choice field validates against every row and would tell a hidden id
+    # (empty list) from a missing one (400).
+    submission = django_filters.NumberFilter(field_name="submission_id")
+
     class Meta:
         model = SubmissionVersion
         fields = ["submission"]
@@ -284,8 +287,8 @@ class VersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @action(detail=True, methods=["get"], url_path=r"files/(?P<position>\d+)", filterset_class=None)
     def file(self, request, pk=None, position=None):
         """The stored bytes exactly as uploaded (streamed; visibility-checked like the submission)."""
-        version_file = get_object_or_404(version_files_visible_to(request.user), version_id=pk,
-                                         position=int(position))
+        # get_object() is the viewset's own visibility lookup: a malformed, unknown or hidden id is one 404.
+        version_file = get_object_or_404(self.get_object().files, position=int(position))
         return uploads.version_file_response(version_file)
 
     @extend_schema(request=None, responses={201: CheckRunSummarySerializer}, parameters=[IDEMPOTENCY_PARAMETER])
@@ -327,6 +330,8 @@ class CheckRunSerializer(CheckRunSummarySerializer):
 
 
 class CheckRunFilter(django_filters.FilterSet):
+    version = django_filters.NumberFilter(field_name="version_id")  # a number, as in VersionFilter
+
     class Meta:
         model = CheckRun
         fields = ["version", "status"]
@@ -342,7 +347,9 @@ class CheckRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         return CheckRunSerializer if self.action == "retrieve" else CheckRunSummarySerializer
 
     def get_queryset(self):
-        return check_runs_visible_to(self.request.user).order_by("-id")
+        runs = check_runs_visible_to(self.request.user).order_by("-id")
+        # The whole report is never served here, and a list row shows no curves: leave the blobs in the database.
+        return runs.defer("report") if self.action == "retrieve" else runs.defer("report", "curves")
 
 
 class UploadSerializer(serializers.ModelSerializer):
@@ -359,12 +366,15 @@ class UploadSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
     def get_missing_parts(self, upload):
-        return uploads.upload_missing_parts(upload) if upload.status == Upload.Status.OPEN else []
+        if upload.status != Upload.Status.OPEN:
+            return []
+        present = {part.index for part in upload.parts.all()}  # the list prefetches the parts
+        return [index for index in range(upload.parts_expected) if index not in present]
 
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))
     def get_received_parts(self, upload):
-        return [{"index": i, "sha256": s, "size_bytes": n}
-                for i, s, n in upload.parts.order_by("index").values_list("index", "sha256", "size_bytes")]
+        parts = sorted(upload.parts.all(), key=lambda part: part.index)  # the list prefetches the parts
+        return [{"index": part.index, "sha256": part.sha256, "size_bytes": part.size_bytes} for part in parts]
 
     @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_version(self, upload):
@@ -421,6 +431,7 @@ class UploadFilter(django_filters.FilterSet):
     submission_status = django_filters.MultipleChoiceFilter(field_name="submission__status",
                                                             choices=Submission.Status.choices)
     mine = django_filters.BooleanFilter(method="filter_mine", help_text="true: only uploads the caller started.")
+    submission = django_filters.NumberFilter(field_name="submission_id")  # a number, as in VersionFilter
 
     class Meta:
         model = Upload
@@ -442,7 +453,8 @@ class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     filterset_class = UploadFilter
 
     def get_queryset(self):
-        return uploads_visible_to(self.request.user).select_related("created_by").order_by("-created_at")
+        return uploads_visible_to(self.request.user).select_related("created_by").prefetch_related("parts").order_by(
+            "-created_at")
 
     @extend_schema(request=None, responses={200: UploadSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
@@ -520,9 +532,10 @@ def register_submissions(router: BaseRouter) -> None:
 # Members see their organisations' systems, auditors and the chair all, everyone the systems of published
 # results; submitters register systems and give each a new description (a new revision, audited).
 
+from django.db.models import OuterRef, Subquery  # noqa: E402
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser  # noqa: E402
 
-from submissions.models import Organisation, System  # noqa: E402
+from submissions.models import Organisation, System, SystemDescriptionRevision  # noqa: E402
 from submissions.selectors import (  # noqa: E402
     organisations_registering_systems,
     system_description_revisions,
@@ -548,8 +561,9 @@ class SystemSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_description_revision(self, system):
-        revision = system.description_revisions.order_by("-number").values_list("number", flat=True).first()
-        return revision
+        if hasattr(system, "latest_revision_number"):  # annotated by the list
+            return system.latest_revision_number
+        return system.description_revisions.order_by("-number").values_list("number", flat=True).first()
 
 
 class SystemDetailSerializer(SystemSerializer):
@@ -619,7 +633,10 @@ class SystemViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         return SystemDetailSerializer if self.action == "retrieve" else SystemSerializer
 
     def get_queryset(self):
-        return systems_visible_to(self.request.user).order_by("organisation__name", "name")
+        latest_revision = SystemDescriptionRevision.objects.filter(system_id=OuterRef("pk")).order_by("-number")
+        return systems_visible_to(self.request.user).annotate(
+            latest_revision_number=Subquery(latest_revision.values("number")[:1])
+        ).order_by("organisation__name", "name")
 
     @extend_schema(request={"application/json": SystemCreateSerializer, "multipart/form-data": SystemCreateSerializer},
                    responses={201: SystemDetailSerializer}, parameters=[IDEMPOTENCY_PARAMETER])

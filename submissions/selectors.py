@@ -174,14 +174,6 @@ def versions_visible_to(user):
     ).prefetch_related("files")
 
 
-def version_files_visible_to(user):
-    from submissions.models import VersionFile
-
-    return VersionFile.objects.filter(version__submission__in=submissions_visible_to(user)).select_related(
-        "version__submission"
-    )
-
-
 def check_runs_visible_to(user):
     from submissions.models import CheckRun
 
@@ -210,7 +202,7 @@ def _latest_check_runs():
     later = CheckRun.objects.filter(version_id=OuterRef("version_id")).filter(
         Q(created_at__gt=OuterRef("created_at")) | Q(created_at=OuterRef("created_at"), id__gt=OuterRef("id"))
     )
-    return CheckRun.objects.filter(~Exists(later))
+    return CheckRun.objects.filter(~Exists(later)).defer("report", "curves")  # list rows show neither blob
 
 
 def versions_with_latest_check(versions):

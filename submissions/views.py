@@ -14,7 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -36,6 +36,7 @@ from submissions.selectors import (
     check_run_latest,
     organisations_of_user,
     organisations_registering_systems,
+    submission_get_visible,
     submissions_visible_to,
     submissions_with_latest,
     system_description_revisions,
@@ -191,7 +192,7 @@ def _back(submission: Submission):
 @login_required
 @require_POST
 def submission_submit(request, pk: int):
-    submission = _visible_or_404(request, pk)
+    submission = submission_get_visible(request.user, pk)
     try:
         services.submission_submit(submission=submission, actor=request.user)
     except ApplicationError as exc:
@@ -205,7 +206,7 @@ def submission_submit(request, pk: int):
 @login_required
 @require_POST
 def submission_withdraw(request, pk: int):
-    submission = _visible_or_404(request, pk)
+    submission = submission_get_visible(request.user, pk)
     form = WithdrawForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Not withdrawn: say why the submission is withdrawn.")
@@ -222,7 +223,7 @@ def submission_withdraw(request, pk: int):
 @login_required
 @require_POST
 def version_recheck(request, pk: int, number: int):
-    submission = _visible_or_404(request, pk)
+    submission = submission_get_visible(request.user, pk)
     version = _version_or_404(submission, number)
     try:
         check_run = checks.check_run_requeue(version=version, actor=request.user)
@@ -231,10 +232,6 @@ def version_recheck(request, pk: int, number: int):
     else:
         messages.success(request, f"Version {version.number} queued for a new check (run #{check_run.pk}).")
     return redirect(reverse("submissions:detail", args=[submission.pk]) + f"?version={version.number}")
-
-
-def _visible_or_404(request, pk: int) -> Submission:
-    return get_object_or_404(submissions_visible_to(request.user), pk=pk)
 
 
 @require_GET
@@ -259,7 +256,10 @@ def rules(request):
 def _systems_page(request, *, form=None, status=200):
     user = request.user
     registrable = organisations_registering_systems(user)
-    systems = systems_visible_to(user).annotate(submission_count=Count("submissions", distinct=True))
+    # Count only what the user may see: another organisation's drafts must not show up even as a number.
+    visible_submissions = submissions_visible_to(user).values("pk")
+    systems = systems_visible_to(user).annotate(
+        submission_count=Count("submissions", filter=Q(submissions__pk__in=visible_submissions), distinct=True))
     own_ids = user_org_ids(user)
     return render(request, "submissions/systems.html", {
         "own_systems": systems.filter(organisation_id__in=own_ids).order_by("organisation__name", "name"),
