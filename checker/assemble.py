@@ -47,6 +47,7 @@ from typing import Any
 
 import yaml
 
+from checker.checksums import sha256_file
 from checker.inputs import EVENTS_NAMES, Layout, Limits, PointInput
 from checker.loaders import load_descriptor_quietly
 from checker.report import Findings
@@ -170,14 +171,6 @@ def _open_source(path: Path):
     return os.fdopen(fd, "rb")
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with _open_source(path) as fin:
-        while chunk := fin.read(COPY_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _walk(top: Path) -> list[tuple[Path, str]]:
     """(file, path relative to top) of every regular file below top; links and specials skipped."""
     out: list[tuple[Path, str]] = []
@@ -232,7 +225,7 @@ class _Assembler:
             kept_display, kept = self.shared[rel]
             if identity is None:
                 try:
-                    identity = _sha256(src)
+                    identity = sha256_file(src)
                 except OSError:
                     return
                 if not isinstance(kept, str):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path, PurePosixPath
 
@@ -34,9 +35,10 @@ def _safe_target(root: Path, name: str) -> Path | None:
     return target
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """SHA-256 of a regular file, read in chunks, never through a link at its last component."""
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as fh:
         while block := fh.read(CHUNK):
             digest.update(block)
     return digest.hexdigest()
@@ -58,7 +60,7 @@ def _verify(root: Path, entries: list[tuple[int | None, str, str, int | None]], 
                            file=display, line=line, pointer=pointer,
                            fix="Upload the complete bundle, or regenerate the checksum list.")
             continue
-        actual = _sha256(target)
+        actual = sha256_file(target)
         checked += 1
         if actual != expected.lower():
             findings.error(

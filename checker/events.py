@@ -9,7 +9,6 @@ size of the log or of its texts: texts are tokenized in bounded batches and drop
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from array import array
@@ -22,7 +21,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from checker.loaders import CorruptStream, ZstdReader
+from checker.loaders import CorruptStream, open_log
 from checker.numbers import finite
 from checker.report import Findings
 from checker.stats import summarize
@@ -37,17 +36,6 @@ PROMPT_CACHE_ENTRIES = 200_000
 TEXT_CACHE_CHARS = 32 * 1024 * 1024  # bound on the characters kept as keys of the count caches
 PIECE_CACHE_ENTRIES = 500_000
 PROGRESS_EVERY_LINES = 100_000
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-
-
-class _OwningZstdReader(ZstdReader):
-    """A zstd reader that also closes the file it reads."""
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._raw.close()
 
 
 def _reject_constant(name: str) -> float:
@@ -63,11 +51,8 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
 
 
 def open_binary(path: Path) -> BinaryIO:
-    """A binary stream of the log, decompressing .zst on the fly."""
-    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the returned stream
-    if raw.peek(4)[:4] == ZSTD_MAGIC:  # by content, not by name
-        return io.BufferedReader(_OwningZstdReader(raw, name=path.name), buffer_size=READ_BLOCK_BYTES)
-    return raw
+    """A binary stream of the log, decompressing .zst on the fly (checker.loaders.open_log)."""
+    return open_log(path, buffer_size=READ_BLOCK_BYTES)
 
 
 def iter_lines(stream: BinaryIO, *, max_line_bytes: int, on_too_long) -> Iterator[tuple[int, bytes]]:

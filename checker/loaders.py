@@ -62,10 +62,12 @@ class ZstdReader(io.RawIOBase):
     decoder reports an error.
     """
 
-    def __init__(self, raw: io.BufferedIOBase | io.RawIOBase, *, name: str = "stream") -> None:
+    def __init__(self, raw: io.BufferedIOBase | io.RawIOBase, *, name: str = "stream",
+                 closefd: bool = False) -> None:
         super().__init__()
         self._raw = raw
         self._name = name
+        self._closefd = closefd
         self._dctx = zstandard.ZstdDecompressor(max_window_size=1 << 31)
         self._obj = self._dctx.decompressobj()
         self._in_frame = False  # fed bytes to the current frame that have not completed it yet
@@ -75,6 +77,13 @@ class ZstdReader(io.RawIOBase):
         self._input_at = 0
         self._eof = False
         self.bytes_out = 0
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self._closefd:
+                self._raw.close()
 
     def readable(self) -> bool:
         return True
@@ -130,6 +139,18 @@ class ZstdReader(io.RawIOBase):
 # --------------------------------------------------------------------------------------------- events
 
 
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def open_log(path: str | Path, *, buffer_size: int = CHUNK) -> io.BufferedIOBase:
+    """A binary stream of events.jsonl or events.jsonl.zst, decompressing by content (zstd magic), not
+    by name; closing it closes the file. A truncated or corrupt .zst raises CorruptStream while reading."""
+    raw = open(path, "rb")  # noqa: SIM115 - owned by the returned stream
+    if raw.peek(4)[:4] == ZSTD_MAGIC:
+        return io.BufferedReader(ZstdReader(raw, name=Path(path).name, closefd=True), buffer_size=buffer_size)
+    return raw
+
+
 def open_events(path: str | Path, *, max_line_bytes: int | None = None) -> Iterator[bytes]:
     """Yield the lines (bytes, newline kept) of events.jsonl or events.jsonl.zst, in bounded memory.
 
@@ -140,13 +161,8 @@ def open_events(path: str | Path, *, max_line_bytes: int | None = None) -> Itera
     The file is closed when the generator is exhausted or closed.
     """
     limit = max_line_bytes if max_line_bytes and max_line_bytes > 0 else None
-    raw = open(path, "rb")  # noqa: SIM115 - closed in finally
+    stream = open_log(path)
     try:
-        magic = raw.peek(4)[:4]
-        if magic == b"\x28\xb5\x2f\xfd":
-            stream: Any = io.BufferedReader(ZstdReader(raw, name=Path(path).name), buffer_size=CHUNK)
-        else:
-            stream = raw
         line_no = 0
         while True:
             try:
@@ -166,7 +182,7 @@ def open_events(path: str | Path, *, max_line_bytes: int | None = None) -> Itera
     except OSError as exc:
         raise CorruptStream(f"cannot read {Path(path).name}: {exc}", line=0) from None
     finally:
-        raw.close()
+        stream.close()
 
 
 # --------------------------------------------------------------------------------------------- common
