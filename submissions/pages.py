@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 from submissions.charts import chart_legend, step_chart_svg
 from submissions.models import CheckRun, Submission
 from submissions.rules_catalog import rule_catalog
-from submissions.selectors import check_run_findings, check_run_latest, check_run_point_metrics
+from submissions.selectors import (
+    check_run_findings,
+    check_run_latest,
+    check_run_official,
+    check_run_point_metrics,
+)
 
 SEVERITIES = [
     ("error", "Errors", "Each one fails the check: fix them and upload a new version."),
@@ -183,9 +188,8 @@ def check_section_context(submission: Submission, version) -> dict:
                 if finding.point:
                     errors_by_point[finding.point] = errors_by_point.get(finding.point, 0) + 1
     curves = check_run.curves or []
-    official = (check_run.report or {}).get("official") if isinstance(check_run.report, dict) else None
     context.update({
-        "official": official if isinstance(official, dict) else None,
+        "official": check_run_official(check_run),
         "finding_groups": groups,
         "point_rows": point_rows(check_run, errors_by_point=errors_by_point),
         "point_metric_headings": [heading for _key, heading, _kind in POINT_METRICS],

@@ -239,7 +239,15 @@ def check_run_latest(version):
     prefetched = getattr(version, "latest_check_runs", None)
     if prefetched is not None:
         return prefetched[0] if prefetched else None
-    return version.check_runs.order_by("-created_at", "-id").first()
+    return version.check_runs.defer("report").order_by("-created_at", "-id").first()
+
+
+def check_run_official(check_run) -> dict | None:
+    """The official checker's verdict kept in the run's report, read without loading the whole report."""
+    from submissions.models import CheckRun
+
+    official = CheckRun.objects.filter(pk=check_run.pk).values_list("report__official", flat=True).first()
+    return official if isinstance(official, dict) else None
 
 
 def check_run_findings(check_run):

@@ -48,6 +48,7 @@ from submissions.selectors import (
     user_org_ids,
     user_roles,
     version_latest,
+    versions_with_latest_check,
 )
 from submissions.system_desc import system_desc_facts, system_desc_read
 
@@ -134,7 +135,8 @@ def submission_create(request):
 @require_GET
 def submission_detail(request, pk: int):
     submission = _visible_submission(request, pk)
-    versions = list(submission.versions.select_related("uploader").prefetch_related("files").order_by("-number"))
+    versions = list(versions_with_latest_check(
+        submission.versions.select_related("uploader").prefetch_related("files")).order_by("-number"))
     selected = versions[0] if versions else None
     if request.GET.get("version", "").isdigit():
         selected = next((v for v in versions if v.number == int(request.GET["version"])), None)

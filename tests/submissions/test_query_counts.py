@@ -84,3 +84,25 @@ def test_submission_and_version_lists_queries_do_not_grow_with_rows(role_users, 
         versions = api.get("/api/v1/versions/").json()
     assert versions["count"] == 60
     assert {v["latest_check_run"]["status"] for v in versions["results"]} == {"passed"}
+
+
+def test_submission_page_queries_do_not_grow_with_versions(client, role_users, world, django_assert_max_num_queries):
+    acme, _, benchmark = world
+    submitter = role_users["submitter"]
+    client.force_login(submitter)
+    _add_submissions(acme, submitter, benchmark, 1)
+    submission = Submission.objects.get()
+
+    def add_versions(count):
+        for _ in range(count):
+            number = submission.versions.count() + 1
+            version = SubmissionVersion.objects.create(submission=submission, number=number, kind="bundle",
+                                                       size_bytes=1, sha256="f" * 64, uploader=submitter)
+            CheckRun.objects.create(version=version)
+
+    few, response = _queries(lambda: client.get(f"/submissions/{submission.pk}/"))
+    assert response.status_code == 200
+    add_versions(20)
+    with django_assert_max_num_queries(few):
+        response = client.get(f"/submissions/{submission.pk}/")
+    assert response.status_code == 200 and response.context["versions"][0].number == 22
