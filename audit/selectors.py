@@ -42,7 +42,9 @@ def audit_chain_head() -> tuple[int, str]:
     return (0, GENESIS_HASH) if last is None else (last[0], last[1])
 
 
-def audit_chain_verify(*, batch_size: int = 2000, expect_head: tuple[int, str] | None = None) -> ChainVerification:
+def audit_chain_verify(
+    *, batch_size: int = 2000, expect_head: tuple[int, str] | None = None
+) -> ChainVerification:
     """Walk the chain in sequence order: each hash must match its content, link to its predecessor,
     and sequences must run 1, 2, 3... without gaps (a gap means a removed event). With `expect_head`
     (a head published earlier), the chain must still reach that event with that hash."""
@@ -53,13 +55,25 @@ def audit_chain_verify(*, batch_size: int = 2000, expect_head: tuple[int, str] |
     if sequence == 0:
         return result
     if result.checked < sequence:
-        return ChainVerification(result.checked, ChainBreak(
-            sequence, 0, f"the chain ends at #{result.checked}, but #{sequence} was published as its head: "
-                         "the newest events were removed"))
+        return ChainVerification(
+            result.checked,
+            ChainBreak(
+                sequence,
+                0,
+                f"the chain ends at #{result.checked}, but #{sequence} was published as its head: "
+                "the newest events were removed",
+            ),
+        )
     event = AuditEvent.objects.filter(sequence=sequence).values_list("pk", "hash").first()
     if event is None or event[1] != digest:
-        return ChainVerification(result.checked, ChainBreak(
-            sequence, event[0] if event else 0, "the hash differs from the published head: the chain was rewritten"))
+        return ChainVerification(
+            result.checked,
+            ChainBreak(
+                sequence,
+                event[0] if event else 0,
+                "the hash differs from the published head: the chain was rewritten",
+            ),
+        )
     return result
 
 

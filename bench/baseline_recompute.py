@@ -55,8 +55,16 @@ def recompute(path: Path, tokenizer) -> dict:
                     continue
                 n_issued += 1
                 data = event.get("data")
-                samples[uuid] = {"state": "inflight", "issued": ts, "recv_first": None, "block": len(blocks) - 1,
-                                 "prompt": None, "token_ids": None, "output": None, "complete": None}
+                samples[uuid] = {
+                    "state": "inflight",
+                    "issued": ts,
+                    "recv_first": None,
+                    "block": len(blocks) - 1,
+                    "prompt": None,
+                    "token_ids": None,
+                    "output": None,
+                    "complete": None,
+                }
                 if isinstance(data, list) and len(data) > 1:
                     if len(data) > 2 and isinstance(data[2], list):
                         samples[uuid]["token_ids"] = data[2]

@@ -52,8 +52,18 @@ recently everyone democratic shake bill here grow page southern role model servi
 throughput memory batch cache queue server client stream answer question result value table figure
 simple general small short long clear local global final total average always never perhaps rather
 even still again already almost enough quite really""".split()
-TOPICS = ("caching", "batch scheduling", "speculative decoding", "request routing", "paged attention",
-          "quantization", "prefill chunking", "tensor parallelism", "load shedding", "KV cache reuse")
+TOPICS = (
+    "caching",
+    "batch scheduling",
+    "speculative decoding",
+    "request routing",
+    "paged attention",
+    "quantization",
+    "prefill chunking",
+    "tensor parallelism",
+    "load shedding",
+    "KV cache reuse",
+)
 FAILURE_RATE = 0.004
 WARMUP = 8
 ACCURACY_SAMPLES = 32
@@ -62,8 +72,9 @@ ACCURACY_SAMPLES = 32
 # -- generation ------------------------------------------------------------------------------
 def _words(tokenizer_path: Path) -> list[str]:
     vocab = json.loads(tokenizer_path.read_text())["model"]["vocab"]
-    from_vocab = [t[1:] for t in vocab if t.startswith("\u0120") and t[1:].isascii() and t[1:].isalpha()
-                  and len(t) > 3]
+    from_vocab = [
+        t[1:] for t in vocab if t.startswith("\u0120") and t[1:].isascii() and t[1:].isalpha() and len(t) > 3
+    ]
     return ENGLISH + from_vocab
 
 
@@ -102,8 +113,9 @@ class Dataset:
         self.prompts = []
         for i in range(n_prompts):
             context = " ".join(rng.choice(words) for _ in range(rng.randrange(30, 400)))
-            self.prompts.append(f"Sample {i}: explain {rng.choice(TOPICS)} for an LLM serving system. "
-                                f"Context: {context}")
+            self.prompts.append(
+                f"Sample {i}: explain {rng.choice(TOPICS)} for an LLM serving system. Context: {context}"
+            )
         self.prompts_json = [json.dumps(p, ensure_ascii=False) for p in self.prompts]
         self.corpus, self.starts = _corpus(rng, words, 1_500_000)
 
@@ -112,7 +124,7 @@ class Dataset:
         rng = self.rng
         n = rng.randrange(60, 700)  # words; this tokenizer spends ~1.4 tokens a word
         i = rng.randrange(0, len(self.starts) - n - 2)
-        text = self.corpus[self.starts[i]:self.starts[i + n] - 1]
+        text = self.corpus[self.starts[i] : self.starts[i + n] - 1]
         first_end = self.starts[i + 1] - 1 - self.starts[i]
         roll = rng.random()
         if roll < 0.03 and first_end > 2:
@@ -132,12 +144,15 @@ def _uuid(rng: random.Random) -> str:
 
 
 def _line(kind: str, ts: int, uuid: str = "", data: str = "null", tail: str = "") -> str:
-    return (f'{{"event_type":"{kind}","timestamp_ns":{ts},"sample_uuid":"{uuid}","conversation_id":"",'
-            f'"turn":null,"data":{data}{tail}}}\n')
+    return (
+        f'{{"event_type":"{kind}","timestamp_ns":{ts},"sample_uuid":"{uuid}","conversation_id":"",'
+        f'"turn":null,"data":{data}{tail}}}\n'
+    )
 
 
-def generate(path: Path, texts_path: Path, *, size_mb: float, concurrency: int, seed: int,
-             tokenizer_path: Path) -> dict:
+def generate(
+    path: Path, texts_path: Path, *, size_mb: float, concurrency: int, seed: int, tokenizer_path: Path
+) -> dict:
     """Write the synthetic log, and the texts a recompute must count (for variant c)."""
     rng = random.Random(seed)
     data = Dataset(rng, _words(tokenizer_path))
@@ -167,7 +182,14 @@ def generate(path: Path, texts_path: Path, *, size_mb: float, concurrency: int, 
     def on_issue(at: int, slot: int, tracked) -> None:
         uuid = _uuid(rng)
         p = rng.randrange(len(data.prompts))
-        emit(_line("sample.issued", at, uuid, f'["PromptData",{data.prompts_json[p]},null,null,null,null,null,null]'))
+        emit(
+            _line(
+                "sample.issued",
+                at,
+                uuid,
+                f'["PromptData",{data.prompts_json[p]},null,null,null,null,null,null]',
+            )
+        )
         ttft = int(rng.lognormvariate(18.4, 0.25))  # ~100 ms
         push(at + ttft, "recv_first", uuid)
         if tracked is None:  # warmup: never completes
@@ -185,14 +207,31 @@ def generate(path: Path, texts_path: Path, *, size_mb: float, concurrency: int, 
         nonlocal tracked_samples, issuing
         uuid, complete, worker, first, rest, failed, slot, p, tracked = payload
         if failed:
-            emit(_line("error.generic", at, uuid, '["ErrorData","ConnectionError","upstream closed the stream"]'))
-            emit(_line("sample.complete", complete, uuid, "null", f',"finish_reason":null,"worker_id":{worker}'))
+            emit(
+                _line(
+                    "error.generic", at, uuid, '["ErrorData","ConnectionError","upstream closed the stream"]'
+                )
+            )
+            emit(
+                _line(
+                    "sample.complete", complete, uuid, "null", f',"finish_reason":null,"worker_id":{worker}'
+                )
+            )
         else:
             reason = "length" if rest.count(" ") > 680 else "stop"
-            out_json = (f'["TextModelOutput",[{json.dumps(first, ensure_ascii=False)},'
-                        f'{json.dumps(rest, ensure_ascii=False)}],null,null]')
-            emit(_line("sample.complete", complete, uuid, out_json,
-                       f',"finish_reason":"{reason}","worker_id":{worker}'))
+            out_json = (
+                f'["TextModelOutput",[{json.dumps(first, ensure_ascii=False)},'
+                f"{json.dumps(rest, ensure_ascii=False)}],null,null]"
+            )
+            emit(
+                _line(
+                    "sample.complete",
+                    complete,
+                    uuid,
+                    out_json,
+                    f',"finish_reason":"{reason}","worker_id":{worker}',
+                )
+            )
             if tracked:
                 tracked_samples += 1
                 if p not in prompts_used:
@@ -266,8 +305,14 @@ def _vm_hwm_mb() -> int | None:
 
 def child(variant: str, args) -> None:
     if variant == "gen":
-        info = generate(Path(args.file), Path(args.file).with_name("texts.jsonl"), size_mb=args.size_mb,
-                        concurrency=args.concurrency, seed=args.seed, tokenizer_path=args.tokenizer)
+        info = generate(
+            Path(args.file),
+            Path(args.file).with_name("texts.jsonl"),
+            size_mb=args.size_mb,
+            concurrency=args.concurrency,
+            seed=args.seed,
+            tokenizer_path=args.tokenizer,
+        )
         Path(args.result).write_text(json.dumps(info))
         return
     tok = _load_tokenizer(args.tokenizer)
@@ -335,12 +380,29 @@ def measure(variant: str, file: Path, tokenizer: Path, workdir: Path, repeat: in
     result_path = workdir / f"result_{variant}.json"
     for _ in range(repeat):
         if variant.startswith("d"):
-            wall, rss = run_child(["/bin/sh", "-c", f"{'zstd -dc' if variant == 'd-zst' else 'cat'} "
-                                                    f"'{file}' | wc -l > /dev/null"])
+            wall, rss = run_child(
+                [
+                    "/bin/sh",
+                    "-c",
+                    f"{'zstd -dc' if variant == 'd-zst' else 'cat'} '{file}' | wc -l > /dev/null",
+                ]
+            )
             runs.append({"seconds": wall, "rss_mb": rss})
             continue
-        wall, rss = run_child([sys.executable, __file__, "--child", variant, "--file", str(file),
-                               "--tokenizer", str(tokenizer), "--result", str(result_path)])
+        wall, rss = run_child(
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                variant,
+                "--file",
+                str(file),
+                "--tokenizer",
+                str(tokenizer),
+                "--result",
+                str(result_path),
+            ]
+        )
         res = json.loads(result_path.read_text())
         res.update(rss_mb=res.get("hwm_mb") or rss, wall=wall)
         runs.append(res)
@@ -377,13 +439,34 @@ def main() -> None:
     try:
         t0 = time.perf_counter()
         # generated in a child too, so that this process stays small (a fork inherits its peak RSS)
-        subprocess.run([sys.executable, __file__, "--child", "gen", "--file", str(log), "--size-mb",
-                        str(args.size_mb), "--concurrency", str(args.concurrency), "--seed", str(args.seed),
-                        "--tokenizer", str(args.tokenizer), "--result", str(workdir / "gen.json")], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                "gen",
+                "--file",
+                str(log),
+                "--size-mb",
+                str(args.size_mb),
+                "--concurrency",
+                str(args.concurrency),
+                "--seed",
+                str(args.seed),
+                "--tokenizer",
+                str(args.tokenizer),
+                "--result",
+                str(workdir / "gen.json"),
+            ],
+            check=True,
+        )
         info = json.loads((workdir / "gen.json").read_text())
         size = log.stat().st_size
-        print(f"generated {log} : {size / 1e6:,.1f} MB, {info['tracked_completed']:,} tracked completed samples, "
-              f"{info['distinct_prompts']} distinct prompts, in {time.perf_counter() - t0:.1f} s", flush=True)
+        print(
+            f"generated {log} : {size / 1e6:,.1f} MB, {info['tracked_completed']:,} tracked completed samples, "
+            f"{info['distinct_prompts']} distinct prompts, in {time.perf_counter() - t0:.1f} s",
+            flush=True,
+        )
         if args.zst:
             subprocess.run(["zstd", "-q", "-f", "-T0", "-3", str(log), "-o", str(log) + ".zst"], check=True)
         mb = size / 1e6
@@ -393,16 +476,24 @@ def main() -> None:
             if v == "d":
                 results["d"] = measure("d", log, args.tokenizer, workdir, args.repeat)
                 if args.zst:
-                    results["d-zst"] = measure("d-zst", Path(str(log) + ".zst"), args.tokenizer, workdir,
-                                               args.repeat)
+                    results["d-zst"] = measure(
+                        "d-zst", Path(str(log) + ".zst"), args.tokenizer, workdir, args.repeat
+                    )
             else:
                 results[v] = measure(v, texts if v == "c" else log, args.tokenizer, workdir, args.repeat)
-        labels = {"a": "(a) portal recompute_point", "b": "(b) plain baseline", "c": "(c) tokenizer alone",
-                  "d": "(d) cat | wc -l", "d-zst": "(d) zstd -dc | wc -l"}
+        labels = {
+            "a": "(a) portal recompute_point",
+            "b": "(b) plain baseline",
+            "c": "(c) tokenizer alone",
+            "d": "(d) cat | wc -l",
+            "d-zst": "(d) zstd -dc | wc -l",
+        }
         print(f"\n{'variant':30} {'seconds':>9} {'MB/s':>8} {'samples/s':>10} {'peak RSS MB':>12}  runs")
         for key, r in results.items():
             s = r["seconds"]
-            print(f"{labels[key]:30} {s:9.2f} {mb / s:8.1f} {samples / s:10.0f} {r['rss_mb']:12d}  {r['all_seconds']}")
+            print(
+                f"{labels[key]:30} {s:9.2f} {mb / s:8.1f} {samples / s:10.0f} {r['rss_mb']:12d}  {r['all_seconds']}"
+            )
         if "c" in results:
             print(f"(c) encoded {results['c']['texts']:,} texts, {results['c']['tokens']:,} tokens")
         if "a" in results and results["a"].get("errors"):
@@ -420,8 +511,15 @@ def main() -> None:
     finally:
         if not args.keep:
             if args.out:
-                for name in ("events.jsonl", "events.jsonl.zst", "texts.jsonl", "result_a.json", "result_b.json",
-                             "result_c.json", "gen.json"):
+                for name in (
+                    "events.jsonl",
+                    "events.jsonl.zst",
+                    "texts.jsonl",
+                    "result_a.json",
+                    "result_b.json",
+                    "result_c.json",
+                    "gen.json",
+                ):
                     (workdir / name).unlink(missing_ok=True)
             else:
                 shutil.rmtree(workdir, ignore_errors=True)

@@ -170,9 +170,24 @@ class Gunicorn:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(log, "wb")
         self.proc = subprocess.Popen(
-            [GUNICORN, app, "--bind", f"127.0.0.1:{self.port}", "--workers", "1", "--worker-class", "sync",
-             "--timeout", "900", "--log-level", "warning"],
-            cwd=cwd, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+            [
+                GUNICORN,
+                app,
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                "1",
+                "--worker-class",
+                "sync",
+                "--timeout",
+                "900",
+                "--log-level",
+                "warning",
+            ],
+            cwd=cwd,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
         wait_http(self.url + probe_path, self.proc)
         workers = children_of(self.proc.pid)
@@ -208,8 +223,9 @@ def measure(server: Gunicorn, run_client) -> dict:
 
 def run_child(args: list[str], env: dict) -> dict:
     """A client child process; its JSON line on stdout plus its peak RSS (ru_maxrss, kB)."""
-    proc = subprocess.Popen([PYTHON, str(Path(__file__).resolve()), *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [PYTHON, str(Path(__file__).resolve()), *args], cwd=ROOT, env=env, stdout=subprocess.PIPE
+    )
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -241,23 +257,43 @@ def client_chunked(url: str, token: str, submission: int, path: str) -> None:
     client = TimedClient(url, token, timeout=900)
     t0 = time.monotonic()
     response = remote.upload_file(
-        client, Path(path), submission=submission, start_fields={}, run_key=secrets.token_hex(8),
-        create_version=True, include=[], show_progress=False, quiet=True,
+        client,
+        Path(path),
+        submission=submission,
+        start_fields={},
+        run_key=secrets.token_hex(8),
+        create_version=True,
+        include=[],
+        show_progress=False,
+        quiet=True,
     )
     end = time.monotonic()
     version = response.get("version") or {}
-    print(json.dumps({"t0": t0, "start": marks["start"], "finish": marks["finish"], "end": end,
-                      "status": response["upload"]["status"], "version": version.get("id"),
-                      "parts": response["upload"]["parts_expected"]}))
+    print(
+        json.dumps(
+            {
+                "t0": t0,
+                "start": marks["start"],
+                "finish": marks["finish"],
+                "end": end,
+                "status": response["upload"]["status"],
+                "version": version.get("id"),
+                "parts": response["upload"]["parts_expected"],
+            }
+        )
+    )
 
 
 def client_naive(url: str, path: str) -> None:
     """POST the whole file in one request, streamed from disk (the client holds 8 KiB at a time)."""
     size = os.path.getsize(path)
     with open(path, "rb") as handle:
-        request = urllib.request.Request(url + "/upload/", data=handle, method="POST",
-                                         headers={"Content-Type": "application/octet-stream",
-                                                  "Content-Length": str(size)})
+        request = urllib.request.Request(
+            url + "/upload/",
+            data=handle,
+            method="POST",
+            headers={"Content-Type": "application/octet-stream", "Content-Length": str(size)},
+        )
         start = time.monotonic()
         with urllib.request.urlopen(request, timeout=900) as response:
             answer = json.loads(response.read())
@@ -271,23 +307,27 @@ def client_naive(url: str, path: str) -> None:
 
 
 def portal_env(work: Path, check: str, part_mb: int | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "DATABASE_", "PORTAL_", "CELERY_"))}
-    env.update({
-        "DJANGO_SETTINGS_MODULE": "portal.settings",
-        "PYTHONPATH": str(ROOT),
-        "DEBUG": "0",
-        "SECRET_KEY": secrets.token_urlsafe(48),
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "PORTAL_VAR_DIR": str(work / "var"),
-        "DATABASE_URL": f"sqlite:///{work / 'portal.sqlite3'}",
-        "STORAGE_BACKEND": "local",
-        "PORTAL_MEDIA_ROOT": str(work / "media"),
-        "PORTAL_STATIC_ROOT": str(work / "static"),
-        "LOG_LEVEL": "WARNING",
-        "EMAIL_URL": "dummy://",
-        # off: the check is queued to the in-memory broker and never runs; eager: it runs in the finish request.
-        "CELERY_TASK_ALWAYS_EAGER": "1" if check == "eager" else "0",
-    })
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "DATABASE_", "PORTAL_", "CELERY_"))
+    }
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "portal.settings",
+            "PYTHONPATH": str(ROOT),
+            "DEBUG": "0",
+            "SECRET_KEY": secrets.token_urlsafe(48),
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "PORTAL_VAR_DIR": str(work / "var"),
+            "DATABASE_URL": f"sqlite:///{work / 'portal.sqlite3'}",
+            "STORAGE_BACKEND": "local",
+            "PORTAL_MEDIA_ROOT": str(work / "media"),
+            "PORTAL_STATIC_ROOT": str(work / "static"),
+            "LOG_LEVEL": "WARNING",
+            "EMAIL_URL": "dummy://",
+            # off: the check is queued to the in-memory broker and never runs; eager: it runs in the finish request.
+            "CELERY_TASK_ALWAYS_EAGER": "1" if check == "eager" else "0",
+        }
+    )
     if part_mb:
         env["PORTAL_UPLOAD_PART_BYTES"] = str(part_mb * MB)
     env.pop("REDIS_URL", None)
@@ -297,8 +337,9 @@ def portal_env(work: Path, check: str, part_mb: int | None = None) -> dict:
 def setup_portal(work: Path, env: dict) -> tuple[str, int]:
     manage = [PYTHON, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
-    out = subprocess.run([*manage, "shell", "-c", SETUP_SCRIPT], cwd=ROOT, env=env, check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [*manage, "shell", "-c", SETUP_SCRIPT], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    ).stdout
     line = next(line for line in out.splitlines() if line.startswith("BENCH "))
     _, token, submission = line.split()
     return token, int(submission)
@@ -311,27 +352,37 @@ def mb(kb: int | None) -> str:
 def print_table(title: str, rows: list[dict], *, chunked: bool) -> None:
     print(f"\n{title}")
     if chunked:
-        print(f"{'size MB':>8} {'parts s':>8} {'MB/s':>7} {'finish s':>9} {'total MB/s':>10} {'idle MB':>8} "
-              f"{'peak parts':>10} {'peak finish':>11} {'VmHWM':>6} {'growth MB':>9} {'client MB':>9}")
+        print(
+            f"{'size MB':>8} {'parts s':>8} {'MB/s':>7} {'finish s':>9} {'total MB/s':>10} {'idle MB':>8} "
+            f"{'peak parts':>10} {'peak finish':>11} {'VmHWM':>6} {'growth MB':>9} {'client MB':>9}"
+        )
     else:
-        print(f"{'size MB':>8} {'upload s':>8} {'MB/s':>7} {'idle MB':>8} {'peak MB':>8} {'VmHWM':>6} "
-              f"{'growth MB':>9} {'client MB':>9}")
+        print(
+            f"{'size MB':>8} {'upload s':>8} {'MB/s':>7} {'idle MB':>8} {'peak MB':>8} {'VmHWM':>6} "
+            f"{'growth MB':>9} {'client MB':>9}"
+        )
     for r in rows:
         if chunked:
-            print(f"{r['size_mb']:>8} {r['parts_s']:>8.2f} {r['size_mb'] / r['parts_s']:>7.1f} {r['finish_s']:>9.2f} "
-                  f"{r['size_mb'] / (r['parts_s'] + r['finish_s']):>10.1f} {mb(r['idle_kb']):>8} "
-                  f"{mb(r['peak_parts_kb']):>10} {mb(r['peak_finish_kb']):>11} {mb(r['hwm_kb']):>6} "
-                  f"{mb(r['growth_kb']):>9} {mb(r['client_peak_kb']):>9}")
+            print(
+                f"{r['size_mb']:>8} {r['parts_s']:>8.2f} {r['size_mb'] / r['parts_s']:>7.1f} {r['finish_s']:>9.2f} "
+                f"{r['size_mb'] / (r['parts_s'] + r['finish_s']):>10.1f} {mb(r['idle_kb']):>8} "
+                f"{mb(r['peak_parts_kb']):>10} {mb(r['peak_finish_kb']):>11} {mb(r['hwm_kb']):>6} "
+                f"{mb(r['growth_kb']):>9} {mb(r['client_peak_kb']):>9}"
+            )
         else:
-            print(f"{r['size_mb']:>8} {r['parts_s']:>8.2f} {r['size_mb'] / r['parts_s']:>7.1f} {mb(r['idle_kb']):>8} "
-                  f"{mb(r['peak_parts_kb']):>8} {mb(r['hwm_kb']):>6} {mb(r['growth_kb']):>9} "
-                  f"{mb(r['client_peak_kb']):>9}")
+            print(
+                f"{r['size_mb']:>8} {r['parts_s']:>8.2f} {r['size_mb'] / r['parts_s']:>7.1f} {mb(r['idle_kb']):>8} "
+                f"{mb(r['peak_parts_kb']):>8} {mb(r['hwm_kb']):>6} {mb(r['growth_kb']):>9} "
+                f"{mb(r['client_peak_kb']):>9}"
+            )
     if len(rows) >= 2:
         small, large = rows[0], rows[-1]
         ratio = large["growth_kb"] / max(small["growth_kb"], 1)
-        print(f"peak RSS growth {large['size_mb']} MB / {small['size_mb']} MB: {mb(large['growth_kb'])} / "
-              f"{mb(small['growth_kb'])} MB = {ratio:.2f}x (sizes {large['size_mb'] / small['size_mb']:.0f}x apart; "
-              "~1x = bounded)")
+        print(
+            f"peak RSS growth {large['size_mb']} MB / {small['size_mb']} MB: {mb(large['growth_kb'])} / "
+            f"{mb(small['growth_kb'])} MB = {ratio:.2f}x (sizes {large['size_mb'] / small['size_mb']:.0f}x apart; "
+            "~1x = bounded)"
+        )
 
 
 def row_from(size_mb: int, m: dict) -> dict:
@@ -339,19 +390,31 @@ def row_from(size_mb: int, m: dict) -> dict:
     peak_parts = sampler.peak_between(m["t0"], m["finish"])
     peak_finish = sampler.peak_between(m["finish"], m["end"] + 0.05)
     peak = max(peak_parts, peak_finish, m["hwm_kb"] or 0)
-    return {"size_mb": size_mb, "parts_s": m["finish"] - m["start"] if m["finish"] > m["start"] else m["end"] - m["start"],
-            "finish_s": m["end"] - m["finish"], "idle_kb": m["idle_kb"], "peak_parts_kb": peak_parts,
-            "peak_finish_kb": peak_finish, "hwm_kb": m["hwm_kb"], "growth_kb": peak - m["idle_kb"],
-            "client_peak_kb": m["client_peak_kb"], "samples": len(sampler.samples)}
+    return {
+        "size_mb": size_mb,
+        "parts_s": m["finish"] - m["start"] if m["finish"] > m["start"] else m["end"] - m["start"],
+        "finish_s": m["end"] - m["finish"],
+        "idle_kb": m["idle_kb"],
+        "peak_parts_kb": peak_parts,
+        "peak_finish_kb": peak_finish,
+        "hwm_kb": m["hwm_kb"],
+        "growth_kb": peak - m["idle_kb"],
+        "client_peak_kb": m["client_peak_kb"],
+        "samples": len(sampler.samples),
+    }
 
 
 def bench_chunked(work: Path, sizes: list[int], check: str, part_mb: int | None) -> list[dict]:
     env = portal_env(work, check, part_mb)
     token, submission = setup_portal(work, env)
-    server = Gunicorn("portal.wsgi", env=env, cwd=ROOT, log=work / "portal-gunicorn.log",
-                      probe_path="/api/v1/benchmarks/")
-    print(f"portal: gunicorn portal.wsgi, 1 sync worker, {server.url}, master {server.proc.pid}, "
-          f"worker {server.worker}; check {check}; part size {part_mb or 8} MiB", flush=True)
+    server = Gunicorn(
+        "portal.wsgi", env=env, cwd=ROOT, log=work / "portal-gunicorn.log", probe_path="/api/v1/benchmarks/"
+    )
+    print(
+        f"portal: gunicorn portal.wsgi, 1 sync worker, {server.url}, master {server.proc.pid}, "
+        f"worker {server.worker}; check {check}; part size {part_mb or 8} MiB",
+        flush=True,
+    )
     rows = []
     try:
         # Warm-up (imports, first queries, the upload code paths) so idle RSS is the steady state.
@@ -362,15 +425,20 @@ def bench_chunked(work: Path, sizes: list[int], check: str, part_mb: int | None)
         for size_mb in sizes:
             path = work / f"bench-{size_mb}MB.tar.gz"
             write_random_file(path, size_mb * MB)
-            m = measure(server, lambda path=path: run_child(["_client", server.url, token, str(submission),
-                                                             str(path)], env))
+            m = measure(
+                server,
+                lambda path=path: run_child(["_client", server.url, token, str(submission), str(path)], env),
+            )
             path.unlink()
             row = row_from(size_mb, m)
             rows.append(row)
-            print(f"  {size_mb} MB: {m['parts']} parts, upload {m['status']}, version {m['version']}; "
-                  f"parts {row['parts_s']:.2f} s, finish {row['finish_s']:.2f} s, worker peak "
-                  f"{mb(max(row['peak_parts_kb'], row['peak_finish_kb']))} MB (idle {mb(row['idle_kb'])}), "
-                  f"{row['samples']} samples", flush=True)
+            print(
+                f"  {size_mb} MB: {m['parts']} parts, upload {m['status']}, version {m['version']}; "
+                f"parts {row['parts_s']:.2f} s, finish {row['finish_s']:.2f} s, worker peak "
+                f"{mb(max(row['peak_parts_kb'], row['peak_finish_kb']))} MB (idle {mb(row['idle_kb'])}), "
+                f"{row['samples']} samples",
+                flush=True,
+            )
             shutil.rmtree(work / "media" / "blobs", ignore_errors=True)  # keep the disk use to one size
     finally:
         server.stop()
@@ -380,10 +448,18 @@ def bench_chunked(work: Path, sizes: list[int], check: str, part_mb: int | None)
 def bench_naive(work: Path, sizes: list[int]) -> list[dict]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
     env["DJANGO_SETTINGS_MODULE"] = "upload_memory_naive"
-    server = Gunicorn("upload_memory_naive:application", env=env, cwd=BENCH, log=work / "naive-gunicorn.log",
-                      probe_path="/upload/")
-    print(f"naive baseline: gunicorn upload_memory_naive:application, 1 sync worker, {server.url}, "
-          f"worker {server.worker}", flush=True)
+    server = Gunicorn(
+        "upload_memory_naive:application",
+        env=env,
+        cwd=BENCH,
+        log=work / "naive-gunicorn.log",
+        probe_path="/upload/",
+    )
+    print(
+        f"naive baseline: gunicorn upload_memory_naive:application, 1 sync worker, {server.url}, "
+        f"worker {server.worker}",
+        flush=True,
+    )
     rows = []
     try:
         warm = work / "warmup.bin"
@@ -397,8 +473,11 @@ def bench_naive(work: Path, sizes: list[int]) -> list[dict]:
             path.unlink()
             row = row_from(size_mb, m)
             rows.append(row)
-            print(f"  {size_mb} MB: {row['parts_s']:.2f} s, worker peak {mb(row['peak_parts_kb'])} MB "
-                  f"(idle {mb(row['idle_kb'])})", flush=True)
+            print(
+                f"  {size_mb} MB: {row['parts_s']:.2f} s, worker peak {mb(row['peak_parts_kb'])} MB "
+                f"(idle {mb(row['idle_kb'])})",
+                flush=True,
+            )
     finally:
         server.stop()
     return rows
@@ -413,12 +492,23 @@ def main(argv: list[str] | None = None) -> int:
         client_naive(argv[1], argv[2])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="64,256,1024", help="chunked upload sizes in MiB (comma-separated)")
-    parser.add_argument("--baseline-sizes", default="64,256",
-                        help="naive single-request sizes in MiB; empty to skip the baseline")
-    parser.add_argument("--check", choices=("off", "eager"), default="off",
-                        help="off: the check is queued and never runs (default); eager: it runs in the finish")
-    parser.add_argument("--part-mb", type=int, help="PORTAL_UPLOAD_PART_BYTES in MiB (default: the portal's, 8)")
+    parser.add_argument(
+        "--sizes", default="64,256,1024", help="chunked upload sizes in MiB (comma-separated)"
+    )
+    parser.add_argument(
+        "--baseline-sizes",
+        default="64,256",
+        help="naive single-request sizes in MiB; empty to skip the baseline",
+    )
+    parser.add_argument(
+        "--check",
+        choices=("off", "eager"),
+        default="off",
+        help="off: the check is queued and never runs (default); eager: it runs in the finish",
+    )
+    parser.add_argument(
+        "--part-mb", type=int, help="PORTAL_UPLOAD_PART_BYTES in MiB (default: the portal's, 8)"
+    )
     parser.add_argument("--workdir", help="parent folder of the temporary folder (default: the system's)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, database)")
     args = parser.parse_args(argv)
@@ -435,12 +525,19 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(work, ignore_errors=True)
     if chunked:
-        print_table(f"chunked upload API (gunicorn portal.wsgi, 1 sync worker, check {args.check}, "
-                    f"{args.part_mb or 8} MiB parts; "
-                    "RSS of the worker in MB)", chunked, chunked=True)
+        print_table(
+            f"chunked upload API (gunicorn portal.wsgi, 1 sync worker, check {args.check}, "
+            f"{args.part_mb or 8} MiB parts; "
+            "RSS of the worker in MB)",
+            chunked,
+            chunked=True,
+        )
     if naive:
-        print_table("naive baseline: one POST, view reads request.body (RSS of the worker in MB)", naive,
-                    chunked=False)
+        print_table(
+            "naive baseline: one POST, view reads request.body (RSS of the worker in MB)",
+            naive,
+            chunked=False,
+        )
     return 0
 
 

@@ -32,7 +32,9 @@ def main() -> int:
             with tarfile.open(archive) as tar:
                 tar.extractall(into, filter="data")
             folder = next(into.iterdir())
-            got = recompute_point(folder / "events.jsonl", tokenizer=TOKENIZER, findings=Findings(), display=folder.name)
+            got = recompute_point(
+                folder / "events.jsonl", tokenizer=TOKENIZER, findings=Findings(), display=folder.name
+            )
             want = json.loads((folder / "performance" / "result_summary.json").read_text())
             for key in want:
                 if key not in got:

@@ -53,8 +53,14 @@ from checker.loaders import load_descriptor_quietly
 from checker.report import Findings
 from checker.safedirs import open_subdir
 
-__all__ = ["PENDING_SUBMISSION_ID", "Assembly", "AssemblyError", "assemble", "assemble_bundle",
-           "organisation_of"]
+__all__ = [
+    "PENDING_SUBMISSION_ID",
+    "Assembly",
+    "AssemblyError",
+    "assemble",
+    "assemble_bundle",
+    "organisation_of",
+]
 
 #: Placeholder submission id (the official builder's, used before MLCommons assigns one).
 PENDING_SUBMISSION_ID = "pending-submission-id"
@@ -137,7 +143,9 @@ class _Dest:
         try:
             if parts[-1] in ("", ".", ".."):
                 raise AssemblyError(f"unsafe file name {parts[-1]!r}")
-            return os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=parent)
+            return os.open(
+                parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=parent
+            )
         finally:
             os.close(parent)
 
@@ -200,8 +208,9 @@ def _is_dir(path: Path) -> bool:
 
 
 class _Assembler:
-    def __init__(self, layout: Layout, dest: _Dest, *, limits: Limits, include_raw_logs: bool,
-                 result: Assembly) -> None:
+    def __init__(
+        self, layout: Layout, dest: _Dest, *, limits: Limits, include_raw_logs: bool, result: Assembly
+    ) -> None:
         self.layout = layout
         self.dest = dest
         self.limits = limits
@@ -214,8 +223,15 @@ class _Assembler:
     def display(self, path: Path) -> str:
         return self.layout.display_for(path)
 
-    def shared_file(self, src: Path, rel: str, *, point: PointInput | None, display: str | None = None,
-                    compare_json: bool = False) -> None:
+    def shared_file(
+        self,
+        src: Path,
+        rel: str,
+        *,
+        point: PointInput | None,
+        display: str | None = None,
+        compare_json: bool = False,
+    ) -> None:
         """Write a file every point may carry (src/, docs/, system_power.json) once; report differing copies."""
         shown = display or self.display(src)
         identity: Any = None
@@ -234,16 +250,21 @@ class _Assembler:
                 self.findings.warning(
                     "assembly-conflict",
                     f"{shown} differs from {kept_display}; the assembled bundle keeps {rel} from {kept_display}",
-                    file=shown, point=point.key if point else None,
+                    file=shown,
+                    point=point.key if point else None,
                     fix="Give every run archive the same copy of this shared file (the official builder "
-                        + ("refuses differing system_power.json)." if compare_json else "keeps the last copy)."),
+                    + ("refuses differing system_power.json)." if compare_json else "keeps the last copy)."),
                 )
             return
         try:
             digest = self.dest.copy(src, rel)
         except OSError as exc:
-            self.findings.warning("assembly-conflict", f"{shown} cannot be copied into the bundle: {exc}",
-                                  file=shown, point=point.key if point else None)
+            self.findings.warning(
+                "assembly-conflict",
+                f"{shown} cannot be copied into the bundle: {exc}",
+                file=shown,
+                point=point.key if point else None,
+            )
             return
         self.shared[rel] = (shown, identity if identity is not None else digest)
 
@@ -266,7 +287,8 @@ class _Assembler:
                     "assembly-skipped-point",
                     f"{p.key} cannot be placed in a bundle: system {system!r} / model {model!r} / concurrency "
                     f"{p.concurrency} is not a plain folder name",
-                    file=p.display, point=p.key,
+                    file=p.display,
+                    point=p.key,
                     fix="Use the canonical model name in point.yaml and a plain system name in system_desc.json.",
                 )
                 continue
@@ -279,13 +301,20 @@ class _Assembler:
             if p.source != "bundle":
                 self.shared_tree(p.dir / "src", "src", p, f"{p.display}src/")
                 self.shared_tree(p.dir / "documentation", "docs", p, f"{p.display}documentation/")
-        impls = sorted({rel.split("/")[1] for rel in self.shared if rel.startswith("src/") and rel.count("/") >= 2})
+        impls = sorted(
+            {rel.split("/")[1] for rel in self.shared if rel.startswith("src/") and rel.count("/") >= 2}
+        )
         shared_src = f"src/{impls[0]}" if len(impls) == 1 else None
         for p, system, _model in usable:  # a bundle point's files name its system's shared copy
             power = p.files.get("system_power.json")
             if power is not None:
-                self.shared_file(power, f"results/{system}/system_power.json", point=p,
-                                 display=p.display_of("system_power.json"), compare_json=True)
+                self.shared_file(
+                    power,
+                    f"results/{system}/system_power.json",
+                    point=p,
+                    display=p.display_of("system_power.json"),
+                    compare_json=True,
+                )
         curves: dict[tuple[str, str], list[PointInput]] = {}
         for p, system, model in usable:
             curves.setdefault((system, model), []).append(p)
@@ -295,8 +324,13 @@ class _Assembler:
             for p in pts:
                 where = f"results/{system}/{model}/r{p.concurrency}"
                 self.result.points[f"{system}/{model}/r{p.concurrency}"] = p.key
-                self.point(p, where, shared_src=shared_src, n_impls=len(impls),
-                           utilisation=(tps[p.key] / best) if best and tps[p.key] is not None else None)
+                self.point(
+                    p,
+                    where,
+                    shared_src=shared_src,
+                    n_impls=len(impls),
+                    utilisation=(tps[p.key] / best) if best and tps[p.key] is not None else None,
+                )
 
     def system_tps(self, p: PointInput) -> float | None:
         """total output tokens / seconds of the claimed summary, exactly as the official builder derives it."""
@@ -311,8 +345,9 @@ class _Assembler:
             return None
         return tokens / (duration_ns / 1e9) if duration_ns > 0 else None
 
-    def point(self, p: PointInput, where: str, *, shared_src: str | None, n_impls: int,
-              utilisation: float | None) -> None:
+    def point(
+        self, p: PointInput, where: str, *, shared_src: str | None, n_impls: int, utilisation: float | None
+    ) -> None:
         self.dest.mkdir(where)
         if "point.yaml" in p.files:
             self.point_yaml(p, where, shared_src=shared_src, n_impls=n_impls)
@@ -325,8 +360,11 @@ class _Assembler:
             if (p.dir / name).is_file() and not (p.dir / name).is_symlink():
                 self.copy(p, p.dir / name, f"{where}/{name}")
         try:
-            infos = sorted(e.name for e in os.scandir(p.dir) if e.is_file(follow_symlinks=False)
-                           and _EXTRA_GLOBS.match(e.name))
+            infos = sorted(
+                e.name
+                for e in os.scandir(p.dir)
+                if e.is_file(follow_symlinks=False) and _EXTRA_GLOBS.match(e.name)
+            )
         except OSError:
             infos = []
         for name in infos:
@@ -348,8 +386,12 @@ class _Assembler:
         try:
             self.dest.copy(src, rel)
         except OSError as exc:
-            self.findings.warning("assembly-conflict", f"{self.display(src)} cannot be copied into the bundle: {exc}",
-                                  file=self.display(src), point=p.key)
+            self.findings.warning(
+                "assembly-conflict",
+                f"{self.display(src)} cannot be copied into the bundle: {exc}",
+                file=self.display(src),
+                point=p.key,
+            )
 
     def point_yaml(self, p: PointInput, where: str, *, shared_src: str | None, n_impls: int) -> None:
         """The submitter's bytes; shared_docs / shared_src appended under the builder's comment line when absent."""
@@ -371,7 +413,8 @@ class _Assembler:
                     "assembly-shared-src",
                     f"{p.key}: point.yaml does not declare shared_src and the run archives hold "
                     f"{n_impls} implementation folders under src/, so none was filled in",
-                    file=p.display_of("point.yaml"), point=p.key,
+                    file=p.display_of("point.yaml"),
+                    point=p.key,
                     fix="Add shared_src: src/<implementation> to each point.yaml.",
                 )
         if not additions:
@@ -389,7 +432,9 @@ class _Assembler:
                 "assembly-point-yaml-rewritten",
                 f"{p.key}: point.yaml cannot be extended in place (flow style or several documents); the "
                 "assembled copy is rewritten, without its comments",
-                file=p.display_of("point.yaml"), point=p.key, fix="Write point.yaml as one block-style mapping.",
+                file=p.display_of("point.yaml"),
+                point=p.key,
+                fix="Write point.yaml as one block-style mapping.",
             )
         self.dest.write_bytes(f"{where}/point.yaml", extended)
 
@@ -410,8 +455,15 @@ def _model_folder(model: str) -> str:
     return slug or "unknown_model"
 
 
-def assemble(layout: Layout, dest: Path, *, organisation: str, submission_id: str,
-             include_raw_logs: bool = True, limits: Limits | None = None) -> Assembly:
+def assemble(
+    layout: Layout,
+    dest: Path,
+    *,
+    organisation: str,
+    submission_id: str,
+    include_raw_logs: bool = True,
+    limits: Limits | None = None,
+) -> Assembly:
     """Write dest/<organisation>/<submission_id>/ from the layout; the Assembly says what was written.
 
     Raises AssemblyError when organisation or submission_id is not a plain folder name or when
@@ -435,28 +487,43 @@ def assemble(layout: Layout, dest: Path, *, organisation: str, submission_id: st
             os.close(org_fd)
     finally:
         os.close(dest_fd)
-    result = Assembly(root=dest / organisation / submission_id, organisation=organisation,
-                      submission_id=submission_id)
+    result = Assembly(
+        root=dest / organisation / submission_id, organisation=organisation, submission_id=submission_id
+    )
     writer = _Dest(root_fd)
     try:
-        _Assembler(layout, writer, limits=limits or Limits(), include_raw_logs=include_raw_logs,
-                   result=result).run()
+        _Assembler(
+            layout, writer, limits=limits or Limits(), include_raw_logs=include_raw_logs, result=result
+        ).run()
     finally:
         os.close(root_fd)
     result.files, result.bytes = writer.files, writer.bytes
     return result
 
 
-def assemble_bundle(layout: Layout, dest: Path, *, organisation: str, submission_id: str,
-                    include_raw_logs: bool = True, findings: Findings | None = None,
-                    limits: Limits | None = None) -> Path:
+def assemble_bundle(
+    layout: Layout,
+    dest: Path,
+    *,
+    organisation: str,
+    submission_id: str,
+    include_raw_logs: bool = True,
+    findings: Findings | None = None,
+    limits: Limits | None = None,
+) -> Path:
     """Write the official bundle layout dest/<organisation>/<submission_id>/ and return that folder.
 
     Findings about the inputs (assembly-conflict, assembly-shared-src, assembly-skipped-point,
     assembly-point-yaml-rewritten) are added to `findings` when given.
     """
-    result = assemble(layout, dest, organisation=organisation, submission_id=submission_id,
-                      include_raw_logs=include_raw_logs, limits=limits)
+    result = assemble(
+        layout,
+        dest,
+        organisation=organisation,
+        submission_id=submission_id,
+        include_raw_logs=include_raw_logs,
+        limits=limits,
+    )
     if findings is not None:
         findings.extend(result.findings)
     return result.root

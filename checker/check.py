@@ -60,17 +60,29 @@ def _load_summary(point: PointInput, *, findings: Findings, limits: Limits) -> d
     display = point.display_of("result_summary.json")
     data = load_json(path, display=display, findings=findings, limits=limits)
     if data is not None and not isinstance(data, dict):
-        findings.error("schema-result-summary", "result_summary.json must hold a JSON object.",
-                       file=display, point=point.key)
+        findings.error(
+            "schema-result-summary",
+            "result_summary.json must hold a JSON object.",
+            file=display,
+            point=point.key,
+        )
         return None
     return data
 
 
-def check_point(point: PointInput, *, counter: TokenCounter | None, findings: Findings, limits: Limits,
-                rel_tol: float, progress: Progress | None = None) -> PointResult:
+def check_point(
+    point: PointInput,
+    *,
+    counter: TokenCounter | None,
+    findings: Findings,
+    limits: Limits,
+    rel_tol: float,
+    progress: Progress | None = None,
+) -> PointResult:
     """Claimed and recomputed metrics of one load point, with the consistency findings."""
-    result = PointResult(system=point.system, model=point.model, concurrency=point.concurrency,
-                         source=point.source)
+    result = PointResult(
+        system=point.system, model=point.model, concurrency=point.concurrency, source=point.source
+    )
     claimed = _load_summary(point, findings=findings, limits=limits)
     if claimed is not None:
         derived = derive_official(claimed, concurrency=point.concurrency)
@@ -82,32 +94,51 @@ def check_point(point: PointInput, *, counter: TokenCounter | None, findings: Fi
         findings.error(
             "raw-log-missing",
             "This point has no events.jsonl, so its metrics cannot be recomputed and it cannot pass.",
-            file=point.display, point=point.key,
+            file=point.display,
+            point=point.key,
             fix="Add the client's events.jsonl (or events.jsonl.zst) to the point folder, or upload the "
-                "official run archive, which carries it.",
+            "official run archive, which carries it.",
         )
         return result
     if counter is None:
-        findings.error("raw-log-no-tokenizer", "No tokenizer was given, so token counts cannot be recomputed.",
-                       file=point.display_of("events"), point=point.key,
-                       fix="Pass --tokenizer PATH/tokenizer.json of the benchmark model.")
+        findings.error(
+            "raw-log-no-tokenizer",
+            "No tokenizer was given, so token counts cannot be recomputed.",
+            file=point.display_of("events"),
+            point=point.key,
+            fix="Pass --tokenizer PATH/tokenizer.json of the benchmark model.",
+        )
         return result
     started = time.perf_counter()
     lines_read = None
     if progress is not None:
+
         def lines_read(lines: int) -> None:
             progress("recompute-point", lines, 0, f"{point.key}: {lines:,} lines")
-    recomputed = recompute_point(events, tokenizer=counter, findings=findings,
-                                 display=point.display_of("events"), point=point.key,
-                                 max_line_bytes=limits.max_line_bytes, progress=lines_read)
+
+    recomputed = recompute_point(
+        events,
+        tokenizer=counter,
+        findings=findings,
+        display=point.display_of("events"),
+        point=point.key,
+        max_line_bytes=limits.max_line_bytes,
+        progress=lines_read,
+    )
     result.extra["recompute_seconds"] = round(time.perf_counter() - started, 3)
     if recomputed is None:
         return result
     recomputed.update(derive_official(recomputed, concurrency=point.concurrency))
     result.recomputed = recomputed
     if claimed is not None:
-        report_differences(result.claimed, recomputed, findings=findings,
-                           file=point.display_of("result_summary.json"), point=point.key, rel_tol=rel_tol)
+        report_differences(
+            result.claimed,
+            recomputed,
+            findings=findings,
+            file=point.display_of("result_summary.json"),
+            point=point.key,
+            rel_tol=rel_tol,
+        )
     return result
 
 
@@ -145,14 +176,26 @@ def check(
         if check_descriptors is not None and only_points is None:
             notify("schemas", 0, 1, "validating descriptors")
             check_descriptors(layout, findings=findings, limits=limits)
-            verify_bundle_checksums(layout.root, root_display=layout.root_display,
-                                    cli_metadata=layout.cli_metadata, findings=findings)
+            verify_bundle_checksums(
+                layout.root,
+                root_display=layout.root_display,
+                cli_metadata=layout.cli_metadata,
+                findings=findings,
+            )
         selected = [p for p in layout.points if only_points is None or p.key in only_points]
         selected.sort(key=lambda p: (p.system, p.model, p.concurrency))
         for index, point in enumerate(selected):
             notify("recompute", index, len(selected), point.key)
-            report.points.append(check_point(point, counter=counter, findings=findings, limits=limits,
-                                             rel_tol=rel_tol, progress=progress))
+            report.points.append(
+                check_point(
+                    point,
+                    counter=counter,
+                    findings=findings,
+                    limits=limits,
+                    rel_tol=rel_tol,
+                    progress=progress,
+                )
+            )
         notify("recompute", len(selected), len(selected), "done")
         run_rules = _optional("checker.rules", "run_rules")
         if run_rules is not None and only_points is None:

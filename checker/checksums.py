@@ -44,21 +44,37 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _verify(root: Path, entries: list[tuple[int | None, str, str, int | None]], *, display: str,
-            root_display: str, findings: Findings) -> int:
+def _verify(
+    root: Path,
+    entries: list[tuple[int | None, str, str, int | None]],
+    *,
+    display: str,
+    root_display: str,
+    findings: Findings,
+) -> int:
     checked = 0
     for line, name, expected, size in entries[:MAX_MANIFEST_ENTRIES]:
         pointer = None if line is not None else f"/files/{checked}"
         target = _safe_target(root, name)
         if target is None:
-            findings.error("checksum-path", f"{display} lists {name!r}, which is not a path inside the bundle.",
-                           file=display, line=line, pointer=pointer,
-                           fix="List paths relative to the bundle root, without '..' or a leading '/'.")
+            findings.error(
+                "checksum-path",
+                f"{display} lists {name!r}, which is not a path inside the bundle.",
+                file=display,
+                line=line,
+                pointer=pointer,
+                fix="List paths relative to the bundle root, without '..' or a leading '/'.",
+            )
             continue
         if target.is_symlink() or not target.is_file():
-            findings.error("checksum-missing-file", f"{display} lists {name}, which is not in the bundle.",
-                           file=display, line=line, pointer=pointer,
-                           fix="Upload the complete bundle, or regenerate the checksum list.")
+            findings.error(
+                "checksum-missing-file",
+                f"{display} lists {name}, which is not in the bundle.",
+                file=display,
+                line=line,
+                pointer=pointer,
+                fix="Upload the complete bundle, or regenerate the checksum list.",
+            )
             continue
         actual = sha256_file(target)
         checked += 1
@@ -67,19 +83,30 @@ def _verify(root: Path, entries: list[tuple[int | None, str, str, int | None]], 
                 "checksum-mismatch",
                 f"{root_display}{name} has SHA-256 {actual[:16]}..., but {display} lists {expected[:16]}...: "
                 "the file changed after the list was made, or was damaged in transfer.",
-                file=f"{root_display}{name}", line=line, pointer=pointer,
-                fix="Upload the files exactly as built, or regenerate the checksum list from them.")
+                file=f"{root_display}{name}",
+                line=line,
+                pointer=pointer,
+                fix="Upload the files exactly as built, or regenerate the checksum list from them.",
+            )
         elif size is not None and target.stat().st_size != size:
-            findings.error("checksum-mismatch", f"{root_display}{name} is {target.stat().st_size} bytes, "
-                           f"{display} lists {size}.", file=f"{root_display}{name}", pointer=pointer)
+            findings.error(
+                "checksum-mismatch",
+                f"{root_display}{name} is {target.stat().st_size} bytes, {display} lists {size}.",
+                file=f"{root_display}{name}",
+                pointer=pointer,
+            )
     if len(entries) > MAX_MANIFEST_ENTRIES:
-        findings.warning("checksum-malformed", f"{display} lists more than {MAX_MANIFEST_ENTRIES:,} files; "
-                         "the rest were not verified.", file=display)
+        findings.warning(
+            "checksum-malformed",
+            f"{display} lists more than {MAX_MANIFEST_ENTRIES:,} files; the rest were not verified.",
+            file=display,
+        )
     return checked
 
 
-def verify_bundle_checksums(root: Path | None, *, root_display: str, cli_metadata: Path | None,
-                            findings: Findings) -> int:
+def verify_bundle_checksums(
+    root: Path | None, *, root_display: str, cli_metadata: Path | None, findings: Findings
+) -> int:
     """Verify every checksum manifest the bundle carries; returns how many files matched or not."""
     if root is None:
         return 0
@@ -95,16 +122,24 @@ def verify_bundle_checksums(root: Path | None, *, root_display: str, cli_metadat
                 try:
                     text = raw.decode("utf-8").rstrip("\r\n")
                 except UnicodeDecodeError:
-                    findings.error("checksum-malformed", f"Line {number} of {MANIFEST} is not valid UTF-8.",
-                                   file=display, line=number)
+                    findings.error(
+                        "checksum-malformed",
+                        f"Line {number} of {MANIFEST} is not valid UTF-8.",
+                        file=display,
+                        line=number,
+                    )
                     continue
                 if not text.strip() or text.startswith("#"):
                     continue
                 match = _LINE.match(text)
                 if match is None:
-                    findings.error("checksum-malformed",
-                                   f"Line {number} of {MANIFEST} is not '<sha256>  <path>'.", file=display,
-                                   line=number, fix="Make the list with `sha256sum` from the bundle root.")
+                    findings.error(
+                        "checksum-malformed",
+                        f"Line {number} of {MANIFEST} is not '<sha256>  <path>'.",
+                        file=display,
+                        line=number,
+                        fix="Make the list with `sha256sum` from the bundle root.",
+                    )
                     continue
                 entries.append((number, match.group(2), match.group(1), None))
         checked += _verify(root, entries, display=display, root_display=root_display, findings=findings)
@@ -117,10 +152,19 @@ def verify_bundle_checksums(root: Path | None, *, root_display: str, cli_metadat
         if isinstance(files, list):
             entries = []
             for item in files:
-                if (isinstance(item, dict) and isinstance(item.get("path"), str)
-                        and isinstance(item.get("sha256"), str) and re.fullmatch(r"[0-9a-fA-F]{64}", item["sha256"])):
+                if (
+                    isinstance(item, dict)
+                    and isinstance(item.get("path"), str)
+                    and isinstance(item.get("sha256"), str)
+                    and re.fullmatch(r"[0-9a-fA-F]{64}", item["sha256"])
+                ):
                     size = item.get("size") if isinstance(item.get("size"), int) else None
                     entries.append((None, item["path"], item["sha256"], size))
-            checked += _verify(root, entries, display=f"{root_display}cli_metadata.json",
-                               root_display=root_display, findings=findings)
+            checked += _verify(
+                root,
+                entries,
+                display=f"{root_display}cli_metadata.json",
+                root_display=root_display,
+                findings=findings,
+            )
     return checked

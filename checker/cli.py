@@ -29,6 +29,7 @@ def _progress_printer(stream):
         elif stage == "recompute-point":  # inside a long raw log: how far it has read
             stream.write(f"\r{position['text']} {message[:70]:<70}")
             stream.flush()
+
     return show
 
 
@@ -41,13 +42,27 @@ def cmd_check(args) -> int:
     if missing and len(missing) == len(args.paths):
         print(f"portal check: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
-    limits = Limits(**{k: v for k, v in {
-        "max_total_bytes": args.max_total_bytes, "max_line_bytes": args.max_line_bytes,
-    }.items() if v is not None})
+    limits = Limits(
+        **{
+            k: v
+            for k, v in {
+                "max_total_bytes": args.max_total_bytes,
+                "max_line_bytes": args.max_line_bytes,
+            }.items()
+            if v is not None
+        }
+    )
     progress = _progress_printer(sys.stderr) if sys.stderr.isatty() and not args.quiet else None
     try:
-        report = check(args.paths, tokenizer=args.tokenizer, ruleset=args.ruleset, limits=limits,
-                       rel_tol=args.tolerance, official=args.official, progress=progress)
+        report = check(
+            args.paths,
+            tokenizer=args.tokenizer,
+            ruleset=args.ruleset,
+            limits=limits,
+            rel_tol=args.tolerance,
+            official=args.official,
+            progress=progress,
+        )
     except TokenizerError as exc:
         print(f"portal check: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -84,8 +99,13 @@ def cmd_assemble(args) -> int:
         organisation = args.organisation or organisation_of(layout)
         submission_id = args.submission_id or layout.submission_id or PENDING_SUBMISSION_ID
         try:
-            result = assemble(layout, Path(args.out), organisation=organisation, submission_id=submission_id,
-                              include_raw_logs=not args.no_raw_logs)
+            result = assemble(
+                layout,
+                Path(args.out),
+                organisation=organisation,
+                submission_id=submission_id,
+                include_raw_logs=not args.no_raw_logs,
+            )
         except (AssemblyError, OSError) as exc:
             print(f"portal assemble: {exc}", file=sys.stderr)
             return EXIT_USAGE
@@ -103,29 +123,55 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="portal", description="Endpoints Portal command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     check = sub.add_parser("check", help="check a bundle or run archives locally, recomputing every metric")
-    check.add_argument("paths", nargs="+", metavar="PATH",
-                       help="bundle folder or archive (.tar.gz/.tar.zst/.zip), run archives or run folders")
-    check.add_argument("--tokenizer", required=True, metavar="PATH",
-                       help="the benchmark model's tokenizer.json (or the folder holding it)")
+    check.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="bundle folder or archive (.tar.gz/.tar.zst/.zip), run archives or run folders",
+    )
+    check.add_argument(
+        "--tokenizer",
+        required=True,
+        metavar="PATH",
+        help="the benchmark model's tokenizer.json (or the folder holding it)",
+    )
     check.add_argument("--json", metavar="OUT", help="also write the JSON report to OUT")
     check.add_argument("--format", choices=("text", "json"), default="text", help="what to print")
-    check.add_argument("--ruleset", default="endpoints-v1.0", help="rule set version (default endpoints-v1.0)")
+    check.add_argument(
+        "--ruleset", default="endpoints-v1.0", help="rule set version (default endpoints-v1.0)"
+    )
     check.add_argument("--tolerance", type=float, default=1e-9, help="relative tolerance for floats")
-    check.add_argument("--official", action="store_true",
-                       help="also run the official checker when installed and report disagreements")
+    check.add_argument(
+        "--official",
+        action="store_true",
+        help="also run the official checker when installed and report disagreements",
+    )
     check.add_argument("--max-total-bytes", type=int, help="cap on uncompressed bytes read from archives")
     check.add_argument("--max-line-bytes", type=int, help="cap on one events.jsonl line")
     check.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     check.set_defaults(func=cmd_check)
     assemble = sub.add_parser("assemble", help="write the bundle the portal assembles from run archives")
-    assemble.add_argument("paths", nargs="+", metavar="PATH", help="run archives or run folders (one per load point)")
-    assemble.add_argument("--out", required=True, metavar="DIR", help="folder to write <org>/<submission_id>/ into")
-    assemble.add_argument("--organisation", metavar="ORG",
-                          help="organisation folder (default: system_desc.json submitter_org_names)")
-    assemble.add_argument("--submission-id", metavar="ID",
-                          help="submission id folder (default: pending-submission-id, as the official builder)")
-    assemble.add_argument("--no-raw-logs", action="store_true",
-                          help="leave out events.jsonl[.zst] and power/ (the official bundle has neither)")
+    assemble.add_argument(
+        "paths", nargs="+", metavar="PATH", help="run archives or run folders (one per load point)"
+    )
+    assemble.add_argument(
+        "--out", required=True, metavar="DIR", help="folder to write <org>/<submission_id>/ into"
+    )
+    assemble.add_argument(
+        "--organisation",
+        metavar="ORG",
+        help="organisation folder (default: system_desc.json submitter_org_names)",
+    )
+    assemble.add_argument(
+        "--submission-id",
+        metavar="ID",
+        help="submission id folder (default: pending-submission-id, as the official builder)",
+    )
+    assemble.add_argument(
+        "--no-raw-logs",
+        action="store_true",
+        help="leave out events.jsonl[.zst] and power/ (the official bundle has neither)",
+    )
     assemble.set_defaults(func=cmd_assemble)
     _add_remote_commands(sub)
     return parser

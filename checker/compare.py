@@ -10,12 +10,32 @@ from checker.report import Findings
 
 # What a raw log can confirm; run_config, version and histograms are not recomputed.
 COMPARED_TOP_KEYS = (
-    "n_samples_issued", "n_samples_completed", "n_samples_failed", "duration_ns", "qps", "tps",
-    "ttft", "tpot", "latency", "input_sequence_lengths", "output_sequence_lengths",
-    "finish_reason_counts", "system_tps", "tps_per_user", "ttft_p90_ms",
+    "n_samples_issued",
+    "n_samples_completed",
+    "n_samples_failed",
+    "duration_ns",
+    "qps",
+    "tps",
+    "ttft",
+    "tpot",
+    "latency",
+    "input_sequence_lengths",
+    "output_sequence_lengths",
+    "finish_reason_counts",
+    "system_tps",
+    "tps_per_user",
+    "ttft_p90_ms",
 )
-COMPARED_BLOCK_KEYS = ("total", "min", "max", "median", "avg", "std_dev", "percentiles",
-                       "early_stopping_percentiles")
+COMPARED_BLOCK_KEYS = (
+    "total",
+    "min",
+    "max",
+    "median",
+    "avg",
+    "std_dev",
+    "percentiles",
+    "early_stopping_percentiles",
+)
 
 
 def _number(value: Any) -> bool:
@@ -23,7 +43,7 @@ def _number(value: Any) -> bool:
 
 
 def path_parts(path: str) -> list[str]:
-    """"ttft.percentiles.99.9" -> ["ttft", "percentiles", "99.9"] (a percentile key keeps its dot)."""
+    """ "ttft.percentiles.99.9" -> ["ttft", "percentiles", "99.9"] (a percentile key keeps its dot)."""
     parts = path.split(".", 2)
     if len(parts) == 3 and parts[1] in ("percentiles", "early_stopping_percentiles"):
         return parts
@@ -66,18 +86,35 @@ def differences(claimed: dict, recomputed: dict, *, rel_tol: float = 1e-9) -> li
         if _number(want) and _number(got):
             if isinstance(want, int) and isinstance(got, int):
                 if want != got:
-                    found.append({"key": path, "pointer": pointer, "claimed": want, "recomputed": got,
-                                  "relative": relative_difference(want, got)})
+                    found.append(
+                        {
+                            "key": path,
+                            "pointer": pointer,
+                            "claimed": want,
+                            "recomputed": got,
+                            "relative": relative_difference(want, got),
+                        }
+                    )
                 return
             if not (_isfinite(want) and _isfinite(got)) or relative_difference(want, got) > rel_tol:
-                found.append({"key": path, "pointer": pointer, "claimed": want, "recomputed": got,
-                              "relative": relative_difference(want, got)
-                              if _isfinite(want) and _isfinite(got) else None})
+                found.append(
+                    {
+                        "key": path,
+                        "pointer": pointer,
+                        "claimed": want,
+                        "recomputed": got,
+                        "relative": relative_difference(want, got)
+                        if _isfinite(want) and _isfinite(got)
+                        else None,
+                    }
+                )
             return
         if want is None and got is None:
             return
         if want != got:
-            found.append({"key": path, "pointer": pointer, "claimed": want, "recomputed": got, "relative": None})
+            found.append(
+                {"key": path, "pointer": pointer, "claimed": want, "recomputed": got, "relative": None}
+            )
 
     for key in COMPARED_TOP_KEYS:
         if key not in claimed or key not in recomputed:
@@ -120,8 +157,9 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:24]}... ({len(text)} characters)"
 
 
-def report_differences(claimed: dict, recomputed: dict, *, findings: Findings, file: str, point: str,
-                       rel_tol: float = 1e-9) -> int:
+def report_differences(
+    claimed: dict, recomputed: dict, *, findings: Findings, file: str, point: str, rel_tol: float = 1e-9
+) -> int:
     """One `raw-log-consistency` error per differing key; returns how many."""
     diffs = differences(claimed, recomputed, rel_tol=rel_tol)
     for d in diffs:
@@ -130,7 +168,9 @@ def report_differences(claimed: dict, recomputed: dict, *, findings: Findings, f
             "raw-log-consistency",
             f"{d['key']}: result_summary.json claims {_show(d['claimed'])}, the raw log gives "
             f"{_show(d['recomputed'])}{rel}.",
-            file=file, pointer=d["pointer"], point=point,
+            file=file,
+            pointer=d["pointer"],
+            point=point,
             fix="Upload the result_summary.json the client wrote for this events.jsonl, unedited.",
         )
     return len(diffs)

@@ -68,7 +68,7 @@ def iter_lines(stream: BinaryIO, *, max_line_bytes: int, on_too_long) -> Iterato
             cut = block.find(b"\n")
             if cut < 0:
                 continue
-            block = block[cut + 1:]
+            block = block[cut + 1 :]
             skipping = False
         if rest:
             block = rest + block
@@ -142,8 +142,10 @@ def _strings(items: list) -> list[str]:
 # sample costs one encode of rest instead of two encodes. Where the cut is not provably clean,
 # first + rest is encoded whole. docs/performance.md gives the argument in full.
 _ASCII_SPACE = frozenset(" \t\n\v\f\r")  # \s of the tokenizers' regex engines, ASCII part
-LLAMA3_SPLIT_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
-                        r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+LLAMA3_SPLIT_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+    r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 # A space preceded by anything but whitespace starts a new piece under both patterns above, and
 # the prefix before it is split alone the same way; this is a superset of every regex engine's \s.
 _UNSAFE_SPACE = re.compile("[\\s\u180e\u200b\u2060\ufeff] ")
@@ -189,7 +191,11 @@ def _state(component) -> dict | None:
 def split_rule(tokenizer):
     """The boundary rule of this tokenizer (a, b) -> bool, or None when no cut is provably clean."""
     try:
-        if tokenizer.normalizer is not None or tokenizer.truncation is not None or tokenizer.padding is not None:
+        if (
+            tokenizer.normalizer is not None
+            or tokenizer.truncation is not None
+            or tokenizer.padding is not None
+        ):
             return None
         pre = _state(tokenizer.pre_tokenizer)
         post = _state(tokenizer.post_processor)
@@ -199,8 +205,11 @@ def split_rule(tokenizer):
     if any(t.lstrip or t.rstrip or t.single_word for t in added):
         return None
     if post is not None:
-        kinds = [p.get("type") for p in post.get("processors", [post])] if post.get("type") == "Sequence" \
+        kinds = (
+            [p.get("type") for p in post.get("processors", [post])]
+            if post.get("type") == "Sequence"
             else [post.get("type")]
+        )
         if not set(kinds) <= _SAFE_POST_PROCESSORS:  # these only add specials, and we add none
             return None
     if pre is None:
@@ -209,11 +218,16 @@ def split_rule(tokenizer):
         return _gpt2_cut
     if pre.get("type") == "Sequence":
         parts = pre.get("pretokenizers") or []
-        if (len(parts) == 2 and parts[0].get("type") == "Split"
-                and parts[0].get("pattern") == {"Regex": LLAMA3_SPLIT_PATTERN}
-                and parts[0].get("behavior") == "Isolated" and not parts[0].get("invert")
-                and parts[1].get("type") == "ByteLevel" and not parts[1].get("use_regex", True)
-                and not parts[1].get("add_prefix_space")):
+        if (
+            len(parts) == 2
+            and parts[0].get("type") == "Split"
+            and parts[0].get("pattern") == {"Regex": LLAMA3_SPLIT_PATTERN}
+            and parts[0].get("behavior") == "Isolated"
+            and not parts[0].get("invert")
+            and parts[1].get("type") == "ByteLevel"
+            and not parts[1].get("use_regex", True)
+            and not parts[1].get("add_prefix_space")
+        ):
             return _llama3_cut
     return None
 
@@ -233,8 +247,9 @@ class TokenCounter:
             self._added = [t.content for t in tokenizer.get_added_tokens_decoder().values() if t.content]
             self._added_reach = max((len(c) for c in self._added), default=1)
             if self._added:
-                self._added_re = re.compile("|".join(re.escape(c) for c in sorted(self._added, key=len,
-                                                                                reverse=True)))
+                self._added_re = re.compile(
+                    "|".join(re.escape(c) for c in sorted(self._added, key=len, reverse=True))
+                )
 
     def count(self, texts: list[str]) -> list[int]:
         if not texts:
@@ -250,7 +265,7 @@ class TokenCounter:
         if self.rule is None or not self.rule(text[cut - 1], text[cut]):
             return False
         if self._added:
-            window = text[max(0, cut - self._added_reach + 1):cut + self._added_reach - 1]
+            window = text[max(0, cut - self._added_reach + 1) : cut + self._added_reach - 1]
             if any(c in window for c in self._added):  # an added token might straddle the cut
                 return False
         return True
@@ -284,8 +299,16 @@ class _Pending:
 class PointReplay:
     """Replays one events log in file order and accumulates the per-sample numbers."""
 
-    def __init__(self, *, tokenizer, findings: Findings, display: str, point: str | None,
-                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, progress=None) -> None:
+    def __init__(
+        self,
+        *,
+        tokenizer,
+        findings: Findings,
+        display: str,
+        point: str | None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        progress=None,
+    ) -> None:
         # progress(lines_read): called every PROGRESS_EVERY_LINES lines, so a worker can heart-beat
         # through a multi-GB log and a terminal can show that a long point is moving.
         self.progress = progress
@@ -332,11 +355,17 @@ class PointReplay:
         seen = self._reported.get(rule, 0)
         self._reported[rule] = seen + 1
         if seen < MAX_FINDINGS_PER_RULE:
-            self.findings.add(rule, severity, message, file=self.display, line=line, point=self.point,
-                              fix=fix)
+            self.findings.add(
+                rule, severity, message, file=self.display, line=line, point=self.point, fix=fix
+            )
         elif seen == MAX_FINDINGS_PER_RULE:
-            self.findings.add(rule, severity, f"More {rule} findings in this log were left out.",
-                              file=self.display, point=self.point)
+            self.findings.add(
+                rule,
+                severity,
+                f"More {rule} findings in this log were left out.",
+                file=self.display,
+                point=self.point,
+            )
 
     # -- tokenization -----------------------------------------------------------------------
     # Batches are encoded on a helper thread (encode_batch releases the GIL and uses the
@@ -429,8 +458,11 @@ class PointReplay:
 
     def _remember(self, cache: dict, key: str, n: int) -> None:
         # Bounded: past the caps every cache starts afresh (counts stay exact, only speed drops).
-        if (len(cache) >= PIECE_CACHE_ENTRIES or len(self.prompt_cache) >= PROMPT_CACHE_ENTRIES
-                or self._cached_chars >= TEXT_CACHE_CHARS):
+        if (
+            len(cache) >= PIECE_CACHE_ENTRIES
+            or len(self.prompt_cache) >= PROMPT_CACHE_ENTRIES
+            or self._cached_chars >= TEXT_CACHE_CHARS
+        ):
             self.prompt_cache.clear()
             self.first_cache.clear()
             self.piece_cache.clear()
@@ -449,10 +481,14 @@ class PointReplay:
     # -- replay -----------------------------------------------------------------------------
     def feed(self, stream: BinaryIO) -> None:
         def too_long(line: int, size: int) -> None:
-            self._finding("raw-log-line-too-long", "error",
-                          f"Line {line} is {size:,} bytes, over the {self.max_line_bytes:,}-byte cap; "
-                          "it was skipped, so the recomputed metrics may be incomplete.", line,
-                          "Upload the events.jsonl exactly as the client wrote it.")
+            self._finding(
+                "raw-log-line-too-long",
+                "error",
+                f"Line {line} is {size:,} bytes, over the {self.max_line_bytes:,}-byte cap; "
+                "it was skipped, so the recomputed metrics may be incomplete.",
+                line,
+                "Upload the events.jsonl exactly as the client wrote it.",
+            )
 
         progress = self.progress
         for number, raw in iter_lines(stream, max_line_bytes=self.max_line_bytes, on_too_long=too_long):
@@ -480,31 +516,50 @@ class PointReplay:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            self._finding("raw-log-invalid-utf8", "error",
-                          f"Line {number} is not valid UTF-8 (byte {exc.start}); the line was skipped.",
-                          number, "Upload the events.jsonl exactly as the client wrote it.")
+            self._finding(
+                "raw-log-invalid-utf8",
+                "error",
+                f"Line {number} is not valid UTF-8 (byte {exc.start}); the line was skipped.",
+                number,
+                "Upload the events.jsonl exactly as the client wrote it.",
+            )
             return None
         try:
             event = _decode(text)
         except ValueError as exc:
             if "non-finite" in str(exc):
-                self._finding("raw-log-nonfinite", "error",
-                              f"Line {number} holds NaN or Infinity, which the client never writes; "
-                              "the line was skipped.", number)
+                self._finding(
+                    "raw-log-nonfinite",
+                    "error",
+                    f"Line {number} holds NaN or Infinity, which the client never writes; "
+                    "the line was skipped.",
+                    number,
+                )
             else:
-                self._finding("raw-log-invalid-json", "error",
-                              f"Line {number} is not valid JSON ({exc}); the line was skipped.", number,
-                              "A truncated last line usually means the log was cut while copying.")
+                self._finding(
+                    "raw-log-invalid-json",
+                    "error",
+                    f"Line {number} is not valid JSON ({exc}); the line was skipped.",
+                    number,
+                    "A truncated last line usually means the log was cut while copying.",
+                )
             return None
         if not isinstance(event, dict) or not isinstance(event.get("event_type"), str):
-            self._finding("raw-log-invalid-event", "error",
-                          f"Line {number} is not an event object with an 'event_type'.", number)
+            self._finding(
+                "raw-log-invalid-event",
+                "error",
+                f"Line {number} is not an event object with an 'event_type'.",
+                number,
+            )
             return None
         ts = event.get("timestamp_ns")
         if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
-            self._finding("raw-log-invalid-event", "error",
-                          f"Line {number}: 'timestamp_ns' must be a non-negative integer, got {ts!r}.",
-                          number)
+            self._finding(
+                "raw-log-invalid-event",
+                "error",
+                f"Line {number}: 'timestamp_ns' must be a non-negative integer, got {ts!r}.",
+                number,
+            )
             return None
         return event
 
@@ -514,10 +569,13 @@ class PointReplay:
         if kind != "sample.complete":
             # Everything but completes is written by the main process in time order.
             if self.last_main_ns is not None and ts < self.last_main_ns:
-                self._finding("raw-log-non-monotonic", "error",
-                              f"Line {number} ({kind}) is timestamped {self.last_main_ns - ts:,} ns before "
-                              "the previous main-process event; the client writes these in time order.",
-                              number)
+                self._finding(
+                    "raw-log-non-monotonic",
+                    "error",
+                    f"Line {number} ({kind}) is timestamped {self.last_main_ns - ts:,} ns before "
+                    "the previous main-process event; the client writes these in time order.",
+                    number,
+                )
             else:
                 self.last_main_ns = ts
         if kind.startswith("session."):
@@ -531,8 +589,12 @@ class PointReplay:
         uuid = event.get("sample_uuid")
         if not isinstance(uuid, str) or not uuid:
             if kind.startswith("sample."):
-                self._finding("raw-log-invalid-event", "error",
-                              f"Line {number}: {kind} without a 'sample_uuid'.", number)
+                self._finding(
+                    "raw-log-invalid-event",
+                    "error",
+                    f"Line {number}: {kind} without a 'sample_uuid'.",
+                    number,
+                )
             return
         if kind == "sample.issued":
             self._issued(number, uuid, ts, event.get("data"))
@@ -541,14 +603,20 @@ class PointReplay:
             if row is None:
                 return
             if row[1] is not None:
-                self._finding("raw-log-duplicate-event", "error",
-                              f"Line {number}: a second sample.recv_first for sample {uuid}; "
-                              "only the first was used.", number)
+                self._finding(
+                    "raw-log-duplicate-event",
+                    "error",
+                    f"Line {number}: a second sample.recv_first for sample {uuid}; only the first was used.",
+                    number,
+                )
                 return
             if ts < row[0]:
-                self._finding("raw-log-timestamp-order", "error",
-                              f"Line {number}: sample {uuid} received its first chunk before it was issued.",
-                              number)
+                self._finding(
+                    "raw-log-timestamp-order",
+                    "error",
+                    f"Line {number}: sample {uuid} received its first chunk before it was issued.",
+                    number,
+                )
             row[1] = ts
             self.ttft.append(ts - row[0])
         elif kind == "sample.complete":
@@ -557,13 +625,18 @@ class PointReplay:
     def _session(self, number: int, kind: str, ts: int) -> None:
         if kind == "session.started":
             if self.started:
-                self._finding("raw-log-duplicate-event", "error",
-                              f"Line {number}: a second session.started.", number)
+                self._finding(
+                    "raw-log-duplicate-event", "error", f"Line {number}: a second session.started.", number
+                )
             self.started = True
         elif kind == "session.start_performance_tracking":
             if self.tracking:
-                self._finding("raw-log-duplicate-event", "warning",
-                              f"Line {number}: start_performance_tracking while already tracking.", number)
+                self._finding(
+                    "raw-log-duplicate-event",
+                    "warning",
+                    f"Line {number}: start_performance_tracking while already tracking.",
+                    number,
+                )
                 return
             self.tracking = True
             self.blocks.append([ts, None])
@@ -575,9 +648,13 @@ class PointReplay:
 
     def _issued(self, number: int, uuid: str, ts: int, data: Any) -> None:
         if uuid in self.inflight or uuid in self.done:
-            self._finding("raw-log-duplicate-event", "error",
-                          f"Line {number}: sample {uuid} was issued twice in the tracked window; "
-                          "the second issue was ignored.", number)
+            self._finding(
+                "raw-log-duplicate-event",
+                "error",
+                f"Line {number}: sample {uuid} was issued twice in the tracked window; "
+                "the second issue was ignored.",
+                number,
+            )
             return
         if not self.tracking:
             if not self.blocks:
@@ -596,15 +673,22 @@ class PointReplay:
         row = self.inflight.pop(uuid, None)
         if row is None:
             if uuid in self.done:
-                self._finding("raw-log-duplicate-event", "error",
-                              f"Line {number}: a second sample.complete for sample {uuid}; it was ignored.",
-                              number)
+                self._finding(
+                    "raw-log-duplicate-event",
+                    "error",
+                    f"Line {number}: a second sample.complete for sample {uuid}; it was ignored.",
+                    number,
+                )
             return
         self.done.add(uuid)
         issued_ns, recv_first_ns, block = row
         if ts < issued_ns:
-            self._finding("raw-log-timestamp-order", "error",
-                          f"Line {number}: sample {uuid} completed before it was issued.", number)
+            self._finding(
+                "raw-log-timestamp-order",
+                "error",
+                f"Line {number}: sample {uuid} completed before it was issued.",
+                number,
+            )
         self.n_completed += 1
         latest = self.blocks[block][1]
         if latest is None or ts > latest:
@@ -648,14 +732,23 @@ class PointReplay:
     def summary(self) -> dict:
         self.flush()
         if not self.blocks:
-            self._finding("raw-log-structure", "error",
-                          "The log has no session.start_performance_tracking event, so no sample is "
-                          "tracked and no metric can be recomputed.", None,
-                          "Upload the complete events.jsonl of the performance run.")
+            self._finding(
+                "raw-log-structure",
+                "error",
+                "The log has no session.start_performance_tracking event, so no sample is "
+                "tracked and no metric can be recomputed.",
+                None,
+                "Upload the complete events.jsonl of the performance run.",
+            )
         if not self.ended:
-            self._finding("raw-log-truncated", "error",
-                          f"The log ends after {self.lines:,} lines without session.ended: it is "
-                          "incomplete or was cut.", None, "Upload the complete events.jsonl.")
+            self._finding(
+                "raw-log-truncated",
+                "error",
+                f"The log ends after {self.lines:,} lines without session.ended: it is "
+                "incomplete or was cut.",
+                None,
+                "Upload the complete events.jsonl.",
+            )
         duration_ns = sum(latest - start for start, latest in self.blocks if latest is not None)
         seconds = duration_ns / 1e9
         osl = _int64s(self.osl)
@@ -724,23 +817,41 @@ def _get_percentile(block: Any, key: str) -> float | None:
     return None
 
 
-def recompute_point(path: Path, *, tokenizer, findings: Findings, display: str, point: str | None = None,
-                    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, progress=None) -> dict | None:
+def recompute_point(
+    path: Path,
+    *,
+    tokenizer,
+    findings: Findings,
+    display: str,
+    point: str | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    progress=None,
+) -> dict | None:
     """Recompute one point's summary from its raw log; None when the log cannot be read at all."""
-    replay = PointReplay(tokenizer=tokenizer, findings=findings, display=display, point=point,
-                         max_line_bytes=max_line_bytes, progress=progress)
+    replay = PointReplay(
+        tokenizer=tokenizer,
+        findings=findings,
+        display=display,
+        point=point,
+        max_line_bytes=max_line_bytes,
+        progress=progress,
+    )
     try:
         stream = open_binary(path)
     except OSError as exc:
-        findings.error("raw-log-unreadable", f"The raw log cannot be opened: {exc.strerror}.",
-                       file=display, point=point)
+        findings.error(
+            "raw-log-unreadable", f"The raw log cannot be opened: {exc.strerror}.", file=display, point=point
+        )
         return None
     try:
         with stream:
             replay.feed(stream)
     except (CorruptStream, OSError, EOFError) as exc:
-        findings.error("raw-log-corrupt",
-                       f"The compressed raw log is truncated or corrupt after line {replay.lines:,} ({exc}).",
-                       file=display, point=point,
-                       fix="Compress the log again with `zstd events.jsonl` and upload it whole.")
+        findings.error(
+            "raw-log-corrupt",
+            f"The compressed raw log is truncated or corrupt after line {replay.lines:,} ({exc}).",
+            file=display,
+            point=point,
+            fix="Compress the log again with `zstd events.jsonl` and upload it whole.",
+        )
     return replay.summary()

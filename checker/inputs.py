@@ -107,7 +107,9 @@ class Layout:
     root_display: str = ""
     organisation: str | None = None
     submission_id: str | None = None
-    system_power: dict[str, Path] = field(default_factory=dict)  # system -> results/<system>/system_power.json
+    system_power: dict[str, Path] = field(
+        default_factory=dict
+    )  # system -> results/<system>/system_power.json
     src_readmes: list[Path] = field(default_factory=list)
     docs: list[Path] = field(default_factory=list)
     cli_metadata: Path | None = None
@@ -147,8 +149,14 @@ POINT_FILES: dict[str, tuple[str, ...]] = {
 # every point must have these (system_power.json sits one level up in a bundle); accuracy_results.json
 # is only written at the points that ran the accuracy probe, and the raw log is checked by check.py.
 REQUIRED_FILES = (
-    "point.yaml", "system_desc.json", "result_summary.json", "config.yaml", "report.txt",
-    "sample_idx_map.json", "final_snapshot.json", "system_power.json",
+    "point.yaml",
+    "system_desc.json",
+    "result_summary.json",
+    "config.yaml",
+    "report.txt",
+    "sample_idx_map.json",
+    "final_snapshot.json",
+    "system_power.json",
 )
 EVENTS_NAMES = ("events.jsonl", "events.jsonl.zst")
 
@@ -179,8 +187,14 @@ class _Budget:
 class _CountingReader:
     """File-like `read` that counts bytes and enforces the caps on a decompressed stream."""
 
-    def __init__(self, inner: Any, *, archive: str, budget: _Budget | None = None,
-                 compressed: _CountingReader | None = None) -> None:
+    def __init__(
+        self,
+        inner: Any,
+        *,
+        archive: str,
+        budget: _Budget | None = None,
+        compressed: _CountingReader | None = None,
+    ) -> None:
         self.inner = inner
         self.count = 0
         self.archive = archive
@@ -215,8 +229,11 @@ class _GuardedTarInfo(tarfile.TarInfo):
     """Refuses extended headers big enough to exhaust memory before tarfile reads them in."""
 
     def _proc_member(self, tarfile_obj: Any) -> Any:
-        if self.type in (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.GNUTYPE_LONGNAME,
-                         tarfile.GNUTYPE_LONGLINK) and self.size > MAX_HEADER_BYTES:
+        if (
+            self.type
+            in (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
+            and self.size > MAX_HEADER_BYTES
+        ):
             raise _Refusal(
                 "archive-corrupt",
                 f"has an extended tar header of {self.size} bytes (more than {MAX_HEADER_BYTES})",
@@ -265,8 +282,10 @@ class _Extractor:
 
     def refuse(self, rule: str, member: str, reason: str, fix: str) -> None:
         self.findings.error(
-            rule, f"{self.name}: member {member!r} {reason}; it was not extracted",
-            file=f"{self.name}:{member}", fix=fix,
+            rule,
+            f"{self.name}: member {member!r} {reason}; it was not extracted",
+            file=f"{self.name}:{member}",
+            fix=fix,
         )
 
     def count_member(self) -> bool:
@@ -275,7 +294,8 @@ class _Extractor:
                 "archive-too-many-members",
                 f"{self.name} holds more than {self.budget.limits.max_members} members (over all inputs); "
                 "the rest were not read",
-                file=self.name, fix="Leave out files the checker does not need, or pack fewer points per upload.",
+                file=self.name,
+                fix="Leave out files the checker does not need, or pack fewer points per upload.",
             )
             return False
         self.budget.members += 1
@@ -302,29 +322,49 @@ class _Extractor:
         try:
             os.close(self._open_parent(parts))
         except OSError:
-            self.refuse("archive-duplicate-member", name, "is a folder but a file of that name came earlier",
-                        "Re-create the archive so each path appears once.")
+            self.refuse(
+                "archive-duplicate-member",
+                name,
+                "is a folder but a file of that name came earlier",
+                "Re-create the archive so each path appears once.",
+            )
 
     def write(self, name: str, parts: list[str], src: Any, *, compressed_size: int | None) -> None:
         """Copy `src` to dest/parts in chunks; raises _Refusal on a cap, keeps no partial file."""
         key = tuple(parts)
         if key in self.written:
-            self.refuse("archive-duplicate-member", name, "appears more than once in the archive (the first copy is used)",
-                        "Re-create the archive so each path appears once.")
+            self.refuse(
+                "archive-duplicate-member",
+                name,
+                "appears more than once in the archive (the first copy is used)",
+                "Re-create the archive so each path appears once.",
+            )
             return
         try:
             parent = self._open_parent(parts[:-1])
         except OSError:
-            self.refuse("archive-duplicate-member", name, "sits below a path that is a file, not a folder",
-                        "Re-create the archive so each path appears once.")
+            self.refuse(
+                "archive-duplicate-member",
+                name,
+                "sits below a path that is a file, not a folder",
+                "Re-create the archive so each path appears once.",
+            )
             return
         try:
             try:
-                fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                             0o600, dir_fd=parent)
+                fd = os.open(
+                    parts[-1],
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    0o600,
+                    dir_fd=parent,
+                )
             except OSError:
-                self.refuse("archive-duplicate-member", name, "clashes with a file or folder of the same name",
-                            "Re-create the archive so each path appears once.")
+                self.refuse(
+                    "archive-duplicate-member",
+                    name,
+                    "clashes with a file or folder of the same name",
+                    "Re-create the archive so each path appears once.",
+                )
                 return
             self.written.add(key)
             ok = False
@@ -355,7 +395,9 @@ class _Extractor:
                     "reading stopped",
                     "Split the upload or leave out files the checker does not need.",
                 )
-            if compressed_size is not None and written > limits.max_member_ratio * max(compressed_size, RATIO_FLOOR_BYTES):
+            if compressed_size is not None and written > limits.max_member_ratio * max(
+                compressed_size, RATIO_FLOOR_BYTES
+            ):
                 raise _Refusal(
                     "archive-ratio",
                     f"{self.name}: member {name!r} expands to more than {limits.max_member_ratio:g} times its "
@@ -376,8 +418,12 @@ class _Extractor:
                 inner = ZstdReader(raw, name=self.name)
             else:
                 inner = raw
-            stream = _CountingReader(inner, archive=self.name, budget=self.budget,
-                                     compressed=raw if compression != "none" else None)
+            stream = _CountingReader(
+                inner,
+                archive=self.name,
+                budget=self.budget,
+                compressed=raw if compression != "none" else None,
+            )
             tf = tarfile.open(fileobj=stream, mode="r|", tarinfo=_GuardedTarInfo)
             for member in tf:
                 self.current = member.name
@@ -393,12 +439,20 @@ class _Extractor:
         name = member.name
         if member.issym() or member.islnk():
             kind = "a symbolic link" if member.issym() else "a hard link"
-            self.refuse("archive-link", name, f"is {kind} (to {member.linkname!r})",
-                        "Replace links with the real files before packing (tar --dereference).")
+            self.refuse(
+                "archive-link",
+                name,
+                f"is {kind} (to {member.linkname!r})",
+                "Replace links with the real files before packing (tar --dereference).",
+            )
             return
         if not (member.isreg() or member.isdir()) or member.issparse():
-            self.refuse("archive-special-file", name, "is not a regular file or folder (device, FIFO or sparse file)",
-                        "Pack only regular files and folders.")
+            self.refuse(
+                "archive-special-file",
+                name,
+                "is not a regular file or folder (device, FIFO or sparse file)",
+                "Pack only regular files and folders.",
+            )
             return
         parts = self.check_name(name)
         if parts is None:
@@ -430,8 +484,10 @@ class _Extractor:
                 except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
                     # one bad member (CRC, unsupported method) does not spoil the others in a zip
                     self.findings.error(
-                        "archive-corrupt", f"{self.name}: member {info.filename!r} cannot be read ({exc}); it was skipped",
-                        file=f"{self.name}:{info.filename}", fix="Re-create the archive and upload it again.",
+                        "archive-corrupt",
+                        f"{self.name}: member {info.filename!r} cannot be read ({exc}); it was skipped",
+                        file=f"{self.name}:{info.filename}",
+                        fix="Re-create the archive and upload it again.",
                     )
             self.current = ""
 
@@ -440,12 +496,20 @@ class _Extractor:
         mode = info.external_attr >> 16
         if info.create_system == 3 and mode:
             if stat.S_ISLNK(mode):
-                self.refuse("archive-link", name, "is a symbolic link",
-                            "Replace links with the real files before packing.")
+                self.refuse(
+                    "archive-link",
+                    name,
+                    "is a symbolic link",
+                    "Replace links with the real files before packing.",
+                )
                 return
             if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)) and stat.S_IFMT(mode):
-                self.refuse("archive-special-file", name, "is not a regular file or folder",
-                            "Pack only regular files and folders.")
+                self.refuse(
+                    "archive-special-file",
+                    name,
+                    "is not a regular file or folder",
+                    "Pack only regular files and folders.",
+                )
                 return
         parts = self.check_name(name)
         if parts is None:
@@ -465,9 +529,12 @@ class _Extractor:
                 "Split the upload or leave out files the checker does not need.",
             )
         if info.file_size > limits.max_member_ratio * max(info.compress_size, RATIO_FLOOR_BYTES):
-            self.refuse("archive-ratio", name,
-                        f"declares {info.file_size} bytes from {info.compress_size} compressed (possible zip bomb)",
-                        "Pack the files without padding or repeated content.")
+            self.refuse(
+                "archive-ratio",
+                name,
+                f"declares {info.file_size} bytes from {info.compress_size} compressed (possible zip bomb)",
+                "Pack the files without padding or repeated content.",
+            )
             return
         with zf.open(info) as src:
             self.write(name, parts, src, compressed_size=info.compress_size)
@@ -502,9 +569,19 @@ def _extract_archive(path: Path, kind: str, dest: Path, *, budget: _Budget, find
             ex.extract_tar({"gzip": "gzip", "zstd": "zstd", "tar": "none"}[kind])
     except _Refusal as exc:
         message = str(exc) if str(exc).startswith(path.name) else f"{path.name}{at()}: {exc}"
-        findings.error(exc.rule, message, file=f"{path.name}:{ex.current}" if ex.current else path.name, fix=exc.fix)
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, CorruptStream, zstandard.ZstdError,
-            gzip.BadGzipFile, ValueError) as exc:
+        findings.error(
+            exc.rule, message, file=f"{path.name}:{ex.current}" if ex.current else path.name, fix=exc.fix
+        )
+    except (
+        tarfile.TarError,
+        zipfile.BadZipFile,
+        EOFError,
+        zlib.error,
+        CorruptStream,
+        zstandard.ZstdError,
+        gzip.BadGzipFile,
+        ValueError,
+    ) as exc:
         findings.error(
             "archive-corrupt",
             f"{path.name} is truncated or corrupt{at()} ({exc}); files after that point were not read",
@@ -609,8 +686,16 @@ class _Builder:
     def note(self, path: Path, display: str) -> None:
         self.layout.displays[path] = display
 
-    def point(self, folder: Path, src: _Input, *, source: str, system: str | None = None,
-              model: str | None = None, system_power: Path | None = None) -> None:
+    def point(
+        self,
+        folder: Path,
+        src: _Input,
+        *,
+        source: str,
+        system: str | None = None,
+        model: str | None = None,
+        system_power: Path | None = None,
+    ) -> None:
         files: dict[str, Path] = {}
         displays: dict[str, str] = {}
         for logical, candidates in POINT_FILES.items():
@@ -650,12 +735,23 @@ class _Builder:
                 system = "unknown-system"
 
         display = src.display(folder, folder=True)
-        p = PointInput(system=system, model=model, concurrency=concurrency, source=source, display=display,
-                       dir=folder, files=files, displays=displays)
+        p = PointInput(
+            system=system,
+            model=model,
+            concurrency=concurrency,
+            source=source,
+            display=display,
+            dir=folder,
+            files=files,
+            displays=displays,
+        )
         if len(events) > 1:
             self.findings.warning(
-                "events-ambiguous", f"{display} holds both events.jsonl and events.jsonl.zst; events.jsonl is used",
-                file=displays["events"], point=p.key, fix="Keep only one copy of the raw log.",
+                "events-ambiguous",
+                f"{display} holds both events.jsonl and events.jsonl.zst; events.jsonl is used",
+                file=displays["events"],
+                point=p.key,
+                fix="Keep only one copy of the raw log.",
             )
         for logical in REQUIRED_FILES:
             if logical not in files:
@@ -663,11 +759,16 @@ class _Builder:
                     where_display = src.display(folder.parent.parent, folder=True) + "system_power.json"
                 else:  # the official tools' place: a bundle's first candidate, a run folder's last
                     candidates = POINT_FILES[logical]
-                    where_display = display + (candidates[0] if source == "bundle" or logical == "final_snapshot.json"
-                                               else candidates[-1])
+                    where_display = display + (
+                        candidates[0]
+                        if source == "bundle" or logical == "final_snapshot.json"
+                        else candidates[-1]
+                    )
                 self.findings.error(
-                    "required-file", f"{p.key}: {logical} is missing (expected at {where_display})",
-                    file=where_display, point=p.key,
+                    "required-file",
+                    f"{p.key}: {logical} is missing (expected at {where_display})",
+                    file=where_display,
+                    point=p.key,
                     fix=f"Add {logical} as the official tools wrote it for this load point.",
                 )
         self.layout.points.append(p)
@@ -685,8 +786,10 @@ class _Builder:
                 layout.cli_metadata = root / "cli_metadata.json"
                 self.note(layout.cli_metadata, src.display(layout.cli_metadata))
                 meta = load_descriptor_quietly(layout.cli_metadata, limits=self.limits) or {}
-                for attr, keys in (("submission_id", ("submission_id",)),
-                                   ("organisation", ("organisation", "organization", "org"))):
+                for attr, keys in (
+                    ("submission_id", ("submission_id",)),
+                    ("organisation", ("organisation", "organization", "org")),
+                ):
                     for key in keys:
                         if getattr(layout, attr) is None and isinstance(meta.get(key), str):
                             setattr(layout, attr, meta[key])
@@ -695,7 +798,8 @@ class _Builder:
                 "input-multiple-bundles",
                 f"more than one bundle was given; {src.display(root, folder=True)} is read as extra points of "
                 f"{layout.root_display}",
-                file=src.display(root, folder=True), fix="Check one bundle at a time.",
+                file=src.display(root, folder=True),
+                fix="Check one bundle at a time.",
             )
         self.shared_docs(root, src, docs_folder="docs")
         for system_dir in _subdirs(root / "results"):
@@ -708,8 +812,14 @@ class _Builder:
                 power = None
             for model_dir in _subdirs(system_dir):
                 for point_dir in _subdirs(model_dir):
-                    self.point(point_dir, src, source="bundle", system=system, model=model_dir.name,
-                               system_power=power)
+                    self.point(
+                        point_dir,
+                        src,
+                        source="bundle",
+                        system=system,
+                        model=model_dir.name,
+                        system_power=power,
+                    )
 
     def runs(self, folders: list[Path], src: _Input, *, source: str) -> None:
         for folder in folders:
@@ -723,8 +833,10 @@ class _Builder:
 
     def shared_docs(self, folder: Path, src: _Input, *, docs_folder: str) -> None:
         """src/<impl>/README.md and <docs_folder>/*.md below a bundle root or a run folder."""
-        for found, pattern, into in (("src", "*/README.md", self.layout.src_readmes),
-                                     (docs_folder, "*.md", self.layout.docs)):
+        for found, pattern, into in (
+            ("src", "*/README.md", self.layout.src_readmes),
+            (docs_folder, "*.md", self.layout.docs),
+        ):
             for path in sorted((folder / found).glob(pattern)) if _is_dir(folder / found) else []:
                 if _is_file(path):
                     into.append(path)
@@ -738,7 +850,9 @@ class _Builder:
                 self.findings.error(
                     "duplicate-point",
                     f"{p.key} is given twice: {kept[p.key].display} and {p.display}; only the first is read",
-                    file=p.display, point=p.key, fix="Upload each load point once.",
+                    file=p.display,
+                    point=p.key,
+                    fix="Upload each load point once.",
                 )
                 continue
             kept[p.key] = p
@@ -771,8 +885,12 @@ def open_inputs(paths: list[str | Path], *, workdir: Path, limits: Limits, findi
         try:
             st = os.stat(path)
         except OSError as exc:
-            findings.error("input-unreadable", f"{shown} cannot be opened: {exc.strerror or exc}", file=shown,
-                           fix="Give the path of a bundle folder, a bundle archive or a run archive.")
+            findings.error(
+                "input-unreadable",
+                f"{shown} cannot be opened: {exc.strerror or exc}",
+                file=shown,
+                fix="Give the path of a bundle folder, a bundle archive or a run archive.",
+            )
             continue
         if stat.S_ISDIR(st.st_mode):
             bundles, runs = _find(path)
@@ -780,7 +898,8 @@ def open_inputs(paths: list[str | Path], *, workdir: Path, limits: Limits, findi
                 findings.error(
                     "input-unreadable",
                     f"{shown} holds {len(bundles)} bundles ({', '.join(b.name for b in bundles[:5])}); give one",
-                    file=shown, fix="Point the checker at one <org>/<submission_id>/ folder.",
+                    file=shown,
+                    fix="Point the checker at one <org>/<submission_id>/ folder.",
                 )
                 continue
             if bundles:
@@ -795,7 +914,8 @@ def open_inputs(paths: list[str | Path], *, workdir: Path, limits: Limits, findi
                     "input-unreadable",
                     f"{shown} is neither a bundle (no results/ folder) nor a run folder (point.yaml with "
                     "performance/result_summary.json or events.jsonl)",
-                    file=shown, fix="Give the <org>/<submission_id>/ folder, a run folder or an archive of them.",
+                    file=shown,
+                    fix="Give the <org>/<submission_id>/ folder, a run folder or an archive of them.",
                 )
                 continue
             builder.layout.readable_inputs += 1
@@ -805,7 +925,8 @@ def open_inputs(paths: list[str | Path], *, workdir: Path, limits: Limits, findi
             findings.error(
                 "input-unreadable",
                 f"{shown} is not a recognised input (a folder, .tar.gz/.tgz, .tar.zst, .tar or .zip archive)",
-                file=shown, fix="Upload the bundle or run archives as the official tools write them.",
+                file=shown,
+                fix="Upload the bundle or run archives as the official tools write them.",
             )
             continue
         dest = workdir / _safe_label(index, path)
@@ -820,8 +941,12 @@ def open_inputs(paths: list[str | Path], *, workdir: Path, limits: Limits, findi
         bundles, runs = _find(dest)
         src = _Input(dest, f"{path.name}:")
         if len(bundles) > 1:
-            findings.error("input-unreadable", f"{shown} holds {len(bundles)} bundles; upload one per archive",
-                           file=shown, fix="Pack one <org>/<submission_id>/ folder per archive.")
+            findings.error(
+                "input-unreadable",
+                f"{shown} holds {len(bundles)} bundles; upload one per archive",
+                file=shown,
+                fix="Pack one <org>/<submission_id>/ folder per archive.",
+            )
             continue
         if bundles:
             builder.bundle(bundles[0], src, archive=True)
@@ -833,7 +958,8 @@ def open_inputs(paths: list[str | Path], *, workdir: Path, limits: Limits, findi
                     "input-unreadable",
                     f"{shown} holds neither a bundle (results/ folder) nor a run folder (point.yaml with "
                     "performance/result_summary.json or events.jsonl)",
-                    file=shown, fix="Upload the bundle or run archives as the official tools write them.",
+                    file=shown,
+                    fix="Upload the bundle or run archives as the official tools write them.",
                 )
             continue
         builder.layout.readable_inputs += 1

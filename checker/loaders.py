@@ -62,8 +62,9 @@ class ZstdReader(io.RawIOBase):
     decoder reports an error.
     """
 
-    def __init__(self, raw: io.BufferedIOBase | io.RawIOBase, *, name: str = "stream",
-                 closefd: bool = False) -> None:
+    def __init__(
+        self, raw: io.BufferedIOBase | io.RawIOBase, *, name: str = "stream", closefd: bool = False
+    ) -> None:
         super().__init__()
         self._raw = raw
         self._name = name
@@ -104,7 +105,9 @@ class ZstdReader(io.RawIOBase):
             data = self._feed()
             if not data:
                 if self._in_frame:
-                    raise CorruptStream(f"{self._name}: zstd stream ends in the middle of a frame (truncated)")
+                    raise CorruptStream(
+                        f"{self._name}: zstd stream ends in the middle of a frame (truncated)"
+                    )
                 return False
             try:
                 out = self._obj.decompress(data)
@@ -188,7 +191,9 @@ def open_events(path: str | Path, *, max_line_bytes: int | None = None) -> Itera
 # --------------------------------------------------------------------------------------------- common
 
 
-def _read_bounded(path: Path, *, display: str, findings: Findings, limits: Any, point: str | None) -> bytes | None:
+def _read_bounded(
+    path: Path, *, display: str, findings: Findings, limits: Any, point: str | None
+) -> bytes | None:
     cap = limits.max_descriptor_bytes
     try:
         size = os.stat(path).st_size
@@ -196,15 +201,21 @@ def _read_bounded(path: Path, *, display: str, findings: Findings, limits: Any, 
             findings.error(
                 "file-too-large",
                 f"{display} is {size} bytes, more than the {cap}-byte limit for a descriptor",
-                file=display, point=point,
+                file=display,
+                point=point,
                 fix="Upload the file exactly as the official tools wrote it; descriptors are small.",
             )
             return None
         with open(path, "rb") as fh:
             data = fh.read(cap + 1)
     except OSError as exc:
-        findings.error("file-unreadable", f"cannot read {display}: {exc.strerror or exc}", file=display,
-                       point=point, fix="Re-create the archive; the file could not be opened.")
+        findings.error(
+            "file-unreadable",
+            f"cannot read {display}: {exc.strerror or exc}",
+            file=display,
+            point=point,
+            fix="Re-create the archive; the file could not be opened.",
+        )
         return None
     if len(data) > cap:  # grew while reading
         findings.error("file-too-large", f"{display} is more than {cap} bytes", file=display, point=point)
@@ -214,7 +225,7 @@ def _read_bounded(path: Path, *, display: str, findings: Findings, limits: Any, 
 
 def _decode(data: bytes, *, display: str, findings: Findings, point: str | None) -> str | None:
     if data.startswith(_BOM):
-        data = data[len(_BOM):]
+        data = data[len(_BOM) :]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -222,7 +233,9 @@ def _decode(data: bytes, *, display: str, findings: Findings, point: str | None)
         findings.error(
             "invalid-utf8",
             f"{display} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at line {line})",
-            file=display, line=line, point=point,
+            file=display,
+            line=line,
+            point=point,
             fix="Save the file as UTF-8; do not edit the tool's output by hand.",
         )
         return None
@@ -247,7 +260,9 @@ def _not_object(obj: Any, *, display: str, findings: Findings, point: str | None
     findings.error(
         "descriptor-not-object",
         f"{display} must hold an object (a mapping of keys) at its top level, found {type(obj).__name__}",
-        file=display, point=point, line=1,
+        file=display,
+        point=point,
+        line=1,
         fix="Use the file as the official tools wrote it.",
     )
     return True
@@ -306,16 +321,28 @@ def load_json(
         return out
 
     try:
-        obj = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=_NonFinite, parse_float=_parse_float)
+        obj = json.loads(
+            text, object_pairs_hook=pairs_hook, parse_constant=_NonFinite, parse_float=_parse_float
+        )
     except json.JSONDecodeError as exc:
-        findings.error("json-syntax", f"{display} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                       file=display, line=exc.lineno, point=point,
-                       fix="Upload the file exactly as the official tools wrote it.")
+        findings.error(
+            "json-syntax",
+            f"{display} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            file=display,
+            line=exc.lineno,
+            point=point,
+            fix="Upload the file exactly as the official tools wrote it.",
+        )
         return None
     except (RecursionError, ValueError) as exc:
         msg = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        findings.error("json-syntax", f"{display} cannot be parsed: {msg}", file=display, point=point,
-                       fix="Upload the file exactly as the official tools wrote it.")
+        findings.error(
+            "json-syntax",
+            f"{display} cannot be parsed: {msg}",
+            file=display,
+            point=point,
+            fix="Upload the file exactly as the official tools wrote it.",
+        )
         return None
 
     nonfinite: list[str] = []
@@ -328,7 +355,10 @@ def load_json(
             findings.error(
                 "json-nonfinite",
                 f"{display} holds a non-finite number (NaN or Infinity) at {pointer or '/'}; JSON allows only finite numbers",
-                file=display, line=line, pointer=pointer, point=point,
+                file=display,
+                line=line,
+                pointer=pointer,
+                point=point,
                 fix="Re-run or re-export: a metric that is NaN or Infinity means the run produced no valid value.",
             )
         return None
@@ -338,7 +368,10 @@ def load_json(
         findings.warning(
             "json-duplicate-key",
             f"{display} repeats the key {key!r} in the object at {where or '/'}; the last value is used",
-            file=display, line=_second_key_line(text, key), pointer=pointer, point=point,
+            file=display,
+            line=_second_key_line(text, key),
+            pointer=pointer,
+            point=point,
             fix="Remove the repeated key so the file has one unambiguous value.",
         )
     if expect_object and _not_object(obj, display=display, findings=findings, point=point):
@@ -346,7 +379,9 @@ def load_json(
     return obj
 
 
-def _walk_json(obj: Any, path: list[Any], nonfinite: list[str], dup_where: dict[int, str], dup_ids: set[int]) -> None:
+def _walk_json(
+    obj: Any, path: list[Any], nonfinite: list[str], dup_where: dict[int, str], dup_ids: set[int]
+) -> None:
     stack: list[tuple[Any, list[Any]]] = [(obj, path)]
     while stack:
         node, where = stack.pop()
@@ -389,8 +424,11 @@ class _StrictLoader(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise _Refused("yaml-alias", "uses a YAML alias (*name); aliases are not accepted in descriptors",
-                           event.start_mark.line + 1)
+            raise _Refused(
+                "yaml-alias",
+                "uses a YAML alias (*name); aliases are not accepted in descriptors",
+                event.start_mark.line + 1,
+            )
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
@@ -439,33 +477,59 @@ def load_yaml(
     try:
         obj = loader.get_single_data()
     except _Refused as exc:
-        findings.error(exc.rule, f"{display} {exc}", file=display, line=exc.line, point=point,
-                       fix="Write the value out in full instead of referring to an anchor.")
+        findings.error(
+            exc.rule,
+            f"{display} {exc}",
+            file=display,
+            line=exc.line,
+            point=point,
+            fix="Write the value out in full instead of referring to an anchor.",
+        )
         return None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        findings.error("yaml-syntax", f"{display} is not valid YAML: {problem}" + (f" (line {line})" if line else ""),
-                       file=display, line=line, point=point,
-                       fix="Upload the file exactly as the official tools wrote it.")
+        findings.error(
+            "yaml-syntax",
+            f"{display} is not valid YAML: {problem}" + (f" (line {line})" if line else ""),
+            file=display,
+            line=line,
+            point=point,
+            fix="Upload the file exactly as the official tools wrote it.",
+        )
         return None
     except (RecursionError, ValueError) as exc:
-        findings.error("yaml-syntax", f"{display} cannot be parsed: {exc or 'nested too deeply'}",
-                       file=display, point=point, fix="Upload the file exactly as the official tools wrote it.")
+        findings.error(
+            "yaml-syntax",
+            f"{display} cannot be parsed: {exc or 'nested too deeply'}",
+            file=display,
+            point=point,
+            fix="Upload the file exactly as the official tools wrote it.",
+        )
         return None
     finally:
         loader.dispose()
     for line in loader.nonfinite[:_MAX_REPORTED]:
-        findings.error("yaml-nonfinite", f"{display} holds a non-finite number (.nan or .inf) at line {line}",
-                       file=display, line=line, point=point,
-                       fix="Replace it with the finite value the run produced.")
+        findings.error(
+            "yaml-nonfinite",
+            f"{display} holds a non-finite number (.nan or .inf) at line {line}",
+            file=display,
+            line=line,
+            point=point,
+            fix="Replace it with the finite value the run produced.",
+        )
     if loader.nonfinite:
         return None
     for key, line in loader.duplicates[:_MAX_REPORTED]:
-        findings.warning("yaml-duplicate-key", f"{display} repeats the key {key!r} at line {line}; the last value is used",
-                         file=display, line=line, point=point,
-                         fix="Remove the repeated key so the file has one unambiguous value.")
+        findings.warning(
+            "yaml-duplicate-key",
+            f"{display} repeats the key {key!r} at line {line}; the last value is used",
+            file=display,
+            line=line,
+            point=point,
+            fix="Remove the repeated key so the file has one unambiguous value.",
+        )
     if expect_object and _not_object(obj, display=display, findings=findings, point=point):
         return None
     return obj

@@ -56,20 +56,24 @@ def _mapped(path: str | None, point_map: dict[str, str] | None) -> str | None:
     return point_map.get(point, point) if point_map and point else point
 
 
-def verdict_keys(results: list[dict[str, Any]],
-                 point_map: dict[str, str] | None = None) -> set[tuple[str, str, str | None]]:
+def verdict_keys(
+    results: list[dict[str, Any]], point_map: dict[str, str] | None = None
+) -> set[tuple[str, str, str | None]]:
     """(rule, severity, point) of every official error and warning; point_map renames bundle points."""
     return set(_verdict_messages(results, point_map))
 
 
-def _verdict_messages(results: list[dict[str, Any]],
-                      point_map: dict[str, str] | None) -> dict[tuple[str, str, str | None], str]:
+def _verdict_messages(
+    results: list[dict[str, Any]], point_map: dict[str, str] | None
+) -> dict[tuple[str, str, str | None], str]:
     """verdict_keys -> the first official message under that key (cut to 300 characters)."""
     out: dict[tuple[str, str, str | None], str] = {}
     for r in results:
         if isinstance(r, dict) and r.get("severity") in _SEVERITIES:
-            out.setdefault((str(r.get("rule")), str(r.get("severity")), _mapped(r.get("path"), point_map)),
-                           str(r.get("message"))[:300])
+            out.setdefault(
+                (str(r.get("rule")), str(r.get("severity")), _mapped(r.get("path"), point_map)),
+                str(r.get("message"))[:300],
+            )
     return out
 
 
@@ -86,9 +90,13 @@ def run_official(root: Path, *, timeout_s: float = 900.0) -> tuple[dict[str, Any
         out = Path(tmp) / "out.json"
         try:
             # The checker runs in its own temporary folder: give it an absolute path to the bundle.
-            proc = subprocess.run([*cmd, "check-submission", str(Path(root).resolve()), "-o", str(out)],
-                                  capture_output=True,
-                                  timeout=timeout_s, cwd=tmp, stdin=subprocess.DEVNULL)
+            proc = subprocess.run(
+                [*cmd, "check-submission", str(Path(root).resolve()), "-o", str(out)],
+                capture_output=True,
+                timeout=timeout_s,
+                cwd=tmp,
+                stdin=subprocess.DEVNULL,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return None, f"{PACKAGE} could not run: {type(exc).__name__}"
         if not out.is_file():
@@ -104,7 +112,9 @@ def run_official(root: Path, *, timeout_s: float = 900.0) -> tuple[dict[str, Any
     return data, ""
 
 
-def compare(report: Report, official_results: list[dict[str, Any]], point_map: dict[str, str] | None = None) -> None:
+def compare(
+    report: Report, official_results: list[dict[str, Any]], point_map: dict[str, str] | None = None
+) -> None:
     """One info finding `official-checker-disagreement` per (rule, severity, point) only one side reports."""
     messages = _verdict_messages(official_results, point_map)
     theirs, ours = set(messages), portal_keys(report)
@@ -112,15 +122,21 @@ def compare(report: Report, official_results: list[dict[str, Any]], point_map: d
         report.findings.info(
             "official-checker-disagreement",
             f"Official checker: {severity} {rule} ({messages[(rule, severity, point)]}); portal: no {severity} "
-            f"{rule} here. See docs/rules.md for the deliberate differences.", point=point)
+            f"{rule} here. See docs/rules.md for the deliberate differences.",
+            point=point,
+        )
     for rule, severity, point in sorted(ours - theirs, key=str):
         report.findings.info(
             "official-checker-disagreement",
             f"Portal: {severity} {rule}; official checker: no {severity} {rule} here. "
-            "See docs/rules.md for the deliberate differences.", point=point)
+            "See docs/rules.md for the deliberate differences.",
+            point=point,
+        )
 
 
-def cross_check(layout: Layout, report: Report, *, timeout_s: float = 900.0, workdir: Path | None = None) -> None:
+def cross_check(
+    layout: Layout, report: Report, *, timeout_s: float = 900.0, workdir: Path | None = None
+) -> None:
     """Run the official checker on the same bundle, store its verdict in report.official, report disagreements.
 
     Inputs without a bundle (or a bundle plus run archives) are assembled into one below `workdir` (the check's sandbox; a temporary
@@ -129,40 +145,68 @@ def cross_check(layout: Layout, report: Report, *, timeout_s: float = 900.0, wor
     version = official_version()
     if official_command() is None:
         report.official = {"available": False, "package": PACKAGE}
-        report.findings.info("official-checker-unavailable",
-                             f"The official checker ({PACKAGE}) is not installed, so no cross-check was made.",
-                             fix=f"pip install '{PACKAGE}' (the portal's optional extra 'official').")
+        report.findings.info(
+            "official-checker-unavailable",
+            f"The official checker ({PACKAGE}) is not installed, so no cross-check was made.",
+            fix=f"pip install '{PACKAGE}' (the portal's optional extra 'official').",
+        )
         return
     if layout.root is None or layout.kind == "mixed":  # a bundle plus run archives: all points, one bundle
         if not layout.points:
             report.official = {"available": True, "version": version, "ran": False}
-            report.findings.info("official-checker-unavailable",
-                                 "The official checker reads bundles; these inputs hold no load point to assemble.")
+            report.findings.info(
+                "official-checker-unavailable",
+                "The official checker reads bundles; these inputs hold no load point to assemble.",
+            )
             return
         if workdir is not None:
             Path(workdir).mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="assembled-", dir=workdir) as tmp:
             submission_id = layout.submission_id or PENDING_SUBMISSION_ID
             try:
-                assembly = assemble(layout, Path(tmp), organisation=organisation_of(layout),
-                                    submission_id=submission_id, include_raw_logs=False)
+                assembly = assemble(
+                    layout,
+                    Path(tmp),
+                    organisation=organisation_of(layout),
+                    submission_id=submission_id,
+                    include_raw_logs=False,
+                )
             except (AssemblyError, OSError) as exc:
-                report.official = {"available": True, "version": version, "ran": False,
-                                   "problem": f"assembly failed: {exc}"}
-                report.findings.info("official-checker-unavailable",
-                                     f"The run archives could not be assembled into a bundle: {exc}.")
+                report.official = {
+                    "available": True,
+                    "version": version,
+                    "ran": False,
+                    "problem": f"assembly failed: {exc}",
+                }
+                report.findings.info(
+                    "official-checker-unavailable",
+                    f"The run archives could not be assembled into a bundle: {exc}.",
+                )
                 return
             report.findings.extend(assembly.findings)
-            _run_and_compare(assembly.root, report, version=version, timeout_s=timeout_s,
-                             point_map=assembly.points, strip=Path(tmp),
-                             assembled=f"{assembly.organisation}/{assembly.submission_id}/")
+            _run_and_compare(
+                assembly.root,
+                report,
+                version=version,
+                timeout_s=timeout_s,
+                point_map=assembly.points,
+                strip=Path(tmp),
+                assembled=f"{assembly.organisation}/{assembly.submission_id}/",
+            )
         return
     _run_and_compare(layout.root, report, version=version, timeout_s=timeout_s)
 
 
-def _run_and_compare(root: Path, report: Report, *, version: str | None, timeout_s: float,
-                     point_map: dict[str, str] | None = None, strip: Path | None = None,
-                     assembled: str | None = None) -> None:
+def _run_and_compare(
+    root: Path,
+    report: Report,
+    *,
+    version: str | None,
+    timeout_s: float,
+    point_map: dict[str, str] | None = None,
+    strip: Path | None = None,
+    assembled: str | None = None,
+) -> None:
     data, problem = run_official(root, timeout_s=timeout_s)
     if data is None:
         report.official = {"available": True, "version": version, "ran": False, "problem": problem}
@@ -171,8 +215,12 @@ def _run_and_compare(root: Path, report: Report, *, version: str | None, timeout
     results = data["results"]
     if strip is not None:  # the assembled bundle is temporary: paths relative to its <org>/ parent
         prefix = str(strip).rstrip("/") + "/"
-        results = [{**r, "path": r["path"][len(prefix):]} if isinstance(r, dict) and isinstance(r.get("path"), str)
-                   and r["path"].startswith(prefix) else r for r in results]
+        results = [
+            {**r, "path": r["path"][len(prefix) :]}
+            if isinstance(r, dict) and isinstance(r.get("path"), str) and r["path"].startswith(prefix)
+            else r
+            for r in results
+        ]
     report.official = {
         "available": True,
         "version": version,
@@ -185,7 +233,8 @@ def _run_and_compare(root: Path, report: Report, *, version: str | None, timeout
         "results": [
             {k: r.get(k) for k in ("rule", "severity", "message", "path", "fix", "passed")}
             | {"point": _mapped(r.get("path"), point_map)}
-            for r in results if isinstance(r, dict)
+            for r in results
+            if isinstance(r, dict)
         ],
     }
     compare(report, results, point_map)

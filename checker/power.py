@@ -110,7 +110,9 @@ class Provisioned:
     other_components_w: float = 0.0
     published_node_power_w: float = 0.0
     scale_out_switch_power_w: float = 0.0
-    sets: list[dict[str, Any]] = field(default_factory=list)  # node_set_id, ensemble, nodes, power_w, accelerators
+    sets: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # node_set_id, ensemble, nodes, power_w, accelerators
     problems: list[str] = field(default_factory=list)
     estimated: list[str] = field(default_factory=list)  # Appendix D values that reach provisioned_kw
 
@@ -165,7 +167,9 @@ class Provisioned:
 
 def _scale_up_w(up: Any, label: str, problems: list[str]) -> float | None:
     if not isinstance(up, dict):
-        problems.append(f"{label}: scale_up_network is required (method none, declared_tdp or bandwidth_estimate)")
+        problems.append(
+            f"{label}: scale_up_network is required (method none, declared_tdp or bandwidth_estimate)"
+        )
         return None
     method = up.get("method")
     if method == "none":
@@ -181,16 +185,24 @@ def _scale_up_w(up: Any, label: str, problems: list[str]) -> float | None:
         pj = up.get("energy_per_bit_pj")
         pj = _num(pj.get("value_pj")) if isinstance(pj, dict) else None
         if tbps is None or pj is None:
-            problems.append(f"{label}: bandwidth_estimate needs aggregate_bandwidth_tbps and energy_per_bit_pj.value_pj")
+            problems.append(
+                f"{label}: bandwidth_estimate needs aggregate_bandwidth_tbps and energy_per_bit_pj.value_pj"
+            )
             return None
         return tbps * 8.0 * pj  # TB/s x 8 bit/B x pJ/bit = W, as the rules' worked examples read it
     problems.append(f"{label}: unknown scale_up_network.method {method!r}")
     return None
 
 
-def provisioned_power(desc: Any, *, overheads: dict[str, float], computed_tol_w: float = 0.5,
-                      kw_tol: float = 0.005, defaults: AppendixD | None = None,
-                      cores_by_ensemble: dict[int, int] | None = None) -> Provisioned:
+def provisioned_power(
+    desc: Any,
+    *,
+    overheads: dict[str, float],
+    computed_tol_w: float = 0.5,
+    kw_tol: float = 0.005,
+    defaults: AppendixD | None = None,
+    cores_by_ensemble: dict[int, int] | None = None,
+) -> Provisioned:
     """Provisioned power of a system_power.json mapping: declared total, rack scaling, or component sum x overhead.
 
     A figure left absent takes its Appendix D default (`defaults`) where one exists; every default
@@ -213,10 +225,13 @@ def provisioned_power(desc: Any, *, overheads: dict[str, float], computed_tol_w:
         if w is not None and isinstance(value, dict) and value.get("source_type") == "mlc_default":
             source = value.get("source")
             if appendix and source not in appendix:
-                out.problems.append(f"{label}: an mlc_default source names its Appendix D subsection "
-                                    f"({', '.join(sorted(appendix))}), not {source!r}")
+                out.problems.append(
+                    f"{label}: an mlc_default source names its Appendix D subsection "
+                    f"({', '.join(sorted(appendix))}), not {source!r}"
+                )
             estimated.append(f"{label} ({source} default)")
         return w
+
     if not isinstance(desc, dict):
         out.problems.append("system_power.json must be a JSON object")
         return out
@@ -239,14 +254,25 @@ def provisioned_power(desc: Any, *, overheads: dict[str, float], computed_tol_w:
             per_nic = watts_of("scale_out.nics.tdp_per_nic", nics.get("tdp_per_nic"), defaults.nic())
             count = _count(nics.get("count_per_node"))
             if per_nic is None or count is None:
-                out.problems.append("scale_out.nics: counted NICs need count_per_node and tdp_per_nic.value_w")
+                out.problems.append(
+                    "scale_out.nics: counted NICs need count_per_node and tdp_per_nic.value_w"
+                )
             else:
                 nic_per_node_w = count * per_nic
         switches = scale_out.get("switches")
         for i, sw in enumerate(switches if isinstance(switches, list) else []):
-            watts, count = (watts_of(f"scale_out.switches[{i}].power_per_switch", sw.get("power_per_switch"),
-                                     defaults.switch(sw.get("model"), scale_out.get("cabling"))),
-                            _count(sw.get("count"))) if isinstance(sw, dict) else (None, None)
+            watts, count = (
+                (
+                    watts_of(
+                        f"scale_out.switches[{i}].power_per_switch",
+                        sw.get("power_per_switch"),
+                        defaults.switch(sw.get("model"), scale_out.get("cabling")),
+                    ),
+                    _count(sw.get("count")),
+                )
+                if isinstance(sw, dict)
+                else (None, None)
+            )
             if watts is None or count is None:
                 out.problems.append(f"scale_out.switches[{i}]: needs count and power_per_switch.value_w")
             else:
@@ -270,8 +296,11 @@ def provisioned_power(desc: Any, *, overheads: dict[str, float], computed_tol_w:
                 continue
             parts: list[float | None] = []
             if comp.get("combined_cpu_accelerator") is not None:
-                parts.append(watts_of(f"{label}.components.combined_cpu_accelerator",
-                                      comp.get("combined_cpu_accelerator")))
+                parts.append(
+                    watts_of(
+                        f"{label}.components.combined_cpu_accelerator", comp.get("combined_cpu_accelerator")
+                    )
+                )
             else:
                 for part in ("cpu", "accelerator"):
                     block = comp.get(part)
@@ -280,14 +309,20 @@ def provisioned_power(desc: Any, *, overheads: dict[str, float], computed_tol_w:
                         parts.append(None)
                         continue
                     ensemble = _count(ns.get("system_node_ensemble_id"))
-                    fallback = (defaults.cpu(block.get("model"), cores_by_ensemble.get(ensemble)) if part == "cpu"
-                                else defaults.accelerator(block.get("model")))
+                    fallback = (
+                        defaults.cpu(block.get("model"), cores_by_ensemble.get(ensemble))
+                        if part == "cpu"
+                        else defaults.accelerator(block.get("model"))
+                    )
                     count = _count(block.get("count_per_node"))
-                    tdp = watts_of(f"{label}.components.{part}.tdp_per_unit", block.get("tdp_per_unit"), fallback)
+                    tdp = watts_of(
+                        f"{label}.components.{part}.tdp_per_unit", block.get("tdp_per_unit"), fallback
+                    )
                     if count is None or tdp is None:
                         out.problems.append(
                             f"{label}.components.{part}: needs count_per_node and tdp_per_unit.value_w "
-                            "(absent, and Appendix D has no default for this model)")
+                            "(absent, and Appendix D has no default for this model)"
+                        )
                         parts.append(None)
                     else:
                         parts.append(count * tdp)
@@ -306,22 +341,27 @@ def provisioned_power(desc: Any, *, overheads: dict[str, float], computed_tol_w:
                 rack = _count(ns.get("nodes_in_published_rack"))
                 if not rack or rack <= nodes:
                     out.problems.append(
-                        f"{label}: node_scaling needs nodes_in_published_rack greater than nodes_provisioned")
+                        f"{label}: node_scaling needs nodes_in_published_rack greater than nodes_provisioned"
+                    )
                     continue
                 published = watts * nodes / rack
         else:
-            out.problems.append(f"{label}.power_method must be component_sum, published_system or node_scaling")
+            out.problems.append(
+                f"{label}.power_method must be component_sum, published_system or node_scaling"
+            )
             continue
         out.major_components_w += major
         out.published_node_power_w += published
         acc = ns.get("components", {}).get("accelerator") if isinstance(ns.get("components"), dict) else None
-        out.sets.append({
-            "node_set_id": ns.get("node_set_id"),
-            "ensemble": _count(ns.get("system_node_ensemble_id")),
-            "nodes": nodes,
-            "power_w": (1 + overhead) * major + published,
-            "accelerators_per_node": _count(acc.get("count_per_node")) if isinstance(acc, dict) else None,
-        })
+        out.sets.append(
+            {
+                "node_set_id": ns.get("node_set_id"),
+                "ensemble": _count(ns.get("system_node_ensemble_id")),
+                "nodes": nodes,
+                "power_w": (1 + overhead) * major + published,
+                "accelerators_per_node": _count(acc.get("count_per_node")) if isinstance(acc, dict) else None,
+            }
+        )
     out.other_components_w = overhead * out.major_components_w
     declared = desc.get("declared_provisioned_power")
     if declared is not None:
@@ -348,15 +388,24 @@ def provisioned_power(desc: Any, *, overheads: dict[str, float], computed_tol_w:
             }
             for key, value in ours.items():
                 theirs = stated.get(key)
-                if theirs is not None and (_num(theirs) is None or abs(float(theirs) - value) > computed_tol_w):
+                if theirs is not None and (
+                    _num(theirs) is None or abs(float(theirs) - value) > computed_tol_w
+                ):
                     out.problems.append(f"computed.{key} = {theirs!r} but the descriptor gives {value:g} W")
             theirs = stated.get("overhead_fraction")
             if theirs is not None and (_num(theirs) is None or abs(float(theirs) - overhead) > 1e-9):
-                out.problems.append(f"computed.overhead_fraction = {theirs!r} but cooling {cooling!r} means {overhead}")
+                out.problems.append(
+                    f"computed.overhead_fraction = {theirs!r} but cooling {cooling!r} means {overhead}"
+                )
         stated_kw = desc.get("provisioned_power_kw")
-        if stated_kw is not None and out.provisioned_kw is not None and (
-                _num(stated_kw) is None or abs(float(stated_kw) - out.provisioned_kw) > kw_tol):
-            out.problems.append(f"provisioned_power_kw = {stated_kw!r} but the descriptor gives {out.provisioned_kw:.2f} kW")
+        if (
+            stated_kw is not None
+            and out.provisioned_kw is not None
+            and (_num(stated_kw) is None or abs(float(stated_kw) - out.provisioned_kw) > kw_tol)
+        ):
+            out.problems.append(
+                f"provisioned_power_kw = {stated_kw!r} but the descriptor gives {out.provisioned_kw:.2f} kW"
+            )
     if out.problems:
         out.provisioned_kw = None
     return out
@@ -442,7 +491,11 @@ def parse_ptd(path: Path, *, utc_offset_s: float = 0.0) -> Trace:
             for name, _ in chan_watts:
                 if name not in channels:
                     channels.append(name)
-            value = None if any(v is None for _, v in chan_watts) else sum(v for _, v in chan_watts if v is not None)
+            value = (
+                None
+                if any(v is None for _, v in chan_watts)
+                else sum(v for _, v in chan_watts if v is not None)
+            )
         else:
             value = total
         if value is None:
@@ -482,7 +535,9 @@ def parse_csv(path: Path) -> Trace:
         try:
             t = _parse_csv_time(row[0])
         except ValueError as exc:
-            raise TraceError(f"row {n}: timestamp {row[0]!r} is not Unix seconds/ns or ISO-8601 with offset") from exc
+            raise TraceError(
+                f"row {n}: timestamp {row[0]!r} is not Unix seconds/ns or ISO-8601 with offset"
+            ) from exc
         values = [_float_or_none(v) for v in row[1:]]
         if any(v is None for v in values):
             raise TraceError(f"row {n}: watts must be finite numbers")
@@ -515,7 +570,12 @@ def load_trace(folder: Path, manifest: dict[str, Any]) -> Trace:
     trace_name = manifest.get("trace")
     if trace_name is None:
         trace_name = "spl.txt" if (folder / "spl.txt").is_file() else "power.csv"
-    if not isinstance(trace_name, str) or "/" in trace_name or "\\" in trace_name or trace_name.startswith("."):
+    if (
+        not isinstance(trace_name, str)
+        or "/" in trace_name
+        or "\\" in trace_name
+        or trace_name.startswith(".")
+    ):
         raise TraceError("manifest 'trace' must be a file name inside power/")
     path = folder / trace_name
     if not path.is_file() or path.is_symlink():
@@ -523,7 +583,10 @@ def load_trace(folder: Path, manifest: dict[str, Any]) -> Trace:
     fmt = manifest.get("trace_format") or ("ptd" if trace_name.endswith(".txt") else "csv")
     if fmt == "ptd":
         offset = manifest.get("utc_offset_s", 0)
-        if _num(abs(offset) if isinstance(offset, int | float) and not isinstance(offset, bool) else None) is None:
+        if (
+            _num(abs(offset) if isinstance(offset, int | float) and not isinstance(offset, bool) else None)
+            is None
+        ):
             raise TraceError("manifest 'utc_offset_s' must be a number of seconds")
         return parse_ptd(path, utc_offset_s=float(offset))
     if fmt == "csv":
@@ -535,7 +598,9 @@ def clock_anchor(manifest: dict[str, Any]) -> tuple[int, int]:
     """(monotonic_ns, unix_ns) read at the same instant on the client host."""
     anchor = manifest.get("clock_anchor")
     if not isinstance(anchor, dict):
-        raise TraceError("manifest needs clock_anchor {monotonic_ns, unix_ns} to align the trace with events.jsonl")
+        raise TraceError(
+            "manifest needs clock_anchor {monotonic_ns, unix_ns} to align the trace with events.jsonl"
+        )
     mono, unix = anchor.get("monotonic_ns"), anchor.get("unix_ns")
     for name, value in (("monotonic_ns", mono), ("unix_ns", unix)):
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
@@ -603,8 +668,9 @@ class Measured:
         return dict(self.__dict__)
 
 
-def analyse_trace(trace: Trace, window_unix_s: tuple[float, float], *, output_tokens: float | None,
-                  system_tps: float | None) -> Measured:
+def analyse_trace(
+    trace: Trace, window_unix_s: tuple[float, float], *, output_tokens: float | None, system_tps: float | None
+) -> Measured:
     """Average of positive samples strictly inside the window; energy = average x window length."""
     start, stop = window_unix_s
     m = Measured(window_s=stop - start, channels=trace.channels, source=trace.source)

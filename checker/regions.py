@@ -46,7 +46,13 @@ class Regions:
             "c_max": self.c_max,
             **{
                 name: [getattr(self, name).start, getattr(self, name).end]
-                for name in ("low_latency", "low_concurrency", "med_concurrency", "high_concurrency", "margin")
+                for name in (
+                    "low_latency",
+                    "low_concurrency",
+                    "med_concurrency",
+                    "high_concurrency",
+                    "margin",
+                )
             },
         }
 
@@ -55,8 +61,14 @@ class RegionError(ValueError):
     """C_min / C_max do not allow the region computation (message says which)."""
 
 
-def compute_regions(c_max: int, c_min: int, *, ultra_low_max: int = 32, margin_fraction: float = 0.10,
-                    c_min_overridden: bool = False) -> Regions:
+def compute_regions(
+    c_max: int,
+    c_min: int,
+    *,
+    ultra_low_max: int = 32,
+    margin_fraction: float = 0.10,
+    c_min_overridden: bool = False,
+) -> Regions:
     """The public reference algorithm: I = log2(C_max - C_min) / 3, ends rounded with Python round() (banker's).
 
     With a declared `c_min_override` (system_desc.json), Ultra Low coverage is 1..C_min instead of 1..32.

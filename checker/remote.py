@@ -55,8 +55,16 @@ class Client:
         self.token = token
         self.timeout = timeout
 
-    def request(self, method: str, path: str, *, body=None, data: bytes | None = None,
-                idempotency_key: str | None = None, retries: int = RETRIES):
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body=None,
+        data: bytes | None = None,
+        idempotency_key: str | None = None,
+        retries: int = RETRIES,
+    ):
         headers = {"Authorization": f"Token {self.token}", "Accept": "application/json"}
         if body is not None:
             data = json.dumps(body).encode("utf-8")
@@ -86,8 +94,12 @@ class Client:
                         delay = min(delay * 2, 10)
                         continue
                 detail = payload.get("detail") if isinstance(payload, dict) else None
-                raise RemoteError(f"{method} {path}: HTTP {exc.code}: {detail or exc.reason}",
-                                  status=exc.code, code=code, body=payload) from None
+                raise RemoteError(
+                    f"{method} {path}: HTTP {exc.code}: {detail or exc.reason}",
+                    status=exc.code,
+                    code=code,
+                    body=payload,
+                ) from None
             except (urllib.error.URLError, OSError, TimeoutError) as exc:
                 if attempt < retries:
                     time.sleep(delay)
@@ -107,8 +119,11 @@ def pack(paths: list[Path], workdir: Path) -> list[Path]:
         if path.is_dir():
             target = workdir / f"{path.resolve().name or 'bundle'}.tar.gz"
             # Same folder, same bytes (sorted members, no owner, gzip mtime 0): a re-run can resume the upload.
-            with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, \
-                    tarfile.open(fileobj=gz, mode="w") as tar:
+            with (
+                open(target, "wb") as raw,
+                gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz,
+                tarfile.open(fileobj=gz, mode="w") as tar,
+            ):
                 tar.add(path, arcname=path.resolve().name, filter=_plain_members)
             files.append(target)
         else:
@@ -146,20 +161,29 @@ class Progress:
         if self.enabled:
             width = 30
             filled = int(width * self.done / self.total) if self.total else width
-            sys.stderr.write(f"\r{self.name[:30]:<30} [{'#' * filled}{'.' * (width - filled)}] "
-                             f"{self.done * 100 // max(self.total, 1):3d}%")
+            sys.stderr.write(
+                f"\r{self.name[:30]:<30} [{'#' * filled}{'.' * (width - filled)}] "
+                f"{self.done * 100 // max(self.total, 1):3d}%"
+            )
             if self.done >= self.total:
                 sys.stderr.write("\n")
             sys.stderr.flush()
 
 
-def find_resumable(client: Client, *, sha256: str, size: int, submission: int | None, start_fields: dict
-                   ) -> dict | None:
+def find_resumable(
+    client: Client, *, sha256: str, size: int, submission: int | None, start_fields: dict
+) -> dict | None:
     """An upload of the same file (SHA-256 + size) that the caller started for the same draft (or, for a new
     draft, for the same system and benchmark) and the server still holds: open (some parts may be missing)
     or verified (waiting to join a version). The server is the only state: nothing is kept on this machine."""
-    query = [("sha256", sha256), ("size", size), ("status", "open"), ("status", "verified"), ("mine", "true"),
-             ("submission_status", "draft")]
+    query = [
+        ("sha256", sha256),
+        ("size", size),
+        ("status", "open"),
+        ("status", "verified"),
+        ("mine", "true"),
+        ("submission_status", "draft"),
+    ]
     if submission is not None:
         query.append(("submission", submission))
     else:
@@ -169,48 +193,81 @@ def find_resumable(client: Client, *, sha256: str, size: int, submission: int | 
     if not candidates:
         return None
     # Verified first (nothing left to send), then the one holding the most parts, then the newest.
-    return max(candidates, key=lambda u: (u["status"] == "verified", len(u.get("received_parts") or []),
-                                          u.get("created_at") or ""))
+    return max(
+        candidates,
+        key=lambda u: (
+            u["status"] == "verified",
+            len(u.get("received_parts") or []),
+            u.get("created_at") or "",
+        ),
+    )
 
 
 def hash_mismatch_advice(path: Path, sha256: str, size: int, body: dict) -> str:
     """What to do when the server's hash of the received bytes is not the file's (`upload-hash-mismatch`)."""
     now = file_sha256(path)
     if now != sha256:
-        return (f"{path.name} changed while it was being uploaded (SHA-256 {sha256} when the upload started, "
-                f"{now} now). The portal discarded this upload of the file and created no version. Wait until "
-                f"nothing writes to {path} any more (or upload a finished copy), then run the same command again.")
+        return (
+            f"{path.name} changed while it was being uploaded (SHA-256 {sha256} when the upload started, "
+            f"{now} now). The portal discarded this upload of the file and created no version. Wait until "
+            f"nothing writes to {path} any more (or upload a finished copy), then run the same command again."
+        )
     received = body.get("received_sha256") or "?"
     received_bytes = body.get("received_bytes")
-    got = f"{received_bytes} bytes, SHA-256 {received}" if received_bytes is not None else f"SHA-256 {received}"
-    return (f"the portal received bytes of {path.name} that do not match the file ({got} instead of {size} bytes, "
-            f"SHA-256 {sha256}): they were damaged on the way or in the portal's storage. The portal discarded "
-            "this upload of the file and created no version; files already verified are kept. Run the same "
-            f"command again: it sends {path.name} again from the start. If this happens again, send this message "
-            "to the portal's operators.")
+    got = (
+        f"{received_bytes} bytes, SHA-256 {received}" if received_bytes is not None else f"SHA-256 {received}"
+    )
+    return (
+        f"the portal received bytes of {path.name} that do not match the file ({got} instead of {size} bytes, "
+        f"SHA-256 {sha256}): they were damaged on the way or in the portal's storage. The portal discarded "
+        "this upload of the file and created no version; files already verified are kept. Run the same "
+        f"command again: it sends {path.name} again from the start. If this happens again, send this message "
+        "to the portal's operators."
+    )
 
 
-def upload_file(client: Client, path: Path, *, submission: int | None, start_fields: dict, run_key: str,
-                create_version: bool, include: list[str], show_progress: bool, quiet: bool = False) -> dict:
+def upload_file(
+    client: Client,
+    path: Path,
+    *,
+    submission: int | None,
+    start_fields: dict,
+    run_key: str,
+    create_version: bool,
+    include: list[str],
+    show_progress: bool,
+    quiet: bool = False,
+) -> dict:
     """One file through start / parts / finish, resuming from what the server holds (also an upload of the same
     file left open by an earlier, interrupted `portal submit`); the finish response."""
     size = path.stat().st_size
     sha256 = file_sha256(path)
-    upload = find_resumable(client, sha256=sha256, size=size, submission=submission, start_fields=start_fields)
+    upload = find_resumable(
+        client, sha256=sha256, size=size, submission=submission, start_fields=start_fields
+    )
     if upload is not None:
         if not quiet:
             held = upload["parts_expected"] - len(upload.get("missing_parts") or [])
-            what = "already verified" if upload["status"] == "verified" else (
-                f"{held} of {upload['parts_expected']} parts already on the server")
+            what = (
+                "already verified"
+                if upload["status"] == "verified"
+                else (f"{held} of {upload['parts_expected']} parts already on the server")
+            )
             print(f"portal submit: resuming {path.name} (upload {upload['id']}, {what})", file=sys.stderr)
     else:
         start = {"filename": path.name, "size": size, "sha256": sha256, **start_fields}
         if submission is not None:
             start["submission"] = submission
-        upload = client.request("POST", "uploads/", body=start, idempotency_key=f"{run_key}-start-{sha256[:16]}")
+        upload = client.request(
+            "POST", "uploads/", body=start, idempotency_key=f"{run_key}-start-{sha256[:16]}"
+        )
     upload_id, part_size = upload["id"], upload["part_size"]
     progress = Progress(path.name, size, enabled=show_progress)
-    missing = list(upload.get("missing_parts", range(upload["parts_expected"]))) if upload["status"] == "open" else []
+    missing = (
+        list(upload.get("missing_parts", range(upload["parts_expected"])))
+        if upload["status"] == "open"
+        else []
+    )
     progress.advance(size - sum(min(part_size, size - i * part_size) for i in missing))
     for round_ in range(RETRIES + 1):
         failed = []
@@ -219,8 +276,13 @@ def upload_file(client: Client, path: Path, *, submission: int | None, start_fie
                 handle.seek(index * part_size)
                 chunk = handle.read(part_size)
                 try:
-                    client.request("PUT", f"uploads/{upload_id}/parts/{index}/", data=chunk, retries=2,
-                                   idempotency_key=f"{run_key}-{upload_id}-part-{index}")
+                    client.request(
+                        "PUT",
+                        f"uploads/{upload_id}/parts/{index}/",
+                        data=chunk,
+                        retries=2,
+                        idempotency_key=f"{run_key}-{upload_id}-part-{index}",
+                    )
                     progress.advance(len(chunk))
                 except RemoteError as exc:
                     if exc.status is not None and exc.status < 500:
@@ -228,7 +290,7 @@ def upload_file(client: Client, path: Path, *, submission: int | None, start_fie
                     failed.append(index)
         if not failed:
             break
-        time.sleep(min(2 ** round_, 10))
+        time.sleep(min(2**round_, 10))
         # Resume from the server's view, not ours: a part may have arrived though its answer was lost.
         status = client.request("GET", f"uploads/{upload_id}/")
         missing = status["missing_parts"]
@@ -238,15 +300,20 @@ def upload_file(client: Client, path: Path, *, submission: int | None, start_fie
         raise RemoteError(f"{path.name}: parts {failed[:10]} could not be sent")
     try:
         return client.request(
-            "POST", f"uploads/{upload_id}/finish/",
+            "POST",
+            f"uploads/{upload_id}/finish/",
             body={"sha256": sha256, "create_version": create_version, "include_uploads": include},
             idempotency_key=f"{run_key}-{upload_id}-finish",
         )
     except RemoteError as exc:
         if exc.code != "upload-hash-mismatch":
             raise
-        raise RemoteError(hash_mismatch_advice(path, sha256, size, exc.body), status=exc.status,
-                          code=exc.code, body=exc.body) from None
+        raise RemoteError(
+            hash_mismatch_advice(path, sha256, size, exc.body),
+            status=exc.status,
+            code=exc.code,
+            body=exc.body,
+        ) from None
 
 
 # --- printing --------------------------------------------------------------------------------
@@ -262,22 +329,30 @@ def _fmt(value, digits: int = 2) -> str:
 
 def print_check_run(run: dict, out=sys.stdout) -> None:
     counts = run.get("counts") or {}
-    out.write(f"check run {run['id']}: {run['status']}  (attempt {run.get('attempts')}/{run.get('max_attempts')}, "
-              f"checker {run.get('checker_version') or '-'}, rules {run.get('ruleset') or '-'})\n")
+    out.write(
+        f"check run {run['id']}: {run['status']}  (attempt {run.get('attempts')}/{run.get('max_attempts')}, "
+        f"checker {run.get('checker_version') or '-'}, rules {run.get('ruleset') or '-'})\n"
+    )
     if run.get("error_message"):
         out.write(f"  note: {run['error_message']}\n")
     if counts:
-        out.write(f"  {counts.get('error', 0)} error(s), {counts.get('warning', 0)} warning(s), "
-                  f"{counts.get('info', 0)} note(s)\n")
+        out.write(
+            f"  {counts.get('error', 0)} error(s), {counts.get('warning', 0)} warning(s), "
+            f"{counts.get('info', 0)} note(s)\n"
+        )
     points = run.get("point_metrics") or []
     if points:
-        out.write("\n  point                                   system_tps   tps/user  ttft_p90_ms  claimed_tps\n")
+        out.write(
+            "\n  point                                   system_tps   tps/user  ttft_p90_ms  claimed_tps\n"
+        )
         for point in points:
             recomputed = point.get("recomputed") or {}
             claimed = point.get("claimed") or {}
-            out.write(f"  {point['key'][:38]:<38} {_fmt(recomputed.get('system_tps')):>11} "
-                      f"{_fmt(recomputed.get('tps_per_user')):>10} {_fmt(recomputed.get('ttft_p90_ms')):>12} "
-                      f"{_fmt(claimed.get('system_tps')):>12}\n")
+            out.write(
+                f"  {point['key'][:38]:<38} {_fmt(recomputed.get('system_tps')):>11} "
+                f"{_fmt(recomputed.get('tps_per_user')):>10} {_fmt(recomputed.get('ttft_p90_ms')):>12} "
+                f"{_fmt(claimed.get('system_tps')):>12}\n"
+            )
     findings = run.get("findings") or []
     if findings:
         out.write("\n")
@@ -285,8 +360,10 @@ def print_check_run(run: dict, out=sys.stdout) -> None:
             where = finding.get("file") or finding.get("point") or ""
             if finding.get("line"):
                 where += f":{finding['line']}"
-            out.write(f"  {finding['severity'].upper():<7} {finding['rule']}: {finding['message']}"
-                      f"{f'  [{where}]' if where else ''}\n")
+            out.write(
+                f"  {finding['severity'].upper():<7} {finding['rule']}: {finding['message']}"
+                f"{f'  [{where}]' if where else ''}\n"
+            )
             if finding.get("fix"):
                 out.write(f"          fix: {finding['fix']}\n")
 
@@ -310,8 +387,10 @@ def wait_for_check(client: Client, version: dict, *, timeout: float, show_progre
             if run["status"] in ("passed", "failed", "error"):
                 return run
             if show_progress:
-                sys.stderr.write(f"\rchecking: {run['status']} {run.get('progress_done', 0)}/"
-                                 f"{run.get('progress_total', 0)} points   ")
+                sys.stderr.write(
+                    f"\rchecking: {run['status']} {run.get('progress_done', 0)}/"
+                    f"{run.get('progress_total', 0)} points   "
+                )
                 sys.stderr.flush()
         time.sleep(delay)
         delay = min(delay * 1.5, 5.0)
@@ -332,13 +411,15 @@ def _client(args) -> Client:
 def register_system_hint(base_url: str, system: str) -> str:
     """What to do when the portal has no system of that name for the caller's organisation."""
     base = base_url.rstrip("/")
-    return (f"the portal has no system {system!r} in your organisation(s), so it cannot create a draft for it.\n"
-            f"  Register it once, with its system_desc.json (the one in your run folders):\n"
-            f"    - in the browser: {base}/systems/ (\"Register a system\"), or\n"
-            f"    - from a script: POST {base}/api/v1/systems/ with {{\"name\": \"{system}\", \"description\": "
-            f"<system_desc.json>}} (add \"organisation\": SLUG if you belong to several);\n"
-            f"  then run the same `portal submit` command again. Check the spelling: the name is the "
-            f"results/<system>/ folder name, e.g. Acme_AX-8000.")
+    return (
+        f"the portal has no system {system!r} in your organisation(s), so it cannot create a draft for it.\n"
+        f"  Register it once, with its system_desc.json (the one in your run folders):\n"
+        f'    - in the browser: {base}/systems/ ("Register a system"), or\n'
+        f'    - from a script: POST {base}/api/v1/systems/ with {{"name": "{system}", "description": '
+        f'<system_desc.json>}} (add "organisation": SLUG if you belong to several);\n'
+        f"  then run the same `portal submit` command again. Check the spelling: the name is the "
+        f"results/<system>/ folder name, e.g. Acme_AX-8000."
+    )
 
 
 def system_exists(client: Client, system: str) -> bool | None:
@@ -363,16 +444,22 @@ def cmd_submit(args) -> int:
         print(f"portal submit: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
     if args.submission is None and not (args.system and args.benchmark):
-        print("portal submit: give --submission ID, or --system NAME and --benchmark ID for a new draft",
-              file=sys.stderr)
+        print(
+            "portal submit: give --submission ID, or --system NAME and --benchmark ID for a new draft",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     show_progress = sys.stderr.isatty() and not args.quiet
     try:
         client = _client(args)
-        start_fields = {} if args.submission is not None else {"system": args.system, "benchmark": args.benchmark}
+        start_fields = (
+            {} if args.submission is not None else {"system": args.system, "benchmark": args.benchmark}
+        )
         if args.submission is None and system_exists(client, args.system) is False:
-            print(f"portal submit: {register_system_hint(args.url or os.environ.get('PORTAL_URL', ''), args.system)}",
-                  file=sys.stderr)
+            print(
+                f"portal submit: {register_system_hint(args.url or os.environ.get('PORTAL_URL', ''), args.system)}",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         run_key = uuid.uuid4().hex
         with tempfile.TemporaryDirectory(prefix="portal-submit-") as workdir:
@@ -380,30 +467,45 @@ def cmd_submit(args) -> int:
             submission, include, finished = args.submission, [], None
             for position, path in enumerate(files):
                 last = position == len(files) - 1
-                finished = upload_file(client, path, submission=submission, start_fields=start_fields,
-                                       run_key=run_key, create_version=last, include=include,
-                                       show_progress=show_progress, quiet=args.quiet)
+                finished = upload_file(
+                    client,
+                    path,
+                    submission=submission,
+                    start_fields=start_fields,
+                    run_key=run_key,
+                    create_version=last,
+                    include=include,
+                    show_progress=show_progress,
+                    quiet=args.quiet,
+                )
                 submission = finished["upload"]["submission"]
                 start_fields = {}
                 include.append(finished["upload"]["id"])
         version = finished["version"]
-        print(f"submission {submission}: version {version['number']} uploaded "
-              f"({version['size_bytes']} bytes, sha256 {version['sha256']})")
+        print(
+            f"submission {submission}: version {version['number']} uploaded "
+            f"({version['size_bytes']} bytes, sha256 {version['sha256']})"
+        )
         if not args.wait:
             return EXIT_PASS
         run = wait_for_check(client, version, timeout=args.timeout, show_progress=show_progress)
         if show_progress:
             sys.stderr.write("\n")
         if run is None:
-            print(f"portal submit: the check did not finish within {args.timeout:g} s; "
-                  f"see `portal status {submission}`", file=sys.stderr)
+            print(
+                f"portal submit: the check did not finish within {args.timeout:g} s; "
+                f"see `portal status {submission}`",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         print_check_run(run)
         return exit_code_for(run)
     except RemoteError as exc:
         if exc.code == "unknown-system" and args.system:
-            print(f"portal submit: {register_system_hint(args.url or os.environ.get('PORTAL_URL', ''), args.system)}",
-                  file=sys.stderr)
+            print(
+                f"portal submit: {register_system_hint(args.url or os.environ.get('PORTAL_URL', ''), args.system)}",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         print(f"portal submit: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -414,8 +516,10 @@ def cmd_status(args) -> int:
         client = _client(args)
         submission = client.request("GET", f"submissions/{args.submission_id}/")
         version = submission.get("latest_version")
-        print(f"submission {submission['id']} ({submission['organisation']}/{submission['system']}/"
-              f"{submission['benchmark']}): {submission['status']}")
+        print(
+            f"submission {submission['id']} ({submission['organisation']}/{submission['system']}/"
+            f"{submission['benchmark']}): {submission['status']}"
+        )
         if version is None:
             print("no version uploaded yet")
             return EXIT_USAGE
@@ -439,15 +543,24 @@ def _common(parser) -> None:
 
 def add_commands(sub) -> None:
     """Called by checker.cli to add `submit` and `status`."""
-    submit = sub.add_parser("submit", help="upload run archives or a bundle to a portal and (optionally) wait")
-    submit.add_argument("paths", nargs="+", metavar="PATH", help="run archives, a bundle archive or a bundle folder")
+    submit = sub.add_parser(
+        "submit", help="upload run archives or a bundle to a portal and (optionally) wait"
+    )
+    submit.add_argument(
+        "paths", nargs="+", metavar="PATH", help="run archives, a bundle archive or a bundle folder"
+    )
     _common(submit)
-    submit.add_argument("--system", help="your registered system's name (for a new draft submission; register it "
-                                         "on the portal's Systems page first)")
+    submit.add_argument(
+        "--system",
+        help="your registered system's name (for a new draft submission; register it "
+        "on the portal's Systems page first)",
+    )
     submit.add_argument("--benchmark", help="the benchmark's model id, e.g. llama3_1-8b (for a new draft)")
     submit.add_argument("--submission", type=int, help="add a version to this draft submission")
     submit.add_argument("--wait", action="store_true", help="wait for the checks and print the findings")
-    submit.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait with --wait (default 1800)")
+    submit.add_argument(
+        "--timeout", type=float, default=1800.0, help="seconds to wait with --wait (default 1800)"
+    )
     submit.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     submit.set_defaults(func=cmd_submit)
 

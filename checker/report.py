@@ -89,7 +89,9 @@ class Report:
     ruleset: str | None = None
     inputs: list[str] = field(default_factory=list)
     unreadable: bool = False  # no input could be read at all (CLI exit 2)
-    official: dict[str, Any] | None = None  # the official checker's verdict when it was run (checker.official)
+    official: dict[str, Any] | None = (
+        None  # the official checker's verdict when it was run (checker.official)
+    )
 
     @property
     def verdict(self) -> str:

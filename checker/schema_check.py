@@ -57,18 +57,26 @@ def _message(error: ValidationError) -> str:
     return f"{where}: {error.message[:300]}"
 
 
-def validate(obj: Any, schema_name: str, *, display: str, findings: Findings, point: str | None = None) -> bool:
+def validate(
+    obj: Any, schema_name: str, *, display: str, findings: Findings, point: str | None = None
+) -> bool:
     """Add one error finding per schema violation of `obj`; True when it is valid.
 
     Each finding has rule schema-<name>, the file's display path, the JSON pointer of the offending
     value and a sentence naming the expected form. At most MAX_FINDINGS_PER_FILE are written per file.
     """
     rule = rule_for(schema_name)
-    errors = sorted(validator(schema_name).iter_errors(obj), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
+    errors = sorted(
+        validator(schema_name).iter_errors(obj), key=lambda e: (list(map(str, e.absolute_path)), e.validator)
+    )
     for n, error in enumerate(errors):
         if n == MAX_FINDINGS_PER_FILE:
-            findings.error(rule, f"{display}: {len(errors) - n} more schema violations were left out",
-                           file=display, point=point)
+            findings.error(
+                rule,
+                f"{display}: {len(errors) - n} more schema violations were left out",
+                file=display,
+                point=point,
+            )
             break
         findings.error(
             rule,
@@ -81,8 +89,9 @@ def validate(obj: Any, schema_name: str, *, display: str, findings: Findings, po
     return not errors
 
 
-def load_and_validate(path: Path, schema_name: str, *, display: str, findings: Findings, limits: Any,
-                      point: str | None = None) -> dict[str, Any] | None:
+def load_and_validate(
+    path: Path, schema_name: str, *, display: str, findings: Findings, limits: Any, point: str | None = None
+) -> dict[str, Any] | None:
     """Load a descriptor safely (YAML for .yaml/.yml, else JSON) and validate it; the object or None.
 
     Returns the object when it could be parsed, even if the schema found violations (the findings say
@@ -105,13 +114,25 @@ def check_layout_descriptors(layout: Any, *, findings: Findings, limits: Any) ->
             if path is None or path in seen:
                 continue
             seen.add(path)
-            load_and_validate(path, schema_name, display=p.display_of(logical), findings=findings,
-                              limits=limits, point=p.key)
+            load_and_validate(
+                path,
+                schema_name,
+                display=p.display_of(logical),
+                findings=findings,
+                limits=limits,
+                point=p.key,
+            )
     for path in layout.system_power.values():
         if path not in seen:
             seen.add(path)
-            load_and_validate(path, "system_power", display=layout.display_for(path), findings=findings,
-                              limits=limits)
+            load_and_validate(
+                path, "system_power", display=layout.display_for(path), findings=findings, limits=limits
+            )
     if layout.cli_metadata is not None:
-        load_and_validate(layout.cli_metadata, "cli_metadata", display=layout.display_for(layout.cli_metadata),
-                          findings=findings, limits=limits)
+        load_and_validate(
+            layout.cli_metadata,
+            "cli_metadata",
+            display=layout.display_for(layout.cli_metadata),
+            findings=findings,
+            limits=limits,
+        )

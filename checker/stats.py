@@ -55,9 +55,7 @@ def regularized_incomplete_beta(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1.0:
         return 1.0
-    log_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
     front = math.exp(log_front)
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _continued_fraction(a, b, x) / a
@@ -129,7 +127,12 @@ def summarize(values: np.ndarray, *, early_stopping: bool) -> dict:
     n = len(values)
     if n == 0:
         block = {
-            "total": 0, "min": None, "max": None, "median": None, "avg": None, "std_dev": None,
+            "total": 0,
+            "min": None,
+            "max": None,
+            "median": None,
+            "avg": None,
+            "std_dev": None,
             "percentiles": {percentile_key(p): None for p in PERCENTILE_GRID},
         }
         if early_stopping:

@@ -30,9 +30,11 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
         by_curve.setdefault((p.system, p.model), []).append(p)
     for (system, model), points in sorted(by_curve.items()):
         lines.append(f"{system} / {model}")
-        lines.append(f"  {'conc':>5} {'region':<17} {'system_tps claimed':>19} {'recomputed':>12} {'tps/user':>9} "
-                     f"{'TTFT p90 ms':>11} {'issued':>7} {'done':>7} {'failed':>6} {'kW':>6} {'tps/kW':>8}"
-                     "  raw log")
+        lines.append(
+            f"  {'conc':>5} {'region':<17} {'system_tps claimed':>19} {'recomputed':>12} {'tps/user':>9} "
+            f"{'TTFT p90 ms':>11} {'issued':>7} {'done':>7} {'failed':>6} {'kW':>6} {'tps/kW':>8}"
+            "  raw log"
+        )
         for p in sorted(points, key=lambda p: p.concurrency):
             c, r = p.claimed, p.recomputed
             shown = r or c
@@ -47,30 +49,39 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
                 f"{_num(_metric(shown, 'tps_per_user')):>9} {_num(_metric(shown, 'ttft_p90_ms')):>11} "
                 f"{_num(_metric(shown, 'n_samples_issued')):>7} {_num(_metric(shown, 'n_samples_completed')):>7} "
                 f"{_num(_metric(shown, 'n_samples_failed')):>6} {_num(power.get('point_power_kw')):>6} "
-                f"{_num(power.get('system_tps_per_kw')):>8}  {'recomputed' if r else 'missing'}")
+                f"{_num(power.get('system_tps_per_kw')):>8}  {'recomputed' if r else 'missing'}"
+            )
             if measured:
-                lines.append(f"        measured power: {_num(measured.get('avg_power_w'), 0)} W average, "
-                             f"{_num(measured.get('joules_per_output_token'), 3)} J/token, "
-                             f"{_num(measured.get('measured_tps_per_kw'))} tokens/s/kW")
+                lines.append(
+                    f"        measured power: {_num(measured.get('avg_power_w'), 0)} W average, "
+                    f"{_num(measured.get('joules_per_output_token'), 3)} J/token, "
+                    f"{_num(measured.get('measured_tps_per_kw'))} tokens/s/kW"
+                )
         lines.append("")
     for curve in report.curves:
         fronts = curve.get("pareto") or {}
         for x, front in fronts.items():
             keys = front.get("points") or []
             if keys:
-                lines.append(f"Pareto front {curve.get('system')} / {curve.get('model')} "
-                             f"(system_tps vs {x}): " + ", ".join(k.rsplit("/", 1)[-1] for k in keys))
+                lines.append(
+                    f"Pareto front {curve.get('system')} / {curve.get('model')} "
+                    f"(system_tps vs {x}): " + ", ".join(k.rsplit("/", 1)[-1] for k in keys)
+                )
     if report.curves:
         lines.append("")
     official = getattr(report, "official", None)
     if isinstance(official, dict):
         if official.get("ran"):
-            lines.append(f"Official checker {official.get('version') or ''}: {official.get('errors')} errors, "
-                         f"{official.get('warnings')} warnings on the same files "
-                         f"({'passes' if official.get('passed') else 'fails'}); disagreements are listed as "
-                         "official-checker-disagreement findings.")
+            lines.append(
+                f"Official checker {official.get('version') or ''}: {official.get('errors')} errors, "
+                f"{official.get('warnings')} warnings on the same files "
+                f"({'passes' if official.get('passed') else 'fails'}); disagreements are listed as "
+                "official-checker-disagreement findings."
+            )
         elif official.get("available") is False:
-            lines.append("Official checker: not installed (pip install 'endpoints-submission-cli'); no cross-check.")
+            lines.append(
+                "Official checker: not installed (pip install 'endpoints-submission-cli'); no cross-check."
+            )
         else:
             lines.append("Official checker: could not run on these files (see the findings).")
         lines.append("")

@@ -12,7 +12,9 @@ class ReviewAssignment(models.Model):
     submission = models.ForeignKey(
         "submissions.Submission", on_delete=models.PROTECT, related_name="review_assignments"
     )
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="review_assignments")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="review_assignments"
+    )
     assigned_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -109,7 +109,10 @@ from submissions.selectors import (  # noqa: E402
 )
 
 IDEMPOTENCY_PARAMETER = OpenApiParameter(
-    IDEMPOTENCY_HEADER, OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+    IDEMPOTENCY_HEADER,
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
     description="Any unique string; a retry with the same key and body returns the first response.",
 )
 
@@ -125,9 +128,22 @@ class CheckRunSummarySerializer(serializers.ModelSerializer):
     class Meta:
         model = CheckRun
         fields = [
-            "id", "version", "status", "attempts", "max_attempts", "created_at", "started_at", "heartbeat_at",
-            "finished_at", "checker_version", "ruleset", "error_message", "progress_stage", "progress_done",
-            "progress_total", "counts",
+            "id",
+            "version",
+            "status",
+            "attempts",
+            "max_attempts",
+            "created_at",
+            "started_at",
+            "heartbeat_at",
+            "finished_at",
+            "checker_version",
+            "ruleset",
+            "error_message",
+            "progress_stage",
+            "progress_done",
+            "progress_total",
+            "counts",
         ]
 
 
@@ -145,8 +161,18 @@ class VersionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = SubmissionVersion
-        fields = ["id", "submission", "number", "kind", "size_bytes", "sha256", "uploader", "created_at", "files",
-                  "latest_check_run"]
+        fields = [
+            "id",
+            "submission",
+            "number",
+            "kind",
+            "size_bytes",
+            "sha256",
+            "uploader",
+            "created_at",
+            "files",
+            "latest_check_run",
+        ]
 
     @extend_schema_field(CheckRunSummarySerializer(allow_null=True))
     def get_latest_check_run(self, version):
@@ -159,14 +185,29 @@ class SubmissionSerializer(serializers.ModelSerializer):
     system = serializers.CharField(source="system.name", read_only=True)
     system_id = serializers.IntegerField(read_only=True)
     benchmark = serializers.CharField(source="benchmark.model_id", read_only=True)
-    submitted_version = serializers.IntegerField(source="submitted_version.number", read_only=True, allow_null=True)
+    submitted_version = serializers.IntegerField(
+        source="submitted_version.number", read_only=True, allow_null=True
+    )
     latest_version = serializers.SerializerMethodField()
 
     class Meta:
         model = Submission
         fields = [
-            "id", "organisation", "system", "system_id", "benchmark", "division", "availability", "title", "status",
-            "status_changed_at", "status_reason", "submitted_version", "created_at", "updated_at", "latest_version",
+            "id",
+            "organisation",
+            "system",
+            "system_id",
+            "benchmark",
+            "division",
+            "availability",
+            "title",
+            "status",
+            "status_changed_at",
+            "status_reason",
+            "submitted_version",
+            "created_at",
+            "updated_at",
+            "latest_version",
         ]
 
     @extend_schema_field(VersionSerializer(allow_null=True))
@@ -178,9 +219,12 @@ class SubmissionSerializer(serializers.ModelSerializer):
 class SubmissionCreateSerializer(serializers.Serializer):
     system = serializers.CharField(help_text="Id or name of one of your organisation's systems.")
     benchmark = serializers.CharField(help_text="The benchmark's model_id, e.g. llama3_1-8b.")
-    division = serializers.ChoiceField(choices=Submission.Division.choices, default=Submission.Division.STANDARDIZED)
-    availability = serializers.ChoiceField(choices=Submission.Availability.choices,
-                                           default=Submission.Availability.AVAILABLE)
+    division = serializers.ChoiceField(
+        choices=Submission.Division.choices, default=Submission.Division.STANDARDIZED
+    )
+    availability = serializers.ChoiceField(
+        choices=Submission.Availability.choices, default=Submission.Availability.AVAILABLE
+    )
     title = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
 
 
@@ -195,15 +239,19 @@ def _submission_create_from(user, data) -> Submission:
             f"No single system {system_ref!r} among your organisations' systems. Register it first: on the "
             "portal's Systems page (/systems/), or POST /api/v1/systems/ with its name and system_desc.json; "
             "or give the id of an existing system.",
-            code="unknown-system", extra={"system": system_ref, "register_url": "/systems/",
-                                          "register_api": "/api/v1/systems/"},
+            code="unknown-system",
+            extra={"system": system_ref, "register_url": "/systems/", "register_api": "/api/v1/systems/"},
         )
     benchmark = Benchmark.objects.filter(model_id=data["benchmark"]).first()
     if benchmark is None:
         raise ApplicationError(f"No benchmark {data['benchmark']!r}.", code="unknown-benchmark")
     return services.submission_create(
-        actor=user, system=matches[0], benchmark=benchmark, division=data["division"],
-        availability=data["availability"], title=data.get("title", ""),
+        actor=user,
+        system=matches[0],
+        benchmark=benchmark,
+        division=data["division"],
+        availability=data["availability"],
+        title=data.get("title", ""),
     )
 
 
@@ -230,11 +278,17 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     filterset_class = SubmissionFilter
 
     def get_queryset(self):
-        return submissions_with_latest(submissions_visible_to(self.request.user)).select_related(
-            "submitted_version").order_by("-id")
+        return (
+            submissions_with_latest(submissions_visible_to(self.request.user))
+            .select_related("submitted_version")
+            .order_by("-id")
+        )
 
-    @extend_schema(request=SubmissionCreateSerializer, responses={201: SubmissionSerializer},
-                   parameters=[IDEMPOTENCY_PARAMETER])
+    @extend_schema(
+        request=SubmissionCreateSerializer,
+        responses={201: SubmissionSerializer},
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )
     @idempotent
     def create(self, request):
         data = SubmissionCreateSerializer(data=request.data)
@@ -249,8 +303,9 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         submission = services.submission_submit(submission=self.get_object(), actor=request.user)
         return Response(SubmissionSerializer(submission).data)
 
-    @extend_schema(request=WithdrawSerializer, responses={200: SubmissionSerializer},
-                   parameters=[IDEMPOTENCY_PARAMETER])
+    @extend_schema(
+        request=WithdrawSerializer, responses={200: SubmissionSerializer}, parameters=[IDEMPOTENCY_PARAMETER]
+    )
     @action(detail=True, methods=["post"])
     @idempotent
     def withdraw(self, request, pk=None):
@@ -291,7 +346,9 @@ class VersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         version_file = get_object_or_404(self.get_object().files, position=int(position))
         return uploads.version_file_response(version_file)
 
-    @extend_schema(request=None, responses={201: CheckRunSummarySerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @extend_schema(
+        request=None, responses={201: CheckRunSummarySerializer}, parameters=[IDEMPOTENCY_PARAMETER]
+    )
     @action(detail=True, methods=["post"], filterset_class=None)
     @idempotent
     def recheck(self, request, pk=None):
@@ -359,8 +416,22 @@ class UploadSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Upload
-        fields = ["id", "submission", "filename", "size_bytes", "sha256", "part_size", "parts_expected", "status",
-                  "received_parts", "missing_parts", "version", "created_by", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "submission",
+            "filename",
+            "size_bytes",
+            "sha256",
+            "part_size",
+            "parts_expected",
+            "status",
+            "received_parts",
+            "missing_parts",
+            "version",
+            "created_by",
+            "created_at",
+            "updated_at",
+        ]
 
     created_by = serializers.CharField(source="created_by.username", read_only=True)
 
@@ -382,12 +453,17 @@ class UploadSerializer(serializers.ModelSerializer):
 
 
 class UploadStartSerializer(serializers.Serializer):
-    submission = serializers.IntegerField(required=False, help_text="An existing draft; or give system + benchmark.")
+    submission = serializers.IntegerField(
+        required=False, help_text="An existing draft; or give system + benchmark."
+    )
     system = serializers.CharField(required=False)
     benchmark = serializers.CharField(required=False)
-    division = serializers.ChoiceField(choices=Submission.Division.choices, default=Submission.Division.STANDARDIZED)
-    availability = serializers.ChoiceField(choices=Submission.Availability.choices,
-                                           default=Submission.Availability.AVAILABLE)
+    division = serializers.ChoiceField(
+        choices=Submission.Division.choices, default=Submission.Division.STANDARDIZED
+    )
+    availability = serializers.ChoiceField(
+        choices=Submission.Availability.choices, default=Submission.Availability.AVAILABLE
+    )
     filename = serializers.CharField(max_length=255)
     size = serializers.IntegerField(min_value=1)
     sha256 = serializers.RegexField(r"^[0-9a-fA-F]{64}$")
@@ -401,8 +477,12 @@ class UploadStartSerializer(serializers.Serializer):
 class UploadFinishSerializer(serializers.Serializer):
     sha256 = serializers.RegexField(r"^[0-9a-fA-F]{64}$")
     create_version = serializers.BooleanField(default=True)
-    include_uploads = serializers.ListField(child=serializers.UUIDField(), required=False, default=list,
-                                            help_text="Other verified uploads of the submission to join this version.")
+    include_uploads = serializers.ListField(
+        child=serializers.UUIDField(),
+        required=False,
+        default=list,
+        help_text="Other verified uploads of the submission to join this version.",
+    )
     kind = serializers.ChoiceField(choices=SubmissionVersion.Kind.choices, required=False)
 
 
@@ -428,14 +508,26 @@ class UploadFilter(django_filters.FilterSet):
     size = django_filters.NumberFilter(field_name="size_bytes")
     system = django_filters.CharFilter(field_name="submission__system__name")
     benchmark = django_filters.CharFilter(field_name="submission__benchmark__model_id")
-    submission_status = django_filters.MultipleChoiceFilter(field_name="submission__status",
-                                                            choices=Submission.Status.choices)
-    mine = django_filters.BooleanFilter(method="filter_mine", help_text="true: only uploads the caller started.")
+    submission_status = django_filters.MultipleChoiceFilter(
+        field_name="submission__status", choices=Submission.Status.choices
+    )
+    mine = django_filters.BooleanFilter(
+        method="filter_mine", help_text="true: only uploads the caller started."
+    )
     submission = django_filters.NumberFilter(field_name="submission_id")  # a number, as in VersionFilter
 
     class Meta:
         model = Upload
-        fields = ["submission", "status", "sha256", "size", "system", "benchmark", "submission_status", "mine"]
+        fields = [
+            "submission",
+            "status",
+            "sha256",
+            "size",
+            "system",
+            "benchmark",
+            "submission_status",
+            "mine",
+        ]
 
     def filter_sha256(self, queryset, name, value):
         return queryset.filter(sha256=value.lower())
@@ -453,8 +545,12 @@ class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     filterset_class = UploadFilter
 
     def get_queryset(self):
-        return uploads_visible_to(self.request.user).select_related("created_by").prefetch_related("parts").order_by(
-            "-created_at")
+        return (
+            uploads_visible_to(self.request.user)
+            .select_related("created_by")
+            .prefetch_related("parts")
+            .order_by("-created_at")
+        )
 
     @extend_schema(request=None, responses={200: UploadSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @idempotent
@@ -464,7 +560,9 @@ class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         upload = uploads.upload_abort(upload=self.get_object(), actor=request.user)
         return Response(UploadSerializer(upload).data)
 
-    @extend_schema(request=UploadStartSerializer, responses={201: UploadSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @extend_schema(
+        request=UploadStartSerializer, responses={201: UploadSerializer}, parameters=[IDEMPOTENCY_PARAMETER]
+    )
     @idempotent
     def create(self, request):
         data = UploadStartSerializer(data=request.data)
@@ -475,13 +573,22 @@ class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
                 submission = get_object_or_404(submissions_visible_to(request.user), pk=values["submission"])
             else:
                 submission = _submission_create_from(request.user, values)
-            upload = uploads.upload_start(actor=request.user, submission=submission, filename=values["filename"],
-                                          size=values["size"], sha256=values["sha256"])
+            upload = uploads.upload_start(
+                actor=request.user,
+                submission=submission,
+                filename=values["filename"],
+                size=values["size"],
+                sha256=values["sha256"],
+            )
         return Response(UploadSerializer(upload).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
-        request={"application/octet-stream": OpenApiTypes.BINARY}, responses={200: UploadSerializer},
-        parameters=[IDEMPOTENCY_PARAMETER, OpenApiParameter("index", OpenApiTypes.INT, OpenApiParameter.PATH)],
+        request={"application/octet-stream": OpenApiTypes.BINARY},
+        responses={200: UploadSerializer},
+        parameters=[
+            IDEMPOTENCY_PARAMETER,
+            OpenApiParameter("index", OpenApiTypes.INT, OpenApiParameter.PATH),
+        ],
     )
     @action(detail=True, methods=["put"], url_path=r"parts/(?P<index>\d+)", parser_classes=[RawBodyParser])
     def part(self, request, pk=None, index=None):
@@ -492,8 +599,9 @@ class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         key = request.headers.get(IDEMPOTENCY_HEADER)
         record = None
         if key:
-            record, replay = idempotency_begin(user=request.user, key=key, endpoint=f"PUT {request.path}",
-                                               request_hash=stored.sha256)
+            record, replay = idempotency_begin(
+                user=request.user, key=key, endpoint=f"PUT {request.path}", request_hash=stored.sha256
+            )
             if replay is not None:
                 return replay
         upload.refresh_from_db()
@@ -501,8 +609,11 @@ class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         idempotency_end(record, response)
         return response
 
-    @extend_schema(request=UploadFinishSerializer, responses={200: UploadFinishResponseSerializer},
-                   parameters=[IDEMPOTENCY_PARAMETER])
+    @extend_schema(
+        request=UploadFinishSerializer,
+        responses={200: UploadFinishResponseSerializer},
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )
     @action(detail=True, methods=["post"])
     @idempotent
     def finish(self, request, pk=None):
@@ -513,12 +624,20 @@ class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         values = data.validated_data
         others = [get_object_or_404(self.get_queryset(), pk=other) for other in values["include_uploads"]]
         version = uploads.upload_finish(
-            upload=upload, sha256=values["sha256"], actor=request.user, create_version=values["create_version"],
-            include_uploads=others, kind=values.get("kind"),
+            upload=upload,
+            sha256=values["sha256"],
+            actor=request.user,
+            create_version=values["create_version"],
+            include_uploads=others,
+            kind=values.get("kind"),
         )
         upload.refresh_from_db()
-        return Response({"upload": UploadSerializer(upload).data,
-                         "version": VersionSerializer(version).data if version is not None else None})
+        return Response(
+            {
+                "upload": UploadSerializer(upload).data,
+                "version": VersionSerializer(version).data if version is not None else None,
+            }
+        )
 
 
 def register_submissions(router: BaseRouter) -> None:
@@ -557,7 +676,15 @@ class SystemSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = System
-        fields = ["id", "organisation", "name", "description", "description_revision", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "organisation",
+            "name",
+            "description",
+            "description_revision",
+            "created_at",
+            "updated_at",
+        ]
 
     @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_description_revision(self, system):
@@ -578,18 +705,25 @@ class SystemDetailSerializer(SystemSerializer):
 
 
 class SystemDescriptionInputSerializer(serializers.Serializer):
-    description = serializers.JSONField(required=False, help_text="The system_desc.json content as a JSON object.")
-    system_desc = serializers.FileField(required=False, help_text="Or the system_desc.json file itself (multipart).")
+    description = serializers.JSONField(
+        required=False, help_text="The system_desc.json content as a JSON object."
+    )
+    system_desc = serializers.FileField(
+        required=False, help_text="Or the system_desc.json file itself (multipart)."
+    )
 
     def validate(self, attrs):
         if ("description" in attrs) == ("system_desc" in attrs):
-            raise serializers.ValidationError("Give exactly one of description (JSON) or system_desc (a file).")
+            raise serializers.ValidationError(
+                "Give exactly one of description (JSON) or system_desc (a file)."
+            )
         return attrs
 
 
 class SystemCreateSerializer(SystemDescriptionInputSerializer):
-    organisation = serializers.CharField(required=False,
-                                         help_text="Slug of your organisation (needed when you belong to several).")
+    organisation = serializers.CharField(
+        required=False, help_text="Slug of your organisation (needed when you belong to several)."
+    )
     name = serializers.CharField(max_length=100, help_text="As in the bundle's results/<system>/ folder.")
 
 
@@ -603,13 +737,16 @@ def _description_from(request, values) -> dict:
         description = values["description"]
         cap = settings.PORTAL_SYSTEM_DESC_MAX_BYTES
         if len(json.dumps(description, default=str)) > cap:
-            raise ApplicationError(f"The description is larger than {cap:,} bytes.", code="system-desc-too-large")
+            raise ApplicationError(
+                f"The description is larger than {cap:,} bytes.", code="system-desc-too-large"
+            )
         problems = system_desc_validate(description)
     if problems or description is None:
         raise ApplicationError(
             f"The system description has {len(problems)} problem{'s' if len(problems) != 1 else ''}: "
             + "; ".join(f"{p.pointer or '/'} {p.message}" for p in problems[:3]),
-            code="system-desc-invalid", extra={"problems": [p.as_dict() for p in problems]},
+            code="system-desc-invalid",
+            extra={"problems": [p.as_dict() for p in problems]},
         )
     return description
 
@@ -633,13 +770,20 @@ class SystemViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         return SystemDetailSerializer if self.action == "retrieve" else SystemSerializer
 
     def get_queryset(self):
-        latest_revision = SystemDescriptionRevision.objects.filter(system_id=OuterRef("pk")).order_by("-number")
-        return systems_visible_to(self.request.user).annotate(
-            latest_revision_number=Subquery(latest_revision.values("number")[:1])
-        ).order_by("organisation__name", "name")
+        latest_revision = SystemDescriptionRevision.objects.filter(system_id=OuterRef("pk")).order_by(
+            "-number"
+        )
+        return (
+            systems_visible_to(self.request.user)
+            .annotate(latest_revision_number=Subquery(latest_revision.values("number")[:1]))
+            .order_by("organisation__name", "name")
+        )
 
-    @extend_schema(request={"application/json": SystemCreateSerializer, "multipart/form-data": SystemCreateSerializer},
-                   responses={201: SystemDetailSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @extend_schema(
+        request={"application/json": SystemCreateSerializer, "multipart/form-data": SystemCreateSerializer},
+        responses={201: SystemDetailSerializer},
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )
     @idempotent
     def create(self, request):
         data = SystemCreateSerializer(data=request.data)
@@ -649,20 +793,30 @@ class SystemViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         if values.get("organisation"):
             organisation = Organisation.objects.filter(slug=values["organisation"]).first()
             if organisation is None:
-                raise ApplicationError(f"No organisation {values['organisation']!r}.", code="unknown-organisation")
+                raise ApplicationError(
+                    f"No organisation {values['organisation']!r}.", code="unknown-organisation"
+                )
         elif organisations.count() == 1:
             organisation = organisations.get()
         else:
-            raise ApplicationError("Say which organisation the system belongs to (organisation: its slug).",
-                                   code="organisation-required")
+            raise ApplicationError(
+                "Say which organisation the system belongs to (organisation: its slug).",
+                code="organisation-required",
+            )
         description = _description_from(request, values)
-        system = services.system_register(organisation=organisation, name=values["name"], description=description,
-                                          actor=request.user)
+        system = services.system_register(
+            organisation=organisation, name=values["name"], description=description, actor=request.user
+        )
         return Response(SystemDetailSerializer(system).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request={"application/json": SystemDescriptionInputSerializer,
-                            "multipart/form-data": SystemDescriptionInputSerializer},
-                   responses={200: SystemDetailSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @extend_schema(
+        request={
+            "application/json": SystemDescriptionInputSerializer,
+            "multipart/form-data": SystemDescriptionInputSerializer,
+        },
+        responses={200: SystemDetailSerializer},
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )
     @action(detail=True, methods=["post"], url_path="description", filterset_class=None)
     @idempotent
     def update_description(self, request, pk=None):
@@ -673,7 +827,9 @@ class SystemViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         data = SystemDescriptionInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         description = _description_from(request, data.validated_data)
-        system = services.system_update_description(system=system, description=description, actor=request.user)
+        system = services.system_update_description(
+            system=system, description=description, actor=request.user
+        )
         return Response(SystemDetailSerializer(system).data)
 
 

@@ -83,7 +83,8 @@ def curve_series(curves: list[dict]) -> list[dict]:
     for index, curve in enumerate(curves or []):
         front = (curve.get("pareto") or {}).get(X_METRIC) or {}
         steps = [
-            (x, y) for x, y in ((_finite(v[0]), _finite(v[1])) for v in front.get("steps") or [] if len(v) == 2)
+            (x, y)
+            for x, y in ((_finite(v[0]), _finite(v[1])) for v in front.get("steps") or [] if len(v) == 2)
             if x is not None and y is not None
         ]
         on_front = set(front.get("points") or [])
@@ -92,20 +93,28 @@ def curve_series(curves: list[dict]) -> list[dict]:
             x, y = _finite(point.get(X_METRIC)), _finite(point.get(Y_METRIC))
             if x is None or y is None:
                 continue
-            points.append({
-                "key": point.get("point", ""), "x": x, "y": y, "concurrency": point.get("concurrency"),
-                "on_front": point.get("point") in on_front, "basis": point.get("basis", ""),
-            })
+            points.append(
+                {
+                    "key": point.get("point", ""),
+                    "x": x,
+                    "y": y,
+                    "concurrency": point.get("concurrency"),
+                    "on_front": point.get("point") in on_front,
+                    "basis": point.get("basis", ""),
+                }
+            )
         if not points:
             continue
         bases = sorted({p["basis"] for p in points if p["basis"]})
-        series.append({
-            "label": f"{curve.get('system', '?')} · {curve.get('model', '?')}",
-            "basis": ", ".join(bases),
-            "colour": SERIES_COLOURS[index % len(SERIES_COLOURS)],
-            "points": points,
-            "steps": steps,
-        })
+        series.append(
+            {
+                "label": f"{curve.get('system', '?')} · {curve.get('model', '?')}",
+                "basis": ", ".join(bases),
+                "colour": SERIES_COLOURS[index % len(SERIES_COLOURS)],
+                "points": points,
+                "steps": steps,
+            }
+        )
     return series
 
 
@@ -129,62 +138,112 @@ def step_chart_svg(curves: list[dict], *, title: str = "Throughput vs. interacti
     parts: list[str] = [
         format_html(
             '<svg class="step-chart" viewBox="0 0 {} {}" role="img" aria-labelledby="chart-title chart-desc" '
-            'xmlns="http://www.w3.org/2000/svg">', WIDTH, HEIGHT,
+            'xmlns="http://www.w3.org/2000/svg">',
+            WIDTH,
+            HEIGHT,
         ),
         format_html('<title id="chart-title">{}</title>', title),
         format_html(
             '<desc id="chart-desc">{} against {}: a step function through the measured points only '
-            '(never interpolated); one marker per measured load point, labelled with its concurrency.</desc>',
-            Y_LABEL, X_LABEL,
+            "(never interpolated); one marker per measured load point, labelled with its concurrency.</desc>",
+            Y_LABEL,
+            X_LABEL,
         ),
-        format_html('<rect class="plot-area" x="{}" y="{}" width="{}" height="{}"/>',
-                    plot_left, plot_top, plot_right - plot_left, plot_bottom - plot_top),
+        format_html(
+            '<rect class="plot-area" x="{}" y="{}" width="{}" height="{}"/>',
+            plot_left,
+            plot_top,
+            plot_right - plot_left,
+            plot_bottom - plot_top,
+        ),
     ]
     for tick in x_ticks:
         x = sx(tick)
-        parts.append(format_html(
-            '<line class="grid" x1="{x}" y1="{top}" x2="{x}" y2="{bottom}"/>'
-            '<text class="tick" x="{x}" y="{label_y}" text-anchor="middle">{label}</text>',
-            x=f"{x:.1f}", top=plot_top, bottom=plot_bottom, label_y=plot_bottom + 18, label=format_number(tick),
-        ))
+        parts.append(
+            format_html(
+                '<line class="grid" x1="{x}" y1="{top}" x2="{x}" y2="{bottom}"/>'
+                '<text class="tick" x="{x}" y="{label_y}" text-anchor="middle">{label}</text>',
+                x=f"{x:.1f}",
+                top=plot_top,
+                bottom=plot_bottom,
+                label_y=plot_bottom + 18,
+                label=format_number(tick),
+            )
+        )
     for tick in y_ticks:
         y = sy(tick)
-        parts.append(format_html(
-            '<line class="grid" x1="{left}" y1="{y}" x2="{right}" y2="{y}"/>'
-            '<text class="tick" x="{label_x}" y="{label_y}" text-anchor="end">{label}</text>',
-            y=f"{y:.1f}", left=plot_left, right=plot_right, label_x=plot_left - 8, label_y=f"{y + 4:.1f}", label=format_number(tick),
-        ))
-    parts.append(format_html(
-        '<line class="axis" x1="{l}" y1="{b}" x2="{r}" y2="{b}"/><line class="axis" x1="{l}" y1="{t}" x2="{l}" y2="{b}"/>'
-        '<text class="axis-label" x="{cx}" y="{xl}" text-anchor="middle">{xlabel} → higher is better</text>'
-        '<text class="axis-label" transform="translate(16 {cy}) rotate(-90)" text-anchor="middle">{ylabel} → higher is better</text>',
-        l=plot_left, r=plot_right, t=plot_top, b=plot_bottom, cx=(plot_left + plot_right) / 2, xl=HEIGHT - 12,
-        cy=(plot_top + plot_bottom) / 2, xlabel=X_LABEL, ylabel=Y_LABEL,
-    ))
+        parts.append(
+            format_html(
+                '<line class="grid" x1="{left}" y1="{y}" x2="{right}" y2="{y}"/>'
+                '<text class="tick" x="{label_x}" y="{label_y}" text-anchor="end">{label}</text>',
+                y=f"{y:.1f}",
+                left=plot_left,
+                right=plot_right,
+                label_x=plot_left - 8,
+                label_y=f"{y + 4:.1f}",
+                label=format_number(tick),
+            )
+        )
+    parts.append(
+        format_html(
+            '<line class="axis" x1="{l}" y1="{b}" x2="{r}" y2="{b}"/><line class="axis" x1="{l}" y1="{t}" x2="{l}" y2="{b}"/>'
+            '<text class="axis-label" x="{cx}" y="{xl}" text-anchor="middle">{xlabel} → higher is better</text>'
+            '<text class="axis-label" transform="translate(16 {cy}) rotate(-90)" text-anchor="middle">{ylabel} → higher is better</text>',
+            l=plot_left,
+            r=plot_right,
+            t=plot_top,
+            b=plot_bottom,
+            cx=(plot_left + plot_right) / 2,
+            xl=HEIGHT - 12,
+            cy=(plot_top + plot_bottom) / 2,
+            xlabel=X_LABEL,
+            ylabel=Y_LABEL,
+        )
+    )
     for s in series:
         if len(s["steps"]) >= 2:
-            path = " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for i, (x, y) in enumerate(s["steps"]))
+            path = " ".join(
+                f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for i, (x, y) in enumerate(s["steps"])
+            )
             parts.append(format_html('<path class="step-line" d="{}" stroke="{}"/>', path, s["colour"]))
         for point in s["points"]:
             cx, cy = sx(point["x"]), sy(point["y"])
-            parts.append(format_html(
-                '<g class="marker{}"><circle cx="{}" cy="{}" r="5" stroke="{}" fill="{}"/>'
-                '<text class="point-label" x="{}" y="{}">c{}</text>'
-                '<title>{} — concurrency {}: {} tokens/s, {} tokens/s per user ({}){}</title></g>',
-                "" if point["on_front"] else " off-front", f"{cx:.1f}", f"{cy:.1f}", s["colour"],
-                s["colour"] if point["on_front"] else "#ffffff", f"{cx + 7:.1f}", f"{cy - 7:.1f}", point["concurrency"],
-                s["label"], point["concurrency"], f"{point['y']:.1f}", f"{point['x']:.2f}", point["basis"],
-                "" if point["on_front"] else "; not on the Pareto front",
-            ))
+            parts.append(
+                format_html(
+                    '<g class="marker{}"><circle cx="{}" cy="{}" r="5" stroke="{}" fill="{}"/>'
+                    '<text class="point-label" x="{}" y="{}">c{}</text>'
+                    "<title>{} — concurrency {}: {} tokens/s, {} tokens/s per user ({}){}</title></g>",
+                    "" if point["on_front"] else " off-front",
+                    f"{cx:.1f}",
+                    f"{cy:.1f}",
+                    s["colour"],
+                    s["colour"] if point["on_front"] else "#ffffff",
+                    f"{cx + 7:.1f}",
+                    f"{cy - 7:.1f}",
+                    point["concurrency"],
+                    s["label"],
+                    point["concurrency"],
+                    f"{point['y']:.1f}",
+                    f"{point['x']:.2f}",
+                    point["basis"],
+                    "" if point["on_front"] else "; not on the Pareto front",
+                )
+            )
     parts.append("</svg>")
-    return mark_safe("".join(str(p) for p in parts))  # every interpolated value above went through format_html
+    return mark_safe(
+        "".join(str(p) for p in parts)
+    )  # every interpolated value above went through format_html
 
 
 def chart_legend(curves: list[dict]) -> list[dict]:
     """Label, colour and metric basis of each drawn curve, for the HTML legend under the chart."""
-    return [{"label": s["label"], "colour": s["colour"], "basis": s["basis"],
-             "points": len(s["points"]), "front": sum(1 for p in s["points"] if p["on_front"])}
-            for s in curve_series(curves)]
-
-
-
+    return [
+        {
+            "label": s["label"],
+            "colour": s["colour"],
+            "basis": s["basis"],
+            "points": len(s["points"]),
+            "front": sum(1 for p in s["points"] if p["on_front"]),
+        }
+        for s in curve_series(curves)
+    ]

@@ -62,7 +62,9 @@ def check_run_create(*, version: SubmissionVersion, actor=None) -> CheckRun:
     benchmark = version.submission.benchmark
     with transaction.atomic():
         check_run = CheckRun.objects.create(
-            version=version, requested_by=actor, ruleset=benchmark.ruleset_version,
+            version=version,
+            requested_by=actor,
+            ruleset=benchmark.ruleset_version,
             max_attempts=settings.PORTAL_CHECK_MAX_ATTEMPTS,
         )
         _queue_start(check_run)
@@ -76,7 +78,9 @@ def check_run_requeue(*, version: SubmissionVersion, actor) -> CheckRun:
         raise NotAllowedError("Only the chair can re-check a version.")
     check_run = check_run_create(version=version, actor=actor)
     audit_event_record(
-        actor=actor, action="check.requeued", obj=check_run,
+        actor=actor,
+        action="check.requeued",
+        obj=check_run,
         data={"version": version.pk, "submission": version.submission_id, "ruleset": check_run.ruleset},
     )
     return check_run
@@ -164,8 +168,16 @@ def _tokenizer_for(version: SubmissionVersion):
 def _finding_rows(check_run: CheckRun, step: str, findings) -> list[Finding]:
     return [
         Finding(
-            check_run=check_run, step=step, rule=f.rule, severity=f.severity, file=f.file or "", line=f.line,
-            pointer=f.pointer or "", point=f.point or "", message=f.message, fix=f.fix or "",
+            check_run=check_run,
+            step=step,
+            rule=f.rule,
+            severity=f.severity,
+            file=f.file or "",
+            line=f.line,
+            pointer=f.pointer or "",
+            point=f.point or "",
+            message=f.message,
+            fix=f.fix or "",
         )
         for f in findings
     ]
@@ -186,9 +198,16 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
     from checker.report import Findings
 
     now = timezone.now()
-    started = CheckRun.objects.filter(pk=check_run_id, attempts=attempt, status=CheckRun.Status.QUEUED).update(
-        status=CheckRun.Status.RUNNING, started_at=now, heartbeat_at=now, checker_version=checker_version,
-        progress_stage="reading", progress_done=0, progress_total=0,
+    started = CheckRun.objects.filter(
+        pk=check_run_id, attempts=attempt, status=CheckRun.Status.QUEUED
+    ).update(
+        status=CheckRun.Status.RUNNING,
+        started_at=now,
+        heartbeat_at=now,
+        checker_version=checker_version,
+        progress_stage="reading",
+        progress_done=0,
+        progress_total=0,
     )
     if not started and _is_current(check_run_id, attempt) is None:
         return None  # stale message, or a run that already ended
@@ -201,8 +220,14 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
             keys = sorted({p.key for p in layout.points})
     finally:
         inputs.close()
-    _heartbeat(check_run_id, attempt, points_expected=keys, progress_stage="points",
-               progress_total=len(keys), progress_done=0)
+    _heartbeat(
+        check_run_id,
+        attempt,
+        points_expected=keys,
+        progress_stage="points",
+        progress_total=len(keys),
+        progress_done=0,
+    )
     return keys
 
 
@@ -224,8 +249,15 @@ def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:
             time.sleep(0.5)
     inputs = _download_version(check_run.version, beat=beat)
     try:
-        report = check(inputs.paths, tokenizer=_tokenizer_for(check_run.version), ruleset=check_run.ruleset,
-                       limits=Limits(), workdir=inputs.folder, progress=beat, only_points={point_key})
+        report = check(
+            inputs.paths,
+            tokenizer=_tokenizer_for(check_run.version),
+            ruleset=check_run.ruleset,
+            limits=Limits(),
+            workdir=inputs.folder,
+            progress=beat,
+            only_points={point_key},
+        )
     finally:
         inputs.close()
     result = next((p for p in report.points if p.key == point_key), None)
@@ -236,9 +268,15 @@ def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:
         Finding.objects.filter(check_run_id=check_run_id, step=point_key).delete()
         if result is not None:
             PointMetric.objects.create(
-                check_run_id=check_run_id, key=point_key, system=result.system, model=result.model,
-                concurrency=result.concurrency, source=result.source, claimed=result.claimed,
-                recomputed=result.recomputed, extra=_json_safe(result.extra),
+                check_run_id=check_run_id,
+                key=point_key,
+                system=result.system,
+                model=result.model,
+                concurrency=result.concurrency,
+                source=result.source,
+                claimed=result.claimed,
+                recomputed=result.recomputed,
+                extra=_json_safe(result.extra),
             )
         Finding.objects.bulk_create(
             _finding_rows(check_run, point_key, [f for f in report.findings if f.point == point_key])
@@ -274,8 +312,12 @@ def scope_findings(layout, *, submission, findings) -> None:
     # Keys the rules let vary from point to point (parallelism, batch, tps_utilization...) are not the
     # system's identity: leave them out of the comparison with the registered description.
     try:
-        per_point = set(load_ruleset(submission.benchmark.ruleset_version).get(
-            "disclosure", "system_desc_per_point", default=[]) or [])
+        per_point = set(
+            load_ruleset(submission.benchmark.ruleset_version).get(
+                "disclosure", "system_desc_per_point", default=[]
+            )
+            or []
+        )
     except RulesetError:
         per_point = set()
 
@@ -288,23 +330,28 @@ def scope_findings(layout, *, submission, findings) -> None:
     for point in sorted(layout.points, key=lambda p: (p.system, p.model, p.concurrency)):
         found = f"{point.system}/{point.model}"
         if found != expected:
-            what = " and ".join(name for name, differs in (("system", point.system != system),
-                                                           ("model", point.model != model)) if differs)
+            what = " and ".join(
+                name
+                for name, differs in (("system", point.system != system), ("model", point.model != model))
+                if differs
+            )
             findings.error(
                 "submission-scope",
                 f"{point.display}: this load point is for {found}, but submission #{submission.pk} is for "
                 f"{expected} (the {what} differ{'s' if ' and ' not in what else ''}).",
-                file=point.display, point=point.key,
+                file=point.display,
+                point=point.key,
                 fix=f"Upload only run archives (or a bundle) of {expected} to this submission. Results of {found} "
-                    f"belong in their own submission: create one for that system and benchmark on the dashboard "
-                    f"(register the system on the Systems page first if it is new).",
+                f"belong in their own submission: create one for that system and benchmark on the dashboard "
+                f"(register the system on the Systems page first if it is new).",
             )
             continue
         path = point.files.get("system_desc.json")
         if not registered or path is None:
             continue
-        uploaded = load_json(path, display=point.display_of("system_desc.json"), findings=Findings(),
-                             limits=Limits())  # unreadable copies already have their own findings
+        uploaded = load_json(
+            path, display=point.display_of("system_desc.json"), findings=Findings(), limits=Limits()
+        )  # unreadable copies already have their own findings
         if not isinstance(uploaded, dict) or identity(uploaded) == registered:
             continue
         uploaded = identity(uploaded)
@@ -312,7 +359,9 @@ def scope_findings(layout, *, submission, findings) -> None:
         entry = descriptions.setdefault(canonical, {"description": uploaded, "displays": [], "points": []})
         entry["displays"].append(point.display_of("system_desc.json"))
         entry["points"].append(point.key)
-    revision = submission.system.description_revisions.order_by("-number").values_list("number", flat=True).first()
+    revision = (
+        submission.system.description_revisions.order_by("-number").values_list("number", flat=True).first()
+    )
     for entry in descriptions.values():
         keys = _top_level_differences(registered, entry["description"])
         others = len(entry["displays"]) - 1
@@ -322,9 +371,10 @@ def scope_findings(layout, *, submission, findings) -> None:
             f"{entry['displays'][0]}{also} differs from the registered description of {system}"
             f"{f' (revision {revision})' if revision else ''} in the top-level key{'s' if len(keys) != 1 else ''} "
             f"{', '.join(keys)}.",
-            file=entry["displays"][0], point=entry["points"][0] if len(entry["points"]) == 1 else None,
+            file=entry["displays"][0],
+            point=entry["points"][0] if len(entry["points"]) == 1 else None,
             fix=f"If the system changed, give {system} the new system_desc.json on its system page (a new, audited "
-                "revision); otherwise upload results made with the registered description.",
+            "revision); otherwise upload results made with the registered description.",
         )
 
 
@@ -344,10 +394,17 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
     _heartbeat(check_run_id, attempt, progress_stage="rules")
     report = Report(checker_version=check_run.checker_version, ruleset=check_run.ruleset)
     for metric in sorted(metrics.values(), key=lambda m: (m.system, m.model, m.concurrency)):
-        report.points.append(PointResult(
-            system=metric.system, model=metric.model, concurrency=metric.concurrency, source=metric.source,
-            claimed=metric.claimed, recomputed=metric.recomputed, extra=dict(metric.extra or {}),
-        ))
+        report.points.append(
+            PointResult(
+                system=metric.system,
+                model=metric.model,
+                concurrency=metric.concurrency,
+                source=metric.source,
+                claimed=metric.claimed,
+                recomputed=metric.recomputed,
+                extra=dict(metric.extra or {}),
+            )
+        )
     inputs = _download_version(check_run.version, beat=_Beat(check_run_id, attempt))
     try:
         report.inputs = [p.name for p in inputs.paths]
@@ -405,22 +462,48 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
         status = CheckRun.Status.FAILED if counts["error"] else CheckRun.Status.PASSED
         document = report.to_dict()
         document["findings"] = [
-            {"rule": r.rule, "severity": r.severity, "file": r.file or None, "line": r.line,
-             "pointer": r.pointer or None, "point": r.point or None, "message": r.message, "fix": r.fix or None}
-            for r in sorted(all_rows, key=lambda r: ({"error": 0, "warning": 1}.get(r.severity, 2), r.point,
-                                                      r.file, r.line or 0, r.rule))
+            {
+                "rule": r.rule,
+                "severity": r.severity,
+                "file": r.file or None,
+                "line": r.line,
+                "pointer": r.pointer or None,
+                "point": r.point or None,
+                "message": r.message,
+                "fix": r.fix or None,
+            }
+            for r in sorted(
+                all_rows,
+                key=lambda r: (
+                    {"error": 0, "warning": 1}.get(r.severity, 2),
+                    r.point,
+                    r.file,
+                    r.line or 0,
+                    r.rule,
+                ),
+            )
         ]
         document["counts"] = counts
         document["verdict"] = "fail" if counts["error"] else "pass"
         now = timezone.now()
-        ended = CheckRun.objects.filter(pk=check_run_id, attempts=attempt, status=CheckRun.Status.RUNNING).update(
-            status=status, finished_at=now, heartbeat_at=now, counts=counts, curves=_json_safe(report.curves),
-            report=_json_safe(document), progress_stage="done", progress_done=len(metrics),
+        ended = CheckRun.objects.filter(
+            pk=check_run_id, attempts=attempt, status=CheckRun.Status.RUNNING
+        ).update(
+            status=status,
+            finished_at=now,
+            heartbeat_at=now,
+            counts=counts,
+            curves=_json_safe(report.curves),
+            report=_json_safe(document),
+            progress_stage="done",
+            progress_done=len(metrics),
         )
         if not ended:
             return None
         audit_event_record(
-            actor=None, action="check.finished", obj=check_run,
+            actor=None,
+            action="check.finished",
+            obj=check_run,
             data={"version": check_run.version_id, "status": status, "attempt": attempt, "counts": counts},
         )
     return status
@@ -429,8 +512,9 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
 # --- failures, retries and the reconciler ----------------------------------------------------
 
 
-def check_run_attempt_failed(*, check_run_id: int, attempt: int, reason: str, only_if: Q | None = None
-                             ) -> CheckRun | None:
+def check_run_attempt_failed(
+    *, check_run_id: int, attempt: int, reason: str, only_if: Q | None = None
+) -> CheckRun | None:
     """The attempt cannot complete (worker lost, storage down, a bug): re-queue the next attempt, or
     end the run as `error` after the last one. The reason is kept for the submitter to read.
     `only_if` is re-checked under the row lock (the reconciler: still stuck, not started or beating meanwhile)."""
@@ -448,24 +532,36 @@ def check_run_attempt_failed(*, check_run_id: int, attempt: int, reason: str, on
             message = f"{reason}; re-queued (attempt {attempt + 1} of {check_run.max_attempts})"
             # heartbeat_at of a queued run is when it was (re-)queued: the queued deadline counts from it.
             CheckRun.objects.filter(pk=check_run.pk, attempts=attempt).update(
-                status=CheckRun.Status.QUEUED, attempts=attempt + 1, error_message=message,
-                heartbeat_at=now, started_at=None, progress_stage="", progress_done=0,
+                status=CheckRun.Status.QUEUED,
+                attempts=attempt + 1,
+                error_message=message,
+                heartbeat_at=now,
+                started_at=None,
+                progress_stage="",
+                progress_done=0,
             )
             # The next attempt recomputes every point: drop what the lost attempt stored.
             PointMetric.objects.filter(check_run=check_run).delete()
             Finding.objects.filter(check_run=check_run).delete()
             check_run.refresh_from_db()
-            audit_event_record(actor=None, action="check.retried", obj=check_run,
-                               data={"attempt": attempt + 1, "reason": reason})
+            audit_event_record(
+                actor=None,
+                action="check.retried",
+                obj=check_run,
+                data={"attempt": attempt + 1, "reason": reason},
+            )
             _queue_start(check_run)
         else:
             message = f"{reason}; failed after {attempt} attempt{'s' if attempt != 1 else ''}"
             CheckRun.objects.filter(pk=check_run.pk, attempts=attempt).update(
-                status=CheckRun.Status.ERROR, error_message=message, finished_at=now,
+                status=CheckRun.Status.ERROR,
+                error_message=message,
+                finished_at=now,
             )
             check_run.refresh_from_db()
-            audit_event_record(actor=None, action="check.errored", obj=check_run,
-                               data={"attempt": attempt, "reason": reason})
+            audit_event_record(
+                actor=None, action="check.errored", obj=check_run, data={"attempt": attempt, "reason": reason}
+            )
     return check_run
 
 
@@ -487,13 +583,19 @@ def check_runs_reconcile(*, now=None) -> list[int]:
     never_started = Q(status=CheckRun.Status.QUEUED) & (
         Q(heartbeat_at__lt=queued_deadline) | Q(heartbeat_at__isnull=True, created_at__lt=queued_deadline)
     )
-    stuck = [(pk, attempt, "worker lost", silent)
-             for pk, attempt in CheckRun.objects.filter(silent).values_list("pk", "attempts")]
-    stuck += [(pk, attempt, QUEUED_LOST_REASON, never_started)
-              for pk, attempt in CheckRun.objects.filter(never_started).values_list("pk", "attempts")]
+    stuck = [
+        (pk, attempt, "worker lost", silent)
+        for pk, attempt in CheckRun.objects.filter(silent).values_list("pk", "attempts")
+    ]
+    stuck += [
+        (pk, attempt, QUEUED_LOST_REASON, never_started)
+        for pk, attempt in CheckRun.objects.filter(never_started).values_list("pk", "attempts")
+    ]
     handled = []
     for run_id, attempt, reason, condition in stuck:
-        if check_run_attempt_failed(check_run_id=run_id, attempt=attempt, reason=reason,
-                                    only_if=condition) is not None:
+        if (
+            check_run_attempt_failed(check_run_id=run_id, attempt=attempt, reason=reason, only_if=condition)
+            is not None
+        ):
             handled.append(run_id)
     return handled

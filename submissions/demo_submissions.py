@@ -38,7 +38,9 @@ class DemoFile:
 
 def run_archive_files() -> list[DemoFile]:
     """The seven AX-8000 run archives, one per load point, sorted by concurrency."""
-    paths = sorted(RUN_ARCHIVES_DIR.glob("AX-8000_c*.tar.gz"), key=lambda p: int(p.name.split("_c")[1].split(".")[0]))
+    paths = sorted(
+        RUN_ARCHIVES_DIR.glob("AX-8000_c*.tar.gz"), key=lambda p: int(p.name.split("_c")[1].split(".")[0])
+    )
     if not paths:
         raise FileNotFoundError(f"No AX-8000 run archives under {RUN_ARCHIVES_DIR}")
     return [DemoFile(path.name, path.read_bytes()) for path in paths]
@@ -55,9 +57,11 @@ def bundle_archive_for_system(system_name: str) -> DemoFile:
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6, format=tarfile.PAX_FORMAT) as tar:
         for path in sorted(BUNDLE_ROOT.rglob("*")):
             relative = path.relative_to(BUNDLE_ROOT).as_posix()
-            if relative.startswith("results/") and not (
-                relative == keep_prefix or relative.startswith(keep_prefix + "/")
-            ) and relative != "results":
+            if (
+                relative.startswith("results/")
+                and not (relative == keep_prefix or relative.startswith(keep_prefix + "/"))
+                and relative != "results"
+            ):
                 continue
             info = tarfile.TarInfo(path.relative_to(BUNDLE_PARENT).as_posix())
             info.mtime, info.uid, info.gid, info.uname, info.gname = 1_764_460_800, 0, 0, "", ""
@@ -83,14 +87,22 @@ def upload_files(*, submission: Submission, files: list[DemoFile], actor, kind: 
     version = None
     for position, demo_file in enumerate(files):
         sha256 = hashlib.sha256(demo_file.data).hexdigest()
-        upload = upload_start(actor=actor, submission=submission, filename=demo_file.filename,
-                              size=len(demo_file.data), sha256=sha256)
+        upload = upload_start(
+            actor=actor,
+            submission=submission,
+            filename=demo_file.filename,
+            size=len(demo_file.data),
+            sha256=sha256,
+        )
         for index in range(upload.parts_expected):
-            chunk = demo_file.data[index * upload.part_size:(index + 1) * upload.part_size]
+            chunk = demo_file.data[index * upload.part_size : (index + 1) * upload.part_size]
             upload_part(upload=upload, index=index, data_stream=io.BytesIO(chunk), actor=actor)
         last = position == len(files) - 1
         version = upload_finish(
-            upload=upload, sha256=sha256, actor=actor, create_version=last,
+            upload=upload,
+            sha256=sha256,
+            actor=actor,
+            create_version=last,
             include_uploads=verified if last else (),
             kind=kind,
         )
@@ -100,10 +112,18 @@ def upload_files(*, submission: Submission, files: list[DemoFile], actor, kind: 
 
 DEMO_SUBMISSIONS = [
     # system, title (the demo's marker: an existing submission with this title is left alone), kind, files
-    ("Acme_AX-8000", "Demo: AX-8000 from its seven run archives (raw logs, recomputed)", "run_archives",
-     run_archive_files),
-    ("Acme_AX-4000", "Demo: AX-4000 from the sample bundle (no raw logs)", "bundle",
-     lambda: [bundle_archive_for_system("Acme_AX-4000")]),
+    (
+        "Acme_AX-8000",
+        "Demo: AX-8000 from its seven run archives (raw logs, recomputed)",
+        "run_archives",
+        run_archive_files,
+    ),
+    (
+        "Acme_AX-4000",
+        "Demo: AX-4000 from the sample bundle (no raw logs)",
+        "bundle",
+        lambda: [bundle_archive_for_system("Acme_AX-4000")],
+    ),
 ]
 
 
@@ -116,7 +136,9 @@ def seed_demo_sample_submissions(seed) -> list[Submission]:
     made = []
     for system_name, title, kind, files in DEMO_SUBMISSIONS:
         system = seed.systems[system_name]
-        submission = Submission.objects.filter(organisation=system.organisation, system=system, title=title).first()
+        submission = Submission.objects.filter(
+            organisation=system.organisation, system=system, title=title
+        ).first()
         if submission is None:
             submission = submission_create(actor=submitter, system=system, benchmark=benchmark, title=title)
         if not submission.versions.exists() and submission.status == Submission.Status.DRAFT:

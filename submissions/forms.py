@@ -24,14 +24,23 @@ class BenchmarkChoiceField(forms.ModelChoiceField):
 
 
 class SubmissionCreateForm(forms.Form):
-    system = SystemChoiceField(queryset=System.objects.none(), empty_label=None,
-                               help_text="Not in the list? Register it on the Systems page first.")
+    system = SystemChoiceField(
+        queryset=System.objects.none(),
+        empty_label=None,
+        help_text="Not in the list? Register it on the Systems page first.",
+    )
     benchmark = BenchmarkChoiceField(queryset=Benchmark.objects.none(), empty_label=None)
-    division = forms.ChoiceField(choices=Submission.Division.choices, initial=Submission.Division.STANDARDIZED)
-    availability = forms.ChoiceField(choices=Submission.Availability.choices,
-                                     initial=Submission.Availability.AVAILABLE)
-    title = forms.CharField(max_length=200, required=False,
-                            help_text="Optional, for your own overview (e.g. the software release).")
+    division = forms.ChoiceField(
+        choices=Submission.Division.choices, initial=Submission.Division.STANDARDIZED
+    )
+    availability = forms.ChoiceField(
+        choices=Submission.Availability.choices, initial=Submission.Availability.AVAILABLE
+    )
+    title = forms.CharField(
+        max_length=200,
+        required=False,
+        help_text="Optional, for your own overview (e.g. the software release).",
+    )
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
@@ -40,16 +49,22 @@ class SubmissionCreateForm(forms.Form):
 
 
 class WithdrawForm(forms.Form):
-    reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}),
-                             help_text="Reviewers and auditors read this.")
+    reason = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Reviewers and auditors read this.",
+    )
 
 
 class SystemRegisterForm(forms.Form):
     organisation = forms.ModelChoiceField(queryset=Organisation.objects.none(), empty_label=None)
-    name = forms.CharField(max_length=100, help_text="As in the bundle's results/<system>/ folder, e.g. Acme_AX-8000.")
-    system_desc = forms.FileField(label="system_desc.json",
-                                  help_text="The system description your run folders carry; checked against the "
-                                            "checker's JSON Schema.")
+    name = forms.CharField(
+        max_length=100, help_text="As in the bundle's results/<system>/ folder, e.g. Acme_AX-8000."
+    )
+    system_desc = forms.FileField(
+        label="system_desc.json",
+        help_text="The system description your run folders carry; checked against the checker's JSON Schema.",
+    )
 
     def __init__(self, *args, organisations, **kwargs):
         super().__init__(*args, **kwargs)
@@ -57,5 +72,7 @@ class SystemRegisterForm(forms.Form):
 
 
 class SystemDescriptionForm(forms.Form):
-    system_desc = forms.FileField(label="New system_desc.json",
-                                  help_text="Replaces the current description; earlier ones stay in the history.")
+    system_desc = forms.FileField(
+        label="New system_desc.json",
+        help_text="Replaces the current description; earlier ones stay in the history.",
+    )

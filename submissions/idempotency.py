@@ -33,25 +33,31 @@ def request_fingerprint(method: str, path: str, body) -> str:
     return hashlib.sha256(f"{method}\n{path}\n{canonical}".encode()).hexdigest()
 
 
-def idempotency_begin(*, user, key: str, endpoint: str, request_hash: str) -> tuple[IdempotencyKey | None, Response | None]:
+def idempotency_begin(
+    *, user, key: str, endpoint: str, request_hash: str
+) -> tuple[IdempotencyKey | None, Response | None]:
     """(record to complete, None) for a first request; (None, replayed response) for a repeat."""
     key = key.strip()[:200]
     IdempotencyKey.objects.filter(user=user, key=key, created_at__lt=_expired_before()).delete()
     try:
         with transaction.atomic():
-            return IdempotencyKey.objects.create(user=user, key=key, endpoint=endpoint,
-                                                 request_hash=request_hash), None
+            return IdempotencyKey.objects.create(
+                user=user, key=key, endpoint=endpoint, request_hash=request_hash
+            ), None
     except IntegrityError:
         pass
     record = IdempotencyKey.objects.get(user=user, key=key)
     if record.endpoint != endpoint or record.request_hash != request_hash:
         raise ConflictError(
             "This Idempotency-Key was used for another request; use a new key for a new request.",
-            code="idempotency-key-reused", extra={"endpoint": record.endpoint},
+            code="idempotency-key-reused",
+            extra={"endpoint": record.endpoint},
         )
     if record.response_status is None:
-        raise ConflictError("The first request with this Idempotency-Key is still running; retry shortly.",
-                            code="idempotency-key-in-progress")
+        raise ConflictError(
+            "The first request with this Idempotency-Key is still running; retry shortly.",
+            code="idempotency-key-in-progress",
+        )
     response = Response(record.response_body, status=record.response_status)
     response["Idempotent-Replayed"] = "true"
     return None, response
@@ -72,7 +78,8 @@ def idempotency_end(record: IdempotencyKey | None, response) -> None:
         return
     if 200 <= response.status_code < 300 and isinstance(response, Response):
         IdempotencyKey.objects.filter(pk=record.pk).update(
-            response_status=response.status_code, response_body=json.loads(json.dumps(response.data, default=str))
+            response_status=response.status_code,
+            response_body=json.loads(json.dumps(response.data, default=str)),
         )
     else:
         IdempotencyKey.objects.filter(pk=record.pk).delete()
@@ -88,7 +95,9 @@ def idempotent(view_method):
             return view_method(self, request, *args, **kwargs)
         endpoint = f"{request.method} {request.path}"
         record, replay = idempotency_begin(
-            user=request.user, key=key, endpoint=endpoint,
+            user=request.user,
+            key=key,
+            endpoint=endpoint,
             request_hash=request_fingerprint(request.method, request.path, request.data),
         )
         if replay is not None:

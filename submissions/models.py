@@ -160,13 +160,19 @@ class SystemDescriptionRevision(models.Model):
     """One system description a system carried, kept when a newer one replaces it (never overwritten)."""
 
     system = models.ForeignKey(System, on_delete=models.PROTECT, related_name="description_revisions")
-    number = models.PositiveIntegerField(help_text="1 for the description given at registration, then 2, 3...")
-    description = models.JSONField(default=dict, blank=True, help_text="The system_desc.json content of this revision.")
+    number = models.PositiveIntegerField(
+        help_text="1 for the description given at registration, then 2, 3..."
+    )
+    description = models.JSONField(
+        default=dict, blank=True, help_text="The system_desc.json content of this revision."
+    )
     sha256 = models.CharField(max_length=64, help_text="SHA-256 of the canonical JSON (sorted keys).")
-    changed_keys = models.JSONField(default=list, blank=True,
-                                    help_text="Top-level keys that differ from the previous revision.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
-                                   related_name="+")
+    changed_keys = models.JSONField(
+        default=list, blank=True, help_text="Top-level keys that differ from the previous revision."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -216,13 +222,22 @@ class Submission(models.Model):
     system = models.ForeignKey(System, on_delete=models.PROTECT, related_name="submissions")
     benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="submissions")
     division = models.CharField(max_length=16, choices=Division.choices, default=Division.STANDARDIZED)
-    availability = models.CharField(max_length=16, choices=Availability.choices, default=Availability.AVAILABLE)
+    availability = models.CharField(
+        max_length=16, choices=Availability.choices, default=Availability.AVAILABLE
+    )
     title = models.CharField(max_length=200, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT, editable=False)
     status_changed_at = models.DateTimeField(null=True, blank=True, editable=False)
-    status_reason = models.TextField(blank=True, editable=False, help_text="Why it was withdrawn or rejected.")
+    status_reason = models.TextField(
+        blank=True, editable=False, help_text="Why it was withdrawn or rejected."
+    )
     submitted_version = models.ForeignKey(
-        "SubmissionVersion", on_delete=models.PROTECT, null=True, blank=True, related_name="+", editable=False,
+        "SubmissionVersion",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        editable=False,
         help_text="The version frozen at submit time: reviewers and auditors judge this one.",
     )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -253,7 +268,8 @@ class SubmissionVersion(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices)
     size_bytes = models.PositiveBigIntegerField(help_text="Total of the version's files.")
     sha256 = models.CharField(
-        max_length=64, help_text="SHA-256 of the single file, or of the sorted 'sha256  name' lines of several files."
+        max_length=64,
+        help_text="SHA-256 of the single file, or of the sorted 'sha256  name' lines of several files.",
     )
     uploader = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -279,7 +295,9 @@ class VersionFile(models.Model):
     version = models.ForeignKey(SubmissionVersion, on_delete=models.PROTECT, related_name="files")
     position = models.PositiveSmallIntegerField()
     original_filename = models.CharField(max_length=255)
-    storage_key = models.CharField(max_length=300, help_text="Key in the default storage: blobs/sha256/<ab>/<sha256>.")
+    storage_key = models.CharField(
+        max_length=300, help_text="Key in the default storage: blobs/sha256/<ab>/<sha256>."
+    )
     size_bytes = models.PositiveBigIntegerField()
     sha256 = models.CharField(max_length=64)
 
@@ -359,10 +377,16 @@ class CheckRun(models.Model):
 
     version = models.ForeignKey(SubmissionVersion, on_delete=models.PROTECT, related_name="check_runs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, editable=False)
-    attempts = models.PositiveSmallIntegerField(default=1, help_text="The attempt queued or running now (1-based).")
+    attempts = models.PositiveSmallIntegerField(
+        default=1, help_text="The attempt queued or running now (1-based)."
+    )
     max_attempts = models.PositiveSmallIntegerField(default=3)
     requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
         help_text="Who asked for this run (empty: the upload itself).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -377,10 +401,14 @@ class CheckRun(models.Model):
     progress_stage = models.CharField(max_length=32, blank=True)
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
-    points_expected = models.JSONField(default=list, blank=True, help_text="Point keys found when the run started.")
+    points_expected = models.JSONField(
+        default=list, blank=True, help_text="Point keys found when the run started."
+    )
     counts = models.JSONField(default=dict, blank=True, help_text="Findings per severity.")
     curves = models.JSONField(default=list, blank=True)
-    report = models.JSONField(null=True, blank=True, help_text="The whole Report.to_dict() (docs/report-format.md).")
+    report = models.JSONField(
+        null=True, blank=True, help_text="The whole Report.to_dict() (docs/report-format.md)."
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -70,7 +70,11 @@ def values_differ(claimed, recomputed) -> float | None:
     if claimed is None or recomputed is None:
         return None
     if isinstance(claimed, int) and isinstance(recomputed, int):
-        return None if claimed == recomputed else abs(claimed - recomputed) / max(abs(claimed), abs(recomputed), 1)
+        return (
+            None
+            if claimed == recomputed
+            else abs(claimed - recomputed) / max(abs(claimed), abs(recomputed), 1)
+        )
     scale = max(abs(claimed), abs(recomputed))
     if scale == 0:
         return None
@@ -111,19 +115,23 @@ def point_rows(check_run: CheckRun, *, errors_by_point: dict[str, int] | None = 
         recomputed = metric.recomputed if isinstance(metric.recomputed, dict) else None
         extra = metric.extra if isinstance(metric.extra, dict) else {}
         row = PointRow(
-            key=metric.key, concurrency=metric.concurrency,
+            key=metric.key,
+            concurrency=metric.concurrency,
             region=REGION_NAMES.get(extra.get("region"), extra.get("region") or "—"),
-            source=metric.source, has_raw_log=recomputed is not None,
+            source=metric.source,
+            has_raw_log=recomputed is not None,
             error_count=(errors_by_point or {}).get(metric.key, 0),
         )
         for key, _heading, kind in POINT_METRICS:
             relative = values_differ(claimed.get(key), recomputed.get(key)) if recomputed else None
-            row.cells.append(MetricCell(
-                claimed=format_metric(claimed.get(key), kind),
-                recomputed=format_metric(recomputed.get(key), kind) if recomputed else "no raw log",
-                differs=relative is not None,
-                relative_difference=f"{relative:.2%}" if relative is not None else "",
-            ))
+            row.cells.append(
+                MetricCell(
+                    claimed=format_metric(claimed.get(key), kind),
+                    recomputed=format_metric(recomputed.get(key), kind) if recomputed else "no raw log",
+                    differs=relative is not None,
+                    relative_difference=f"{relative:.2%}" if relative is not None else "",
+                )
+            )
         power = extra.get("power") if isinstance(extra.get("power"), dict) else {}
         kw = _number(power.get("point_power_kw") or power.get("provisioned_kw"))
         if kw is not None:
@@ -157,7 +165,9 @@ def finding_groups(check_run: CheckRun) -> list[FindingGroup]:
         finding.documented = finding.rule in catalog
         finding.point_label = finding.point.rsplit("/", 1)[-1] if finding.point else ""
         by_severity.setdefault(finding.severity, []).append(finding)
-    groups = [FindingGroup(sev, title, help_text, by_severity.pop(sev, [])) for sev, title, help_text in SEVERITIES]
+    groups = [
+        FindingGroup(sev, title, help_text, by_severity.pop(sev, [])) for sev, title, help_text in SEVERITIES
+    ]
     for severity, findings in by_severity.items():  # an unknown severity is still shown, last
         groups.append(FindingGroup(severity, severity.capitalize(), "", findings))
     return groups
@@ -171,8 +181,12 @@ def check_section_context(submission: Submission, version) -> dict:
     """Everything the polled check section needs for one version: the latest run and, once it has
     ended, its findings, per-point table and chart."""
     check_run = check_run_latest(version)
-    context = {"submission": submission, "version": version, "check_run": check_run,
-               "live": check_run_is_live(check_run)}
+    context = {
+        "submission": submission,
+        "version": version,
+        "check_run": check_run,
+        "live": check_run_is_live(check_run),
+    }
     if check_run is None:
         return context
     total = check_run.progress_total or len(check_run.points_expected or [])
@@ -188,13 +202,15 @@ def check_section_context(submission: Submission, version) -> dict:
                 if finding.point:
                     errors_by_point[finding.point] = errors_by_point.get(finding.point, 0) + 1
     curves = check_run.curves or []
-    context.update({
-        "official": check_run_official(check_run),
-        "finding_groups": groups,
-        "point_rows": point_rows(check_run, errors_by_point=errors_by_point),
-        "point_metric_headings": [heading for _key, heading, _kind in POINT_METRICS],
-        "chart_svg": step_chart_svg(curves),
-        "chart_legend": chart_legend(curves),
-        "counts": {sev: len(g.findings) for g in groups for sev in [g.severity]},
-    })
+    context.update(
+        {
+            "official": check_run_official(check_run),
+            "finding_groups": groups,
+            "point_rows": point_rows(check_run, errors_by_point=errors_by_point),
+            "point_metric_headings": [heading for _key, heading, _kind in POINT_METRICS],
+            "chart_svg": step_chart_svg(curves),
+            "chart_legend": chart_legend(curves),
+            "counts": {sev: len(g.findings) for g in groups for sev in [g.severity]},
+        }
+    )
     return context

@@ -54,20 +54,26 @@ def parse_rule_tables(text: str, doc: str) -> list[tuple[list[str], RuleEntry]]:
             heading_ids = _RULE_ID.findall(section)
             if heading_ids:
                 prose = []
-                for following in lines[index + 1:]:
+                for following in lines[index + 1 :]:
                     if following.startswith("#"):
                         break
                     prose.append(following.strip())
                 text_cell = " ".join(part for part in prose if part)
                 if text_cell:
-                    rows.append((heading_ids, RuleEntry(doc=doc, section=section, cells=[("explanation", text_cell)])))
+                    rows.append(
+                        (heading_ids, RuleEntry(doc=doc, section=section, cells=[("explanation", text_cell)]))
+                    )
             continue
         if not line.startswith("|"):
             headers = None
             continue
         cells = _split_row(line)
         next_line = lines[index + 1] if index + 1 < len(lines) else ""
-        if headers is None and next_line.startswith("|") and set(next_line.replace("|", "").strip()) <= set("-: "):
+        if (
+            headers is None
+            and next_line.startswith("|")
+            and set(next_line.replace("|", "").strip()) <= set("-: ")
+        ):
             headers = [c.lower() for c in cells] if cells and cells[0].lower() == "rule" else []
             continue
         if not headers or set(line.replace("|", "").strip()) <= set("-: "):

@@ -98,7 +98,9 @@ def systems_visible_to(user) -> QuerySet[System]:
     systems = System.objects.select_related("organisation")
     if user_is_auditor(user) or user_is_chair(user):
         return systems.all()
-    published = Exists(Submission.objects.filter(system_id=OuterRef("pk"), status=Submission.Status.PUBLISHED))
+    published = Exists(
+        Submission.objects.filter(system_id=OuterRef("pk"), status=Submission.Status.PUBLISHED)
+    )
     return systems.filter(Q(organisation_id__in=user_org_ids(user)) | Q(published))
 
 
@@ -169,9 +171,11 @@ def submission_get_visible(user, pk):
 def versions_visible_to(user):
     from submissions.models import SubmissionVersion
 
-    return SubmissionVersion.objects.filter(submission__in=submissions_visible_to(user)).select_related(
-        "submission", "uploader"
-    ).prefetch_related("files")
+    return (
+        SubmissionVersion.objects.filter(submission__in=submissions_visible_to(user))
+        .select_related("submission", "uploader")
+        .prefetch_related("files")
+    )
 
 
 def check_runs_visible_to(user):
@@ -209,7 +213,9 @@ def versions_with_latest_check(versions):
     """Versions with their latest check run prefetched (a fixed number of queries for any number of rows)."""
     from django.db.models import Prefetch
 
-    return versions.prefetch_related(Prefetch("check_runs", queryset=_latest_check_runs(), to_attr="latest_check_runs"))
+    return versions.prefetch_related(
+        Prefetch("check_runs", queryset=_latest_check_runs(), to_attr="latest_check_runs")
+    )
 
 
 def submissions_with_latest(submissions):
@@ -219,11 +225,15 @@ def submissions_with_latest(submissions):
 
     from submissions.models import SubmissionVersion
 
-    newer = SubmissionVersion.objects.filter(submission_id=OuterRef("submission_id"), number__gt=OuterRef("number"))
+    newer = SubmissionVersion.objects.filter(
+        submission_id=OuterRef("submission_id"), number__gt=OuterRef("number")
+    )
     latest_versions = versions_with_latest_check(
         SubmissionVersion.objects.filter(~Exists(newer)).select_related("uploader").prefetch_related("files")
     )
-    return submissions.prefetch_related(Prefetch("versions", queryset=latest_versions, to_attr="latest_versions"))
+    return submissions.prefetch_related(
+        Prefetch("versions", queryset=latest_versions, to_attr="latest_versions")
+    )
 
 
 def version_latest(submission):
@@ -255,10 +265,14 @@ def check_run_findings(check_run):
     from django.db.models import Case, IntegerField, Value, When
 
     order = Case(
-        When(severity="error", then=Value(0)), When(severity="warning", then=Value(1)),
-        default=Value(2), output_field=IntegerField(),
+        When(severity="error", then=Value(0)),
+        When(severity="warning", then=Value(1)),
+        default=Value(2),
+        output_field=IntegerField(),
     )
-    return check_run.findings.annotate(severity_order=order).order_by("severity_order", "point", "file", "line", "id")
+    return check_run.findings.annotate(severity_order=order).order_by(
+        "severity_order", "point", "file", "line", "id"
+    )
 
 
 def check_run_point_metrics(check_run):

@@ -153,9 +153,14 @@ def system_register(*, organisation: Organisation, name: str, description: dict,
     system = System(organisation=organisation, name=name, description=description)
     system.full_clean()
     system.save()
-    revision = SystemDescriptionRevision(system=system, number=1, description=description,
-                                         sha256=_description_sha256(description), changed_keys=[],
-                                         created_by=actor)
+    revision = SystemDescriptionRevision(
+        system=system,
+        number=1,
+        description=description,
+        sha256=_description_sha256(description),
+        changed_keys=[],
+        created_by=actor,
+    )
     revision.full_clean()
     revision.save()
     audit_event_record(
@@ -182,23 +187,37 @@ def system_update_description(*, system: System, description: dict, actor) -> Sy
     previous = system.description if isinstance(system.description, dict) else {}
     changed_keys = _description_changed_keys(previous, description)
     if not changed_keys:
-        raise ConflictError(f"{system.name}: the new description is the same as the current one.",
-                            code="system-description-unchanged")
+        raise ConflictError(
+            f"{system.name}: the new description is the same as the current one.",
+            code="system-description-unchanged",
+        )
     system.description = description
     system.full_clean()
     system.save(update_fields=["description", "updated_at"])
     last = system.description_revisions.aggregate(last=Max("number"))["last"] or 0
     if last == 0:  # registered before revisions were kept: keep the replaced description first
-        SystemDescriptionRevision.objects.create(system=system, number=1, description=previous,
-                                                 sha256=_description_sha256(previous), changed_keys=[])
+        SystemDescriptionRevision.objects.create(
+            system=system,
+            number=1,
+            description=previous,
+            sha256=_description_sha256(previous),
+            changed_keys=[],
+        )
         last = 1
-    revision = SystemDescriptionRevision(system=system, number=last + 1, description=description,
-                                         sha256=_description_sha256(description), changed_keys=changed_keys,
-                                         created_by=actor)
+    revision = SystemDescriptionRevision(
+        system=system,
+        number=last + 1,
+        description=description,
+        sha256=_description_sha256(description),
+        changed_keys=changed_keys,
+        created_by=actor,
+    )
     revision.full_clean()
     revision.save()
     audit_event_record(
-        actor=actor, action="system.description_updated", obj=system,
+        actor=actor,
+        action="system.description_updated",
+        obj=system,
         data={"changed": changed_keys, "revision": revision.number, "description_sha256": revision.sha256},
     )
     return system
@@ -230,8 +249,13 @@ def api_token_issue(*, user, rotate: bool = False, actor=None) -> Token:
 
 @transaction.atomic
 def submission_create(
-    *, actor, system: System, benchmark: Benchmark, division: str = "standardized",
-    availability: str = "available", title: str = "",
+    *,
+    actor,
+    system: System,
+    benchmark: Benchmark,
+    division: str = "standardized",
+    availability: str = "available",
+    title: str = "",
 ):
     """A new draft submission of one system x benchmark for the system's organisation."""
     from submissions.models import Submission
@@ -242,15 +266,27 @@ def submission_create(
     if not benchmark.is_active:
         raise ConflictError(f"{benchmark.model_id} is closed for new submissions.", code="benchmark-inactive")
     submission = Submission(
-        organisation=system.organisation, system=system, benchmark=benchmark, division=division,
-        availability=availability, title=title, created_by=actor,
+        organisation=system.organisation,
+        system=system,
+        benchmark=benchmark,
+        division=division,
+        availability=availability,
+        title=title,
+        created_by=actor,
     )
     submission.full_clean()
     submission.save()
     audit_event_record(
-        actor=actor, action="submission.created", obj=submission,
-        data={"organisation": system.organisation.slug, "system": system.name, "benchmark": benchmark.model_id,
-              "division": division, "availability": availability},
+        actor=actor,
+        action="submission.created",
+        obj=submission,
+        data={
+            "organisation": system.organisation.slug,
+            "system": system.name,
+            "benchmark": benchmark.model_id,
+            "division": division,
+            "availability": availability,
+        },
     )
     return submission
 
@@ -268,7 +304,8 @@ def _transition(*, submission, old: str, new: str, **fields) -> None:
         current = Submission.objects.filter(pk=submission.pk).values_list("status", flat=True).first()
         raise ConflictError(
             f"Submission #{submission.pk} is {current}, not {old}: it changed meanwhile. Reload and try again.",
-            code="state-conflict", extra={"status": current},
+            code="state-conflict",
+            extra={"status": current},
         )
     submission.refresh_from_db()
 
@@ -282,21 +319,35 @@ def submission_submit(*, submission, actor):
     if not user_can_submit_for(actor, submission.organisation):
         raise NotAllowedError("Only submitters of the organisation can submit.")
     if submission.status != Submission.Status.DRAFT:
-        raise ConflictError(f"Submission #{submission.pk} is {submission.status}, not draft.",
-                            code="state-conflict", extra={"status": submission.status})
+        raise ConflictError(
+            f"Submission #{submission.pk} is {submission.status}, not draft.",
+            code="state-conflict",
+            extra={"status": submission.status},
+        )
     version = version_latest(submission)
     check_run = check_run_latest(version)
     if version is None or check_run is None or check_run.status != CheckRun.Status.PASSED:
         raise ConflictError(
             "Submit needs a version whose latest check passed"
-            + ("" if version is None else f" (version {version.number}: "
-               f"{'no check yet' if check_run is None else check_run.status})") + ".",
+            + (
+                ""
+                if version is None
+                else f" (version {version.number}: "
+                f"{'no check yet' if check_run is None else check_run.status})"
+            )
+            + ".",
             code="check-not-passed",
         )
-    _transition(submission=submission, old=Submission.Status.DRAFT, new=Submission.Status.SUBMITTED,
-                submitted_version=version)
+    _transition(
+        submission=submission,
+        old=Submission.Status.DRAFT,
+        new=Submission.Status.SUBMITTED,
+        submitted_version=version,
+    )
     audit_event_record(
-        actor=actor, action="submission.submitted", obj=submission,
+        actor=actor,
+        action="submission.submitted",
+        obj=submission,
         data={"version": version.number, "sha256": version.sha256, "check_run": check_run.pk},
     )
     return submission
@@ -316,9 +367,13 @@ def submission_withdraw(*, submission, actor, reason: str):
     old = submission.status
     if old in Submission.TERMINAL_STATUSES or old == Submission.Status.PUBLISHED:
         # A published result is retracted through a challenge, never withdrawn silently.
-        raise ConflictError(f"Submission #{submission.pk} is {old}: it cannot be withdrawn.",
-                            code="state-conflict", extra={"status": old})
+        raise ConflictError(
+            f"Submission #{submission.pk} is {old}: it cannot be withdrawn.",
+            code="state-conflict",
+            extra={"status": old},
+        )
     _transition(submission=submission, old=old, new=Submission.Status.WITHDRAWN, status_reason=reason)
-    audit_event_record(actor=actor, action="submission.withdrawn", obj=submission,
-                       data={"from": old, "reason": reason})
+    audit_event_record(
+        actor=actor, action="submission.withdrawn", obj=submission, data={"from": old, "reason": reason}
+    )
     return submission

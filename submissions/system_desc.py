@@ -24,8 +24,13 @@ class DescriptionProblem:
     fix: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "message": self.message, "pointer": self.pointer, "line": self.line,
-                "fix": self.fix}
+        return {
+            "rule": self.rule,
+            "message": self.message,
+            "pointer": self.pointer,
+            "line": self.line,
+            "fix": self.fix,
+        }
 
 
 @dataclass
@@ -39,8 +44,13 @@ class DescriptionRead:
 
 
 def _problems(findings) -> list[DescriptionProblem]:
-    return [DescriptionProblem(rule=f.rule, message=f.message, pointer=f.pointer or "", line=f.line, fix=f.fix or "")
-            for f in findings if f.severity == "error"]
+    return [
+        DescriptionProblem(
+            rule=f.rule, message=f.message, pointer=f.pointer or "", line=f.line, fix=f.fix or ""
+        )
+        for f in findings
+        if f.severity == "error"
+    ]
 
 
 def system_desc_validate(description: Any, *, display: str = "system_desc.json") -> list[DescriptionProblem]:
@@ -63,18 +73,29 @@ def system_desc_read(stream, *, display: str = "system_desc.json") -> Descriptio
     cap = settings.PORTAL_SYSTEM_DESC_MAX_BYTES
     data = stream.read(cap + 1)
     if len(data) > cap:
-        return DescriptionRead(None, [DescriptionProblem(
-            rule="file-too-large", message=f"{display} is larger than {cap:,} bytes.",
-            fix="A system description is a small JSON file; upload the system_desc.json of your run folders.")])
+        return DescriptionRead(
+            None,
+            [
+                DescriptionProblem(
+                    rule="file-too-large",
+                    message=f"{display} is larger than {cap:,} bytes.",
+                    fix="A system description is a small JSON file; upload the system_desc.json of your run folders.",
+                )
+            ],
+        )
     findings = Findings()
     with tempfile.TemporaryDirectory(prefix="portal-sysdesc-") as folder:
         path = Path(folder) / "system_desc.json"
         path.write_bytes(data)
-        description = load_json(path, display=display, findings=findings, limits=Limits(max_descriptor_bytes=cap))
+        description = load_json(
+            path, display=display, findings=findings, limits=Limits(max_descriptor_bytes=cap)
+        )
     problems = _problems(findings)
     if description is None:
-        return DescriptionRead(None, problems or [DescriptionProblem(rule="json-syntax",
-                                                                     message=f"{display} could not be read.")])
+        return DescriptionRead(
+            None,
+            problems or [DescriptionProblem(rule="json-syntax", message=f"{display} could not be read.")],
+        )
     problems += system_desc_validate(description, display=display)
     return DescriptionRead(description, problems)
 
@@ -99,28 +120,54 @@ def system_desc_facts(description: dict | None) -> dict[str, Any]:
         for acc in node.get("accelerator_info") or []:
             if not isinstance(acc, dict):
                 continue
-            per_node = acc.get("accelerators_per_node") if isinstance(acc.get("accelerators_per_node"), int) else 0
+            per_node = (
+                acc.get("accelerators_per_node") if isinstance(acc.get("accelerators_per_node"), int) else 0
+            )
             total_accelerators += per_node * count
-            entry = {"model": _text(acc.get("accelerator_model_name")) or "?", "per_node": per_node,
-                     "total": per_node * count, "memory": " ".join(filter(None, [
-                         _text(acc.get("accelerator_memory_capacity")), _text(acc.get("accelerator_memory_type"))])),
-                     "interconnect": _text(acc.get("accelerator_interconnect"))}
+            entry = {
+                "model": _text(acc.get("accelerator_model_name")) or "?",
+                "per_node": per_node,
+                "total": per_node * count,
+                "memory": " ".join(
+                    filter(
+                        None,
+                        [
+                            _text(acc.get("accelerator_memory_capacity")),
+                            _text(acc.get("accelerator_memory_type")),
+                        ],
+                    )
+                ),
+                "interconnect": _text(acc.get("accelerator_interconnect")),
+            }
             node_accelerators.append(entry)
             accelerators.append(entry)
-        nodes.append({
-            "count": count, "cpu": _text(node.get("host_processor_model_name")),
-            "cpus_per_node": node.get("host_processors_per_node"), "memory": _text(node.get("host_memory_capacity")),
-            "accelerators": node_accelerators, "os": _text(node.get("operating_system")),
-            "backend": _text(node.get("inference_backend")), "driver": _text(node.get("driver")),
-        })
-    software = [(label, value) for label, value in (
-        ("Serving framework", _text(description.get("serving_framework"))),
-        *[("Inference backend", n["backend"]) for n in nodes if n["backend"]],
-        *[("Driver", n["driver"]) for n in nodes if n["driver"]],
-        *[("Operating system", n["os"]) for n in nodes if n["os"]],
-    ) if value]
-    parallel = {key: description.get(key) for key in ("tensor_parallel", "pipeline_parallel", "expert_parallel",
-                                                         "data_parallel") if description.get(key) is not None}
+        nodes.append(
+            {
+                "count": count,
+                "cpu": _text(node.get("host_processor_model_name")),
+                "cpus_per_node": node.get("host_processors_per_node"),
+                "memory": _text(node.get("host_memory_capacity")),
+                "accelerators": node_accelerators,
+                "os": _text(node.get("operating_system")),
+                "backend": _text(node.get("inference_backend")),
+                "driver": _text(node.get("driver")),
+            }
+        )
+    software = [
+        (label, value)
+        for label, value in (
+            ("Serving framework", _text(description.get("serving_framework"))),
+            *[("Inference backend", n["backend"]) for n in nodes if n["backend"]],
+            *[("Driver", n["driver"]) for n in nodes if n["driver"]],
+            *[("Operating system", n["os"]) for n in nodes if n["os"]],
+        )
+        if value
+    ]
+    parallel = {
+        key: description.get(key)
+        for key in ("tensor_parallel", "pipeline_parallel", "expert_parallel", "data_parallel")
+        if description.get(key) is not None
+    }
     return {
         "system_name": _text(description.get("system_name")),
         "organisation": _text(description.get("submitter_org_names")),
@@ -128,7 +175,10 @@ def system_desc_facts(description: dict | None) -> dict[str, Any]:
         "division": _text(description.get("division")),
         "category": _text(description.get("system_category")),
         "size": _text(description.get("system_size")),
-        "total_nodes": total_nodes, "total_accelerators": total_accelerators,
-        "nodes": nodes, "accelerators": accelerators, "software": list(dict.fromkeys(software)),
+        "total_nodes": total_nodes,
+        "total_accelerators": total_accelerators,
+        "nodes": nodes,
+        "accelerators": accelerators,
+        "software": list(dict.fromkeys(software)),
         "parallel": parallel,
     }

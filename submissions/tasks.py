@@ -22,8 +22,11 @@ def _attempt_failed(check_run_id: int, attempt: int, exc: BaseException) -> None
     from submissions.checks import check_run_attempt_failed
 
     logger.exception("check run %s attempt %s failed", check_run_id, attempt)
-    check_run_attempt_failed(check_run_id=check_run_id, attempt=attempt,
-                             reason=f"the check stopped with {type(exc).__name__}: {exc}"[:500])
+    check_run_attempt_failed(
+        check_run_id=check_run_id,
+        attempt=attempt,
+        reason=f"the check stopped with {type(exc).__name__}: {exc}"[:500],
+    )
 
 
 @shared_task(**PIPELINE)
@@ -86,4 +89,7 @@ def uploads_cleanup_task() -> dict:
     from submissions.uploads import uploads_expire
 
     expired = uploads_expire()
-    return {"uploads_expired": [str(pk) for pk in expired], "idempotency_keys_deleted": idempotency_keys_expire()}
+    return {
+        "uploads_expired": [str(pk) for pk in expired],
+        "idempotency_keys_deleted": idempotency_keys_expire(),
+    }

@@ -148,7 +148,9 @@ class _ConcatReader(io.RawIOBase):
 
 def _require_submitter(actor, submission: Submission) -> None:
     if not user_can_submit_for(actor, submission.organisation):
-        raise NotAllowedError(f"Only submitters of {submission.organisation.name} can upload to this submission.")
+        raise NotAllowedError(
+            f"Only submitters of {submission.organisation.name} can upload to this submission."
+        )
 
 
 def _require_draft(submission: Submission) -> None:
@@ -162,12 +164,18 @@ def _require_draft(submission: Submission) -> None:
 
 def organisation_storage_used_bytes(organisation: Organisation) -> int:
     """Bytes counted against the quota: stored version files plus uploads still in progress."""
-    stored = VersionFile.objects.filter(version__submission__organisation=organisation).aggregate(
-        total=Sum("size_bytes")
-    )["total"] or 0
-    pending = Upload.objects.filter(
-        submission__organisation=organisation, status__in=(Upload.Status.OPEN, Upload.Status.VERIFIED)
-    ).aggregate(total=Sum("size_bytes"))["total"] or 0
+    stored = (
+        VersionFile.objects.filter(version__submission__organisation=organisation).aggregate(
+            total=Sum("size_bytes")
+        )["total"]
+        or 0
+    )
+    pending = (
+        Upload.objects.filter(
+            submission__organisation=organisation, status__in=(Upload.Status.OPEN, Upload.Status.VERIFIED)
+        ).aggregate(total=Sum("size_bytes"))["total"]
+        or 0
+    )
     return stored + pending
 
 
@@ -210,8 +218,14 @@ def upload_start(*, actor, submission: Submission, filename: str, size: int, sha
         )
     part_size = settings.PORTAL_UPLOAD_PART_BYTES
     upload = Upload(
-        id=uuid.uuid4(), submission=submission, created_by=actor, filename=_clean_filename(filename),
-        size_bytes=size, sha256=sha256, part_size=part_size, parts_expected=math.ceil(size / part_size),
+        id=uuid.uuid4(),
+        submission=submission,
+        created_by=actor,
+        filename=_clean_filename(filename),
+        size_bytes=size,
+        sha256=sha256,
+        part_size=part_size,
+        parts_expected=math.ceil(size / part_size),
     )
     upload.full_clean()
     upload.save(force_insert=True)
@@ -250,7 +264,8 @@ def upload_part(*, upload: Upload, index: int, data_stream: BinaryIO, actor=None
         if received != expected:
             raise ApplicationError(
                 f"Part {index} must be exactly {expected} bytes (got {'more' if received > expected else received}).",
-                code="upload-part-size", extra={"expected_bytes": expected},
+                code="upload-part-size",
+                extra={"expected_bytes": expected},
             )
         sha256 = digest.hexdigest()
         existing = UploadPart.objects.filter(upload=upload, index=index).first()
@@ -265,8 +280,12 @@ def upload_part(*, upload: Upload, index: int, data_stream: BinaryIO, actor=None
             )
             # updated_at is the upload's last activity (the expiry measures idleness from it); 0 rows: the
             # upload was aborted or expired while this part streamed in, so the part must not stay behind.
-            if not Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(updated_at=timezone.now()):
-                raise ConflictError("This upload was aborted meanwhile; start a new one.", code="upload-closed")
+            if not Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
+                updated_at=timezone.now()
+            ):
+                raise ConflictError(
+                    "This upload was aborted meanwhile; start a new one.", code="upload-closed"
+                )
             return part
     except IntegrityError:  # the same part arrived twice at once
         return _same_part_or_conflict(UploadPart.objects.get(upload=upload, index=index), sha256)
@@ -280,7 +299,8 @@ def _same_part_or_conflict(existing: UploadPart, sha256: str) -> UploadPart:
         return existing
     raise ConflictError(
         f"Part {existing.index} was already received with other bytes (SHA-256 {existing.sha256}).",
-        code="upload-part-conflict", extra={"index": existing.index, "stored_sha256": existing.sha256},
+        code="upload-part-conflict",
+        extra={"index": existing.index, "stored_sha256": existing.sha256},
     )
 
 
@@ -301,8 +321,13 @@ def _discard_parts(upload: Upload) -> None:
 
 
 def upload_finish(
-    *, upload: Upload, sha256: str, actor, create_version: bool = True,
-    include_uploads: Iterable[Upload] = (), kind: str | None = None,
+    *,
+    upload: Upload,
+    sha256: str,
+    actor,
+    create_version: bool = True,
+    include_uploads: Iterable[Upload] = (),
+    kind: str | None = None,
 ) -> SubmissionVersion | None:
     """Verify size and SHA-256 of the assembled parts, store the blob, and make the version.
 
@@ -314,8 +339,10 @@ def upload_finish(
     sha256 = (sha256 or "").lower()
     if upload.status in (Upload.Status.VERIFIED, Upload.Status.DONE):
         if sha256 != upload.sha256:
-            raise UploadHashMismatchError("This upload was verified with another SHA-256.",
-                                          extra={"expected_sha256": sha256, "received_sha256": upload.sha256})
+            raise UploadHashMismatchError(
+                "This upload was verified with another SHA-256.",
+                extra={"expected_sha256": sha256, "received_sha256": upload.sha256},
+            )
         if upload.status == Upload.Status.DONE or not create_version:
             return upload.version
     elif upload.status != Upload.Status.OPEN:
@@ -330,7 +357,8 @@ def upload_finish(
         if missing:
             raise ConflictError(
                 f"{len(missing)} part(s) are missing; send them, then finish again.",
-                code="upload-incomplete", extra={"missing_parts": missing[:1000]},
+                code="upload-incomplete",
+                extra={"missing_parts": missing[:1000]},
             )
         keys = list(upload.parts.order_by("index").values_list("storage_key", flat=True))
         # Pass 1: verify before anything is versioned (read back, streaming, hashed incrementally).
@@ -341,13 +369,19 @@ def upload_finish(
         actual = reader.sha256.hexdigest()
         if reader.size != upload.size_bytes or actual != upload.sha256:
             with transaction.atomic():
-                Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(status=Upload.Status.ABORTED)
+                Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
+                    status=Upload.Status.ABORTED
+                )
                 _discard_parts(upload)
             raise UploadHashMismatchError(
                 f"The received bytes ({reader.size} bytes, SHA-256 {actual}) do not match the file announced "
                 f"({upload.size_bytes} bytes, SHA-256 {upload.sha256}). Nothing was stored; upload the file again.",
-                extra={"expected_sha256": upload.sha256, "received_sha256": actual,
-                       "expected_bytes": upload.size_bytes, "received_bytes": reader.size},
+                extra={
+                    "expected_sha256": upload.sha256,
+                    "received_sha256": actual,
+                    "expected_bytes": upload.size_bytes,
+                    "received_bytes": reader.size,
+                },
             )
         # Pass 2: copy into the content-addressed blob (skipped when these bytes are already stored).
         key = blob_key(actual)
@@ -373,12 +407,16 @@ def upload_finish(
 def _version_sha256(files: list[Upload]) -> str:
     if len(files) == 1:
         return files[0].sha256
-    lines = "".join(f"{u.sha256}  {u.filename}\n" for u in sorted(files, key=lambda u: (u.filename, u.sha256)))
+    lines = "".join(
+        f"{u.sha256}  {u.filename}\n" for u in sorted(files, key=lambda u: (u.filename, u.sha256))
+    )
     return hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
 
 @transaction.atomic
-def version_create(*, submission: Submission, uploads: list[Upload], actor, kind: str | None = None) -> SubmissionVersion:
+def version_create(
+    *, submission: Submission, uploads: list[Upload], actor, kind: str | None = None
+) -> SubmissionVersion:
     """Join verified uploads into the submission's next immutable version and queue its check."""
     from submissions.checks import check_run_create
 
@@ -394,27 +432,44 @@ def version_create(*, submission: Submission, uploads: list[Upload], actor, kind
             raise ApplicationError(f"Upload {upload.id} belongs to another submission.", code="invalid")
         if upload.status != Upload.Status.VERIFIED:
             raise ConflictError(
-                f"Upload {upload.id} ({upload.filename}) is {upload.status}, not verified.", code="upload-not-verified"
+                f"Upload {upload.id} ({upload.filename}) is {upload.status}, not verified.",
+                code="upload-not-verified",
             )
     if kind is None:
         kind = SubmissionVersion.Kind.RUN_ARCHIVES if len(locked) > 1 else SubmissionVersion.Kind.BUNDLE
     number = (submission.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     version = SubmissionVersion(
-        submission=submission, number=number, kind=kind, size_bytes=sum(u.size_bytes for u in locked),
-        sha256=_version_sha256(locked), uploader=actor,
+        submission=submission,
+        number=number,
+        kind=kind,
+        size_bytes=sum(u.size_bytes for u in locked),
+        sha256=_version_sha256(locked),
+        uploader=actor,
     )
     version.full_clean()
     version.save()
     for position, upload in enumerate(locked):
         VersionFile.objects.create(
-            version=version, position=position, original_filename=upload.filename,
-            storage_key=upload.storage_key, size_bytes=upload.size_bytes, sha256=upload.sha256,
+            version=version,
+            position=position,
+            original_filename=upload.filename,
+            storage_key=upload.storage_key,
+            size_bytes=upload.size_bytes,
+            sha256=upload.sha256,
         )
     Upload.objects.filter(pk__in=ids).update(status=Upload.Status.DONE, version=version)
     audit_event_record(
-        actor=actor, action="version.uploaded", obj=version,
-        data={"submission": submission.pk, "number": number, "kind": kind, "sha256": version.sha256,
-              "size_bytes": version.size_bytes, "files": [u.filename for u in locked]},
+        actor=actor,
+        action="version.uploaded",
+        obj=version,
+        data={
+            "submission": submission.pk,
+            "number": number,
+            "kind": kind,
+            "sha256": version.sha256,
+            "size_bytes": version.size_bytes,
+            "files": [u.filename for u in locked],
+        },
     )
     check_run_create(version=version, actor=None)
     return version
@@ -432,9 +487,17 @@ def _upload_close(upload: Upload, *, actor, action: str, reason: str, idle_befor
         return False
     _discard_parts(upload)
     audit_event_record(
-        actor=actor, action=action, obj=upload,
-        data={"submission": upload.submission_id, "filename": upload.filename, "size_bytes": upload.size_bytes,
-              "sha256": upload.sha256, "from": previous, "reason": reason},
+        actor=actor,
+        action=action,
+        obj=upload,
+        data={
+            "submission": upload.submission_id,
+            "filename": upload.filename,
+            "size_bytes": upload.size_bytes,
+            "sha256": upload.sha256,
+            "from": previous,
+            "reason": reason,
+        },
     )
     return True
 
@@ -448,7 +511,8 @@ def upload_abort(*, upload: Upload, actor) -> Upload:
     if upload.status == Upload.Status.DONE:
         raise ConflictError(
             f"This upload is part of version {upload.version.number}; versions are kept as uploaded.",
-            code="upload-done", extra={"version": upload.version_id},
+            code="upload-done",
+            extra={"version": upload.version_id},
         )
     _upload_close(upload, actor=actor, action="upload.aborted", reason="aborted by the uploader")
     upload.refresh_from_db()
@@ -467,8 +531,13 @@ def uploads_expire(*, now=None) -> list[uuid.UUID]:
     expired = []
     for upload in candidates.iterator():
         with transaction.atomic():
-            if _upload_close(upload, actor=None, action="upload.expired", idle_before=idle_before,
-                             reason=f"idle for more than {settings.PORTAL_UPLOAD_EXPIRY_HOURS} h"):
+            if _upload_close(
+                upload,
+                actor=None,
+                action="upload.expired",
+                idle_before=idle_before,
+                reason=f"idle for more than {settings.PORTAL_UPLOAD_EXPIRY_HOURS} h",
+            ):
                 expired.append(upload.pk)
     return expired
 
@@ -485,10 +554,14 @@ def version_file_response(version_file):
     inject a header or a path."""
     from django.http import StreamingHttpResponse
 
-    response = StreamingHttpResponse(version_file_chunks(version_file), content_type="application/octet-stream")
+    response = StreamingHttpResponse(
+        version_file_chunks(version_file), content_type="application/octet-stream"
+    )
     response["Content-Length"] = str(version_file.size_bytes)
-    safe_name = "".join(ch for ch in version_file.original_filename
-                        if (ch.isascii() and ch.isalnum()) or ch in "._-") or "file"
+    safe_name = (
+        "".join(ch for ch in version_file.original_filename if (ch.isascii() and ch.isalnum()) or ch in "._-")
+        or "file"
+    )
     response["Content-Disposition"] = f'attachment; filename="{safe_name}"'
     response["ETag"] = f'"{version_file.sha256}"'
     response["X-Content-SHA256"] = version_file.sha256

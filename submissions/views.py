@@ -101,14 +101,19 @@ def dashboard(request, form: SubmissionCreateForm | None = None):
     others = []
     if user_is_auditor(user) or user_is_chair(user):
         others = _dashboard_rows(visible.exclude(organisation_id__in=own_org_ids)[:200])
-    return render(request, "submissions/dashboard.html", {
-        "organisations": organisations_of_user(user),
-        "roles": user_roles(user),
-        "own_rows": _dashboard_rows(visible.filter(organisation_id__in=own_org_ids)),
-        "other_rows": others,
-        "can_create": can_create,
-        "form": form or (SubmissionCreateForm(user=user) if can_create else None),
-    }, status=400 if form is not None and form.errors else 200)
+    return render(
+        request,
+        "submissions/dashboard.html",
+        {
+            "organisations": organisations_of_user(user),
+            "roles": user_roles(user),
+            "own_rows": _dashboard_rows(visible.filter(organisation_id__in=own_org_ids)),
+            "other_rows": others,
+            "can_create": can_create,
+            "form": form or (SubmissionCreateForm(user=user) if can_create else None),
+        },
+        status=400 if form is not None and form.errors else 200,
+    )
 
 
 @login_required
@@ -121,13 +126,19 @@ def submission_create(request):
     data = form.cleaned_data
     try:
         submission = services.submission_create(
-            actor=request.user, system=data["system"], benchmark=data["benchmark"], division=data["division"],
-            availability=data["availability"], title=data["title"],
+            actor=request.user,
+            system=data["system"],
+            benchmark=data["benchmark"],
+            division=data["division"],
+            availability=data["availability"],
+            title=data["title"],
         )
     except ApplicationError as exc:
         messages.error(request, exc.detail)
         return redirect("submissions:dashboard")
-    messages.success(request, f"Draft submission #{submission.pk} created. Upload your bundle or run archives below.")
+    messages.success(
+        request, f"Draft submission #{submission.pk} created. Upload your bundle or run archives below."
+    )
     return redirect(reverse("submissions:detail", args=[submission.pk]) + "#upload")
 
 
@@ -135,8 +146,11 @@ def submission_create(request):
 @require_GET
 def submission_detail(request, pk: int):
     submission = _visible_submission(request, pk)
-    versions = list(versions_with_latest_check(
-        submission.versions.select_related("uploader").prefetch_related("files")).order_by("-number"))
+    versions = list(
+        versions_with_latest_check(
+            submission.versions.select_related("uploader").prefetch_related("files")
+        ).order_by("-number")
+    )
     selected = versions[0] if versions else None
     if request.GET.get("version", "").isdigit():
         selected = next((v for v in versions if v.number == int(request.GET["version"])), None)
@@ -152,8 +166,8 @@ def submission_detail(request, pk: int):
         "selected": selected,
         "can_submit": can_submit,
         "can_upload": can_submit and is_draft,
-        "can_withdraw": can_submit and submission.status not in (*Submission.TERMINAL_STATUSES,
-                                                                 Submission.Status.PUBLISHED),
+        "can_withdraw": can_submit
+        and submission.status not in (*Submission.TERMINAL_STATUSES, Submission.Status.PUBLISHED),
         "is_draft": is_draft,
         "is_chair": user_is_chair(request.user),
         "withdraw_form": WithdrawForm(),
@@ -200,8 +214,11 @@ def submission_submit(request, pk: int):
     except ApplicationError as exc:
         messages.error(request, f"Not submitted: {exc.detail}")
     else:
-        messages.success(request, f"Submission #{submission.pk} submitted: version "
-                                  f"{submission.submitted_version.number} is frozen for review.")
+        messages.success(
+            request,
+            f"Submission #{submission.pk} submitted: version "
+            f"{submission.submitted_version.number} is frozen for review.",
+        )
     return _back(submission)
 
 
@@ -214,7 +231,9 @@ def submission_withdraw(request, pk: int):
         messages.error(request, "Not withdrawn: say why the submission is withdrawn.")
         return _back(submission)
     try:
-        services.submission_withdraw(submission=submission, actor=request.user, reason=form.cleaned_data["reason"])
+        services.submission_withdraw(
+            submission=submission, actor=request.user, reason=form.cleaned_data["reason"]
+        )
     except ApplicationError as exc:
         messages.error(request, f"Not withdrawn: {exc.detail}")
     else:
@@ -242,11 +261,19 @@ def rules(request):
     catalog = rule_catalog()
     entries = []
     for rule, doc in catalog.items():
-        entries.append({
-            "rule": rule,
-            "rows": [{"doc": e.doc, "section": e.section,
-                      "cells": [(header, markdown_inline(text)) for header, text in e.cells]} for e in doc.entries],
-        })
+        entries.append(
+            {
+                "rule": rule,
+                "rows": [
+                    {
+                        "doc": e.doc,
+                        "section": e.section,
+                        "cells": [(header, markdown_inline(text)) for header, text in e.cells],
+                    }
+                    for e in doc.entries
+                ],
+            }
+        )
     return render(request, "submissions/rules.html", {"entries": entries})
 
 
@@ -261,15 +288,26 @@ def _systems_page(request, *, form=None, status=200):
     # Count only what the user may see: another organisation's drafts must not show up even as a number.
     visible_submissions = submissions_visible_to(user).values("pk")
     systems = systems_visible_to(user).annotate(
-        submission_count=Count("submissions", filter=Q(submissions__pk__in=visible_submissions), distinct=True))
+        submission_count=Count(
+            "submissions", filter=Q(submissions__pk__in=visible_submissions), distinct=True
+        )
+    )
     own_ids = user_org_ids(user)
-    return render(request, "submissions/systems.html", {
-        "own_systems": systems.filter(organisation_id__in=own_ids).order_by("organisation__name", "name"),
-        "other_systems": systems.exclude(organisation_id__in=own_ids).order_by("organisation__name", "name")[:500],
-        "form": form if form is not None else (SystemRegisterForm(organisations=registrable)
-                                               if registrable.exists() else None),
-        "problems": getattr(form, "description_problems", []),
-    }, status=status)
+    return render(
+        request,
+        "submissions/systems.html",
+        {
+            "own_systems": systems.filter(organisation_id__in=own_ids).order_by("organisation__name", "name"),
+            "other_systems": systems.exclude(organisation_id__in=own_ids).order_by(
+                "organisation__name", "name"
+            )[:500],
+            "form": form
+            if form is not None
+            else (SystemRegisterForm(organisations=registrable) if registrable.exists() else None),
+            "problems": getattr(form, "description_problems", []),
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -284,8 +322,11 @@ def _read_uploaded_description(form, field: str = "system_desc"):
     read = system_desc_read(upload, display=getattr(upload, "name", None) or "system_desc.json")
     form.description_problems = read.problems
     if not read.ok:
-        form.add_error(field, f"{len(read.problems)} problem{'s' if len(read.problems) != 1 else ''} in "
-                              f"{upload.name}: see the list below.")
+        form.add_error(
+            field,
+            f"{len(read.problems)} problem{'s' if len(read.problems) != 1 else ''} in "
+            f"{upload.name}: see the list below.",
+        )
         return None
     return read.description
 
@@ -293,17 +334,21 @@ def _read_uploaded_description(form, field: str = "system_desc"):
 @login_required
 @require_POST
 def system_register(request):
-    form = SystemRegisterForm(request.POST, request.FILES,
-                              organisations=organisations_registering_systems(request.user))
+    form = SystemRegisterForm(
+        request.POST, request.FILES, organisations=organisations_registering_systems(request.user)
+    )
     if not form.is_valid():
         return _systems_page(request, form=form, status=400)
     description = _read_uploaded_description(form)
     if description is None:
         return _systems_page(request, form=form, status=400)
     try:
-        system = services.system_register(organisation=form.cleaned_data["organisation"],
-                                          name=form.cleaned_data["name"], description=description,
-                                          actor=request.user)
+        system = services.system_register(
+            organisation=form.cleaned_data["organisation"],
+            name=form.cleaned_data["name"],
+            description=description,
+            actor=request.user,
+        )
     except ValidationError as exc:
         for field_name, errors in exc.message_dict.items():
             form.add_error("name" if field_name in ("name", "__all__", "organisation") else None, errors)
@@ -326,16 +371,21 @@ def _visible_system(request, pk: int):
 
 def _system_page(request, system, *, form=None, status=200):
     can_edit = systems_submittable_by(request.user).filter(pk=system.pk).exists()
-    return render(request, "submissions/system_detail.html", {
-        "system": system,
-        "facts": system_desc_facts(system.description),
-        "description_json": json.dumps(system.description, indent=2, sort_keys=False),
-        "revisions": system_description_revisions(system),
-        "submissions": submissions_visible_to(request.user).filter(system=system).order_by("-id")[:100],
-        "can_edit": can_edit,
-        "form": form if form is not None else (SystemDescriptionForm() if can_edit else None),
-        "problems": getattr(form, "description_problems", []),
-    }, status=status)
+    return render(
+        request,
+        "submissions/system_detail.html",
+        {
+            "system": system,
+            "facts": system_desc_facts(system.description),
+            "description_json": json.dumps(system.description, indent=2, sort_keys=False),
+            "revisions": system_description_revisions(system),
+            "submissions": submissions_visible_to(request.user).filter(system=system).order_by("-id")[:100],
+            "can_edit": can_edit,
+            "form": form if form is not None else (SystemDescriptionForm() if can_edit else None),
+            "problems": getattr(form, "description_problems", []),
+        },
+        status=status,
+    )
 
 
 @_with_login_redirect
@@ -357,11 +407,16 @@ def system_update_description(request, pk: int):
     if description is None:
         return _system_page(request, system, form=form, status=400)
     try:
-        system = services.system_update_description(system=system, description=description, actor=request.user)
+        system = services.system_update_description(
+            system=system, description=description, actor=request.user
+        )
     except ApplicationError as exc:
         messages.error(request, f"Description not updated: {exc.detail}")
     else:
         revision = system.description_revisions.order_by("-number").first()
-        messages.success(request, f"Description of {system.name} updated (revision {revision.number}; changed: "
-                                  f"{', '.join(revision.changed_keys)}).")
+        messages.success(
+            request,
+            f"Description of {system.name} updated (revision {revision.number}; changed: "
+            f"{', '.join(revision.changed_keys)}).",
+        )
     return redirect("submissions:system_detail", pk=system.pk)

@@ -81,10 +81,18 @@ ROUTES = {
     "api:upload-part": (OBJECT, "put", lambda w: f"/api/v1/uploads/{w['upload'].pk}/parts/0/"),
     # systems (visibility of their own, see SYSTEM above)
     "submissions:system_detail": (SYSTEM, "get", lambda w: f"/systems/{w['system'].pk}/"),
-    "submissions:system_update_description": (SYSTEM, "post", lambda w: f"/systems/{w['system'].pk}/description/"),
+    "submissions:system_update_description": (
+        SYSTEM,
+        "post",
+        lambda w: f"/systems/{w['system'].pk}/description/",
+    ),
     "api:system-list": (SYSTEM, "get", lambda w: "/api/v1/systems/?limit=500"),
     "api:system-detail": (SYSTEM, "get", lambda w: f"/api/v1/systems/{w['system'].pk}/"),
-    "api:system-update-description": (SYSTEM, "post", lambda w: f"/api/v1/systems/{w['system'].pk}/description/"),
+    "api:system-update-description": (
+        SYSTEM,
+        "post",
+        lambda w: f"/api/v1/systems/{w['system'].pk}/description/",
+    ),
 }
 UPLOAD_ROUTES = {"api:upload-detail", "api:upload-finish", "api:upload-part"}  # members only, any state
 
@@ -109,30 +117,59 @@ def test_every_route_is_declared():
 
 
 def _world(role_users, status: str, tmp_path, settings) -> dict:
-    settings.STORAGES = {**settings.STORAGES, "default": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path)}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path)},
+        },
+    }
     settings.PORTAL_ORG_QUOTA_BYTES = 10**12
     acme = role_users["organisations"]["acme"]
     benchmark, system = make_catalog(acme)
-    submission = Submission.objects.create(organisation=acme, system=system, benchmark=benchmark,
-                                           created_by=role_users["submitter"])
+    submission = Submission.objects.create(
+        organisation=acme, system=system, benchmark=benchmark, created_by=role_users["submitter"]
+    )
     payload = b"stored bytes"
     digest = hashlib.sha256(payload).hexdigest()
     key = default_storage.save(f"blobs/sha256/{digest[:2]}/{digest}", ContentFile(payload))
-    version = SubmissionVersion.objects.create(submission=submission, number=1, kind="bundle",
-                                               size_bytes=len(payload), sha256=digest,
-                                               uploader=role_users["submitter"])
-    VersionFile.objects.create(version=version, position=0, original_filename="b.tar.gz", storage_key=key,
-                               size_bytes=len(payload), sha256=digest)
+    version = SubmissionVersion.objects.create(
+        submission=submission,
+        number=1,
+        kind="bundle",
+        size_bytes=len(payload),
+        sha256=digest,
+        uploader=role_users["submitter"],
+    )
+    VersionFile.objects.create(
+        version=version,
+        position=0,
+        original_filename="b.tar.gz",
+        storage_key=key,
+        size_bytes=len(payload),
+        sha256=digest,
+    )
     run = CheckRun.objects.create(version=version)
-    upload = upload_start(actor=role_users["submitter"], submission=submission, filename="more.tar.gz",
-                          size=len(payload), sha256=digest)
+    upload = upload_start(
+        actor=role_users["submitter"],
+        submission=submission,
+        filename="more.tar.gz",
+        size=len(payload),
+        sha256=digest,
+    )
     Submission.objects.filter(pk=submission.pk).update(status=status)
     outsider = UserFactory(username=f"outsider-{status}")
     MembershipFactory(user=outsider, organisation=role_users["organisations"]["nimbus"], role="submitter")
-    return {"sub": submission, "system": system, "version": version, "run": run, "upload": upload,
-            "outsider": outsider,
-            "owner": role_users["submitter"], "auditor": role_users["auditor"]}
+    return {
+        "sub": submission,
+        "system": system,
+        "version": version,
+        "run": run,
+        "upload": upload,
+        "outsider": outsider,
+        "owner": role_users["submitter"],
+        "auditor": role_users["auditor"],
+    }
 
 
 def _request(user, method: str, url: str):
@@ -166,7 +203,9 @@ def test_hidden_draft_is_404_for_outsiders_and_never_shown_to_anonymous(name, ro
     assert owner.status_code != 404, (name, owner.status_code)  # it exists; the others were told it does not
 
 
-@pytest.mark.parametrize("name", [n for n in OBJECT_ROUTES if ROUTES[n][1] == "get" and n not in UPLOAD_ROUTES])
+@pytest.mark.parametrize(
+    "name", [n for n in OBJECT_ROUTES if ROUTES[n][1] == "get" and n not in UPLOAD_ROUTES]
+)
 def test_published_reads_are_public(name, role_users, tmp_path, settings):
     world = _world(role_users, "published", tmp_path, settings)
     _, _, url = ROUTES[name]
@@ -249,8 +288,9 @@ def test_system_of_a_draft_only_is_hidden_from_outsiders_and_anonymous(name, rol
 
 
 @pytest.mark.parametrize("name", SYSTEM_ROUTES)
-def test_system_of_a_published_result_is_public_but_only_its_organisation_writes(name, role_users, tmp_path,
-                                                                                 settings):
+def test_system_of_a_published_result_is_public_but_only_its_organisation_writes(
+    name, role_users, tmp_path, settings
+):
     world = _world(role_users, "published", tmp_path, settings)
     _, method, url = ROUTES[name]
     before = world["system"].description

@@ -14,8 +14,15 @@ from tests.conftest import IN_CI
 from tests.submissions.conftest import live_pipeline  # noqa: F401 - a real celery worker for the live-check tests
 
 CHROMIUM = os.environ.get("PORTAL_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="session")

@@ -25,19 +25,29 @@ from tests.submissions.conftest import wait_for_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-RUN_ARCHIVES = sorted((Path(__file__).resolve().parents[1] / "checker" / "fixtures" / "run_archives")
-                      .glob("AX-8000_c*.tar.gz"))
+RUN_ARCHIVES = sorted(
+    (Path(__file__).resolve().parents[1] / "checker" / "fixtures" / "run_archives").glob("AX-8000_c*.tar.gz")
+)
 POINT_DELAY_S = 2  # per point, in the worker: the check takes long enough to be watched
 FINISHED = (CheckRun.Status.PASSED, CheckRun.Status.FAILED, CheckRun.Status.ERROR)
 
 
 def _catalog(role_users):
     # Transactional tests flush the migrated catalog: make the benchmark the samples were run for.
-    benchmark, _ = Benchmark.objects.get_or_create(model_id="llama3_1-8b", defaults={
-        "display_name": "Llama 3.1 8B Instruct", "dataset": "CNN/DailyMail", "workload": "chat",
-        "tokenizer_path": "sample-bpe-4k/tokenizer.json"})
-    system = SystemFactory(organisation=role_users["organisations"]["acme"], name="Acme_AX-8000",
-                           description={"system_name": "Acme AX-8000"})
+    benchmark, _ = Benchmark.objects.get_or_create(
+        model_id="llama3_1-8b",
+        defaults={
+            "display_name": "Llama 3.1 8B Instruct",
+            "dataset": "CNN/DailyMail",
+            "workload": "chat",
+            "tokenizer_path": "sample-bpe-4k/tokenizer.json",
+        },
+    )
+    system = SystemFactory(
+        organisation=role_users["organisations"]["acme"],
+        name="Acme_AX-8000",
+        description={"system_name": "Acme AX-8000"},
+    )
     return benchmark, system
 
 
@@ -68,8 +78,9 @@ OBSERVE = """() => {
 }"""
 
 
-def test_live_progress_then_findings_and_points_without_reload(chromium, live_server, live_pipeline, settings,
-                                                               role_users):
+def test_live_progress_then_findings_and_points_without_reload(
+    chromium, live_server, live_pipeline, settings, role_users
+):
     _http_settings(settings)
     benchmark, system = _catalog(role_users)
     worker = live_pipeline(PORTAL_CHECK_TEST_POINT_DELAY_S=POINT_DELAY_S)
@@ -89,7 +100,9 @@ def test_live_progress_then_findings_and_points_without_reload(chromium, live_se
     page.wait_for_selector("#check-section [data-check-status]")
     page.evaluate(OBSERVE)
     navigations = []
-    page.on("framenavigated", lambda frame: navigations.append(frame.url) if frame == page.main_frame else None)
+    page.on(
+        "framenavigated", lambda frame: navigations.append(frame.url) if frame == page.main_frame else None
+    )
 
     run = CheckRun.objects.get(version__submission=submission)
     run = wait_for_run(run.pk, statuses=FINISHED, timeout=180, workers=[worker])
@@ -136,11 +149,17 @@ def _big_archive(path: Path, size_bytes: int) -> Path:
     return path
 
 
-def test_upload_resumes_after_reload_sending_only_the_missing_parts(chromium, live_server, settings, tmp_path,
-                                                                    role_users):
+def test_upload_resumes_after_reload_sending_only_the_missing_parts(
+    chromium, live_server, settings, tmp_path, role_users
+):
     _http_settings(settings)
-    settings.STORAGES = {**settings.STORAGES, "default": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path / "media")}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "media")},
+        },
+    }
     settings.CELERY_TASK_ALWAYS_EAGER = True  # the check runs inside the last finish
     part_bytes = 8 * 1024 * 1024
     settings.PORTAL_UPLOAD_PART_BYTES = part_bytes

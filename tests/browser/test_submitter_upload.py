@@ -14,24 +14,39 @@ from tests.factories import PASSWORD, SystemFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-RUN_ARCHIVES = sorted((Path(__file__).resolve().parents[1] / "checker" / "fixtures" / "run_archives")
-                      .glob("AX-8000_c*.tar.gz"))
+RUN_ARCHIVES = sorted(
+    (Path(__file__).resolve().parents[1] / "checker" / "fixtures" / "run_archives").glob("AX-8000_c*.tar.gz")
+)
 SHOTS_DIR = os.environ.get("PORTAL_SCREENSHOT_DIR")  # keep the screenshots somewhere to look at them
 
 
 @pytest.fixture
 def portal(live_server, settings, tmp_path, role_users):
-    settings.STORAGES = {**settings.STORAGES, "default": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path / "media")}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "media")},
+        },
+    }
     settings.CELERY_TASK_ALWAYS_EAGER = True  # the check runs in the live server, inside the last finish
     settings.PORTAL_UPLOAD_PART_BYTES = 64 * 1024  # several parts per archive, so resuming matters
     settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = False  # plain http on loopback
     # Transactional tests flush the migrated catalog: make the benchmark the samples were run for.
-    Benchmark.objects.get_or_create(model_id="llama3_1-8b", defaults={
-        "display_name": "Llama 3.1 8B Instruct", "dataset": "CNN/DailyMail", "workload": "chat",
-        "tokenizer_path": "sample-bpe-4k/tokenizer.json"})
-    SystemFactory(organisation=role_users["organisations"]["acme"], name="Acme_AX-8000",
-                  description={"system_name": "Acme AX-8000"})
+    Benchmark.objects.get_or_create(
+        model_id="llama3_1-8b",
+        defaults={
+            "display_name": "Llama 3.1 8B Instruct",
+            "dataset": "CNN/DailyMail",
+            "workload": "chat",
+            "tokenizer_path": "sample-bpe-4k/tokenizer.json",
+        },
+    )
+    SystemFactory(
+        organisation=role_users["organisations"]["acme"],
+        name="Acme_AX-8000",
+        description={"system_name": "Acme AX-8000"},
+    )
     return live_server.url
 
 
@@ -101,7 +116,9 @@ def test_submitter_uploads_run_archives_and_sees_the_check(chromium, portal, tmp
     page.screenshot(path=str(shots / "submission-desktop.png"), full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
     page.reload()
-    assert page.evaluate("document.documentElement.scrollWidth") <= 390, "the page scrolls sideways on a phone"
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390, (
+        "the page scrolls sideways on a phone"
+    )
     page.screenshot(path=str(shots / "submission-phone.png"), full_page=True)
     page.goto(f"{portal}/dashboard/")
     assert page.locator("table.submissions tbody tr").count() == 1
@@ -114,8 +131,11 @@ def test_other_organisation_gets_404_in_the_browser(chromium, portal, role_users
     from submissions.services import submission_create
 
     acme = role_users["organisations"]["acme"]
-    submission = submission_create(actor=role_users["submitter"], system=acme.systems.get(),
-                                   benchmark=Benchmark.objects.get(model_id="llama3_1-8b"))
+    submission = submission_create(
+        actor=role_users["submitter"],
+        system=acme.systems.get(),
+        benchmark=Benchmark.objects.get(model_id="llama3_1-8b"),
+    )
     context = chromium.new_context()
     page = context.new_page()
     _login(page, portal, "reviewer")

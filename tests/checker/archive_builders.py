@@ -25,7 +25,9 @@ def run_members(concurrency: int = 1) -> dict[str, bytes]:
     return out
 
 
-def write_tar_gz(path: Path, files: dict[str, bytes], extra: list[tuple[tarfile.TarInfo, bytes | None]] = ()) -> Path:
+def write_tar_gz(
+    path: Path, files: dict[str, bytes], extra: list[tuple[tarfile.TarInfo, bytes | None]] = ()
+) -> Path:
     with tarfile.open(path, "w:gz") as tf:
         for name, data in files.items():
             info = tarfile.TarInfo(name)

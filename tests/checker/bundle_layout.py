@@ -39,8 +39,14 @@ def layout_of(root: Path) -> Layout:
                 if not m:
                     continue
                 display = f"results/{system_dir.name}/{model_dir.name}/{point_dir.name}/"
-                pin = PointInput(system=system_dir.name, model=model_dir.name, concurrency=int(m.group(1)),
-                                 source="bundle", display=display, dir=point_dir)
+                pin = PointInput(
+                    system=system_dir.name,
+                    model=model_dir.name,
+                    concurrency=int(m.group(1)),
+                    source="bundle",
+                    display=display,
+                    dir=point_dir,
+                )
                 for rel, name in _NAMES.items():
                     if (point_dir / rel).is_file():
                         pin.files[name] = point_dir / rel

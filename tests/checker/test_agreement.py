@@ -45,7 +45,9 @@ def assert_agrees(ours: set, theirs: set) -> None:
     # The official checker reports accuracy-sample-count at r1 for every accuracy point; the portal at each point.
     assert not missing, f"official findings the portal does not make: {sorted(missing, key=str)}"
     extra = {k for k in ours - theirs if not documented_difference(k)}
-    assert not extra, f"portal findings the official checker does not make, undocumented: {sorted(extra, key=str)}"
+    assert not extra, (
+        f"portal findings the official checker does not make, undocumented: {sorted(extra, key=str)}"
+    )
     section = differences_section()
     for rule in {k[0] for k in ours - theirs}:
         assert f"`{rule}`" in section, f"difference in {rule} is not documented in docs/rules.md"

@@ -44,9 +44,12 @@ def assembled(tmp_path_factory) -> Path:
 
 
 def _official_ax8000_files() -> list[Path]:
-    return sorted(p.relative_to(BUNDLE) for p in BUNDLE.rglob("*")
-                  if p.is_file() and (p.parts[len(BUNDLE.parts)] in ("src", "docs")
-                                      or "Acme_AX-8000" in p.relative_to(BUNDLE).parts))
+    return sorted(
+        p.relative_to(BUNDLE)
+        for p in BUNDLE.rglob("*")
+        if p.is_file()
+        and (p.parts[len(BUNDLE.parts)] in ("src", "docs") or "Acme_AX-8000" in p.relative_to(BUNDLE).parts)
+    )
 
 
 def test_every_file_of_the_official_builder_is_reproduced(assembled):
@@ -69,8 +72,11 @@ def test_every_file_of_the_official_builder_is_reproduced(assembled):
 
 
 def test_only_the_raw_logs_are_added(assembled):
-    extra = sorted(p.relative_to(assembled).as_posix() for p in assembled.rglob("*")
-                   if p.is_file() and not (BUNDLE / p.relative_to(assembled)).is_file())
+    extra = sorted(
+        p.relative_to(assembled).as_posix()
+        for p in assembled.rglob("*")
+        if p.is_file() and not (BUNDLE / p.relative_to(assembled)).is_file()
+    )
     assert extra == sorted(f"results/Acme_AX-8000/llama3_1-8b/r{c}/events.jsonl" for c in CONCURRENCIES)
     with tarfile.open(ARCHIVES / "AX-8000_c8.tar.gz") as tf:
         raw = tf.extractfile("c8/events.jsonl").read()
@@ -79,7 +85,9 @@ def test_only_the_raw_logs_are_added(assembled):
 
 def test_without_raw_logs(tmp_path):
     layout, _ = _layout(RUN_ARCHIVES, tmp_path)
-    root = assemble_bundle(layout, tmp_path / "out", organisation=ORG, submission_id=SID, include_raw_logs=False)
+    root = assemble_bundle(
+        layout, tmp_path / "out", organisation=ORG, submission_id=SID, include_raw_logs=False
+    )
     assert not list(root.rglob("events.jsonl*"))
     assert sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file()) == _official_ax8000_files()
 
@@ -125,9 +133,16 @@ def test_identical_shared_files_are_written_once_and_differing_ones_reported(tmp
         ("assembly-conflict", "warning", "c2/documentation/calibration.md", "Acme_AX-8000/llama3_1-8b/r2"),
         ("assembly-conflict", "warning", "c4/system_power.json", "Acme_AX-8000/llama3_1-8b/r4"),
     ]
-    assert "the assembled bundle keeps docs/calibration.md from c1/documentation/calibration.md" in findings[0].message
-    assert (root / "docs/calibration.md").read_bytes() == (runs / "c1/documentation/calibration.md").read_bytes()
-    assert (root / "results/Acme_AX-8000/system_power.json").read_bytes() == (runs / "c1/system_power.json").read_bytes()
+    assert (
+        "the assembled bundle keeps docs/calibration.md from c1/documentation/calibration.md"
+        in findings[0].message
+    )
+    assert (root / "docs/calibration.md").read_bytes() == (
+        runs / "c1/documentation/calibration.md"
+    ).read_bytes()
+    assert (root / "results/Acme_AX-8000/system_power.json").read_bytes() == (
+        runs / "c1/system_power.json"
+    ).read_bytes()
     assert (root / "src/acme-serve/extra.md").read_text() == "only in c4\n"
     assert sorted(p.name for p in (root / "src/acme-serve").iterdir()) == ["README.md", "extra.md"]
 
@@ -145,7 +160,9 @@ def test_links_are_not_followed_and_nothing_is_written_outside(tmp_path):
     findings = Findings()
     out = tmp_path / "out"
     root = assemble_bundle(layout, out, organisation=ORG, submission_id=SID, findings=findings)
-    assert [(f.rule, f.severity, f.point) for f in findings] == [("assembly-skipped-point", "error", "../llama3_1-8b/r2")]
+    assert [(f.rule, f.severity, f.point) for f in findings] == [
+        ("assembly-skipped-point", "error", "../llama3_1-8b/r2")
+    ]
     assert not (root / "src/acme-serve/leak.md").exists() and not (root / "docs/up").exists()
     assert sorted(p.name for p in (root / "results").iterdir()) == ["Acme_AX-8000"]
     assert [p.name for p in out.iterdir()] == [ORG] and [p.name for p in (out / ORG).iterdir()] == [SID]
@@ -169,11 +186,16 @@ def test_official_checker_runs_on_run_archives():
     report = check(RUN_ARCHIVES, tokenizer=TOKENIZER, official=True)
     assert report.official["ran"] is True
     assert report.official["assembled"] == "AcmeCompute/pending-submission-id/"
-    assert not any(f.rule in ("official-checker-unavailable",) or f.rule.startswith("assembly-") for f in report.findings)
+    assert not any(
+        f.rule in ("official-checker-unavailable",) or f.rule.startswith("assembly-") for f in report.findings
+    )
     stored = json.loads(OFFICIAL_VERDICT.read_text())["results"]
     expected = {k for k in verdict_keys(stored) if k[2] is None or k[2].startswith("Acme_AX-8000/")}
-    got = {(r["rule"], r["severity"], r["point"]) for r in report.official["results"]
-           if r["severity"] in ("error", "warning")}
+    got = {
+        (r["rule"], r["severity"], r["point"])
+        for r in report.official["results"]
+        if r["severity"] in ("error", "warning")
+    }
     assert got == expected
     assert (report.official["errors"], report.official["warnings"]) == (4, 14)
     # the same deliberate differences as on the official bundle (docs/rules.md), now at the input points
@@ -183,8 +205,13 @@ def test_official_checker_runs_on_run_archives():
 
 def test_portal_assemble_command(tmp_path):
     def portal(*args):
-        return subprocess.run([sys.executable, "-m", "checker.cli", "assemble", *args], capture_output=True,
-                              text=True, cwd=Path(__file__).parents[2], timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "checker.cli", "assemble", *args],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parents[2],
+            timeout=300,
+        )
 
     out = tmp_path / "bundle"
     result = portal(*map(str, RUN_ARCHIVES), "--out", str(out), "--submission-id", SID)

@@ -56,13 +56,16 @@ def _member(name: str, kind=tarfile.REGTYPE, data: bytes = b"x", linkname: str =
     return info, data if kind == tarfile.REGTYPE else None
 
 
-@pytest.mark.parametrize(("member", "rule"), [
-    (_member("c1/../../escape.txt"), "archive-path-traversal"),
-    (_member("/etc/escape.txt"), "archive-absolute-path"),
-    (_member("c1/link", tarfile.SYMTYPE, linkname="/etc/passwd"), "archive-link"),
-    (_member("c1/hard", tarfile.LNKTYPE, linkname="c1/point.yaml"), "archive-link"),
-    (_member("c1/dev", tarfile.CHRTYPE), "archive-special-file"),
-])
+@pytest.mark.parametrize(
+    ("member", "rule"),
+    [
+        (_member("c1/../../escape.txt"), "archive-path-traversal"),
+        (_member("/etc/escape.txt"), "archive-absolute-path"),
+        (_member("c1/link", tarfile.SYMTYPE, linkname="/etc/passwd"), "archive-link"),
+        (_member("c1/hard", tarfile.LNKTYPE, linkname="c1/point.yaml"), "archive-link"),
+        (_member("c1/dev", tarfile.CHRTYPE), "archive-special-file"),
+    ],
+)
 def test_hostile_archive_members(tmp_path, run_folder, member, rule):
     archive = _tar_of(run_folder, tmp_path / "AX-8000_c1.tar.gz", extra=[member])
     report = _run([archive], workdir=tmp_path / "work")
@@ -110,7 +113,9 @@ def _edit_events(folder: Path, edit) -> None:
 
 
 def test_huge_line_in_raw_log(run_folder):
-    _edit_events(run_folder, lambda lines: lines[:3] + [b'{"event_type":"x","pad":"' + b"a" * 5000 + b'"}'] + lines[3:])
+    _edit_events(
+        run_folder, lambda lines: lines[:3] + [b'{"event_type":"x","pad":"' + b"a" * 5000 + b'"}'] + lines[3:]
+    )
     report = _run([run_folder], limits=Limits(max_line_bytes=4096))
     assert _one(report, "raw-log-line-too-long").line == 4
 
@@ -126,8 +131,10 @@ def test_invalid_utf8_in_raw_log_and_descriptor(run_folder):
 def test_nan_and_infinity(run_folder):
     summary = run_folder / "performance" / "result_summary.json"
     summary.write_text(summary.read_text().replace('"qps": ', '"qps": NaN, "qps_x": ', 1))
-    _edit_events(run_folder, lambda lines: lines[:2] + [b'{"event_type":"sample.recv_first","timestamp_ns":Infinity}']
-                 + lines[2:])
+    _edit_events(
+        run_folder,
+        lambda lines: lines[:2] + [b'{"event_type":"sample.recv_first","timestamp_ns":Infinity}'] + lines[2:],
+    )
     report = _run([run_folder])
     assert _one(report, "json-nonfinite").pointer == "/qps"
     assert _one(report, "raw-log-nonfinite").line == 3
@@ -139,6 +146,7 @@ def test_non_monotonic_timestamps(run_folder):
         main = [i for i, e in enumerate(events) if e["event_type"] == "sample.issued"]
         events[main[5]]["timestamp_ns"] = events[main[4]]["timestamp_ns"] - 10**9
         return [json.dumps(e).encode() for e in events] + [b""]
+
     _edit_events(run_folder, swap)
     report = _run([run_folder])
     assert _one(report, "raw-log-non-monotonic").line is not None
@@ -148,7 +156,8 @@ def test_non_monotonic_timestamps(run_folder):
 def test_duplicate_events(run_folder):
     def dup(lines):
         issued = next(i for i, x in enumerate(lines) if b"sample.complete" in x)
-        return lines[: issued + 1] + [lines[issued]] + lines[issued + 1:]
+        return lines[: issued + 1] + [lines[issued]] + lines[issued + 1 :]
+
     _edit_events(run_folder, dup)
     report = _run([run_folder])
     assert _one(report, "raw-log-duplicate-event").line is not None
@@ -164,7 +173,8 @@ def test_wrong_checksums(tmp_path):
         f"{'0' * 64}  results/Acme_AX-8000/llama3_1-8b/r2/result_summary.json\n"
         f"{'1' * 64}  results/nowhere.json\n"
         f"{'2' * 64}  ../../etc/passwd\n"
-        "not a checksum line\n")
+        "not a checksum line\n"
+    )
     report = _run([bundle])
     mismatch = _one(report, "checksum-mismatch")
     assert mismatch.line == 2 and "r2/result_summary.json" in mismatch.file
@@ -207,6 +217,10 @@ def test_run_archives_with_differing_system_power_copies(tmp_path):
     assert finding.point == "Acme_AX-8000/llama3_1-8b/r2" and "provisioned_power_kw" in finding.message
     assert report.verdict == "fail"
     # identical copies (the real archives) are fine
-    assert not [f for f in _run([FIXTURES / "run_archives" / "AX-8000_c1.tar.gz",
-                                 FIXTURES / "run_archives" / "AX-8000_c2.tar.gz"]).findings
-                if f.rule == "system-power-consistency"]
+    assert not [
+        f
+        for f in _run(
+            [FIXTURES / "run_archives" / "AX-8000_c1.tar.gz", FIXTURES / "run_archives" / "AX-8000_c2.tar.gz"]
+        ).findings
+        if f.rule == "system-power-consistency"
+    ]

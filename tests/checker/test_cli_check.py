@@ -20,8 +20,13 @@ SCHEMA = json.loads((Path(__file__).parents[2] / "checker" / "schemas" / "report
 
 
 def portal(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "checker.cli", *args], capture_output=True, text=True,
-                          cwd=cwd or Path(__file__).parents[2], timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "checker.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or Path(__file__).parents[2],
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +106,10 @@ def test_unreadable_input_exits_2(tmp_path):
 
 
 def test_command_line_imports_no_django(tmp_path):
-    code = ("import sys, checker.cli, checker.check, checker.events; "
-            "sys.exit(1 if any(m == 'django' or m.startswith('django.') for m in sys.modules) else 0)")
+    code = (
+        "import sys, checker.cli, checker.check, checker.events; "
+        "sys.exit(1 if any(m == 'django' or m.startswith('django.') for m in sys.modules) else 0)"
+    )
     assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2]).returncode == 0
 
 
@@ -139,19 +146,32 @@ def test_hostile_claimed_values_become_findings(tmp_path, value):
     assert result.returncode == 1, result.stderr
     report = json.loads(result.stdout)
     assert "Traceback" not in result.stderr
-    assert any(f["severity"] == "error" and f["point"] == "Acme_AX-8000/llama3_1-8b/r1" for f in report["findings"])
+    assert any(
+        f["severity"] == "error" and f["point"] == "Acme_AX-8000/llama3_1-8b/r1" for f in report["findings"]
+    )
 
 
 def test_official_cross_check_accepts_a_relative_bundle_path():
-    if shutil.which("endpoints-submission-cli") is None and not Path(sys.executable).with_name(
-            "endpoints-submission-cli").exists():
+    if (
+        shutil.which("endpoints-submission-cli") is None
+        and not Path(sys.executable).with_name("endpoints-submission-cli").exists()
+    ):
         if os.environ.get("CI", "").lower() in ("1", "true"):
             pytest.fail("endpoints-submission-cli is not installed (pip install -e '.[official]')")
         pytest.skip("endpoints-submission-cli is not installed")
-    result = portal("check", "tests/checker/fixtures/bundle", "--tokenizer", str(TOKENIZER), "--official",
-                    "--format", "json")
+    result = portal(
+        "check",
+        "tests/checker/fixtures/bundle",
+        "--tokenizer",
+        str(TOKENIZER),
+        "--official",
+        "--format",
+        "json",
+    )
     official = json.loads(result.stdout)["official"]
     assert official["ran"] is True
     assert (official["errors"], official["warnings"]) == (8, 28)  # the stored official verdict
-    text = portal("check", "tests/checker/fixtures/bundle", "--tokenizer", str(TOKENIZER), "--official").stdout
+    text = portal(
+        "check", "tests/checker/fixtures/bundle", "--tokenizer", str(TOKENIZER), "--official"
+    ).stdout
     assert "Official checker 1.5.3.0: 8 errors, 28 warnings on the same files (fails)" in text

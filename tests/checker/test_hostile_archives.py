@@ -88,7 +88,9 @@ def test_symlink_then_write_through_it_is_refused(env):
 
 
 def test_hard_link_is_refused(env):
-    _, findings = _open(env, _point_with(env, [(_info("c1/passwd", tarfile.LNKTYPE, linkname="/etc/passwd"), None)]))
+    _, findings = _open(
+        env, _point_with(env, [(_info("c1/passwd", tarfile.LNKTYPE, linkname="/etc/passwd"), None)])
+    )
     assert _rules(findings) == ["archive-link"]
     assert "hard link" in findings[0].message
 
@@ -264,8 +266,11 @@ def test_random_corruption_never_raises(env):
 
     from tests.checker.archive_builders import bundle_zip
 
-    sources = [RUN_ARCHIVES[0].read_bytes(), bundle_zip(env / "b.zip").read_bytes(),
-               bundle_tar_zst(env / "b.tar.zst").read_bytes()]
+    sources = [
+        RUN_ARCHIVES[0].read_bytes(),
+        bundle_zip(env / "b.zip").read_bytes(),
+        bundle_tar_zst(env / "b.tar.zst").read_bytes(),
+    ]
     rnd = random.Random(7)
     for i in range(60):
         data = bytearray(rnd.choice(sources))

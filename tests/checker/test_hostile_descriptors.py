@@ -16,15 +16,49 @@ from tests.checker.bundle_layout import BUNDLE, layout_of
 HOSTILE = [None, "abc", "", -1, 0, 10**400, 1e308, -1e308, [], {}, True, [[[]]], {"x": {"y": None}}, "NaN"]
 POINT = Path("results/Acme_AX-8000/llama3_1-8b/r16")
 KEYS = {
-    POINT / "point.yaml": ["concurrency", "region", "offline", "runtime_settings", "warmup", "seed_set", "model_name",
-                           "max_supported_concurrency", "target_cohort", "shared_src", "nodes_used", "steady_state",
-                           "dataset"],
-    POINT / "system_desc.json": ["max_supported_concurrency", "node_types", "cooling", "tps_utilization", "division"],
-    Path("results/Acme_AX-8000/system_power.json"): ["cooling", "node_sets", "scale_out", "computed",
-                                                      "provisioned_power_kw", "declared_provisioned_power"],
+    POINT / "point.yaml": [
+        "concurrency",
+        "region",
+        "offline",
+        "runtime_settings",
+        "warmup",
+        "seed_set",
+        "model_name",
+        "max_supported_concurrency",
+        "target_cohort",
+        "shared_src",
+        "nodes_used",
+        "steady_state",
+        "dataset",
+    ],
+    POINT / "system_desc.json": [
+        "max_supported_concurrency",
+        "node_types",
+        "cooling",
+        "tps_utilization",
+        "division",
+    ],
+    Path("results/Acme_AX-8000/system_power.json"): [
+        "cooling",
+        "node_sets",
+        "scale_out",
+        "computed",
+        "provisioned_power_kw",
+        "declared_provisioned_power",
+    ],
     POINT / "config.yaml": ["settings", "model_params"],
-    POINT / "result_summary.json": ["n_samples_issued", "n_samples_completed", "n_samples_failed", "duration_ns",
-                                    "tpot", "ttft", "output_sequence_lengths", "tps", "system_tps", "tps_per_user"],
+    POINT / "result_summary.json": [
+        "n_samples_issued",
+        "n_samples_completed",
+        "n_samples_failed",
+        "duration_ns",
+        "tpot",
+        "ttft",
+        "output_sequence_lengths",
+        "tps",
+        "system_tps",
+        "tps_per_user",
+    ],
     POINT / "accuracy_results.json": ["accuracy_scores"],
 }
 
@@ -93,9 +127,13 @@ def test_nan_and_infinity_in_json_are_findings(pristine, tmp_path):
     root = tmp_path / "b"
     shutil.copytree(pristine, root)
     path = root / POINT / "system_desc.json"
-    path.write_text(path.read_text().replace('"max_supported_concurrency": 64', '"max_supported_concurrency": NaN'))
+    path.write_text(
+        path.read_text().replace('"max_supported_concurrency": 64', '"max_supported_concurrency": NaN')
+    )
     report = _run(root)
-    assert any(f.severity == "error" and f.file and f.file.endswith("r16/system_desc.json") for f in report.findings)
+    assert any(
+        f.severity == "error" and f.file and f.file.endswith("r16/system_desc.json") for f in report.findings
+    )
 
 
 def test_every_copy_of_system_desc_is_compared(pristine, tmp_path):
@@ -106,6 +144,8 @@ def test_every_copy_of_system_desc_is_compared(pristine, tmp_path):
     data["system_name"] = "Something else"
     path.write_text(json.dumps(data))
     report = _run(root)
-    hits = [f for f in report.findings if f.rule == "system-description-consistency" and f.severity == "error"]
+    hits = [
+        f for f in report.findings if f.rule == "system-description-consistency" and f.severity == "error"
+    ]
     assert [f.point for f in hits] == ["Acme_AX-8000/llama3_1-8b/r32"]
     assert "system_name" in hits[0].message

@@ -45,13 +45,23 @@ def test_run_archive_files_and_display_paths(tmp_path):
     assert point.display_of("result_summary.json") == "AX-8000_c1.tar.gz:c1/performance/result_summary.json"
     assert point.display_of("events") == "AX-8000_c1.tar.gz:c1/events.jsonl"
     assert set(point.files) == {
-        "point.yaml", "system_desc.json", "result_summary.json", "accuracy_results.json", "config.yaml",
-        "report.txt", "sample_idx_map.json", "final_snapshot.json", "system_power.json", "events",
+        "point.yaml",
+        "system_desc.json",
+        "result_summary.json",
+        "accuracy_results.json",
+        "config.yaml",
+        "report.txt",
+        "sample_idx_map.json",
+        "final_snapshot.json",
+        "system_power.json",
+        "events",
     }
     work = (tmp_path / "work").resolve()
     for path in point.files.values():
         assert work in path.resolve().parents
-        assert layout.display_for(path) == point.displays[next(k for k, v in point.files.items() if v == path)]
+        assert (
+            layout.display_for(path) == point.displays[next(k for k, v in point.files.items() if v == path)]
+        )
 
 
 def test_bundle_folder_gives_two_curves_of_seven_points(tmp_path):
@@ -67,9 +77,11 @@ def test_bundle_folder_gives_two_curves_of_seven_points(tmp_path):
         assert all([p.concurrency for p in pts] == CONCURRENCIES for pts in curves.values())
         point = curves[("Acme_AX-8000", "llama3_1-8b")][0]
         assert point.display_of("point.yaml") == (
-            "AcmeCompute/acme-2026-12-C0-endpoints-001/results/Acme_AX-8000/llama3_1-8b/r1/point.yaml")
+            "AcmeCompute/acme-2026-12-C0-endpoints-001/results/Acme_AX-8000/llama3_1-8b/r1/point.yaml"
+        )
         assert point.display_of("system_power.json") == (
-            "AcmeCompute/acme-2026-12-C0-endpoints-001/results/Acme_AX-8000/system_power.json")
+            "AcmeCompute/acme-2026-12-C0-endpoints-001/results/Acme_AX-8000/system_power.json"
+        )
         assert "events" not in point.files  # the official bundle carries no raw log
         assert len(layout.docs) == 2 and len(layout.src_readmes) == 1
 
@@ -85,7 +97,8 @@ def test_bundle_tar_zst_and_zip_read_like_the_folder(tmp_path):
         assert point.concurrency == 64
         assert point.display_of("result_summary.json") == (
             f"{archive.name}:AcmeCompute/acme-2026-12-C0-endpoints-001/results/Acme_AX-4000/llama3_1-8b/r64/"
-            "result_summary.json")
+            "result_summary.json"
+        )
 
 
 def test_unpacked_run_folder_and_zst_events(tmp_path):
@@ -115,7 +128,9 @@ def test_concurrency_falls_back_to_config_then_folder_name(tmp_path):
     write_tar_gz(tmp_path / "a.tar.gz", files)
     layout, _ = _open([tmp_path / "a.tar.gz"], tmp_path)
     assert layout.points[0].concurrency == 4
-    files["c4/config.yaml"] = files["c4/config.yaml"].replace(b"target_concurrency: 4", b"target_concurrency: x")
+    files["c4/config.yaml"] = files["c4/config.yaml"].replace(
+        b"target_concurrency: 4", b"target_concurrency: x"
+    )
     files = {k.replace("c4/", "r4/"): v for k, v in files.items()}
     write_tar_gz(tmp_path / "b.tar.gz", files)
     layout, _ = _open([tmp_path / "b.tar.gz"], tmp_path / "b")
@@ -123,7 +138,9 @@ def test_concurrency_falls_back_to_config_then_folder_name(tmp_path):
 
 
 def test_missing_required_files_are_named(tmp_path):
-    files = {k: v for k, v in run_members(1).items() if not k.endswith(("config.yaml", "final_snapshot.json"))}
+    files = {
+        k: v for k, v in run_members(1).items() if not k.endswith(("config.yaml", "final_snapshot.json"))
+    }
     archive = write_tar_gz(tmp_path / "AX-8000_c1.tar.gz", files)
     layout, findings = _open([archive], tmp_path)
     missing = {(f.rule, f.file, f.point) for f in findings}

@@ -61,7 +61,9 @@ def test_syntax_error_line_and_not_object(tmp_path):
 
 
 def test_file_too_large(tmp_path):
-    obj, findings = _load(tmp_path, "a.json", b'{"a": "' + b"x" * 200 + b'"}', Limits(max_descriptor_bytes=100))
+    obj, findings = _load(
+        tmp_path, "a.json", b'{"a": "' + b"x" * 200 + b'"}', Limits(max_descriptor_bytes=100)
+    )
     assert obj is None and [f.rule for f in findings] == ["file-too-large"]
 
 
@@ -84,7 +86,8 @@ def test_bad_descriptors_inside_a_run_archive(tmp_path):
     files = run_members(1)
     files["c1/system_desc.json"] = files["c1/system_desc.json"].replace(b"Acme AX-8000", b"Acme \xff AX", 1)
     files["c1/performance/result_summary.json"] = files["c1/performance/result_summary.json"].replace(
-        b'"qps": ', b'"qps": NaN, "x": ', 1)
+        b'"qps": ', b'"qps": NaN, "x": ', 1
+    )
     archive = write_tar_gz(tmp_path / "AX-8000_c1.tar.gz", files)
     findings = Findings()
     layout = open_inputs([archive], workdir=tmp_path / "work", limits=Limits(), findings=findings)

@@ -15,8 +15,10 @@ from tests.checker.bundle_layout import BUNDLE, OFFICIAL_VERDICT, layout_of
 
 
 def test_point_of_official_paths():
-    assert point_of("/x/results/y/AcmeCompute/s/results/Acme_AX-4000/llama3_1-8b/r16/point.yaml") == \
-        "Acme_AX-4000/llama3_1-8b/r16"
+    assert (
+        point_of("/x/results/y/AcmeCompute/s/results/Acme_AX-4000/llama3_1-8b/r16/point.yaml")
+        == "Acme_AX-4000/llama3_1-8b/r16"
+    )
     assert point_of("bundle/AcmeCompute/s/results/Acme_AX-4000/llama3_1-8b") is None
 
 

@@ -54,8 +54,13 @@ def check(root: Path, ruleset=None, report: Report | None = None) -> Report:
 
 
 def found(report: Report, rule: str, severity: str = "error", point: str | None = "any") -> list:
-    return [f for f in report.findings if f.rule == rule and f.severity == severity
-            and (point == "any" or f.point == (None if point is None else f"{KEY}/{point}"))]
+    return [
+        f
+        for f in report.findings
+        if f.rule == rule
+        and f.severity == severity
+        and (point == "any" or f.point == (None if point is None else f"{KEY}/{point}"))
+    ]
 
 
 def ruleset_with(change):
@@ -69,9 +74,21 @@ def test_sample_curve_engages_every_accelerator_and_needs_no_new_finding(root):
     for c in POINTS:
         (info,) = found(report, "maximal-engagement", "info", f"r{c}")
         assert "DP 8 = floor(8 / 1) = 8" in info.message
-    new_rules = {"maximal-engagement", "nodes-used", "c-min-override", "approved-drafter", "drafter-approval-lead-time",
-                 "steady-state-valid", "steady-state-consistency", "agentic-accuracy", "agentic-accuracy-inline",
-                 "agentic-accuracy-swebench", "agentic-osl-range", "power-estimated", "warmup-log-mismatch"}
+    new_rules = {
+        "maximal-engagement",
+        "nodes-used",
+        "c-min-override",
+        "approved-drafter",
+        "drafter-approval-lead-time",
+        "steady-state-valid",
+        "steady-state-consistency",
+        "agentic-accuracy",
+        "agentic-accuracy-inline",
+        "agentic-accuracy-swebench",
+        "agentic-osl-range",
+        "power-estimated",
+        "warmup-log-mismatch",
+    }
     assert not [f for f in report.findings if f.rule in new_rules and f.severity != "info"]
 
 
@@ -83,8 +100,11 @@ def test_dp_below_the_formula_needs_a_matching_shortfall(root):
     (err,) = found(check(root), "maximal-engagement", point="r8")
     assert "below floor(8 / 1) = 8" in err.message and err.file.endswith("r8/point.yaml") and err.fix
 
-    edit(root, CURVE / "r8/point.yaml",
-         lambda d: d.update(dp_shortfall={"dp_actual": 4, "dp_formula": 8, "reason": "memory per replica"}))
+    edit(
+        root,
+        CURVE / "r8/point.yaml",
+        lambda d: d.update(dp_shortfall={"dp_actual": 4, "dp_formula": 8, "reason": "memory per replica"}),
+    )
     report = check(root)
     assert not found(report, "maximal-engagement", point="r8")
     (warn,) = found(report, "maximal-engagement", "warning", "r8")
@@ -104,8 +124,11 @@ def test_dp_beyond_the_provisioned_accelerators_and_disaggregation(root):
 
 
 def test_shortfall_declared_without_a_shortfall_is_a_warning(root):
-    edit(root, CURVE / "r2/point.yaml",
-         lambda d: d.update(dp_shortfall={"dp_actual": 8, "dp_formula": 8, "reason": "none"}))
+    edit(
+        root,
+        CURVE / "r2/point.yaml",
+        lambda d: d.update(dp_shortfall={"dp_actual": 8, "dp_formula": 8, "reason": "none"}),
+    )
     (warn,) = found(check(root), "maximal-engagement", "warning", "r2")
     assert "no shortfall" in warn.message
 
@@ -118,12 +141,21 @@ def _two_nodes(root: Path) -> None:
         d["node_sets"][0]["nodes_provisioned"] = 2
         d.pop("computed")
         d.pop("provisioned_power_kw")
+
     edit(root, POWER, change)
 
 
 def test_nodes_used_resolves_to_a_node_set_within_its_count(root):
-    edit(root, CURVE / "r8/point.yaml", lambda d: d.update(nodes_used=[{"system_node_ensemble_id": 3, "nodes": 1}]))
-    edit(root, CURVE / "r16/point.yaml", lambda d: d.update(nodes_used=[{"system_node_ensemble_id": 0, "nodes": 2}]))
+    edit(
+        root,
+        CURVE / "r8/point.yaml",
+        lambda d: d.update(nodes_used=[{"system_node_ensemble_id": 3, "nodes": 1}]),
+    )
+    edit(
+        root,
+        CURVE / "r16/point.yaml",
+        lambda d: d.update(nodes_used=[{"system_node_ensemble_id": 0, "nodes": 2}]),
+    )
     report = check(root)
     (err,) = found(report, "nodes-used", point="r8")
     assert "matches 0 node sets" in err.message and err.pointer == "/nodes_used"
@@ -134,10 +166,22 @@ def test_nodes_used_resolves_to_a_node_set_within_its_count(root):
 def test_nodes_used_must_hold_the_engaged_accelerators(root):
     _two_nodes(root)
     # DP 8 x 1 = 8 accelerators fit one node of 8: declaring one node is exact, two is more than needed
-    edit(root, CURVE / "r8/point.yaml", lambda d: d.update(nodes_used=[{"system_node_ensemble_id": 0, "nodes": 1}]))
-    edit(root, CURVE / "r16/point.yaml", lambda d: d.update(nodes_used=[{"system_node_ensemble_id": 0, "nodes": 2}]))
+    edit(
+        root,
+        CURVE / "r8/point.yaml",
+        lambda d: d.update(nodes_used=[{"system_node_ensemble_id": 0, "nodes": 1}]),
+    )
+    edit(
+        root,
+        CURVE / "r16/point.yaml",
+        lambda d: d.update(nodes_used=[{"system_node_ensemble_id": 0, "nodes": 2}]),
+    )
     edit(root, CURVE / "r32/system_desc.json", lambda d: d.update(data_parallel=16))
-    edit(root, CURVE / "r32/point.yaml", lambda d: d.update(nodes_used=[{"system_node_ensemble_id": 0, "nodes": 1}]))
+    edit(
+        root,
+        CURVE / "r32/point.yaml",
+        lambda d: d.update(nodes_used=[{"system_node_ensemble_id": 0, "nodes": 1}]),
+    )
     report = check(root)
     assert found(report, "nodes-used", "info", "r8")
     (warn,) = found(report, "nodes-used", "warning", "r16")
@@ -195,10 +239,15 @@ def test_cohort_arithmetic():
 
 
 def test_speculative_decoding_without_an_approved_drafter(root):
-    edit(root, CURVE / "r8/point.yaml",
-         lambda d: d.update(speculative_decoding={"model_id": "acme/eagle", "weight_checksum": "sha256:1"}))
+    edit(
+        root,
+        CURVE / "r8/point.yaml",
+        lambda d: d.update(speculative_decoding={"model_id": "acme/eagle", "weight_checksum": "sha256:1"}),
+    )
     (err,) = found(check(root), "approved-drafter", point="r8")
-    assert "no drafter is approved for 'llama3_1-8b'" in err.message and err.pointer == "/speculative_decoding"
+    assert (
+        "no drafter is approved for 'llama3_1-8b'" in err.message and err.pointer == "/speculative_decoding"
+    )
 
 
 def test_drafter_identity_and_approval_lead_time(root):
@@ -206,18 +255,39 @@ def test_drafter_identity_and_approval_lead_time(root):
         def change(raw):
             raw["drafters"]["approved"] = [
                 {"benchmark": "llama3_1-8b", "approved_cohort": cohort, "weight_checksum": "sha256:w"},
-                {"benchmark": "llama3_1-8b", "approved_cohort": cohort, "target_checksum": "sha256:t",
-                 "configuration": {"exit_layer": 24}},
+                {
+                    "benchmark": "llama3_1-8b",
+                    "approved_cohort": cohort,
+                    "target_checksum": "sha256:t",
+                    "configuration": {"exit_layer": 24},
+                },
             ]
+
         return ruleset_with(change)
 
-    edit(root, CURVE / "r8/point.yaml", lambda d: d.update(speculative_decoding={"weight_checksum": "sha256:w"}))
-    edit(root, CURVE / "r16/point.yaml", lambda d: d.update(
-        speculative_decoding={"target_checksum": "sha256:t", "configuration": {"exit_layer": 12}}))
-    edit(root, CURVE / "r32/point.yaml", lambda d: d.update(
-        speculative_decoding={"target_checksum": "sha256:t", "configuration": {"exit_layer": 24}}))
+    edit(
+        root,
+        CURVE / "r8/point.yaml",
+        lambda d: d.update(speculative_decoding={"weight_checksum": "sha256:w"}),
+    )
+    edit(
+        root,
+        CURVE / "r16/point.yaml",
+        lambda d: d.update(
+            speculative_decoding={"target_checksum": "sha256:t", "configuration": {"exit_layer": 12}}
+        ),
+    )
+    edit(
+        root,
+        CURVE / "r32/point.yaml",
+        lambda d: d.update(
+            speculative_decoding={"target_checksum": "sha256:t", "configuration": {"exit_layer": 24}}
+        ),
+    )
     report = check(root, approve("2026-10-C1"))  # earliest usable 2026-11-C1 <= 2026-12-C0
-    assert found(report, "approved-drafter", "info", "r8") and found(report, "approved-drafter", "info", "r32")
+    assert found(report, "approved-drafter", "info", "r8") and found(
+        report, "approved-drafter", "info", "r32"
+    )
     assert found(report, "approved-drafter", point="r16")  # same target, different configuration
     assert found(report, "drafter-approval-lead-time", "info", "r8")
 
@@ -232,28 +302,46 @@ def test_drafter_identity_and_approval_lead_time(root):
 
 
 def _steady(status="windowable", start=0, end=3, state=None, verdict="STEADY STATE"):
-    return {"status": status, "verdict": verdict, "state": state or {"tpot_p90": "Plateau", "ttft_p90": "Plateau"},
-            "window": {"super_pass_start": start, "super_pass_end": end, "duration_s": 1300.0}}
+    return {
+        "status": status,
+        "verdict": verdict,
+        "state": state or {"tpot_p90": "Plateau", "ttft_p90": "Plateau"},
+        "window": {"super_pass_start": start, "super_pass_end": end, "duration_s": 1300.0},
+    }
 
 
 def test_steady_state_vocabulary(root):
-    edit(root, CURVE / "r4/point.yaml", lambda d: d.update(steady_state=_steady(status="great", verdict="ok",
-                                                                               state={"tpot_p90": "Flat"})))
+    edit(
+        root,
+        CURVE / "r4/point.yaml",
+        lambda d: d.update(steady_state=_steady(status="great", verdict="ok", state={"tpot_p90": "Flat"})),
+    )
     edit(root, CURVE / "r8/point.yaml", lambda d: d.update(steady_state="windowable"))
     report = check(root)
     (err,) = found(report, "steady-state-valid", point="r4")
-    assert "status 'great'" in err.message and "verdict 'ok'" in err.message and "state[tpot_p90]" in err.message
+    assert (
+        "status 'great'" in err.message and "verdict 'ok'" in err.message and "state[tpot_p90]" in err.message
+    )
     assert found(report, "steady-state-valid", point="r8")
 
 
 def test_steady_state_status_consistent_with_its_window(root):
     edit(root, CURVE / "r4/point.yaml", lambda d: d.update(steady_state=_steady()))
     edit(root, CURVE / "r8/point.yaml", lambda d: d.update(steady_state=_steady(end=1)))
-    edit(root, CURVE / "r16/point.yaml", lambda d: d.update(
-        steady_state=_steady(state={"tpot_p90": "Drifting Up", "ttft_p90": "Plateau"})))
-    edit(root, CURVE / "r32/point.yaml", lambda d: d.update(steady_state=_steady(status="insufficient_passes", end=5)))
+    edit(
+        root,
+        CURVE / "r16/point.yaml",
+        lambda d: d.update(steady_state=_steady(state={"tpot_p90": "Drifting Up", "ttft_p90": "Plateau"})),
+    )
+    edit(
+        root,
+        CURVE / "r32/point.yaml",
+        lambda d: d.update(steady_state=_steady(status="insufficient_passes", end=5)),
+    )
     report = check(root)
-    assert found(report, "steady-state-consistency", "info", "r4") and found(report, "steady-state-valid", "info", "r4")
+    assert found(report, "steady-state-consistency", "info", "r4") and found(
+        report, "steady-state-valid", "info", "r4"
+    )
     assert "over 2 super-pass(es)" in found(report, "steady-state-consistency", point="r8")[0].message
     assert "tpot_p90" in found(report, "steady-state-consistency", point="r16")[0].message
     assert "meets the" in found(report, "steady-state-consistency", point="r32")[0].message
@@ -263,8 +351,11 @@ def test_steady_state_status_consistent_with_its_window(root):
 
 
 def _agentic(root: Path, *, inline: float | None = 0.6, swe: bool = True) -> None:
-    edit_points(root, "point.yaml", lambda d: (d["runtime_settings"].update(load_pattern="agentic_inference"),
-                                               d.pop("offline", None)))
+    edit_points(
+        root,
+        "point.yaml",
+        lambda d: (d["runtime_settings"].update(load_pattern="agentic_inference"), d.pop("offline", None)),
+    )
     edit_points(root, "config.yaml", lambda d: d["settings"]["load_pattern"].update(type="agentic_inference"))
     for c in POINTS:
         path = root / CURVE / f"r{c}" / "accuracy_results.json"
@@ -273,8 +364,14 @@ def _agentic(root: Path, *, inline: float | None = 0.6, swe: bool = True) -> Non
             if swe:
                 entry["dataset_name"] = "swe_bench"
         if inline is not None:
-            data["accuracy_scores"].append({"dataset_name": "performance", "dataset_type": "performance",
-                                            "score": inline, "total_samples": 10})
+            data["accuracy_scores"].append(
+                {
+                    "dataset_name": "performance",
+                    "dataset_type": "performance",
+                    "score": inline,
+                    "total_samples": 10,
+                }
+            )
         if data["accuracy_scores"]:
             path.write_text(json.dumps(data))
 
@@ -297,10 +394,16 @@ def test_agentic_curve_without_published_thresholds_warns(root):
 def test_agentic_inline_swebench_and_osl_gates(root):
     _agentic(root, inline=0.6)
     edit(root, CURVE / "r8/accuracy_results.json", lambda d: d["accuracy_scores"][-1].update(score=0.5))
-    edit(root, CURVE / "r16/result_summary.json", lambda d: d.update(
-        output_sequence_lengths_full_run={"output_sequence_lengths": {"avg": 150.0}}))
-    edit(root, CURVE / "r32/result_summary.json", lambda d: d.update(
-        output_sequence_lengths_full_run={"output_sequence_lengths": {"avg": 250.0}}))
+    edit(
+        root,
+        CURVE / "r16/result_summary.json",
+        lambda d: d.update(output_sequence_lengths_full_run={"output_sequence_lengths": {"avg": 150.0}}),
+    )
+    edit(
+        root,
+        CURVE / "r32/result_summary.json",
+        lambda d: d.update(output_sequence_lengths_full_run={"output_sequence_lengths": {"avg": 250.0}}),
+    )
     report = check(root, _agentic_ruleset())
     assert len(found(report, "agentic-accuracy-inline", "info")) == 6
     (err,) = found(report, "agentic-accuracy-inline", point="r8")
@@ -340,10 +443,15 @@ def test_absent_tdps_take_appendix_d_defaults_and_tag_the_power_estimated(root):
         comp["accelerator"] = {"model": "NVIDIA B200", "count_per_node": 8}  # D.3, 1000 W
         d.pop("computed")
         d.pop("provisioned_power_kw")
+
     edit(root, POWER, defaults)
     report = check(root)
     (warn,) = found(report, "power-estimated", "warning", None)
-    assert "D.2" in warn.message and "D.3" in warn.message and warn.file == "results/Acme_AX-8000/system_power.json"
+    assert (
+        "D.2" in warn.message
+        and "D.3" in warn.message
+        and warn.file == "results/Acme_AX-8000/system_power.json"
+    )
     pr = {p.key: p for p in report.points}[f"{KEY}/r8"]
     assert pr.extra["power"]["provisioned_kw"] == pytest.approx((2 * 350 + 8 * 1000 + 4 * 250) * 1.5 / 1000)
     assert not found(report, "power-descriptor")
@@ -352,10 +460,18 @@ def test_absent_tdps_take_appendix_d_defaults_and_tag_the_power_estimated(root):
 def test_mlc_default_sources_and_models_without_a_default(root):
     def mlc(d):
         d["node_sets"][0]["components"]["accelerator"]["tdp_per_unit"] = {
-            "value_w": 700, "source_type": "mlc_default", "source": "D.3"}
+            "value_w": 700,
+            "source_type": "mlc_default",
+            "source": "D.3",
+        }
+
     edit(root, POWER, mlc)
     assert "(D.3 default)" in found(check(root), "power-estimated", "warning", None)[0].message
-    edit(root, POWER, lambda d: d["node_sets"][0]["components"]["accelerator"]["tdp_per_unit"].update(source="D.9"))
+    edit(
+        root,
+        POWER,
+        lambda d: d["node_sets"][0]["components"]["accelerator"]["tdp_per_unit"].update(source="D.9"),
+    )
     assert any("D.9" in f.message for f in found(check(root), "power-descriptor", point=None))
     edit(root, POWER, lambda d: d["node_sets"][0]["components"]["accelerator"].pop("tdp_per_unit"))
     (err,) = [f for f in found(check(root), "power-descriptor", point=None) if "accelerator" in f.message]
@@ -376,8 +492,9 @@ def test_replay_counts_warmup_issues_before_tracking(tmp_path):
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(FIXTURES / "tokenizer" / "tokenizer.json"))
-    summary = recompute_point(_events(4, tmp_path / "events.jsonl"), tokenizer=tok, findings=Findings(),
-                              display="events.jsonl")
+    summary = recompute_point(
+        _events(4, tmp_path / "events.jsonl"), tokenizer=tok, findings=Findings(), display="events.jsonl"
+    )
     assert summary["warmup"] == {"issued": 4}
     assert summary["n_samples_issued"] > 4  # warmup issues are not tracked samples
 
@@ -385,10 +502,21 @@ def test_replay_counts_warmup_issues_before_tracking(tmp_path):
 def test_warmup_declaration_cross_checked_against_the_log(root):
     def with_log(issued: int) -> Report:
         report = Report()
-        report.points.append(PointResult(system="Acme_AX-8000", model="llama3_1-8b", concurrency=4, source="bundle",
-                                         recomputed={"warmup": {"issued": issued}}))
+        report.points.append(
+            PointResult(
+                system="Acme_AX-8000",
+                model="llama3_1-8b",
+                concurrency=4,
+                source="bundle",
+                recomputed={"warmup": {"issued": issued}},
+            )
+        )
         return check(root, report=report)
 
     assert not found(with_log(4), "warmup-log-mismatch", "warning")
     (warn,) = found(with_log(7), "warmup-log-mismatch", "warning", "r4")
-    assert "declares 4" in warn.message and "issues 7" in warn.message and warn.pointer == "/warmup/requests_issued"
+    assert (
+        "declares 4" in warn.message
+        and "issues 7" in warn.message
+        and warn.pointer == "/warmup/requests_issued"
+    )

@@ -48,13 +48,26 @@ def test_liquid_cooling_and_other_methods():
     del desc["computed"], desc["provisioned_power_kw"]
     desc["cooling"] = "liquid"
     assert provisioned_power(desc, overheads=OVERHEADS).total_system_power_w == pytest.approx(4000 * 1.30)
-    rack = {"cooling": "air", "scale_out": {"present": False}, "node_sets": [
-        {"node_set_id": 0, "system_node_ensemble_id": 0, "nodes_provisioned": 2, "power_method": "node_scaling",
-         "nodes_in_published_rack": 8, "published_power": {"value_kw": 120, "source_type": "vendor_spec",
-                                                           "source": "https://x"}}]}
+    rack = {
+        "cooling": "air",
+        "scale_out": {"present": False},
+        "node_sets": [
+            {
+                "node_set_id": 0,
+                "system_node_ensemble_id": 0,
+                "nodes_provisioned": 2,
+                "power_method": "node_scaling",
+                "nodes_in_published_rack": 8,
+                "published_power": {"value_kw": 120, "source_type": "vendor_spec", "source": "https://x"},
+            }
+        ],
+    }
     p = provisioned_power(rack, overheads=OVERHEADS)
     assert p.provisioned_kw == 30.0 and p.point_power_kw([{"system_node_ensemble_id": 0, "nodes": 1}]) == 15.0
-    declared = {**rack, "declared_provisioned_power": {"value_w": 7000, "source_type": "measured", "source": "https://x"}}
+    declared = {
+        **rack,
+        "declared_provisioned_power": {"value_w": 7000, "source_type": "measured", "source": "https://x"},
+    }
     assert provisioned_power(declared, overheads=OVERHEADS).provisioned_kw == 7.0
 
 
@@ -87,17 +100,28 @@ def window_unix(root: Path) -> tuple[float, float]:
     return (start - MONO0 + UNIX0) / 1e9, (stop - MONO0 + UNIX0) / 1e9
 
 
-def run_with_trace(root: Path, trace_name: str, content: str, *, recomputed: dict | None = None,
-                   **manifest) -> tuple[Report, dict]:
+def run_with_trace(
+    root: Path, trace_name: str, content: str, *, recomputed: dict | None = None, **manifest
+) -> tuple[Report, dict]:
     folder = root / POINT / "power"
     folder.mkdir(exist_ok=True)
     for old in folder.iterdir():
         old.unlink()
     (folder / trace_name).write_text(content)
-    (folder / "manifest.json").write_text(json.dumps({
-        "format": "endpoints-portal-power/1", "meter": "Yokogawa WT310E", "trace": trace_name,
-        "trace_format": "ptd", "sample_interval_s": 1.0, "utc_offset_s": 3600,
-        "clock_anchor": {"monotonic_ns": MONO0, "unix_ns": UNIX0}} | manifest))
+    (folder / "manifest.json").write_text(
+        json.dumps(
+            {
+                "format": "endpoints-portal-power/1",
+                "meter": "Yokogawa WT310E",
+                "trace": trace_name,
+                "trace_format": "ptd",
+                "sample_interval_s": 1.0,
+                "utc_offset_s": 3600,
+                "clock_anchor": {"monotonic_ns": MONO0, "unix_ns": UNIX0},
+            }
+            | manifest
+        )
+    )
     report = Report()
     if recomputed is not None:  # as check() leaves it after recomputing the point from events.jsonl
         report.points.append(PointResult("Acme_AX-8000", "llama3_1-8b", 16, "bundle", recomputed=recomputed))
@@ -107,8 +131,11 @@ def run_with_trace(root: Path, trace_name: str, content: str, *, recomputed: dic
 
 
 def rules_at(report: Report) -> set[tuple[str, str]]:
-    return {(f.rule, f.severity) for f in report.findings
-            if f.rule.startswith("power-") and f.point and f.point.endswith("AX-8000/llama3_1-8b/r16")}
+    return {
+        (f.rule, f.severity)
+        for f in report.findings
+        if f.rule.startswith("power-") and f.point and f.point.endswith("AX-8000/llama3_1-8b/r16")
+    }
 
 
 def test_ptd_trace_average_energy_and_efficiency(raw_bundle):
@@ -122,8 +149,9 @@ def test_ptd_trace_average_energy_and_efficiency(raw_bundle):
     summary = json.loads((raw_bundle / POINT / "result_summary.json").read_text())
     tokens = summary["output_sequence_lengths"]["total"]
     assert m["joules_per_output_token"] == pytest.approx(500.0 * (stop - start) / tokens)
-    assert m["measured_tps_per_kw"] == pytest.approx(power["system_tps_per_kw"] * power["point_power_kw"] / 0.5,
-                                                     rel=1e-6)
+    assert m["measured_tps_per_kw"] == pytest.approx(
+        power["system_tps_per_kw"] * power["point_power_kw"] / 0.5, rel=1e-6
+    )
 
 
 def test_recomputed_window_is_used_without_rescanning_the_log(raw_bundle):

@@ -55,17 +55,29 @@ def summary_leaves(claimed: dict, recomputed: dict, path: str = ""):
             yield here, want, got
 
 
-RECOMPUTED_KEYS = ("n_samples_issued", "n_samples_completed", "n_samples_failed", "duration_ns", "qps", "tps",
-                   "ttft", "tpot", "latency", "input_sequence_lengths", "output_sequence_lengths",
-                   "finish_reason_counts")
+RECOMPUTED_KEYS = (
+    "n_samples_issued",
+    "n_samples_completed",
+    "n_samples_failed",
+    "duration_ns",
+    "qps",
+    "tps",
+    "ttft",
+    "tpot",
+    "latency",
+    "input_sequence_lengths",
+    "output_sequence_lengths",
+    "finish_reason_counts",
+)
 
 
 def test_every_sample_point_is_reproduced_exactly(sample_points):
     checked = 0
     for folder in sample_points:
         findings = Findings()
-        got = recompute_point(folder / "events.jsonl", tokenizer=TOKENIZER, findings=findings,
-                              display=str(folder))
+        got = recompute_point(
+            folder / "events.jsonl", tokenizer=TOKENIZER, findings=findings, display=str(folder)
+        )
         want = json.loads((folder / "performance" / "result_summary.json").read_text())
         assert [f for f in findings if f.severity == "error"] == []
         for key in RECOMPUTED_KEYS:
@@ -88,7 +100,10 @@ def test_early_stopping_percentiles_are_present_and_reproduced(sample_points):
     want = json.loads((c64 / "performance" / "result_summary.json").read_text())
     # 768 samples: enough for p90 (64) and p99 (662), not for p99.9 (6,636)
     assert want["ttft"]["early_stopping_percentiles"]["99.0"] is not None
-    assert got["ttft"]["early_stopping_percentiles"]["99.0"] == want["ttft"]["early_stopping_percentiles"]["99.0"]
+    assert (
+        got["ttft"]["early_stopping_percentiles"]["99.0"]
+        == want["ttft"]["early_stopping_percentiles"]["99.0"]
+    )
     assert got["ttft"]["early_stopping_percentiles"]["99.9"] is None
 
 
@@ -183,9 +198,18 @@ def _reference(lines: list[str]) -> dict:
                 if row["first"] is not None and n_rest > 0:
                     tpot.append((ts - row["first"]) / n_rest)
     duration = sum(end - start for start, end in blocks if end is not None)
-    return {"n_samples_issued": issued, "n_samples_completed": completed, "n_samples_failed": failed,
-            "duration_ns": duration, "ttft": ttft, "latency": latency, "isl": isl, "osl": osl, "tpot": tpot,
-            "tps": sum(osl) / (duration / 1e9) if duration else None}
+    return {
+        "n_samples_issued": issued,
+        "n_samples_completed": completed,
+        "n_samples_failed": failed,
+        "duration_ns": duration,
+        "ttft": ttft,
+        "latency": latency,
+        "isl": isl,
+        "osl": osl,
+        "tpot": tpot,
+        "tps": sum(osl) / (duration / 1e9) if duration else None,
+    }
 
 
 WORDS = ["serve", "token", " cache", " the", "batch", " GPU", "é", "日本", "\n", "  ", "42", "!", "load"]
@@ -203,8 +227,17 @@ def event_logs(draw):
         return clock[0]
 
     def ev(kind, uuid="", data=None, ts=None, **extra):
-        lines.append({"event_type": kind, "timestamp_ns": tick() if ts is None else ts, "sample_uuid": uuid,
-                      "conversation_id": "", "turn": None, "data": data, **extra})
+        lines.append(
+            {
+                "event_type": kind,
+                "timestamp_ns": tick() if ts is None else ts,
+                "sample_uuid": uuid,
+                "conversation_id": "",
+                "turn": None,
+                "data": data,
+                **extra,
+            }
+        )
 
     ev("session.started")
     for i in range(draw(st.integers(0, 3))):  # warmup: issued and first chunk, never a complete
@@ -234,12 +267,23 @@ def event_logs(draw):
                 ev("sample.complete", done_uuid, None, ts=ts, finish_reason=None, worker_id=0)
             else:
                 out = [draw(text), draw(text)]
-                ev("sample.complete", done_uuid, ["TextModelOutput", out, None, None], ts=ts,
-                   finish_reason=draw(st.sampled_from(["stop", "length", "weird"])), worker_id=1)
+                ev(
+                    "sample.complete",
+                    done_uuid,
+                    ["TextModelOutput", out, None, None],
+                    ts=ts,
+                    finish_reason=draw(st.sampled_from(["stop", "length", "weird"])),
+                    worker_id=1,
+                )
     ev("session.stop_performance_tracking")
     for uuid, failed in pending:  # drain after stop still counts
-        ev("sample.complete", uuid, None if failed else ["TextModelOutput", ["a", draw(text)], None, None],
-           finish_reason="stop", worker_id=0)
+        ev(
+            "sample.complete",
+            uuid,
+            None if failed else ["TextModelOutput", ["a", draw(text)], None, None],
+            finish_reason="stop",
+            worker_id=0,
+        )
     for i in range(draw(st.integers(0, 2))):  # accuracy phase: never tracked
         ev("sample.issued", f"a{i}", ["PromptData", "acc", None, None, None, None, None, None])
         ev("sample.recv_first", f"a{i}")
@@ -265,16 +309,22 @@ def test_streaming_matches_in_memory_reference(tmp_path, lines):
     for key in ("n_samples_issued", "n_samples_completed", "n_samples_failed", "duration_ns"):
         assert got[key] == ref[key], key
     assert _close(got["tps"], ref["tps"])
-    for name, series in (("ttft", "ttft"), ("latency", "latency"), ("input_sequence_lengths", "isl"),
-                         ("output_sequence_lengths", "osl"), ("tpot", "tpot")):
+    for name, series in (
+        ("ttft", "ttft"),
+        ("latency", "latency"),
+        ("input_sequence_lengths", "isl"),
+        ("output_sequence_lengths", "osl"),
+        ("tpot", "tpot"),
+    ):
         values = np.array(ref[series])
         block = got[name]
         assert block["total"] == pytest.approx(values.sum() if len(values) else 0, rel=1e-12)
         if len(values):
             assert block["min"] == values.min() and block["max"] == values.max()
             for p in PERCENTILE_GRID:
-                assert _close(block["percentiles"][percentile_key(p)],
-                              float(np.percentile(values, p, method="lower"))), (name, p)
+                assert _close(
+                    block["percentiles"][percentile_key(p)], float(np.percentile(values, p, method="lower"))
+                ), (name, p)
     assert not [f for f in findings if f.severity == "error"]
 
 
@@ -282,12 +332,20 @@ def test_truncated_log_and_garbage_lines_are_findings(tmp_path):
     lines = [
         {"event_type": "session.started", "timestamp_ns": 1},
         {"event_type": "session.start_performance_tracking", "timestamp_ns": 2},
-        {"event_type": "sample.issued", "timestamp_ns": 3, "sample_uuid": "a",
-         "data": ["PromptData", "hi", None]},
-        {"event_type": "sample.issued", "timestamp_ns": 4, "sample_uuid": "a",
-         "data": ["PromptData", "hi", None]},
+        {
+            "event_type": "sample.issued",
+            "timestamp_ns": 3,
+            "sample_uuid": "a",
+            "data": ["PromptData", "hi", None],
+        },
+        {
+            "event_type": "sample.issued",
+            "timestamp_ns": 4,
+            "sample_uuid": "a",
+            "data": ["PromptData", "hi", None],
+        },
     ]
-    body = "\n".join(json.dumps(x) for x in lines).encode() + b"\n{\"event_type\": NaN}\n\xff\xfe\n{not json\n"
+    body = "\n".join(json.dumps(x) for x in lines).encode() + b'\n{"event_type": NaN}\n\xff\xfe\n{not json\n'
     path = tmp_path / "events.jsonl"
     path.write_bytes(body)
     findings = Findings()
@@ -303,8 +361,12 @@ def test_truncated_log_and_garbage_lines_are_findings(tmp_path):
 
 def test_overlong_line_is_skipped_not_loaded(tmp_path):
     path = tmp_path / "events.jsonl"
-    path.write_bytes(b'{"event_type":"session.started","timestamp_ns":1}\n' + b"x" * 5000 + b"\n"
-                     + b'{"event_type":"session.ended","timestamp_ns":9}\n')
+    path.write_bytes(
+        b'{"event_type":"session.started","timestamp_ns":1}\n'
+        + b"x" * 5000
+        + b"\n"
+        + b'{"event_type":"session.ended","timestamp_ns":9}\n'
+    )
     findings = Findings()
     recompute_point(path, tokenizer=TOKENIZER, findings=findings, display="e", max_line_bytes=1000)
     too_long = [f for f in findings if f.rule == "raw-log-line-too-long"]
@@ -317,7 +379,8 @@ def test_progress_is_reported_while_reading_a_long_log(tmp_path, monkeypatch, sa
     monkeypatch.setattr(events, "PROGRESS_EVERY_LINES", 100)
     seen: list[int] = []
     c64 = next(p for p in sample_points if p.name == "c64")
-    recompute_point(c64 / "events.jsonl", tokenizer=TOKENIZER, findings=Findings(), display="c64",
-                    progress=seen.append)
+    recompute_point(
+        c64 / "events.jsonl", tokenizer=TOKENIZER, findings=Findings(), display="c64", progress=seen.append
+    )
     lines = sum(1 for _ in open(c64 / "events.jsonl", "rb"))
     assert seen == list(range(100, lines + 1, 100))

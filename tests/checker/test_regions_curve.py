@@ -50,16 +50,28 @@ def test_pareto_front_keeps_points_whose_y_beats_the_last_kept():
     front = pareto_front(pts, x="tps_per_user", y="system_tps")
     assert [p["point"] for p in front] == ["a", "b", "e"]
     assert step_vertices(front, x="tps_per_user", y="system_tps") == [
-        [100.0, 100.0], [100.0, 300.0], [90.0, 300.0], [90.0, 900.0], [50.0, 900.0],
+        [100.0, 100.0],
+        [100.0, 300.0],
+        [90.0, 300.0],
+        [90.0, 900.0],
+        [50.0, 900.0],
     ]
 
 
 def test_build_curves_prefers_recomputed_and_sorts_by_concurrency():
-    report = Report(points=[
-        PointResult("S", "m", 8, "bundle", claimed={"system_tps": 800.0, "tps_per_user": 50.0},
-                    recomputed={"system_tps": 700.0, "tps_per_user": 40.0}),
-        PointResult("S", "m", 1, "bundle", claimed={"system_tps": 100.0, "tps_per_user": 90.0}),
-    ])
+    report = Report(
+        points=[
+            PointResult(
+                "S",
+                "m",
+                8,
+                "bundle",
+                claimed={"system_tps": 800.0, "tps_per_user": 50.0},
+                recomputed={"system_tps": 700.0, "tps_per_user": 40.0},
+            ),
+            PointResult("S", "m", 1, "bundle", claimed={"system_tps": 100.0, "tps_per_user": 90.0}),
+        ]
+    )
     (curve,) = build_curves(report, ruleset=load_ruleset())
     assert [p["concurrency"] for p in curve["points"]] == [1, 8]
     assert curve["points"][1]["system_tps"] == 700.0 and curve["points"][1]["basis"] == "recomputed"
@@ -69,10 +81,12 @@ def test_build_curves_prefers_recomputed_and_sorts_by_concurrency():
 
 def test_build_curves_leaves_out_numbers_a_float_cannot_hold():
     """A hostile summary's 10**400 is no metric: the curve omits it instead of crashing the check."""
-    report = Report(points=[
-        PointResult("S", "m", 1, "bundle", claimed={"system_tps": 10**400, "tps_per_user": 90.0}),
-        PointResult("S", "m", 8, "bundle", claimed={"system_tps": 700.0, "tps_per_user": float("nan")}),
-    ])
+    report = Report(
+        points=[
+            PointResult("S", "m", 1, "bundle", claimed={"system_tps": 10**400, "tps_per_user": 90.0}),
+            PointResult("S", "m", 8, "bundle", claimed={"system_tps": 700.0, "tps_per_user": float("nan")}),
+        ]
+    )
     (curve,) = build_curves(report, ruleset=load_ruleset())
     assert [p["system_tps"] for p in curve["points"]] == [None, 700.0]
     assert curve["points"][1]["tps_per_user"] is None
@@ -83,7 +97,10 @@ def test_ruleset_is_data():
     rs = load_ruleset("endpoints-v1.0")
     assert rs.datasets["cnn_dailymail"] == 13368
     assert rs.models["llama3_1-8b"].accuracy_min_samples == 13368
-    assert rs.min_duration_ms(32, agentic=False) == 600_000 and rs.min_duration_ms(33, agentic=False) == 1_200_000
+    assert (
+        rs.min_duration_ms(32, agentic=False) == 600_000
+        and rs.min_duration_ms(33, agentic=False) == 1_200_000
+    )
     assert rs.seed_sets["A"].seeds["model_seed"] == 9315206023656308754
     with pytest.raises(RulesetError):
         load_ruleset("../../etc/passwd")

@@ -16,9 +16,15 @@ def emitted_rule_ids() -> dict[str, str]:
     found: dict[str, str] = {}
     for path in sorted([*ROOT.glob("checker/*.py"), *ROOT.glob("submissions/*.py")]):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in EMITTERS
-                    and node.args and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str) and RULE_ID.fullmatch(node.args[0].value)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in EMITTERS
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                and RULE_ID.fullmatch(node.args[0].value)
+            ):
                 found.setdefault(node.args[0].value, f"{path.relative_to(ROOT)}:{node.lineno}")
     return found
 

@@ -38,8 +38,13 @@ def check(root: Path) -> Report:
 
 
 def found(report: Report, rule: str, severity: str = "error", point: str | None = "any") -> list:
-    return [f for f in report.findings if f.rule == rule and f.severity == severity
-            and (point == "any" or f.point == (None if point is None else f"Acme_AX-8000/llama3_1-8b/{point}"))]
+    return [
+        f
+        for f in report.findings
+        if f.rule == rule
+        and f.severity == severity
+        and (point == "any" or f.point == (None if point is None else f"Acme_AX-8000/llama3_1-8b/{point}"))
+    ]
 
 
 def test_sample_curve_passes_everything_but_the_known_short_run_findings(root):
@@ -53,6 +58,7 @@ def test_sample_curve_passes_everything_but_the_known_short_run_findings(root):
 def test_failed_requests_counted_inside_completed_pass(root):
     def fail_two(d):
         d["n_samples_failed"] = 2  # completed stays == issued: the client's semantics
+
     edit(root, "r8/result_summary.json", fail_two)
     report = check(root)
     assert not found(report, "metric-consistency-accounting")
@@ -64,6 +70,7 @@ def test_official_style_accounting_is_an_error(root):
     def official_style(d):
         d["n_samples_completed"] -= 2
         d["n_samples_failed"] = 2  # completed + failed == issued: what the official checker wants
+
     edit(root, "r8/result_summary.json", official_style)
     (err,) = found(check(root), "metric-consistency-accounting", point="r8")
     assert "inside completed" in err.message
@@ -73,6 +80,7 @@ def test_inflated_tps_is_caught_without_a_stored_system_tps(root):
     def inflate(d):
         assert "system_tps" not in d
         d["tps"] *= 1.2
+
     edit(root, "r8/result_summary.json", inflate)
     assert found(check(root), "metric-consistency-system-tps", point="r8")
 
@@ -86,8 +94,11 @@ def test_dedicated_offline_within_two_percent(root):
     shutil.copytree(root / CURVE / "r64", root / CURVE / "r80")
     edit(root, "r64/point.yaml", lambda d: d.pop("offline"))
     edit(root, "r80/point.yaml", lambda d: d.update(concurrency=80, offline="dedicated"))
-    edit(root, "r80/result_summary.json", lambda d: d.update(tps=d["tps"] * 0.9,
-                                                             duration_ns=int(d["duration_ns"] / 0.9)))
+    edit(
+        root,
+        "r80/result_summary.json",
+        lambda d: d.update(tps=d["tps"] * 0.9, duration_ns=int(d["duration_ns"] / 0.9)),
+    )
     report = check(root)
     assert found(report, "offline-ordering", "warning")
     assert not found(report, "point-count")  # 8 points with a dedicated Offline run
@@ -109,7 +120,9 @@ def test_runtime_seeds_read_from_config_yaml(root):
 def test_unpublished_seed_set(root):
     edit(root, "r4/point.yaml", lambda d: d.update(seed_set="Z"))
     report = check(root)
-    assert found(report, "seed-set-membership", point="r4") and found(report, "seed-set-consistency", point=None)
+    assert found(report, "seed-set-membership", point="r4") and found(
+        report, "seed-set-consistency", point=None
+    )
 
 
 def test_streaming_off_and_wrong_target_concurrency(root):
@@ -145,7 +158,9 @@ def test_tps_utilization_stored_value(root):
 def test_unknown_model_and_declared_max_concurrency(root):
     edit(root, "r8/point.yaml", lambda d: d.update(model_name="llama3.1-8b", max_supported_concurrency=128))
     report = check(root)
-    assert found(report, "model-name-valid", point="r8") and found(report, "max-concurrency-declared", point="r8")
+    assert found(report, "model-name-valid", point="r8") and found(
+        report, "max-concurrency-declared", point="r8"
+    )
 
 
 def test_accuracy_coverage_and_gate(root):
@@ -155,6 +170,7 @@ def test_accuracy_coverage_and_gate(root):
 
     def named_metric(d):
         d["accuracy_scores"][0]["rouge1"] = 0.2
+
     edit(root, "r4/accuracy_results.json", named_metric)
     assert any("rouge1" in f.message for f in found(check(root), "accuracy-gate", point="r4"))
 

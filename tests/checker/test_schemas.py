@@ -24,7 +24,9 @@ def test_schemas_are_valid_draft_2020_12():
 def test_all_real_samples_pass(tmp_path):
     findings = Findings()
     layout = open_inputs([BUNDLE_ROOT, *RUN_ARCHIVES], workdir=tmp_path, limits=Limits(), findings=findings)
-    assert [f.rule for f in findings] == ["duplicate-point"] * 7  # AX-8000 is both in the bundle and the archives
+    assert [f.rule for f in findings] == [
+        "duplicate-point"
+    ] * 7  # AX-8000 is both in the bundle and the archives
     assert len(layout.points) == 14
     check_layout_descriptors(layout, findings=findings, limits=Limits())
     assert [f.rule for f in findings] == ["duplicate-point"] * 7
@@ -44,21 +46,48 @@ def _sample(name: str):
 CASES = [
     ("point.yaml", "point", ["concurrency"], "4", "/concurrency"),
     ("point.yaml", "point", ["concurrency"], -1, "/concurrency"),
-    ("point.yaml", "point", ["runtime_settings", "load_pattern"], {"type": "concurrency"}, "/runtime_settings/load_pattern"),
+    (
+        "point.yaml",
+        "point",
+        ["runtime_settings", "load_pattern"],
+        {"type": "concurrency"},
+        "/runtime_settings/load_pattern",
+    ),
     ("point.yaml", "point", ["model_name"], None, ""),
-    ("system_desc.json", "system_desc", ["node_types", 0, "accelerator_info", 0, "accelerators_per_node"], -8,
-     "/node_types/0/accelerator_info/0/accelerators_per_node"),
+    (
+        "system_desc.json",
+        "system_desc",
+        ["node_types", 0, "accelerator_info", 0, "accelerators_per_node"],
+        -8,
+        "/node_types/0/accelerator_info/0/accelerators_per_node",
+    ),
     ("system_desc.json", "system_desc", ["tensor_parallel"], "1", "/tensor_parallel"),
     ("system_desc.json", "system_desc", ["system_name"], None, ""),
     ("result_summary.json", "result_summary", ["n_samples_completed"], -3, "/n_samples_completed"),
-    ("result_summary.json", "result_summary", ["ttft", "percentiles", "99.0"], "fast", "/ttft/percentiles/99.0"),
+    (
+        "result_summary.json",
+        "result_summary",
+        ["ttft", "percentiles", "99.0"],
+        "fast",
+        "/ttft/percentiles/99.0",
+    ),
     ("result_summary.json", "result_summary", ["duration_ns"], 1.5, "/duration_ns"),
     ("result_summary.json", "result_summary", ["tps"], None, ""),
-    ("accuracy_results.json", "accuracy_results", ["accuracy_scores", 0, "response_counts", "scored"], -1,
-     "/accuracy_scores/0/response_counts/scored"),
+    (
+        "accuracy_results.json",
+        "accuracy_results",
+        ["accuracy_scores", 0, "response_counts", "scored"],
+        -1,
+        "/accuracy_scores/0/response_counts/scored",
+    ),
     ("accuracy_results.json", "accuracy_results", ["accuracy_scores"], {"score": 1}, "/accuracy_scores"),
-    ("system_power.json", "system_power", ["node_sets", 0, "components", "cpu", "tdp_per_unit", "value_w"], -350,
-     "/node_sets/0/components/cpu/tdp_per_unit/value_w"),
+    (
+        "system_power.json",
+        "system_power",
+        ["node_sets", 0, "components", "cpu", "tdp_per_unit", "value_w"],
+        -350,
+        "/node_sets/0/components/cpu/tdp_per_unit/value_w",
+    ),
     ("system_power.json", "system_power", ["system_desc_id"], 7, "/system_desc_id"),
     ("system_power.json", "system_power", ["node_sets"], None, ""),
 ]

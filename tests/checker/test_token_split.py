@@ -18,9 +18,50 @@ from tokenizers import Regex, pre_tokenizers
 from checker.events import LLAMA3_SPLIT_PATTERN, TokenCounter, _gpt2_cut, _llama3_cut, split_rule
 
 FIXTURES = Path(__file__).parent / "fixtures"
-PIECES = ["the", " the", "Score", " each", "s", "re", "'", "'s", "'re", "'ll", " ", "  ", "   ", "\n", "\n\n",
-          " \n", "\t", "\r\n", "7", "42", " 1999", "1234567", ".", ",", "!?", " (", ")", "-", "é", "café", "ü",
-          "一", "١٢", "\u00a0", "\u2028", "\x1c", "<|endoftext|>", "<|endof", "text|>", "<|user|>", "self", "_"]
+PIECES = [
+    "the",
+    " the",
+    "Score",
+    " each",
+    "s",
+    "re",
+    "'",
+    "'s",
+    "'re",
+    "'ll",
+    " ",
+    "  ",
+    "   ",
+    "\n",
+    "\n\n",
+    " \n",
+    "\t",
+    "\r\n",
+    "7",
+    "42",
+    " 1999",
+    "1234567",
+    ".",
+    ",",
+    "!?",
+    " (",
+    ")",
+    "-",
+    "é",
+    "café",
+    "ü",
+    "一",
+    "١٢",
+    "\u00a0",
+    "\u2028",
+    "\x1c",
+    "<|endoftext|>",
+    "<|endof",
+    "text|>",
+    "<|user|>",
+    "self",
+    "_",
+]
 
 
 def _fixture() -> tokenizers.Tokenizer:
@@ -29,10 +70,12 @@ def _fixture() -> tokenizers.Tokenizer:
 
 def _llama3() -> tokenizers.Tokenizer:
     tok = _fixture()
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(LLAMA3_SPLIT_PATTERN), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(LLAMA3_SPLIT_PATTERN), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     return tok
 
 
@@ -41,7 +84,9 @@ def _texts(seed: int, n: int) -> list[str]:
     return ["".join(rng.choice(PIECES) for _ in range(rng.randrange(2, 12))) for _ in range(n)]
 
 
-@pytest.mark.parametrize("make, rule", [(_fixture, _gpt2_cut), (_llama3, _llama3_cut)], ids=["gpt2", "llama3"])
+@pytest.mark.parametrize(
+    "make, rule", [(_fixture, _gpt2_cut), (_llama3, _llama3_cut)], ids=["gpt2", "llama3"]
+)
 def test_split_is_exact_wherever_it_is_taken(make, rule):
     tok = make()
     counter = TokenCounter(tok)
@@ -98,6 +143,10 @@ def test_pieces_add_up_exactly(make):
         counts = counter.count([text] + [p for p in pieces if p])
         assert counts[0] == sum(counts[1:]), (text, pieces)
     assert taken > 300
-    assert counter.pieces("a  b") is None and counter.pieces("x\n y") is None and counter.pieces("a\u3000 b") is None
+    assert (
+        counter.pieces("a  b") is None
+        and counter.pieces("x\n y") is None
+        and counter.pieces("a\u3000 b") is None
+    )
     assert counter.pieces("é b") == ["é", "b"]
     assert counter.pieces("a <|user|>") is None

@@ -44,7 +44,9 @@ def _database_url_for_test_db() -> str:
         _missing("the worker tests need PostgreSQL (DATABASE_URL=postgres://...)")
     user = db.get("USER") or "postgres"
     password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return f"postgres://{user}{password}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    return (
+        f"postgres://{user}{password}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    )
 
 
 class Worker:
@@ -52,26 +54,46 @@ class Worker:
 
     def __init__(self, *, queue: str, media_root: Path, log_path: Path, extra_env: dict | None = None):
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-        env.update({
-            "DJANGO_SETTINGS_MODULE": "portal.settings",
-            "DATABASE_URL": _database_url_for_test_db(),
-            "REDIS_URL": os.environ["REDIS_URL"],
-            "CELERY_TASK_ALWAYS_EAGER": "0",
-            "SECRET_KEY": "test-only-secret-key-not-for-any-deployment-0123456789",
-            "PORTAL_MEDIA_ROOT": str(media_root),
-            "PORTAL_VAR_DIR": str(log_path.parent),
-            "PORTAL_CHECK_QUEUE": queue,
-            "PORTAL_CHECK_HEARTBEAT_TIMEOUT_S": "5",
-            "STORAGE_BACKEND": "local",
-            **(extra_env or {}),
-        })
+        env.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "portal.settings",
+                "DATABASE_URL": _database_url_for_test_db(),
+                "REDIS_URL": os.environ["REDIS_URL"],
+                "CELERY_TASK_ALWAYS_EAGER": "0",
+                "SECRET_KEY": "test-only-secret-key-not-for-any-deployment-0123456789",
+                "PORTAL_MEDIA_ROOT": str(media_root),
+                "PORTAL_VAR_DIR": str(log_path.parent),
+                "PORTAL_CHECK_QUEUE": queue,
+                "PORTAL_CHECK_HEARTBEAT_TIMEOUT_S": "5",
+                "STORAGE_BACKEND": "local",
+                **(extra_env or {}),
+            }
+        )
         self.queue, self.log_path = queue, log_path
         self.log = open(log_path, "ab")
         self.process = subprocess.Popen(
-            [str(VENV_BIN / "celery"), "-A", "portal", "worker", "-Q", queue, "-c", "2", "-l", "INFO",
-             "-n", f"{queue}-{uuid.uuid4().hex[:6]}@%h", "--without-gossip", "--without-mingle",
-             "--without-heartbeat"],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                str(VENV_BIN / "celery"),
+                "-A",
+                "portal",
+                "worker",
+                "-Q",
+                queue,
+                "-c",
+                "2",
+                "-l",
+                "INFO",
+                "-n",
+                f"{queue}-{uuid.uuid4().hex[:6]}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -110,8 +132,13 @@ def live_pipeline(redis_url, tmp_path, settings):
     queue = f"test-checks-{uuid.uuid4().hex[:8]}"
     media_root = tmp_path / "media"
     media_root.mkdir()
-    settings.STORAGES = {**settings.STORAGES, "default": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(media_root)}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(media_root)},
+        },
+    }
     settings.PORTAL_CHECK_QUEUE = queue
     settings.PORTAL_CHECK_HEARTBEAT_TIMEOUT_S = 5
     was_eager = app.conf.task_always_eager
@@ -119,8 +146,12 @@ def live_pipeline(redis_url, tmp_path, settings):
     workers: list[Worker] = []
 
     def start(**extra_env) -> Worker:
-        worker = Worker(queue=queue, media_root=media_root, log_path=tmp_path / f"worker-{len(workers)}.log",
-                        extra_env={k: str(v) for k, v in extra_env.items()})
+        worker = Worker(
+            queue=queue,
+            media_root=media_root,
+            log_path=tmp_path / f"worker-{len(workers)}.log",
+            extra_env={k: str(v) for k, v in extra_env.items()},
+        )
         workers.append(worker)
         return worker
 
@@ -162,19 +193,38 @@ def seaweedfs(tmp_path_factory):
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "portaltest", "AWS_SECRET_ACCESS_KEY": "portaltest-secret"}
     log = open(data_dir / "weed.log", "ab")
     process = subprocess.Popen(
-        [weed, "mini", f"-dir={data_dir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-         f"-master.port={ports['master']}", f"-volume.port={ports['volume']}", f"-filer.port={ports['filer']}",
-         f"-s3.port={ports['s3']}", f"-webdav.port={ports['webdav']}", f"-admin.port={ports['admin']}",
-         f"-bucket={bucket}"],
-        cwd=data_dir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            weed,
+            "mini",
+            f"-dir={data_dir}",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            f"-master.port={ports['master']}",
+            f"-volume.port={ports['volume']}",
+            f"-filer.port={ports['filer']}",
+            f"-s3.port={ports['s3']}",
+            f"-webdav.port={ports['webdav']}",
+            f"-admin.port={ports['admin']}",
+            f"-bucket={bucket}",
+        ],
+        cwd=data_dir,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     endpoint = f"http://127.0.0.1:{ports['s3']}"
     import boto3
     from botocore.config import Config
 
-    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-                          aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1",
-                          config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+    )
     deadline = time.monotonic() + 90
     error = None
     while time.monotonic() < deadline:
@@ -198,8 +248,13 @@ def seaweedfs(tmp_path_factory):
         log.close()
         tail = (data_dir / "weed.log").read_bytes()[-2000:].decode("utf-8", "replace")
         _missing(f"SeaweedFS did not start ({error}): {tail}")
-    yield {"endpoint_url": endpoint, "bucket_name": bucket, "access_key": env["AWS_ACCESS_KEY_ID"],
-           "secret_key": env["AWS_SECRET_ACCESS_KEY"], "client": client}
+    yield {
+        "endpoint_url": endpoint,
+        "bucket_name": bucket,
+        "access_key": env["AWS_ACCESS_KEY_ID"],
+        "secret_key": env["AWS_SECRET_ACCESS_KEY"],
+        "client": client,
+    }
     os.killpg(process.pid, signal.SIGTERM)
     try:
         process.wait(timeout=20)

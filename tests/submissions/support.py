@@ -24,9 +24,15 @@ def make_catalog(organisation):
     from tests.factories import SystemFactory
 
     # The catalog migration ships llama3_1-8b; transactional tests flush it, so make it when missing.
-    benchmark, _ = Benchmark.objects.get_or_create(model_id=MODEL_ID, defaults={
-        "display_name": "Llama 3.1 8B Instruct", "dataset": "CNN/DailyMail", "workload": "chat",
-        "tokenizer_path": "sample-bpe-4k/tokenizer.json"})
+    benchmark, _ = Benchmark.objects.get_or_create(
+        model_id=MODEL_ID,
+        defaults={
+            "display_name": "Llama 3.1 8B Instruct",
+            "dataset": "CNN/DailyMail",
+            "workload": "chat",
+            "tokenizer_path": "sample-bpe-4k/tokenizer.json",
+        },
+    )
     system = SystemFactory(organisation=organisation, name=SYSTEM_NAME)
     return benchmark, system
 
@@ -39,22 +45,38 @@ def api_client(user) -> APIClient:
     return client
 
 
-def api_upload(client: APIClient, *, submission_id: int, name: str, data: bytes, create_version=True,
-               include=(), part_order=None) -> dict:
+def api_upload(
+    client: APIClient,
+    *,
+    submission_id: int,
+    name: str,
+    data: bytes,
+    create_version=True,
+    include=(),
+    part_order=None,
+) -> dict:
     """Start, send every part (optionally in a given order), finish; returns the finish response JSON."""
-    started = client.post("/api/v1/uploads/", {"submission": submission_id, "filename": name, "size": len(data),
-                                                "sha256": sha256_of(data)}, format="json")
+    started = client.post(
+        "/api/v1/uploads/",
+        {"submission": submission_id, "filename": name, "size": len(data), "sha256": sha256_of(data)},
+        format="json",
+    )
     assert started.status_code == 201, started.json()
     upload = started.json()
     size = upload["part_size"]
     order = part_order or range(upload["parts_expected"])
     for index in order:
-        put = client.put(f"/api/v1/uploads/{upload['id']}/parts/{index}/", data[index * size:(index + 1) * size],
-                         content_type="application/octet-stream")
+        put = client.put(
+            f"/api/v1/uploads/{upload['id']}/parts/{index}/",
+            data[index * size : (index + 1) * size],
+            content_type="application/octet-stream",
+        )
         assert put.status_code == 200, put.json()
-    finished = client.post(f"/api/v1/uploads/{upload['id']}/finish/",
-                           {"sha256": sha256_of(data), "create_version": create_version,
-                            "include_uploads": list(include)}, format="json")
+    finished = client.post(
+        f"/api/v1/uploads/{upload['id']}/finish/",
+        {"sha256": sha256_of(data), "create_version": create_version, "include_uploads": list(include)},
+        format="json",
+    )
     assert finished.status_code == 200, finished.json()
     return finished.json()
 
@@ -63,7 +85,16 @@ def api_upload_run_archives(client: APIClient, *, submission_id: int, paths=RUN_
     """Every run archive as its own upload, joined into one version by the last finish."""
     ids = []
     for path in paths[:-1]:
-        ids.append(api_upload(client, submission_id=submission_id, name=path.name, data=path.read_bytes(),
-                              create_version=False)["upload"]["id"])
+        ids.append(
+            api_upload(
+                client,
+                submission_id=submission_id,
+                name=path.name,
+                data=path.read_bytes(),
+                create_version=False,
+            )["upload"]["id"]
+        )
     last = paths[-1]
-    return api_upload(client, submission_id=submission_id, name=last.name, data=last.read_bytes(), include=ids)
+    return api_upload(
+        client, submission_id=submission_id, name=last.name, data=last.read_bytes(), include=ids
+    )

@@ -26,8 +26,13 @@ SMALL = RUN_ARCHIVES[0]  # one part
 def portal_env(role_users, live_server, tmp_path, settings):
     from rest_framework.authtoken.models import Token
 
-    settings.STORAGES = {**settings.STORAGES, "default": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path / "m")}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "m")},
+        },
+    }
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.PORTAL_UPLOAD_PART_BYTES = PART
     make_catalog(role_users["organisations"]["acme"])
@@ -36,8 +41,14 @@ def portal_env(role_users, live_server, tmp_path, settings):
 
 
 def _portal(*args, env):
-    return subprocess.run([sys.executable, "-m", "checker.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "checker.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+    )
 
 
 class _Parts:
@@ -60,7 +71,16 @@ class _Parts:
 def test_submit_resumes_an_interrupted_set_sending_only_the_missing_parts(portal_env, monkeypatch):
     parts = _Parts(monkeypatch)
     parts.refuse = (BIGGEST.stat().st_size, 2)
-    command = ["submit", str(SMALL), str(BIGGEST), "--system", "Acme_AX-8000", "--benchmark", "llama3_1-8b", "-q"]
+    command = [
+        "submit",
+        str(SMALL),
+        str(BIGGEST),
+        "--system",
+        "Acme_AX-8000",
+        "--benchmark",
+        "llama3_1-8b",
+        "-q",
+    ]
     first = _portal(*command, env=portal_env)
     assert first.returncode == 2 and "test: the connection dropped here" in first.stderr
     assert parts.received == [(SMALL.name, 0), (BIGGEST.name, 0), (BIGGEST.name, 1)]
@@ -74,10 +94,14 @@ def test_submit_resumes_an_interrupted_set_sending_only_the_missing_parts(portal
     # The verified small archive is not sent again; of the big one only parts 2 and 3 travel.
     assert parts.received == [(BIGGEST.name, 2), (BIGGEST.name, 3)]
     assert f"resuming {SMALL.name}" in second.stderr and "already verified" in second.stderr
-    assert f"resuming {BIGGEST.name}" in second.stderr and "2 of 4 parts already on the server" in second.stderr
+    assert (
+        f"resuming {BIGGEST.name}" in second.stderr and "2 of 4 parts already on the server" in second.stderr
+    )
     assert Submission.objects.count() == 1  # no second draft
     version = SubmissionVersion.objects.get()
-    assert sorted(version.files.values_list("original_filename", flat=True)) == sorted([SMALL.name, BIGGEST.name])
+    assert sorted(version.files.values_list("original_filename", flat=True)) == sorted(
+        [SMALL.name, BIGGEST.name]
+    )
     assert Upload.objects.count() == 2 and set(Upload.objects.values_list("status", flat=True)) == {"done"}
     # A third run of the same files is a new version: nothing open is left to resume, everything is sent.
     parts.received.clear()
@@ -99,9 +123,16 @@ def test_submit_never_resumes_another_users_or_another_drafts_upload(portal_env,
     colleague = UserFactory(username="colleague")
     MembershipFactory(user=colleague, organisation=acme, role="submitter")
     data = SMALL.read_bytes()
-    theirs = upload_start(actor=colleague, submission=mine, filename=SMALL.name, size=len(data), sha256=sha256_of(data))
-    elsewhere = upload_start(actor=role_users["submitter"], submission=other_draft, filename=SMALL.name,
-                             size=len(data), sha256=sha256_of(data))
+    theirs = upload_start(
+        actor=colleague, submission=mine, filename=SMALL.name, size=len(data), sha256=sha256_of(data)
+    )
+    elsewhere = upload_start(
+        actor=role_users["submitter"],
+        submission=other_draft,
+        filename=SMALL.name,
+        size=len(data),
+        sha256=sha256_of(data),
+    )
     parts = _Parts(monkeypatch)
     result = _portal("submit", str(SMALL), "--submission", str(mine.pk), env=portal_env)
     assert result.returncode == 0, result.stderr
@@ -110,7 +141,9 @@ def test_submit_never_resumes_another_users_or_another_drafts_upload(portal_env,
     assert Upload.objects.get(pk=elsewhere.pk).status == Upload.Status.OPEN
 
 
-def test_hash_mismatch_tells_the_user_what_to_do_and_the_next_run_starts_over(portal_env, monkeypatch, tmp_path):
+def test_hash_mismatch_tells_the_user_what_to_do_and_the_next_run_starts_over(
+    portal_env, monkeypatch, tmp_path
+):
     parts = _Parts(monkeypatch)
     parts.refuse = (BIGGEST.stat().st_size, 2)
     command = ["submit", str(BIGGEST), "--system", "Acme_AX-8000", "--benchmark", "llama3_1-8b", "-q"]
@@ -144,8 +177,9 @@ def test_hash_mismatch_of_a_file_that_changed_while_uploading(portal_env, monkey
         return real(upload=upload, index=index, data_stream=data_stream, actor=actor)
 
     monkeypatch.setattr(uploads, "upload_part", rewrite_then_store)
-    result = _portal("submit", str(growing), "--system", "Acme_AX-8000", "--benchmark", "llama3_1-8b", "-q",
-                     env=portal_env)
+    result = _portal(
+        "submit", str(growing), "--system", "Acme_AX-8000", "--benchmark", "llama3_1-8b", "-q", env=portal_env
+    )
     assert result.returncode == 2
     assert f"{growing.name} changed while it was being uploaded" in result.stderr
     assert "Wait until nothing writes to" in result.stderr

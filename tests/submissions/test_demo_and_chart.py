@@ -35,13 +35,37 @@ def test_seed_demo_makes_one_checked_submission_per_sample_system_once(django_ca
 
 def test_step_chart_draws_only_the_step_vertices_and_a_marker_per_point():
     curve = {
-        "system": "S", "model": "m",
+        "system": "S",
+        "model": "m",
         "points": [
-            {"point": "S/m/r1", "concurrency": 1, "basis": "recomputed", "system_tps": 100.0, "tps_per_user": 110.0},
-            {"point": "S/m/r8", "concurrency": 8, "basis": "recomputed", "system_tps": 700.0, "tps_per_user": 90.0},
-            {"point": "S/m/r4", "concurrency": 4, "basis": "recomputed", "system_tps": 300.0, "tps_per_user": 80.0},
+            {
+                "point": "S/m/r1",
+                "concurrency": 1,
+                "basis": "recomputed",
+                "system_tps": 100.0,
+                "tps_per_user": 110.0,
+            },
+            {
+                "point": "S/m/r8",
+                "concurrency": 8,
+                "basis": "recomputed",
+                "system_tps": 700.0,
+                "tps_per_user": 90.0,
+            },
+            {
+                "point": "S/m/r4",
+                "concurrency": 4,
+                "basis": "recomputed",
+                "system_tps": 300.0,
+                "tps_per_user": 80.0,
+            },
         ],
-        "pareto": {X_METRIC: {"points": ["S/m/r1", "S/m/r8"], "steps": [[110.0, 100.0], [110.0, 700.0], [90.0, 700.0]]}},
+        "pareto": {
+            X_METRIC: {
+                "points": ["S/m/r1", "S/m/r8"],
+                "steps": [[110.0, 100.0], [110.0, 700.0], [90.0, 700.0]],
+            }
+        },
     }
     svg = str(step_chart_svg([curve]))
     path = re.search(r'<path class="step-line" d="([^"]+)"', svg).group(1)

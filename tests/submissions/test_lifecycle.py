@@ -27,8 +27,14 @@ def draft(role_users):
 
 
 def _version_with_run(submission, user, status):
-    version = SubmissionVersion.objects.create(submission=submission, number=submission.versions.count() + 1,
-                                               kind="bundle", size_bytes=1, sha256="a" * 64, uploader=user)
+    version = SubmissionVersion.objects.create(
+        submission=submission,
+        number=submission.versions.count() + 1,
+        kind="bundle",
+        size_bytes=1,
+        sha256="a" * 64,
+        uploader=user,
+    )
     run = CheckRun.objects.create(version=version)
     CheckRun.objects.filter(pk=run.pk).update(status=status)
     return version, run
@@ -44,8 +50,9 @@ def test_submit_needs_a_passing_check_on_the_latest_version(role_users, draft):
     with pytest.raises(ConflictError):
         submission_submit(submission=draft, actor=submitter)
     CheckRun.objects.create(version=latest)  # a re-check that passes makes the latest version submittable
-    CheckRun.objects.filter(version=latest).order_by("-id").filter(pk=latest.check_runs.latest("id").pk).update(
-        status=CheckRun.Status.PASSED)
+    CheckRun.objects.filter(version=latest).order_by("-id").filter(
+        pk=latest.check_runs.latest("id").pk
+    ).update(status=CheckRun.Status.PASSED)
     submitted = submission_submit(submission=draft, actor=submitter)
     assert submitted.status == Submission.Status.SUBMITTED and submitted.submitted_version == latest
     assert AuditEvent.objects.filter(action="submission.submitted", object_id=str(draft.pk)).count() == 1
@@ -95,9 +102,13 @@ def test_concurrent_transitions_have_one_winner(role_users, draft):
             connections.close_all()
 
     threads = [
-        threading.Thread(target=run, args=("submit", lambda s: submission_submit(submission=s, actor=submitter))),
-        threading.Thread(target=run, args=("withdraw", lambda s: submission_withdraw(
-            submission=s, actor=submitter, reason="race"))),
+        threading.Thread(
+            target=run, args=("submit", lambda s: submission_submit(submission=s, actor=submitter))
+        ),
+        threading.Thread(
+            target=run,
+            args=("withdraw", lambda s: submission_withdraw(submission=s, actor=submitter, reason="race")),
+        ),
     ]
     for thread in threads:
         thread.start()
@@ -107,8 +118,14 @@ def test_concurrent_transitions_have_one_winner(role_users, draft):
     final = Submission.objects.get(pk=draft.pk).status
     winner = "submit" if outcomes["submit"] == "ok" else "withdraw"
     assert final == {"submit": "submitted", "withdraw": "withdrawn"}[winner]
-    assert AuditEvent.objects.filter(object_type="submissions.submission", object_id=str(draft.pk),
-                                     action__in=["submission.submitted", "submission.withdrawn"]).count() == 1
+    assert (
+        AuditEvent.objects.filter(
+            object_type="submissions.submission",
+            object_id=str(draft.pk),
+            action__in=["submission.submitted", "submission.withdrawn"],
+        ).count()
+        == 1
+    )
 
 
 def test_stuck_runs_are_requeued_then_failed_with_a_reason(role_users, draft, settings):
@@ -121,7 +138,10 @@ def test_stuck_runs_are_requeued_then_failed_with_a_reason(role_users, draft, se
     CheckRun.objects.filter(pk=fresh.pk).update(heartbeat_at=timezone.now())
     from portal.celery import app
 
-    app.conf.task_always_eager, was = False, app.conf.task_always_eager  # keep the re-queued start from running
+    app.conf.task_always_eager, was = (
+        False,
+        app.conf.task_always_eager,
+    )  # keep the re-queued start from running
     try:
         assert check_runs_reconcile() == [run.pk]
     finally:

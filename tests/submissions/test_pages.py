@@ -42,8 +42,12 @@ SEES = {
     "withdrawn": [LOGIN, OK, HIDDEN, OK, OK],
     "published": [OK, OK, OK, OK, OK],
 }
-CASES = [(state, page, role, outcomes[i])
-         for state, outcomes in SEES.items() for page in PAGES for i, role in enumerate(ROLES)]
+CASES = [
+    (state, page, role, outcomes[i])
+    for state, outcomes in SEES.items()
+    for page in PAGES
+    for i, role in enumerate(ROLES)
+]
 
 
 @pytest.fixture
@@ -55,36 +59,100 @@ def make_submission(people, *, status="draft", check_status=CheckRun.Status.FAIL
     acme = people["organisations"]["acme"]
     benchmark = Benchmark.objects.get(model_id="llama3_1-8b")
     system = SystemFactory(organisation=acme, name="Acme_AX-8000")
-    submission = Submission.objects.create(organisation=acme, system=system, benchmark=benchmark,
-                                           created_by=people["submitter"], title="AX-8000 pages test")
+    submission = Submission.objects.create(
+        organisation=acme,
+        system=system,
+        benchmark=benchmark,
+        created_by=people["submitter"],
+        title="AX-8000 pages test",
+    )
     sha256 = hashlib.sha256(PAYLOAD).hexdigest()
     key = default_storage.save(f"blobs/sha256/{sha256[:2]}/{sha256}", ContentFile(PAYLOAD))
-    version = SubmissionVersion.objects.create(submission=submission, number=1, kind="run_archives",
-                                               size_bytes=len(PAYLOAD), sha256=sha256, uploader=people["submitter"])
-    VersionFile.objects.create(version=version, position=0, original_filename="AX-8000_c16.tar.gz",
-                               storage_key=key, size_bytes=len(PAYLOAD), sha256=sha256)
+    version = SubmissionVersion.objects.create(
+        submission=submission,
+        number=1,
+        kind="run_archives",
+        size_bytes=len(PAYLOAD),
+        sha256=sha256,
+        uploader=people["submitter"],
+    )
+    VersionFile.objects.create(
+        version=version,
+        position=0,
+        original_filename="AX-8000_c16.tar.gz",
+        storage_key=key,
+        size_bytes=len(PAYLOAD),
+        sha256=sha256,
+    )
     now = timezone.now()
-    run = CheckRun.objects.create(version=version, started_at=now, heartbeat_at=now, finished_at=now,
-                                  counts={"error": 1, "warning": 0, "info": 0}, checker_version="test",
-                                  ruleset="endpoints-v1.0", progress_done=1, progress_total=1)
-    CheckRun.objects.filter(pk=run.pk).update(status=check_status, curves=[{
-        "system": "Acme_AX-8000", "model": "llama3_1-8b",
-        "points": [{"point": "Acme_AX-8000/llama3_1-8b/r8", "concurrency": 8, "basis": "recomputed",
-                    "system_tps": 737.6, "tps_per_user": 99.1},
-                   {"point": "Acme_AX-8000/llama3_1-8b/r16", "concurrency": 16, "basis": "recomputed",
-                    "system_tps": 2093.7, "tps_per_user": 99.7}],
-        "pareto": {"tps_per_user": {"points": ["Acme_AX-8000/llama3_1-8b/r16"], "steps": [[99.7, 2093.7]]}},
-    }])
+    run = CheckRun.objects.create(
+        version=version,
+        started_at=now,
+        heartbeat_at=now,
+        finished_at=now,
+        counts={"error": 1, "warning": 0, "info": 0},
+        checker_version="test",
+        ruleset="endpoints-v1.0",
+        progress_done=1,
+        progress_total=1,
+    )
+    CheckRun.objects.filter(pk=run.pk).update(
+        status=check_status,
+        curves=[
+            {
+                "system": "Acme_AX-8000",
+                "model": "llama3_1-8b",
+                "points": [
+                    {
+                        "point": "Acme_AX-8000/llama3_1-8b/r8",
+                        "concurrency": 8,
+                        "basis": "recomputed",
+                        "system_tps": 737.6,
+                        "tps_per_user": 99.1,
+                    },
+                    {
+                        "point": "Acme_AX-8000/llama3_1-8b/r16",
+                        "concurrency": 16,
+                        "basis": "recomputed",
+                        "system_tps": 2093.7,
+                        "tps_per_user": 99.7,
+                    },
+                ],
+                "pareto": {
+                    "tps_per_user": {"points": ["Acme_AX-8000/llama3_1-8b/r16"], "steps": [[99.7, 2093.7]]}
+                },
+            }
+        ],
+    )
     PointMetric.objects.create(
-        check_run=run, system="Acme_AX-8000", model="llama3_1-8b", concurrency=16,
-        key="Acme_AX-8000/llama3_1-8b/r16", source="run-archive",
-        claimed={"system_tps": 2512.4, "tps_per_user": 99.7, "ttft_p90_ms": 136.2, "n_samples_completed": 192},
-        recomputed={"system_tps": 2093.7, "tps_per_user": 99.7, "ttft_p90_ms": 136.2, "n_samples_completed": 192},
+        check_run=run,
+        system="Acme_AX-8000",
+        model="llama3_1-8b",
+        concurrency=16,
+        key="Acme_AX-8000/llama3_1-8b/r16",
+        source="run-archive",
+        claimed={
+            "system_tps": 2512.4,
+            "tps_per_user": 99.7,
+            "ttft_p90_ms": 136.2,
+            "n_samples_completed": 192,
+        },
+        recomputed={
+            "system_tps": 2093.7,
+            "tps_per_user": 99.7,
+            "ttft_p90_ms": 136.2,
+            "n_samples_completed": 192,
+        },
         extra={"region": "med_concurrency", "power": {"provisioned_kw": 10.95, "system_tps_per_kw": 191.2}},
     )
     Finding.objects.create(
-        check_run=run, rule="raw-log-consistency", severity="error", file="AX-8000_c16.tar.gz:c16/result_summary.json",
-        line=3, pointer="/tps", point="Acme_AX-8000/llama3_1-8b/r16",
+        check_run=run,
+        rule="raw-log-consistency",
+        severity="error",
+        file="AX-8000_c16.tar.gz:c16/result_summary.json",
+        line=3,
+        pointer="/tps",
+        point="Acme_AX-8000/llama3_1-8b/r16",
         message="tps: result_summary.json claims 2512.4, the raw log gives 2093.7.",
         fix="Upload the result_summary.json the client wrote for this events.jsonl, unedited.",
     )
@@ -157,7 +225,13 @@ def test_submission_page_shows_findings_points_and_step_chart(client, people):
 
 def test_rules_page_documents_the_rule_ids_findings_link_to(client):
     html = client.get("/rules/").content.decode()
-    for rule in ("raw-log-consistency", "accuracy-sample-count", "point-duration", "archive-corrupt", "assembly-conflict"):
+    for rule in (
+        "raw-log-consistency",
+        "accuracy-sample-count",
+        "point-duration",
+        "archive-corrupt",
+        "assembly-conflict",
+    ):
         assert f'id="rule-{rule}"' in html
 
 
@@ -166,20 +240,37 @@ def test_create_submission_from_the_dashboard(client, people):
     system = SystemFactory(organisation=acme, name="Acme_AX-4000")
     benchmark = Benchmark.objects.get(model_id="llama3_1-8b")
     client.force_login(people["submitter"])
-    response = client.post("/submissions/new/", {"system": system.pk, "benchmark": benchmark.pk,
-                                                 "division": "standardized", "availability": "preview"})
+    response = client.post(
+        "/submissions/new/",
+        {
+            "system": system.pk,
+            "benchmark": benchmark.pk,
+            "division": "standardized",
+            "availability": "preview",
+        },
+    )
     submission = Submission.objects.get(system=system)
     assert response.status_code == 302 and response["Location"] == f"/submissions/{submission.pk}/#upload"
-    assert (submission.status, submission.availability, submission.created_by) == ("draft", "preview",
-                                                                                   people["submitter"])
+    assert (submission.status, submission.availability, submission.created_by) == (
+        "draft",
+        "preview",
+        people["submitter"],
+    )
 
 
 def test_other_organisations_systems_cannot_be_chosen(client, people):
     nimbus_system = SystemFactory(organisation=people["organisations"]["nimbus"], name="Nimbus_N1")
     benchmark = Benchmark.objects.get(model_id="llama3_1-8b")
     client.force_login(people["submitter"])
-    response = client.post("/submissions/new/", {"system": nimbus_system.pk, "benchmark": benchmark.pk,
-                                                 "division": "standardized", "availability": "available"})
+    response = client.post(
+        "/submissions/new/",
+        {
+            "system": nimbus_system.pk,
+            "benchmark": benchmark.pk,
+            "division": "standardized",
+            "availability": "available",
+        },
+    )
     assert response.status_code == 400
     assert not Submission.objects.filter(system=nimbus_system).exists()
 
@@ -214,7 +305,9 @@ def test_withdraw_needs_a_reason_then_conflicts_once_withdrawn(client, people):
     client.force_login(people["submitter"])
     no_reason = client.post(f"/submissions/{submission.pk}/withdraw/", {"reason": ""}, follow=True)
     assert "say why" in _messages(no_reason)
-    done = client.post(f"/submissions/{submission.pk}/withdraw/", {"reason": "wrong software stack"}, follow=True)
+    done = client.post(
+        f"/submissions/{submission.pk}/withdraw/", {"reason": "wrong software stack"}, follow=True
+    )
     assert "withdrawn" in _messages(done)
     submission.refresh_from_db()
     assert (submission.status, submission.status_reason) == ("withdrawn", "wrong software stack")

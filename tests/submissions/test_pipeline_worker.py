@@ -31,8 +31,9 @@ def draft(role_users):
 
 
 def _finished_events(run) -> int:
-    return AuditEvent.objects.filter(action="check.finished", object_type="submissions.checkrun",
-                                     object_id=str(run.pk)).count()
+    return AuditEvent.objects.filter(
+        action="check.finished", object_type="submissions.checkrun", object_id=str(run.pk)
+    ).count()
 
 
 def test_worker_checks_seven_archives_with_one_task_per_point(role_users, draft, live_pipeline):
@@ -55,14 +56,22 @@ def test_worker_checks_seven_archives_with_one_task_per_point(role_users, draft,
 
 def test_worker_killed_mid_check_run_ends_exactly_once(role_users, draft, live_pipeline):
     slow = live_pipeline(PORTAL_CHECK_TEST_POINT_DELAY_S=60)
-    body = api_upload(api_client(role_users["submitter"]), submission_id=draft.pk, name=RUN_ARCHIVES[0].name,
-                      data=RUN_ARCHIVES[0].read_bytes())
+    body = api_upload(
+        api_client(role_users["submitter"]),
+        submission_id=draft.pk,
+        name=RUN_ARCHIVES[0].name,
+        data=RUN_ARCHIVES[0].read_bytes(),
+    )
     run_id = CheckRun.objects.get(version_id=body["version"]["id"]).pk
     # Wait until the point task is inside its (slow) check, heart-beating.
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         run = CheckRun.objects.get(pk=run_id)
-        if run.status == CheckRun.Status.RUNNING and run.progress_stage == "points" and run.progress_total == 1:
+        if (
+            run.status == CheckRun.Status.RUNNING
+            and run.progress_stage == "points"
+            and run.progress_total == 1
+        ):
             break
         time.sleep(0.2)
     else:

@@ -16,18 +16,38 @@ pytestmark = pytest.mark.django_db
 
 def _add_submissions(organisation, user, benchmark, count: int, *, status=Submission.Status.DRAFT):
     for _ in range(count):
-        system = SystemFactory(organisation=organisation, name=f"{organisation.slug}-sys-{Submission.objects.count()}")
-        submission = Submission.objects.create(organisation=organisation, system=system, benchmark=benchmark,
-                                               created_by=user)
+        system = SystemFactory(
+            organisation=organisation, name=f"{organisation.slug}-sys-{Submission.objects.count()}"
+        )
+        submission = Submission.objects.create(
+            organisation=organisation, system=system, benchmark=benchmark, created_by=user
+        )
         Submission.objects.filter(pk=submission.pk).update(status=status)
         for number in (1, 2):
-            version = SubmissionVersion.objects.create(submission=submission, number=number, kind="bundle",
-                                                       size_bytes=10 * number, sha256=f"{number}" * 64, uploader=user)
-            VersionFile.objects.create(version=version, position=0, original_filename=f"v{number}.tar.gz",
-                                       storage_key=f"blobs/x/{number}", size_bytes=10 * number, sha256=f"{number}" * 64)
-            for status_ in (CheckRun.Status.ERROR, CheckRun.Status.PASSED):  # a re-check: the later run counts
+            version = SubmissionVersion.objects.create(
+                submission=submission,
+                number=number,
+                kind="bundle",
+                size_bytes=10 * number,
+                sha256=f"{number}" * 64,
+                uploader=user,
+            )
+            VersionFile.objects.create(
+                version=version,
+                position=0,
+                original_filename=f"v{number}.tar.gz",
+                storage_key=f"blobs/x/{number}",
+                size_bytes=10 * number,
+                sha256=f"{number}" * 64,
+            )
+            for status_ in (
+                CheckRun.Status.ERROR,
+                CheckRun.Status.PASSED,
+            ):  # a re-check: the later run counts
                 run = CheckRun.objects.create(version=version)
-                CheckRun.objects.filter(pk=run.pk).update(status=status_, counts={"error": 0, "warning": number})
+                CheckRun.objects.filter(pk=run.pk).update(
+                    status=status_, counts={"error": 0, "warning": number}
+                )
 
 
 def _queries(fetch) -> tuple[int, object]:
@@ -48,7 +68,9 @@ def test_dashboard_queries_do_not_grow_with_rows(client, role_users, world, djan
     chair = role_users["chair"]
     from tests.factories import MembershipFactory
 
-    MembershipFactory(user=chair, organisation=acme, role="submitter")  # own rows and other organisations' rows
+    MembershipFactory(
+        user=chair, organisation=acme, role="submitter"
+    )  # own rows and other organisations' rows
     client.force_login(chair)
     _add_submissions(acme, chair, benchmark, 3)
     _add_submissions(nimbus, chair, benchmark, 3, status=Submission.Status.SUBMITTED)
@@ -60,11 +82,15 @@ def test_dashboard_queries_do_not_grow_with_rows(client, role_users, world, djan
     with django_assert_max_num_queries(few):
         response = client.get("/dashboard/")
     page = response.content.decode()
-    assert page.count("check: passed") == 60 and "check: error" not in page  # the latest run of the latest version
+    assert (
+        page.count("check: passed") == 60 and "check: error" not in page
+    )  # the latest run of the latest version
     assert page.count("v2 ·") == 60
 
 
-def test_submission_and_version_lists_queries_do_not_grow_with_rows(role_users, world, django_assert_max_num_queries):
+def test_submission_and_version_lists_queries_do_not_grow_with_rows(
+    role_users, world, django_assert_max_num_queries
+):
     acme, _, benchmark = world
     submitter = role_users["submitter"]
     api = api_client(submitter)
@@ -86,7 +112,9 @@ def test_submission_and_version_lists_queries_do_not_grow_with_rows(role_users, 
     assert {v["latest_check_run"]["status"] for v in versions["results"]} == {"passed"}
 
 
-def test_submission_page_queries_do_not_grow_with_versions(client, role_users, world, django_assert_max_num_queries):
+def test_submission_page_queries_do_not_grow_with_versions(
+    client, role_users, world, django_assert_max_num_queries
+):
     acme, _, benchmark = world
     submitter = role_users["submitter"]
     client.force_login(submitter)
@@ -96,8 +124,14 @@ def test_submission_page_queries_do_not_grow_with_versions(client, role_users, w
     def add_versions(count):
         for _ in range(count):
             number = submission.versions.count() + 1
-            version = SubmissionVersion.objects.create(submission=submission, number=number, kind="bundle",
-                                                       size_bytes=1, sha256="f" * 64, uploader=submitter)
+            version = SubmissionVersion.objects.create(
+                submission=submission,
+                number=number,
+                kind="bundle",
+                size_bytes=1,
+                sha256="f" * 64,
+                uploader=submitter,
+            )
             CheckRun.objects.create(version=version)
 
     few, response = _queries(lambda: client.get(f"/submissions/{submission.pk}/"))

@@ -28,14 +28,20 @@ def draft(role_users):
     return submission_create(actor=role_users["submitter"], system=system, benchmark=benchmark)
 
 
-def test_lost_start_message_is_resent_and_the_run_ends_exactly_once(role_users, draft, live_pipeline, monkeypatch):
+def test_lost_start_message_is_resent_and_the_run_ends_exactly_once(
+    role_users, draft, live_pipeline, monkeypatch
+):
     from submissions.tasks import check_runs_reconcile_task
 
     worker = live_pipeline(PORTAL_CHECK_QUEUED_TIMEOUT_S=5)
     with monkeypatch.context() as lose:  # the version's run is created, but its start message never leaves
         lose.setattr(checks, "_queue_start", lambda check_run: None)
-        body = api_upload(api_client(role_users["submitter"]), submission_id=draft.pk, name=RUN_ARCHIVES[0].name,
-                          data=RUN_ARCHIVES[0].read_bytes())
+        body = api_upload(
+            api_client(role_users["submitter"]),
+            submission_id=draft.pk,
+            name=RUN_ARCHIVES[0].name,
+            data=RUN_ARCHIVES[0].read_bytes(),
+        )
     run_id = CheckRun.objects.get(version_id=body["version"]["id"]).pk
     time.sleep(2)
     run = CheckRun.objects.get(pk=run_id)
@@ -49,7 +55,10 @@ def test_lost_start_message_is_resent_and_the_run_ends_exactly_once(role_users, 
     run = wait_for_run(run_id, statuses=FINISHED, workers=[worker])
     assert run.status in (CheckRun.Status.PASSED, CheckRun.Status.FAILED), run.error_message
     assert run.attempts == 2
-    assert run.error_message == "the check never started (its queue message was lost); re-queued (attempt 2 of 3)"
+    assert (
+        run.error_message
+        == "the check never started (its queue message was lost); re-queued (attempt 2 of 3)"
+    )
     assert run.point_metrics.count() == 1
     # More reconciler passes change nothing: the run ended once.
     for _ in range(3):

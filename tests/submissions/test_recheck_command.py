@@ -18,26 +18,43 @@ def catalog(role_users):
     return make_catalog(role_users["organisations"]["acme"])
 
 
-def _submission_with_run(role_users, catalog, *, checker: str, status: str = "submitted") -> SubmissionVersion:
+def _submission_with_run(
+    role_users, catalog, *, checker: str, status: str = "submitted"
+) -> SubmissionVersion:
     acme = role_users["organisations"]["acme"]
     benchmark, system = catalog
-    submission = Submission.objects.create(organisation=acme, system=system, benchmark=benchmark,
-                                           created_by=role_users["submitter"])
+    submission = Submission.objects.create(
+        organisation=acme, system=system, benchmark=benchmark, created_by=role_users["submitter"]
+    )
     Submission.objects.filter(pk=submission.pk).update(status=status)
-    version = SubmissionVersion.objects.create(submission=submission, number=1, kind="bundle", size_bytes=1,
-                                               sha256="ab" * 32, uploader=role_users["submitter"])
-    CheckRun.objects.create(version=version, status=CheckRun.Status.PASSED, checker_version=checker,
-                            ruleset=benchmark.ruleset_version)
+    version = SubmissionVersion.objects.create(
+        submission=submission,
+        number=1,
+        kind="bundle",
+        size_bytes=1,
+        sha256="ab" * 32,
+        uploader=role_users["submitter"],
+    )
+    CheckRun.objects.create(
+        version=version,
+        status=CheckRun.Status.PASSED,
+        checker_version=checker,
+        ruleset=benchmark.ruleset_version,
+    )
     return version
 
 
-def test_only_versions_checked_by_another_checker_are_requeued(role_users, catalog,
-                                                               django_capture_on_commit_callbacks):
+def test_only_versions_checked_by_another_checker_are_requeued(
+    role_users, catalog, django_capture_on_commit_callbacks
+):
     old = _submission_with_run(role_users, catalog, checker="0.0.1")
     fresh = _submission_with_run(role_users, catalog, checker=checker_version)
     with django_capture_on_commit_callbacks(execute=False):
         call_command("recheck_versions", "--as", "chair")
-    assert old.check_runs.count() == 2 and old.check_runs.order_by("-pk").first().status == CheckRun.Status.QUEUED
+    assert (
+        old.check_runs.count() == 2
+        and old.check_runs.order_by("-pk").first().status == CheckRun.Status.QUEUED
+    )
     assert fresh.check_runs.count() == 1
     assert AuditEvent.objects.filter(action="check.requeued").count() == 1
 

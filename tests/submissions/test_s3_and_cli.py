@@ -26,10 +26,23 @@ def draft(role_users):
 
 @pytest.fixture
 def s3_storage(seaweedfs, settings):
-    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {
-        "bucket_name": seaweedfs["bucket_name"], "endpoint_url": seaweedfs["endpoint_url"],
-        "access_key": seaweedfs["access_key"], "secret_key": seaweedfs["secret_key"], "region_name": "us-east-1",
-        "addressing_style": "path", "signature_version": "s3v4", "file_overwrite": False, "default_acl": None}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": seaweedfs["bucket_name"],
+                "endpoint_url": seaweedfs["endpoint_url"],
+                "access_key": seaweedfs["access_key"],
+                "secret_key": seaweedfs["secret_key"],
+                "region_name": "us-east-1",
+                "addressing_style": "path",
+                "signature_version": "s3v4",
+                "file_overwrite": False,
+                "default_acl": None,
+            },
+        },
+    }
     settings.CELERY_TASK_ALWAYS_EAGER = True
     return seaweedfs
 
@@ -56,14 +69,25 @@ def test_upload_check_and_download_through_s3(role_users, draft, s3_storage, set
 
 
 def _portal(*args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "checker.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "checker.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.fixture
 def eager_local(tmp_path, settings):
-    settings.STORAGES = {**settings.STORAGES, "default": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path / "m")}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "m")},
+        },
+    }
     settings.CELERY_TASK_ALWAYS_EAGER = True
 
 
@@ -72,8 +96,16 @@ def test_cli_submits_run_archives_waits_and_reports(role_users, draft, live_serv
 
     settings.PORTAL_UPLOAD_PART_BYTES = 64 * 1024
     token = Token.objects.create(user=role_users["submitter"]).key
-    result = _portal("submit", *map(str, RUN_ARCHIVES[:3]), "--submission", str(draft.pk), "--wait",
-                     "--timeout", "240", env={"PORTAL_URL": live_server.url, "PORTAL_TOKEN": token})
+    result = _portal(
+        "submit",
+        *map(str, RUN_ARCHIVES[:3]),
+        "--submission",
+        str(draft.pk),
+        "--wait",
+        "--timeout",
+        "240",
+        env={"PORTAL_URL": live_server.url, "PORTAL_TOKEN": token},
+    )
     version = SubmissionVersion.objects.get(submission=draft)
     run = CheckRun.objects.get(version=version)
     assert result.returncode == {"passed": 0, "failed": 1}[run.status], result.stderr
@@ -83,8 +115,18 @@ def test_cli_submits_run_archives_waits_and_reports(role_users, draft, live_serv
     status = _portal("status", str(draft.pk), "--url", live_server.url, "--token", token)
     assert status.returncode == result.returncode and f"check run {run.pk}" in status.stdout
     # A new draft from --system/--benchmark, a folder packed on the fly.
-    new = _portal("submit", str(ROOT / "tests/checker/fixtures/bundle/AcmeCompute"), "--system", "Acme_AX-8000",
-                  "--benchmark", "llama3_1-8b", "--url", live_server.url, "--token", token)
+    new = _portal(
+        "submit",
+        str(ROOT / "tests/checker/fixtures/bundle/AcmeCompute"),
+        "--system",
+        "Acme_AX-8000",
+        "--benchmark",
+        "llama3_1-8b",
+        "--url",
+        live_server.url,
+        "--token",
+        token,
+    )
     assert new.returncode == 0, new.stderr
     assert Submission.objects.filter(organisation=draft.organisation).count() == 2
 
@@ -99,8 +141,16 @@ def test_cli_cannot_reach_another_organisations_submission(role_users, draft, li
     token = Token.objects.create(user=outsider).key
     status = _portal("status", str(draft.pk), "--url", live_server.url, "--token", token)
     assert status.returncode == 2 and "HTTP 404" in status.stderr
-    submit = _portal("submit", str(RUN_ARCHIVES[0]), "--submission", str(draft.pk), "--url", live_server.url,
-                     "--token", token)
+    submit = _portal(
+        "submit",
+        str(RUN_ARCHIVES[0]),
+        "--submission",
+        str(draft.pk),
+        "--url",
+        live_server.url,
+        "--token",
+        token,
+    )
     assert submit.returncode == 2 and "HTTP 404" in submit.stderr
     assert not SubmissionVersion.objects.filter(submission=draft).exists()
 
@@ -109,6 +159,16 @@ def test_cli_usage_errors_exit_2():
     assert _portal("submit", "/nonexistent.tar.gz", "--url", "http://x", "--token", "t").returncode == 2
     no_target = _portal("submit", str(RUN_ARCHIVES[0]), "--url", "http://x", "--token", "t")
     assert no_target.returncode == 2 and "--submission" in no_target.stderr
-    unreachable = _portal("submit", str(RUN_ARCHIVES[0]), "--submission", "1", "--url", "http://127.0.0.1:9",
-                          "--token", "t", env={"PORTAL_TEST": "1"}, timeout=120)
+    unreachable = _portal(
+        "submit",
+        str(RUN_ARCHIVES[0]),
+        "--submission",
+        "1",
+        "--url",
+        "http://127.0.0.1:9",
+        "--token",
+        "t",
+        env={"PORTAL_TEST": "1"},
+        timeout=120,
+    )
     assert unreachable.returncode == 2

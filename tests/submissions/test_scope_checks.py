@@ -17,8 +17,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(autouse=True)
 def storage_dir(tmp_path, settings):
-    settings.STORAGES = {**settings.STORAGES, "default": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path / "media")}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "media")},
+        },
+    }
     settings.CELERY_TASK_ALWAYS_EAGER = True
 
 
@@ -57,15 +62,24 @@ def test_run_archives_of_another_system_fail_with_submission_scope(role_users):
 def test_run_archives_of_another_model_fail_with_submission_scope(role_users):
     acme = role_users["organisations"]["acme"]
     _, system = make_catalog(acme)
-    other_model, _ = Benchmark.objects.get_or_create(model_id="qwen3-0.6b-test", defaults={
-        "display_name": "Another model", "dataset": "CNN/DailyMail", "workload": "chat",
-        "tokenizer_path": "sample-bpe-4k/tokenizer.json"})
-    run = _checked_run(role_users["submitter"], _create(role_users["submitter"], system, other_model),
-                       paths=RUN_ARCHIVES[:2])
+    other_model, _ = Benchmark.objects.get_or_create(
+        model_id="qwen3-0.6b-test",
+        defaults={
+            "display_name": "Another model",
+            "dataset": "CNN/DailyMail",
+            "workload": "chat",
+            "tokenizer_path": "sample-bpe-4k/tokenizer.json",
+        },
+    )
+    run = _checked_run(
+        role_users["submitter"], _create(role_users["submitter"], system, other_model), paths=RUN_ARCHIVES[:2]
+    )
     assert run.status == CheckRun.Status.FAILED
     scope = run.findings.filter(rule="submission-scope")
     assert scope.count() == 2
-    assert all("the model differs" in f.message and "Acme_AX-8000/qwen3-0.6b-test" in f.message for f in scope)
+    assert all(
+        "the model differs" in f.message and "Acme_AX-8000/qwen3-0.6b-test" in f.message for f in scope
+    )
 
 
 def test_matching_scope_and_description_add_neither_finding(role_users):

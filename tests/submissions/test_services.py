@@ -118,7 +118,9 @@ def test_system_description_update_records_changed_keys(role_users):
     assert AuditEvent.objects.get(action="system.description_updated").data["changed"] == ["b", "c"]
     # The replaced description is history, not gone.
     assert [r.description for r in system.description_revisions.order_by("number")] == [
-        {"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 4}]
+        {"a": 1, "b": 2},
+        {"a": 1, "b": 3, "c": 4},
+    ]
     with pytest.raises(ValidationError):
         system_update_description(
             system=system, description=["not", "an", "object"], actor=role_users["submitter"]

@@ -23,8 +23,13 @@ BIGGEST = max(RUN_ARCHIVES, key=lambda p: p.stat().st_size)  # four parts of PAR
 
 @pytest.fixture
 def storage_dir(tmp_path, settings):
-    settings.STORAGES = {**settings.STORAGES, "default": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path / "media")}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "media")},
+        },
+    }
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.PORTAL_UPLOAD_PART_BYTES = PART
     return tmp_path / "media"
@@ -39,15 +44,21 @@ def draft(role_users, storage_dir):
 
 
 def _start(client, draft, data: bytes, name="a.tar.gz") -> dict:
-    response = client.post("/api/v1/uploads/", {"submission": draft.pk, "filename": name, "size": len(data),
-                                                 "sha256": sha256_of(data)}, format="json")
+    response = client.post(
+        "/api/v1/uploads/",
+        {"submission": draft.pk, "filename": name, "size": len(data), "sha256": sha256_of(data)},
+        format="json",
+    )
     assert response.status_code == 201, response.json()
     return response.json()
 
 
 def _put(client, upload: dict, data: bytes, index: int):
-    return client.put(f"/api/v1/uploads/{upload['id']}/parts/{index}/", data[index * PART:(index + 1) * PART],
-                      content_type="application/octet-stream")
+    return client.put(
+        f"/api/v1/uploads/{upload['id']}/parts/{index}/",
+        data[index * PART : (index + 1) * PART],
+        content_type="application/octet-stream",
+    )
 
 
 def _stored_parts(storage_dir, upload_id) -> list[str]:
@@ -82,7 +93,9 @@ def test_abort_deletes_parts_frees_quota_and_replays(role_users, draft, storage_
     # A late part is refused; finishing is refused; nothing is stored again.
     late = _put(client, upload, data, 2)
     assert late.status_code == 409 and late.json()["code"] == "upload-closed"
-    finish = client.post(f"/api/v1/uploads/{upload['id']}/finish/", {"sha256": sha256_of(data)}, format="json")
+    finish = client.post(
+        f"/api/v1/uploads/{upload['id']}/finish/", {"sha256": sha256_of(data)}, format="json"
+    )
     assert finish.status_code == 409 and finish.json()["code"] == "upload-closed"
     assert _stored_parts(storage_dir, upload["id"]) == []
 
@@ -115,7 +128,8 @@ def test_a_part_that_lands_after_the_abort_is_not_kept(role_users, draft, storag
 
 
 def test_cleanup_expires_idle_uploads_only_and_quota_counts_open_uploads_and_versions(
-        role_users, draft, storage_dir, settings):
+    role_users, draft, storage_dir, settings
+):
     from submissions.tasks import uploads_cleanup_task
 
     settings.PORTAL_UPLOAD_EXPIRY_HOURS = 24
@@ -124,12 +138,17 @@ def test_cleanup_expires_idle_uploads_only_and_quota_counts_open_uploads_and_ver
     idle_open = _start(client, draft, big, "idle.tar.gz")
     assert _put(client, idle_open, big, 0).status_code == 200
     busy_open = _start(client, draft, big + b"x", "busy.tar.gz")
-    idle_verified = api_upload(client, submission_id=draft.pk, name="waiting.tar.gz", data=small,
-                               create_version=False)["upload"]
-    versioned = api_upload(client, submission_id=draft.pk, name="kept.tar.gz", data=RUN_ARCHIVES[1].read_bytes())
+    idle_verified = api_upload(
+        client, submission_id=draft.pk, name="waiting.tar.gz", data=small, create_version=False
+    )["upload"]
+    versioned = api_upload(
+        client, submission_id=draft.pk, name="kept.tar.gz", data=RUN_ARCHIVES[1].read_bytes()
+    )
     version_bytes = SubmissionVersion.objects.get(pk=versioned["version"]["id"]).size_bytes
     # Quota: open and verified uploads, plus stored version files; a finished upload is counted once (as its file).
-    assert organisation_storage_used_bytes(draft.organisation) == 2 * len(big) + 1 + len(small) + version_bytes
+    assert (
+        organisation_storage_used_bytes(draft.organisation) == 2 * len(big) + 1 + len(small) + version_bytes
+    )
 
     _idle(idle_open["id"], 25)
     _idle(idle_verified["id"], 25)
@@ -142,7 +161,10 @@ def test_cleanup_expires_idle_uploads_only_and_quota_counts_open_uploads_and_ver
     assert statuses[uuid.UUID(idle_open["id"])] == statuses[uuid.UUID(idle_verified["id"])] == "aborted"
     assert statuses[uuid.UUID(busy_open["id"])] == "open"
     assert statuses[uuid.UUID(versioned["upload"]["id"])] == "done"
-    assert _stored_parts(storage_dir, idle_open["id"]) == [] and len(_stored_parts(storage_dir, busy_open["id"])) == 1
+    assert (
+        _stored_parts(storage_dir, idle_open["id"]) == []
+        and len(_stored_parts(storage_dir, busy_open["id"])) == 1
+    )
     assert organisation_storage_used_bytes(draft.organisation) == len(big) + 1 + version_bytes
     expired = AuditEvent.objects.filter(action="upload.expired")
     assert expired.count() == 2 and all(event.actor is None for event in expired)
@@ -164,7 +186,9 @@ def test_idempotency_keys_expire(role_users, draft, settings):
     assert first.status_code == fresh.status_code == 201
     IdempotencyKey.objects.filter(key="old-key").update(created_at=timezone.now() - timedelta(hours=25))
     # An expired key is a new request: the same key with another body is no longer "reused".
-    again = client.post("/api/v1/uploads/", {**payload, "size": 11}, format="json", HTTP_IDEMPOTENCY_KEY="old-key")
+    again = client.post(
+        "/api/v1/uploads/", {**payload, "size": 11}, format="json", HTTP_IDEMPOTENCY_KEY="old-key"
+    )
     assert again.status_code == 201 and again.json()["id"] != first.json()["id"]
     IdempotencyKey.objects.filter(key="old-key").update(created_at=timezone.now() - timedelta(hours=25))
     assert uploads_cleanup_task.delay().get()["idempotency_keys_deleted"] == 1
@@ -174,8 +198,14 @@ def test_idempotency_keys_expire(role_users, draft, settings):
 
 
 def _queued_run(submission, user, *, age_s: float) -> CheckRun:
-    version = SubmissionVersion.objects.create(submission=submission, number=submission.versions.count() + 1,
-                                               kind="bundle", size_bytes=1, sha256="b" * 64, uploader=user)
+    version = SubmissionVersion.objects.create(
+        submission=submission,
+        number=submission.versions.count() + 1,
+        kind="bundle",
+        size_bytes=1,
+        sha256="b" * 64,
+        uploader=user,
+    )
     run = CheckRun.objects.create(version=version, max_attempts=3)  # created, never enqueued
     CheckRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=age_s))
     return run
@@ -193,7 +223,10 @@ def test_queued_runs_whose_message_was_lost_are_resent_then_failed(role_users, d
         assert check_runs_reconcile() == [lost.pk]
         lost.refresh_from_db()
         assert lost.status == CheckRun.Status.QUEUED and lost.attempts == 2
-        assert lost.error_message == "the check never started (its queue message was lost); re-queued (attempt 2 of 3)"
+        assert (
+            lost.error_message
+            == "the check never started (its queue message was lost); re-queued (attempt 2 of 3)"
+        )
         assert check_runs_reconcile() == []  # the re-sent attempt gets its own deadline
         for _ in (2, 3):  # attempt 2 lost too (re-queued as 3), then attempt 3 (failed)
             CheckRun.objects.filter(pk=lost.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=700))
@@ -202,7 +235,9 @@ def test_queued_runs_whose_message_was_lost_are_resent_then_failed(role_users, d
         app.conf.task_always_eager = was
     lost.refresh_from_db()
     assert lost.status == CheckRun.Status.ERROR and lost.attempts == 3 and lost.finished_at is not None
-    assert lost.error_message == "the check never started (its queue message was lost); failed after 3 attempts"
+    assert (
+        lost.error_message == "the check never started (its queue message was lost); failed after 3 attempts"
+    )
     assert CheckRun.objects.get(pk=waiting.pk).status == CheckRun.Status.QUEUED
     assert CheckRun.objects.get(pk=waiting.pk).attempts == 1
     detail = api_client(role_users["submitter"]).get(f"/api/v1/check-runs/{lost.pk}/").json()
@@ -220,4 +255,6 @@ def test_beat_runs_the_cleanup_and_the_reconciler():
     assert schedule["submissions.tasks.uploads_cleanup_task"] <= 3600
     assert schedule["submissions.tasks.check_runs_reconcile_task"] <= 60
     app.loader.import_default_modules()
-    assert {"submissions.tasks.uploads_cleanup_task", "submissions.tasks.check_runs_reconcile_task"} <= set(app.tasks)
+    assert {"submissions.tasks.uploads_cleanup_task", "submissions.tasks.check_runs_reconcile_task"} <= set(
+        app.tasks
+    )

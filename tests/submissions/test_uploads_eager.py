@@ -23,8 +23,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def storage_dir(tmp_path, settings):
-    settings.STORAGES = {**settings.STORAGES, "default": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path / "media")}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "media")},
+        },
+    }
     settings.CELERY_TASK_ALWAYS_EAGER = True
     return tmp_path / "media"
 
@@ -66,15 +71,24 @@ def test_parts_in_any_order_resume_and_byte_identical_download(role_users, draft
     biggest = max(RUN_ARCHIVES, key=lambda p: p.stat().st_size)
     data = biggest.read_bytes()
     with override_settings(PORTAL_UPLOAD_PART_BYTES=64 * 1024):
-        started = client.post("/api/v1/uploads/", {"submission": draft.pk, "filename": biggest.name,
-                                                    "size": len(data), "sha256": sha256_of(data)}, format="json")
+        started = client.post(
+            "/api/v1/uploads/",
+            {"submission": draft.pk, "filename": biggest.name, "size": len(data), "sha256": sha256_of(data)},
+            format="json",
+        )
     upload = started.json()
     size, count = upload["part_size"], upload["parts_expected"]
     assert count >= 2
-    part = lambda i: data[i * size:(i + 1) * size]  # noqa: E731
+    part = lambda i: data[i * size : (i + 1) * size]  # noqa: E731
     # The client sends the last part first, then is "interrupted".
-    assert client.put(f"/api/v1/uploads/{upload['id']}/parts/{count - 1}/", part(count - 1),
-                      content_type="application/octet-stream").status_code == 200
+    assert (
+        client.put(
+            f"/api/v1/uploads/{upload['id']}/parts/{count - 1}/",
+            part(count - 1),
+            content_type="application/octet-stream",
+        ).status_code
+        == 200
+    )
     # Finishing early says which parts are missing.
     early = client.post(f"/api/v1/uploads/{upload['id']}/finish/", {"sha256": sha256_of(data)}, format="json")
     assert early.status_code == 409 and early.json()["code"] == "upload-incomplete"
@@ -82,11 +96,20 @@ def test_parts_in_any_order_resume_and_byte_identical_download(role_users, draft
     status = client.get(f"/api/v1/uploads/{upload['id']}/").json()
     assert status["missing_parts"] == list(range(count - 1))
     for index in [*status["missing_parts"], count - 1]:
-        assert client.put(f"/api/v1/uploads/{upload['id']}/parts/{index}/", part(index),
-                          content_type="application/octet-stream").status_code == 200
+        assert (
+            client.put(
+                f"/api/v1/uploads/{upload['id']}/parts/{index}/",
+                part(index),
+                content_type="application/octet-stream",
+            ).status_code
+            == 200
+        )
     # Other bytes for a stored part are a conflict, never an overwrite.
-    conflict = client.put(f"/api/v1/uploads/{upload['id']}/parts/0/", b"x" * len(part(0)),
-                          content_type="application/octet-stream")
+    conflict = client.put(
+        f"/api/v1/uploads/{upload['id']}/parts/0/",
+        b"x" * len(part(0)),
+        content_type="application/octet-stream",
+    )
     assert conflict.status_code == 409 and conflict.json()["code"] == "upload-part-conflict"
     done = client.post(f"/api/v1/uploads/{upload['id']}/finish/", {"sha256": sha256_of(data)}, format="json")
     assert done.status_code == 200, done.json()
@@ -100,12 +123,18 @@ def test_wrong_hash_creates_no_version(role_users, draft):
     client = api_client(role_users["submitter"])
     data = RUN_ARCHIVES[0].read_bytes()
     claimed = sha256_of(data + b"!")
-    upload = client.post("/api/v1/uploads/", {"submission": draft.pk, "filename": "a.tar.gz", "size": len(data),
-                                               "sha256": claimed}, format="json").json()
+    upload = client.post(
+        "/api/v1/uploads/",
+        {"submission": draft.pk, "filename": "a.tar.gz", "size": len(data), "sha256": claimed},
+        format="json",
+    ).json()
     for index in range(upload["parts_expected"]):
         size = upload["part_size"]
-        client.put(f"/api/v1/uploads/{upload['id']}/parts/{index}/", data[index * size:(index + 1) * size],
-                   content_type="application/octet-stream")
+        client.put(
+            f"/api/v1/uploads/{upload['id']}/parts/{index}/",
+            data[index * size : (index + 1) * size],
+            content_type="application/octet-stream",
+        )
     finished = client.post(f"/api/v1/uploads/{upload['id']}/finish/", {"sha256": claimed}, format="json")
     assert finished.status_code == 422
     body = finished.json()
@@ -118,18 +147,30 @@ def test_size_caps_answer_413(role_users, draft, settings):
     client = api_client(role_users["submitter"])
     settings.PORTAL_MAX_UPLOAD_BYTES = 1_000_000
     settings.PORTAL_ORG_QUOTA_BYTES = 1_500_000
-    too_big = client.post("/api/v1/uploads/", {"submission": draft.pk, "filename": "big.tar.gz", "size": 1_000_001,
-                                                "sha256": "0" * 64}, format="json")
+    too_big = client.post(
+        "/api/v1/uploads/",
+        {"submission": draft.pk, "filename": "big.tar.gz", "size": 1_000_001, "sha256": "0" * 64},
+        format="json",
+    )
     assert too_big.status_code == 413 and too_big.json()["code"] == "upload-too-large"
-    first = client.post("/api/v1/uploads/", {"submission": draft.pk, "filename": "a.tar.gz", "size": 900_000,
-                                              "sha256": "1" * 64}, format="json")
+    first = client.post(
+        "/api/v1/uploads/",
+        {"submission": draft.pk, "filename": "a.tar.gz", "size": 900_000, "sha256": "1" * 64},
+        format="json",
+    )
     assert first.status_code == 201
-    second = client.post("/api/v1/uploads/", {"submission": draft.pk, "filename": "b.tar.gz", "size": 900_000,
-                                               "sha256": "2" * 64}, format="json")
+    second = client.post(
+        "/api/v1/uploads/",
+        {"submission": draft.pk, "filename": "b.tar.gz", "size": 900_000, "sha256": "2" * 64},
+        format="json",
+    )
     assert second.status_code == 413 and second.json()["code"] == "quota-exceeded"
     # An oversized part body is refused without storing anything.
-    part = client.put(f"/api/v1/uploads/{first.json()['id']}/parts/0/", b"z" * (settings.PORTAL_UPLOAD_PART_BYTES + 10),
-                      content_type="application/octet-stream")
+    part = client.put(
+        f"/api/v1/uploads/{first.json()['id']}/parts/0/",
+        b"z" * (settings.PORTAL_UPLOAD_PART_BYTES + 10),
+        content_type="application/octet-stream",
+    )
     assert part.status_code == 400 and part.json()["code"] == "upload-part-size"
 
 
@@ -171,12 +212,16 @@ def test_idempotency_key_replays_and_refuses_reuse(role_users, draft):
     assert first.status_code == again.status_code == 201
     assert first.json()["id"] == again.json()["id"] and again["Idempotent-Replayed"] == "true"
     assert Upload.objects.filter(submission=draft).count() == 1
-    other = client.post("/api/v1/uploads/", {**payload, "size": 11}, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    other = client.post(
+        "/api/v1/uploads/", {**payload, "size": 11}, format="json", HTTP_IDEMPOTENCY_KEY="k-1"
+    )
     assert other.status_code == 409 and other.json()["code"] == "idempotency-key-reused"
     # Keys belong to their user: another user's identical key is a different request.
     from tests.factories import MembershipFactory, UserFactory
 
     colleague = UserFactory(username="colleague")
     MembershipFactory(user=colleague, organisation=draft.organisation, role="submitter")
-    theirs = api_client(colleague).post("/api/v1/uploads/", payload, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    theirs = api_client(colleague).post(
+        "/api/v1/uploads/", payload, format="json", HTTP_IDEMPOTENCY_KEY="k-1"
+    )
     assert theirs.status_code == 201 and theirs.json()["id"] != first.json()["id"]

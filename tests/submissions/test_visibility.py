@@ -33,26 +33,49 @@ def world(role_users, tmp_path, settings):
 
     from tests.factories import MembershipFactory, UserFactory
 
-    settings.STORAGES = {**settings.STORAGES, "default": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path)}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path)},
+        },
+    }
     benchmark, system = make_catalog(role_users["organisations"]["acme"])
     outsider = UserFactory(username="outsider")
     MembershipFactory(user=outsider, organisation=role_users["organisations"]["nimbus"], role="submitter")
     key = default_storage.save("blobs/sha256/ab/secret", ContentFile(b"secret bytes"))
     by_state = {}
     for status in STATES:
-        submission = Submission.objects.create(organisation=system.organisation, system=system,
-                                               benchmark=benchmark, created_by=role_users["submitter"])
+        submission = Submission.objects.create(
+            organisation=system.organisation,
+            system=system,
+            benchmark=benchmark,
+            created_by=role_users["submitter"],
+        )
         Submission.objects.filter(pk=submission.pk).update(status=status)
-        version = SubmissionVersion.objects.create(submission=submission, number=1, kind="bundle", size_bytes=12,
-                                                   sha256="ab" * 32, uploader=role_users["submitter"])
-        VersionFile.objects.create(version=version, position=0, original_filename="b.tar.gz", storage_key=key,
-                                   size_bytes=12, sha256="ab" * 32)
+        version = SubmissionVersion.objects.create(
+            submission=submission,
+            number=1,
+            kind="bundle",
+            size_bytes=12,
+            sha256="ab" * 32,
+            uploader=role_users["submitter"],
+        )
+        VersionFile.objects.create(
+            version=version,
+            position=0,
+            original_filename="b.tar.gz",
+            storage_key=key,
+            size_bytes=12,
+            sha256="ab" * 32,
+        )
         run = CheckRun.objects.create(version=version)
         ReviewAssignment.objects.create(submission=submission, reviewer=role_users["reviewer"])
         by_state[status] = (submission, version, run)
-    users = {**{k: role_users[k] for k in ("anonymous", "submitter", "reviewer", "auditor", "chair")},
-             "outsider": outsider}
+    users = {
+        **{k: role_users[k] for k in ("anonymous", "submitter", "reviewer", "auditor", "chair")},
+        "outsider": outsider,
+    }
     return users, by_state
 
 
@@ -71,10 +94,18 @@ def test_matrix_role_state_endpoint(world, role):
     client = api_client(users[role])
     for status, (submission, version, run) in by_state.items():
         visible = expected_visible(role, status)
-        assert (submissions_visible_to(users[role]).filter(pk=submission.pk).exists()) is visible, (role, status)
+        assert (submissions_visible_to(users[role]).filter(pk=submission.pk).exists()) is visible, (
+            role,
+            status,
+        )
         for name, url in ENDPOINTS.items():
             response = client.get(url(submission, version, run))
-            assert response.status_code == (200 if visible else 404), (role, status, name, response.status_code)
+            assert response.status_code == (200 if visible else 404), (
+                role,
+                status,
+                name,
+                response.status_code,
+            )
             if not visible:
                 assert response.json()["code"] == "not_found"
             elif name == "file":
@@ -92,8 +123,11 @@ def test_outsider_cannot_act_on_or_guess_other_submissions(world):
     for method, url, body in [
         ("post", f"/api/v1/submissions/{submission.pk}/submit/", {}),
         ("post", f"/api/v1/submissions/{submission.pk}/withdraw/", {"reason": "x"}),
-        ("post", "/api/v1/uploads/", {"submission": submission.pk, "filename": "a.tar.gz", "size": 1,
-                                       "sha256": "0" * 64}),
+        (
+            "post",
+            "/api/v1/uploads/",
+            {"submission": submission.pk, "filename": "a.tar.gz", "size": 1, "sha256": "0" * 64},
+        ),
         ("get", "/api/v1/submissions/999999/", None),
     ]:
         response = getattr(client, method)(url, body, format="json") if body is not None else client.get(url)

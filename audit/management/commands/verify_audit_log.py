@@ -17,16 +17,23 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--expect-head", metavar="SEQUENCE:HASH",
-                            help="a head printed earlier by --print-head (published outside the database)")
-        parser.add_argument("--print-head", action="store_true", help="print SEQUENCE:HASH of the newest event")
+        parser.add_argument(
+            "--expect-head",
+            metavar="SEQUENCE:HASH",
+            help="a head printed earlier by --print-head (published outside the database)",
+        )
+        parser.add_argument(
+            "--print-head", action="store_true", help="print SEQUENCE:HASH of the newest event"
+        )
 
     def handle(self, *args, **options):
         expect = None
         if options["expect_head"]:
             match = HEAD_RE.match(options["expect_head"].strip())
             if match is None:
-                raise CommandError("--expect-head must be SEQUENCE:HASH as printed by --print-head", returncode=2)
+                raise CommandError(
+                    "--expect-head must be SEQUENCE:HASH as printed by --print-head", returncode=2
+                )
             expect = (int(match.group(1)), match.group(2))
         result = audit_chain_verify(expect_head=expect)
         if not result.ok:

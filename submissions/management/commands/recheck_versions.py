@@ -16,10 +16,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--as", dest="chair", required=True, metavar="USERNAME", help="the chair acting")
-        parser.add_argument("--status", action="append", default=[], metavar="STATUS",
-                            help="only submissions in this state (repeatable; default: every state but withdrawn)")
-        parser.add_argument("--all", action="store_true", help="re-check even versions already checked by "
-                            "this checker version with their benchmark's current rule set")
+        parser.add_argument(
+            "--status",
+            action="append",
+            default=[],
+            metavar="STATUS",
+            help="only submissions in this state (repeatable; default: every state but withdrawn)",
+        )
+        parser.add_argument(
+            "--all",
+            action="store_true",
+            help="re-check even versions already checked by "
+            "this checker version with their benchmark's current rule set",
+        )
         parser.add_argument("--dry-run", action="store_true", help="list what would be re-checked")
 
     def handle(self, *args, **options):
@@ -31,26 +40,37 @@ class Command(BaseCommand):
         except get_user_model().DoesNotExist:
             raise CommandError(f"no user {options['chair']!r}", returncode=2) from None
         if not user_is_chair(chair):
-            raise CommandError(f"{chair.username} is not the chair; only the chair re-checks versions", returncode=2)
+            raise CommandError(
+                f"{chair.username} is not the chair; only the chair re-checks versions", returncode=2
+            )
         valid = {s.value for s in Submission.Status}
         wanted = set(options["status"]) or valid - {Submission.Status.WITHDRAWN}
         unknown = wanted - valid
         if unknown:
-            raise CommandError(f"unknown state(s): {', '.join(sorted(unknown))}; use {', '.join(sorted(valid))}",
-                               returncode=2)
+            raise CommandError(
+                f"unknown state(s): {', '.join(sorted(unknown))}; use {', '.join(sorted(valid))}",
+                returncode=2,
+            )
         queued = 0
-        for submission in Submission.objects.filter(status__in=wanted).select_related("benchmark").order_by("pk"):
+        for submission in (
+            Submission.objects.filter(status__in=wanted).select_related("benchmark").order_by("pk")
+        ):
             version = SubmissionVersion.objects.filter(submission=submission).order_by("-number").first()
             if version is None:
                 continue
             latest = CheckRun.objects.filter(version=version).order_by("-pk").first()
-            current = (latest is not None and latest.checker_version == checker_version
-                       and latest.ruleset == submission.benchmark.ruleset_version)
+            current = (
+                latest is not None
+                and latest.checker_version == checker_version
+                and latest.ruleset == submission.benchmark.ruleset_version
+            )
             if current and not options["all"]:
                 continue
             was = f"{latest.checker_version or '?'} / {latest.ruleset}" if latest else "never checked"
-            self.stdout.write(f"submission #{submission.pk} v{version.number}: {was} -> {checker_version} / "
-                              f"{submission.benchmark.ruleset_version}")
+            self.stdout.write(
+                f"submission #{submission.pk} v{version.number}: {was} -> {checker_version} / "
+                f"{submission.benchmark.ruleset_version}"
+            )
             if not options["dry_run"]:
                 try:
                     check_run_requeue(version=version, actor=chair)
