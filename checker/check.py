@@ -12,9 +12,10 @@ from typing import Any
 from checker import __version__
 from checker.checksums import verify_bundle_checksums
 from checker.compare import report_differences
-from checker.events import TokenCounter, derive_official, recompute_point
+from checker.events import derive_official, recompute_point
 from checker.inputs import Layout, Limits, PointInput, open_inputs
 from checker.report import Findings, PointResult, Report
+from checker.tokens import TokenCounter
 
 DEFAULT_RULESET = "endpoints-v1.0"
 

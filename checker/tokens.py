@@ -1,0 +1,156 @@
+"""Token counting for the recompute: batched tokenizer calls and the exact split of a count at a cut."""
+
+from __future__ import annotations
+
+import json
+import re
+
+# -- exact split of a token count at the first streamed chunk ---------------------------------
+# OSL needs count(first + rest) and TPOT needs count(rest). When the tokenizer provably cuts
+# first + rest at len(first) -- no normalizer, no added token across the cut, and a
+# pre-tokenizer that always starts a new piece there and splits the prefix alone the same way --
+# then count(first + rest) == count(first) + count(rest), because the model (BPE) works on each
+# pre-tokenized piece alone. first is a short chunk with few distinct values (cached), so a
+# sample costs one encode of rest instead of two encodes. Where the cut is not provably clean,
+# first + rest is encoded whole. docs/performance.md gives the argument in full.
+_ASCII_SPACE = frozenset(" \t\n\v\f\r")  # \s of the tokenizers' regex engines, ASCII part
+LLAMA3_SPLIT_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+    r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+# A space preceded by anything but whitespace starts a new piece under both patterns above, and
+# the prefix before it is split alone the same way; this is a superset of every regex engine's \s.
+_UNSAFE_SPACE = re.compile("[\\s\u180e\u200b\u2060\ufeff] ")
+_SAFE_POST_PROCESSORS = {"ByteLevel", "TemplateProcessing", "RobertaProcessing", "BertProcessing"}
+
+
+def _ascii_class(ch: str) -> str | None:
+    """L(etter), N(umber), S(pace) or O(ther) for an ASCII character; None beyond ASCII."""
+    if not ch.isascii():
+        return None
+    if ch.isalpha():
+        return "L"
+    if ch.isdigit():
+        return "N"
+    return "S" if ch in _ASCII_SPACE else "O"
+
+
+def _gpt2_cut(a: str, b: str) -> bool:
+    r"""ByteLevel(use_regex) pattern 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+.
+
+    No match holds a non-space a followed by a space b, nor two characters of different classes
+    (except a contraction: ' then s, t, r, v, m, l, d); with a not a space, the lookahead
+    (?!\S) is never evaluated at the cut, so the prefix alone is split the same way.
+    """
+    ca, cb = _ascii_class(a), _ascii_class(b)
+    if ca is None or cb is None or ca == "S":
+        return False
+    if cb == "S":
+        return True
+    return ca != cb and not (a == "'" and b in "strvmldSTRVMLD")
+
+
+def _llama3_cut(a: str, b: str) -> bool:
+    """Llama-3 Split pattern: a letter or digit followed by a character of another class."""
+    ca, cb = _ascii_class(a), _ascii_class(b)
+    return ca in ("L", "N") and cb is not None and cb != ca
+
+
+def _state(component) -> dict | None:
+    return None if component is None else json.loads(component.__getstate__())
+
+
+def split_rule(tokenizer):
+    """The boundary rule of this tokenizer (a, b) -> bool, or None when no cut is provably clean."""
+    try:
+        if (
+            tokenizer.normalizer is not None
+            or tokenizer.truncation is not None
+            or tokenizer.padding is not None
+        ):
+            return None
+        pre = _state(tokenizer.pre_tokenizer)
+        post = _state(tokenizer.post_processor)
+        added = list(tokenizer.get_added_tokens_decoder().values())
+    except Exception:  # not a tokenizers.Tokenizer (a stub): never cut
+        return None
+    if any(t.lstrip or t.rstrip or t.single_word for t in added):
+        return None
+    if post is not None:
+        kinds = (
+            [p.get("type") for p in post.get("processors", [post])]
+            if post.get("type") == "Sequence"
+            else [post.get("type")]
+        )
+        if not set(kinds) <= _SAFE_POST_PROCESSORS:  # these only add specials, and we add none
+            return None
+    if pre is None:
+        return None
+    if pre.get("type") == "ByteLevel" and pre.get("use_regex", True) and not pre.get("add_prefix_space"):
+        return _gpt2_cut
+    if pre.get("type") == "Sequence":
+        parts = pre.get("pretokenizers") or []
+        if (
+            len(parts) == 2
+            and parts[0].get("type") == "Split"
+            and parts[0].get("pattern") == {"Regex": LLAMA3_SPLIT_PATTERN}
+            and parts[0].get("behavior") == "Isolated"
+            and not parts[0].get("invert")
+            and parts[1].get("type") == "ByteLevel"
+            and not parts[1].get("use_regex", True)
+            and not parts[1].get("add_prefix_space")
+        ):
+            return _llama3_cut
+    return None
+
+
+class TokenCounter:
+    """Counts tokens of many texts with few tokenizer calls: batched, prompt counts cached."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self._encode = getattr(tokenizer, "encode_batch_fast", None) or tokenizer.encode_batch
+        self.calls = 0
+        self.texts = 0
+        self.rule = split_rule(tokenizer)
+        self._added: list[str] = []
+        self._added_re = None
+        if self.rule is not None:
+            self._added = [t.content for t in tokenizer.get_added_tokens_decoder().values() if t.content]
+            self._added_reach = max((len(c) for c in self._added), default=1)
+            if self._added:
+                self._added_re = re.compile(
+                    "|".join(re.escape(c) for c in sorted(self._added, key=len, reverse=True))
+                )
+
+    def count(self, texts: list[str]) -> list[int]:
+        if not texts:
+            return []
+        self.calls += 1
+        self.texts += len(texts)
+        return [len(e) for e in self._encode(texts, add_special_tokens=False)]
+
+    def splits_at(self, text: str, cut: int) -> bool:
+        """True when count(text) == count(text[:cut]) + count(text[cut:]) provably holds."""
+        if cut <= 0 or cut >= len(text):
+            return False
+        if self.rule is None or not self.rule(text[cut - 1], text[cut]):
+            return False
+        if self._added:
+            window = text[max(0, cut - self._added_reach + 1) : cut + self._added_reach - 1]
+            if any(c in window for c in self._added):  # an added token might straddle the cut
+                return False
+        return True
+
+    def pieces(self, text: str) -> list[str] | None:
+        """text.split(" ") when count(text) == count(parts[0]) + sum(count(" " + part)) provably holds.
+
+        Every space that is preceded by a non-whitespace character is a clean cut (see _gpt2_cut and
+        _llama3_cut; it holds for any non-whitespace character, not only ASCII). None when some space
+        follows whitespace (a run of spaces, an indent) or the text holds an added token.
+        """
+        if self.rule is None or _UNSAFE_SPACE.search(text) is not None:
+            return None
+        if self._added_re is not None and self._added_re.search(text) is not None:
+            return None
+        return text.split(" ")
