@@ -48,7 +48,8 @@ from typing import Any
 import yaml
 
 from checker.checksums import sha256_file
-from checker.inputs import EVENTS_NAMES, Layout, Limits, PointInput
+from checker.inputs import Layout, Limits, PointInput
+from checker.inputs.layout import EVENTS_NAMES
 from checker.loaders import load_descriptor_quietly
 from checker.report import Findings
 from checker.safedirs import open_subdir
@@ -68,7 +69,7 @@ PENDING_SUBMISSION_ID = "pending-submission-id"
 INJECTION_HEADER = "# --- added by endpoints-submission-cli: bundle-internal paths ---"
 COPY_BYTES = 1024 * 1024
 
-# logical name (checker.inputs.POINT_FILES) -> path inside the bundle's point folder
+# logical name (checker.inputs.layout.POINT_FILES) -> path inside the bundle's point folder
 _POINT_TARGETS = {
     "result_summary.json": "result_summary.json",
     "accuracy_results.json": "accuracy_results.json",
