@@ -17,7 +17,8 @@ import yaml
 
 from checker.events import recompute_point
 from checker.report import Findings, PointResult, Report
-from checker.rules import cohort_after, cohort_key, run_rules
+from checker.rules import run_rules
+from checker.rules.common import cohort_after, cohort_key
 from checker.ruleset import load_ruleset, parse_ruleset
 from tests.checker.bundle_layout import ARCHIVES, BUNDLE, FIXTURES, layout_of
 
