@@ -1,14 +1,19 @@
 """The check pipeline's services: create, start, check one point, join, retry, reconcile, re-check.
 
-One CheckRun per (version, request). The pipeline, all of it queued after commit:
+One CheckRun per (version, request). Each step calls one step of checker.pipeline, the same steps
+`portal check` runs in one process, so the portal's verdict is the command's verdict on the same files:
 
-  check_run_start    (one task)  queued -> running; downloads the version's files, lists its load
-                                 points (checker.inputs.open_inputs) and fans out a Celery chord:
-  check_run_point    (N tasks)   checker.check(..., only_points={key}) for one point; stores its
-                                 PointMetric row and its point findings (delete-and-insert per point);
-  check_run_finish   (join)      runs the rule suite once over the whole version on the stored
-                                 per-point results (no second recomputation), stores the version-level
-                                 findings, curves and report, and ends the run passed/failed.
+  check_run_start    (one task)  queued -> running; lists the load points file by file
+                                 (pipeline.list_points) and fans out a Celery chord:
+  check_run_point    (N tasks)   pipeline.check_point on the files that hold the point (and those that
+                                 hold none); stores its PointMetric row and its findings (delete-and-insert);
+  check_run_finish   (join)      pipeline.judge_version over the whole version on the stored points (no
+                                 second recomputation), with the portal-only rules (checker.portal_rules);
+                                 the report's findings, curves and document become the run's rows, and the
+                                 run ends passed/failed.
+
+Files come through the worker's cache (submissions.storage.fetch_to_folder): a point task reads only
+its own archive from storage, and what one task read is not read again by the next on that worker.
 
 Every task carries (check_run_id, attempt). A task whose attempt is not the run's current attempt
 (a message re-delivered after its attempt was given up) does nothing, and every state change is
@@ -21,24 +26,40 @@ message never reached a worker is handled the same way after PORTAL_CHECK_QUEUED
 from __future__ import annotations
 
 import functools
+import json
 import logging
-import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from tokenizers import Tokenizer
 
+from accounts.selectors import user_is_chair
 from audit.services import audit_event_record
+from catalog.selectors import benchmark_tokenizer_json
+from checker import __version__ as checker_version
+from checker.inputs import Limits
+from checker.pipeline import (
+    PointOutcome,
+    check_point,
+    findings_from_dicts,
+    judge_version,
+    list_points,
+    open_version,
+)
+from checker.portal_rules import SubmissionScope
+from checker.report import PointResult, json_safe
+from checker.tokens import TokenCounter
 from portal.errors import NotAllowedError
 from submissions.models import CheckRun, Finding, PointMetric, SubmissionVersion
-from submissions.selectors import benchmark_tokenizer_json, user_is_chair
-from submissions.uploads import COPY_CHUNK_BYTES, storage_open_stream
+from submissions.storage import StoredFile, fetch_to_folder
 
 logger = logging.getLogger(__name__)
 
@@ -48,13 +69,16 @@ HEARTBEAT_EVERY_S = 2.0
 # --- creating and queueing -------------------------------------------------------------------
 
 
-def _queue_start(check_run: CheckRun) -> None:
-    from submissions.tasks import check_run_start_task
+# The tasks module imports this one; queueing by the task's registered name keeps the import one-way.
+CHECK_RUN_START_TASK = "submissions.tasks.check_run_start_task"
 
+
+def _queue_start(check_run: CheckRun) -> None:
     run_id, attempt = check_run.pk, check_run.attempts
-    transaction.on_commit(
-        lambda: check_run_start_task.apply_async(args=[run_id, attempt], queue=settings.PORTAL_CHECK_QUEUE)
+    start = current_app.signature(
+        CHECK_RUN_START_TASK, args=[run_id, attempt], queue=settings.PORTAL_CHECK_QUEUE
     )
+    transaction.on_commit(start.apply_async)
 
 
 def check_run_create(*, version: SubmissionVersion, actor=None) -> CheckRun:
@@ -112,57 +136,49 @@ class _Beat:
         self.run_id, self.attempt = run_id, attempt
         self.last = 0.0
 
-    def __call__(self, stage: str, done: int, total: int, message: str) -> None:
+    def __call__(self, stage: str = "", done: int = 0, total: int = 0, message: str = "") -> None:
         now = time.monotonic()
         if now - self.last >= HEARTBEAT_EVERY_S:
             self.last = now
             _heartbeat(self.run_id, self.attempt)
 
 
-@dataclass
-class _Inputs:
-    folder: Path
-    paths: list[Path]
-
-    def close(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _download_version(version: SubmissionVersion, *, beat: _Beat | None = None) -> _Inputs:
-    """Copy the version's stored files into a private temporary folder, streaming, under their own names
-    (the checker names archives in its findings by file name)."""
-    folder = Path(tempfile.mkdtemp(prefix=f"portal-v{version.pk}-"))
-    paths = []
-    try:
-        for version_file in version.files.order_by("position"):
-            target_dir = folder / "files" / str(version_file.position)
-            target_dir.mkdir(parents=True)
-            target = target_dir / (version_file.original_filename.replace("/", "_") or "upload")
-            stream = storage_open_stream(version_file.storage_key)
-            try:
-                with open(target, "wb") as out:
-                    while chunk := stream.read(COPY_CHUNK_BYTES):
-                        out.write(chunk)
-                        if beat is not None:
-                            beat("download", 0, 0, "")
-            finally:
-                stream.close()
-            paths.append(target)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return _Inputs(folder=folder, paths=paths)
+@contextmanager
+def _fetched(version: SubmissionVersion, *, positions: set[int] | None = None, beat: _Beat):
+    """Local copies of the version's stored files (all of them, or those at `positions`), in upload order,
+    under their own names, in a private folder removed on exit; served by the worker's cache when it can."""
+    files = [f for f in version.files.order_by("position") if positions is None or f.position in positions]
+    stored = [
+        StoredFile(
+            storage_key=f.storage_key, sha256=f.sha256, size_bytes=f.size_bytes, filename=f.original_filename
+        )
+        for f in files
+    ]
+    with tempfile.TemporaryDirectory(prefix=f"portal-v{version.pk}-") as folder:
+        paths = fetch_to_folder(stored, Path(folder) / "files", on_chunk=beat)
+        yield [(f.position, path) for f, path in zip(files, paths, strict=True)], Path(folder)
 
 
 @functools.lru_cache(maxsize=8)
 def _tokenizer_from_text(text: str):
-    from tokenizers import Tokenizer
-
     return Tokenizer.from_str(text)
 
 
-def _tokenizer_for(version: SubmissionVersion):
-    return _tokenizer_from_text(benchmark_tokenizer_json(version.submission.benchmark))
+def _token_counter_for(version: SubmissionVersion) -> TokenCounter:
+    return TokenCounter(_tokenizer_from_text(benchmark_tokenizer_json(version.submission.benchmark)))
+
+
+def _scope_of(submission) -> SubmissionScope:
+    """What the portal-only rules need to know about the submission, as plain data."""
+    system = submission.system
+    revision = system.description_revisions.order_by("-number").values_list("number", flat=True).first()
+    return SubmissionScope(
+        submission_label=f"submission #{submission.pk}",
+        system=system.name,
+        model=submission.benchmark.model_id,
+        registered_description=system.description if isinstance(system.description, dict) else {},
+        registered_revision=revision,
+    )
 
 
 def _finding_rows(check_run: CheckRun, step: str, findings) -> list[Finding]:
@@ -183,20 +199,19 @@ def _finding_rows(check_run: CheckRun, step: str, findings) -> list[Finding]:
     ]
 
 
-def _finding_identity(row: Finding) -> tuple:
-    return (row.rule, row.severity, row.file, row.line, row.pointer, row.point, row.message)
+def _json_safe(value):
+    return (
+        json.loads(json.dumps(json_safe(value), default=str, allow_nan=False)) if value is not None else None
+    )
 
 
-# --- the steps -------------------------------------------------------------------------------
+# --- the steps: each calls one step of checker.pipeline ----------------------------------------
 
 
 def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
-    """queued -> running; list the version's points. Returns the point keys to fan out, or None when this
+    """queued -> running; list the version's points (pipeline.list_points, file by file, so each point
+    task later fetches only the files it needs). Returns the point keys to fan out, or None when this
     attempt is not (or no longer) the run's to start."""
-    from checker import __version__ as checker_version
-    from checker.inputs import Limits, open_inputs
-    from checker.report import Findings
-
     now = timezone.now()
     started = CheckRun.objects.filter(
         pk=check_run_id, attempts=attempt, status=CheckRun.Status.QUEUED
@@ -211,19 +226,25 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
     )
     if not started and _is_current(check_run_id, attempt) is None:
         return None  # stale message, or a run that already ended
-    check_run = CheckRun.objects.select_related("version__submission__benchmark").get(pk=check_run_id)
+    check_run = CheckRun.objects.select_related("version").get(pk=check_run_id)
     beat = _Beat(check_run_id, attempt)
-    inputs = _download_version(check_run.version, beat=beat)
-    try:
-        with tempfile.TemporaryDirectory(prefix="portal-list-", dir=inputs.folder) as sandbox:
-            layout = open_inputs(inputs.paths, workdir=Path(sandbox), limits=Limits(), findings=Findings())
-            keys = sorted({p.key for p in layout.points})
-    finally:
-        inputs.close()
+    first_file_of: dict[str, int] = {}
+    pointless: list[int] = []
+    with _fetched(check_run.version, beat=beat) as (files, folder):
+        for position, path in files:
+            with open_version([path], limits=Limits(), workdir=folder) as opened:
+                keys = list_points(opened.layout)
+            if not keys:
+                pointless.append(position)
+            for key in keys:
+                first_file_of.setdefault(key, position)  # a point given twice is read from its first file
+    keys = sorted(first_file_of)
+    point_files = {key: sorted({first_file_of[key], *pointless}) for key in keys}
     _heartbeat(
         check_run_id,
         attempt,
         points_expected=keys,
+        point_files=point_files,
         progress_stage="points",
         progress_total=len(keys),
         progress_done=0,
@@ -232,10 +253,8 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
 
 
 def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:
-    """Recompute one load point and store its metrics and findings (delete-and-insert: safe to repeat)."""
-    from checker.check import check
-    from checker.inputs import Limits
-
+    """Recompute one load point (pipeline.check_point) from only the files it needs, and store its metrics
+    and findings (delete-and-insert: safe to repeat)."""
     check_run = _is_current(check_run_id, attempt)
     if check_run is None:
         return False
@@ -247,244 +266,98 @@ def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:
         while time.monotonic() < deadline:
             _heartbeat(check_run_id, attempt)
             time.sleep(0.5)
-    inputs = _download_version(check_run.version, beat=beat)
-    try:
-        report = check(
-            inputs.paths,
-            tokenizer=_tokenizer_for(check_run.version),
-            ruleset=check_run.ruleset,
-            limits=Limits(),
-            workdir=inputs.folder,
-            progress=beat,
-            only_points={point_key},
-        )
-    finally:
-        inputs.close()
-    result = next((p for p in report.points if p.key == point_key), None)
+    positions = set(check_run.point_files.get(point_key) or []) or None
+    token_counter = _token_counter_for(check_run.version)
+    limits = Limits()
+    with _fetched(check_run.version, positions=positions, beat=beat) as (files, folder):
+        with open_version([path for _, path in files], limits=limits, workdir=folder) as opened:
+            outcome = check_point(
+                opened.layout, point_key, token_counter=token_counter, limits=limits, progress=beat
+            )
+    result = outcome.result
     with transaction.atomic():
         if _is_current(check_run_id, attempt, lock=True) is None:
             return False
         PointMetric.objects.filter(check_run_id=check_run_id, key=point_key).delete()
         Finding.objects.filter(check_run_id=check_run_id, step=point_key).delete()
-        if result is not None:
-            PointMetric.objects.create(
-                check_run_id=check_run_id,
-                key=point_key,
-                system=result.system,
-                model=result.model,
-                concurrency=result.concurrency,
-                source=result.source,
-                claimed=result.claimed,
-                recomputed=result.recomputed,
-                extra=_json_safe(result.extra),
-            )
-        Finding.objects.bulk_create(
-            _finding_rows(check_run, point_key, [f for f in report.findings if f.point == point_key])
+        PointMetric.objects.create(
+            check_run_id=check_run_id,
+            key=point_key,
+            system=result.system,
+            model=result.model,
+            concurrency=result.concurrency,
+            source=result.source,
+            claimed=_json_safe(result.claimed),
+            recomputed=_json_safe(result.recomputed),
+            extra=_json_safe(result.extra),
         )
+        Finding.objects.bulk_create(_finding_rows(check_run, point_key, outcome.findings))
         done = PointMetric.objects.filter(check_run_id=check_run_id).count()
         _heartbeat(check_run_id, attempt, progress_done=done)
     return True
 
 
-def _json_safe(value):
-    import json
-
-    return json.loads(json.dumps(value, default=str, allow_nan=False)) if value is not None else None
-
-
-def _top_level_differences(registered: dict, uploaded: dict) -> list[str]:
-    return sorted(key for key in set(registered) | set(uploaded) if registered.get(key) != uploaded.get(key))
-
-
-def scope_findings(layout, *, submission, findings) -> None:
-    """Portal-only rules over the whole version, which need the submission: every point must be of the
-    submission's system and model (`submission-scope`, error), and the system_desc.json the points carry should
-    be the registered description of the system (`system-desc-mismatch`, warning, naming the differing keys)."""
-    import json
-
-    from checker.inputs import Limits
-    from checker.loaders import load_json
-    from checker.report import Findings
-    from checker.ruleset import RulesetError, load_ruleset
-
-    system, model = submission.system.name, submission.benchmark.model_id
-    expected = f"{system}/{model}"
-    # Keys the rules let vary from point to point (parallelism, batch, tps_utilization...) are not the
-    # system's identity: leave them out of the comparison with the registered description.
-    try:
-        per_point = set(
-            load_ruleset(submission.benchmark.ruleset_version).get(
-                "disclosure", "system_desc_per_point", default=[]
-            )
-            or []
+def _stored_outcomes(check_run: CheckRun) -> dict[str, PointOutcome]:
+    """The point steps' results back from their rows, as the pipeline's PointOutcome."""
+    findings_of: dict[str, list[dict]] = {}
+    for row in Finding.objects.filter(check_run=check_run).exclude(step="").values():
+        findings_of.setdefault(row["step"], []).append(row)
+    outcomes = {}
+    for metric in PointMetric.objects.filter(check_run=check_run):
+        result = PointResult(
+            system=metric.system,
+            model=metric.model,
+            concurrency=metric.concurrency,
+            source=metric.source,
+            claimed=metric.claimed,
+            recomputed=metric.recomputed,
+            extra=dict(metric.extra or {}),
         )
-    except RulesetError:
-        per_point = set()
-
-    def identity(description: dict) -> dict:
-        return {k: v for k, v in description.items() if k not in per_point}
-
-    registered = submission.system.description if isinstance(submission.system.description, dict) else {}
-    registered = identity(registered)
-    descriptions: dict[str, dict] = {}  # canonical JSON -> {"description", "displays", "points"}
-    for point in sorted(layout.points, key=lambda p: (p.system, p.model, p.concurrency)):
-        found = f"{point.system}/{point.model}"
-        if found != expected:
-            what = " and ".join(
-                name
-                for name, differs in (("system", point.system != system), ("model", point.model != model))
-                if differs
-            )
-            findings.error(
-                "submission-scope",
-                f"{point.display}: this load point is for {found}, but submission #{submission.pk} is for "
-                f"{expected} (the {what} differ{'s' if ' and ' not in what else ''}).",
-                file=point.display,
-                point=point.key,
-                fix=f"Upload only run archives (or a bundle) of {expected} to this submission. Results of {found} "
-                f"belong in their own submission: create one for that system and benchmark on the dashboard "
-                f"(register the system on the Systems page first if it is new).",
-            )
-            continue
-        path = point.files.get("system_desc.json")
-        if not registered or path is None:
-            continue
-        uploaded = load_json(
-            path, display=point.display_of("system_desc.json"), findings=Findings(), limits=Limits()
-        )  # unreadable copies already have their own findings
-        if not isinstance(uploaded, dict) or identity(uploaded) == registered:
-            continue
-        uploaded = identity(uploaded)
-        canonical = json.dumps(uploaded, sort_keys=True, default=str)
-        entry = descriptions.setdefault(canonical, {"description": uploaded, "displays": [], "points": []})
-        entry["displays"].append(point.display_of("system_desc.json"))
-        entry["points"].append(point.key)
-    revision = (
-        submission.system.description_revisions.order_by("-number").values_list("number", flat=True).first()
-    )
-    for entry in descriptions.values():
-        keys = _top_level_differences(registered, entry["description"])
-        others = len(entry["displays"]) - 1
-        also = f" (and the copies of {others} more point{'s' if others != 1 else ''})" if others else ""
-        findings.warning(
-            "system-desc-mismatch",
-            f"{entry['displays'][0]}{also} differs from the registered description of {system}"
-            f"{f' (revision {revision})' if revision else ''} in the top-level key{'s' if len(keys) != 1 else ''} "
-            f"{', '.join(keys)}.",
-            file=entry["displays"][0],
-            point=entry["points"][0] if len(entry["points"]) == 1 else None,
-            fix=f"If the system changed, give {system} the new system_desc.json on its system page (a new, audited "
-            "revision); otherwise upload results made with the registered description.",
+        outcomes[metric.key] = PointOutcome(
+            result=result, findings=findings_from_dicts(findings_of.get(metric.key, []))
         )
+    return outcomes
 
 
 def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
-    """The join: rules over the whole version on the stored points, then running -> passed/failed."""
-    from checker.inputs import Limits, open_inputs
-    from checker.report import Findings, PointResult, Report
-
-    check_run = _is_current(check_run_id, attempt)
-    if check_run is None:
+    """The join (pipeline.judge_version over the stored points), then running -> passed/failed. The
+    report's findings replace the point steps' rows: the run's findings are exactly the report's."""
+    if _is_current(check_run_id, attempt) is None:
         return None
-    check_run = CheckRun.objects.select_related("version__submission__benchmark").get(pk=check_run_id)
-    metrics = {m.key: m for m in PointMetric.objects.filter(check_run=check_run)}
-    missing = [key for key in check_run.points_expected if key not in metrics]
+    check_run = CheckRun.objects.select_related(
+        "version__submission__benchmark", "version__submission__system"
+    ).get(pk=check_run_id)
+    outcomes = _stored_outcomes(check_run)
+    missing = [key for key in check_run.points_expected if key not in outcomes]
     if missing:  # a point task failed for good: let the retry logic decide
         raise RuntimeError(f"{len(missing)} load point(s) have no result: {', '.join(missing[:5])}")
     _heartbeat(check_run_id, attempt, progress_stage="rules")
-    report = Report(checker_version=check_run.checker_version, ruleset=check_run.ruleset)
-    for metric in sorted(metrics.values(), key=lambda m: (m.system, m.model, m.concurrency)):
-        report.points.append(
-            PointResult(
-                system=metric.system,
-                model=metric.model,
-                concurrency=metric.concurrency,
-                source=metric.source,
-                claimed=metric.claimed,
-                recomputed=metric.recomputed,
-                extra=dict(metric.extra or {}),
+    beat = _Beat(check_run_id, attempt)
+    limits = Limits()
+    with _fetched(check_run.version, beat=beat) as (files, folder):
+        with open_version([path for _, path in files], limits=limits, workdir=folder) as opened:
+            opened.inputs = [path.name for _, path in files]
+            report = judge_version(
+                opened,
+                [outcomes[key] for key in list_points(opened.layout)],
+                ruleset=check_run.ruleset,
+                limits=limits,
+                official=settings.PORTAL_CHECK_OFFICIAL,
+                scope=_scope_of(check_run.version.submission),
+                sandbox=folder,
+                progress=beat,
             )
-        )
-    inputs = _download_version(check_run.version, beat=_Beat(check_run_id, attempt))
-    try:
-        report.inputs = [p.name for p in inputs.paths]
-        with tempfile.TemporaryDirectory(prefix="portal-join-", dir=inputs.folder) as sandbox:
-            findings = Findings()
-            layout = open_inputs(inputs.paths, workdir=Path(sandbox), limits=Limits(), findings=findings)
-            report.findings.extend(findings)
-            report.unreadable = layout.readable_inputs == 0
-            try:
-                from checker.rules import run_rules
-            except ImportError:  # a checker build without the rule suite
-                run_rules = None
-            if run_rules is not None:
-                run_rules(layout, report, ruleset=check_run.ruleset)
-            scope_findings(layout, submission=check_run.version.submission, findings=report.findings)
-            if settings.PORTAL_CHECK_OFFICIAL:
-                # The official checker's own verdict on the same files, with every disagreement an info
-                # finding, so reviewers see where the portal is stricter and why.
-                try:
-                    from checker.official import cross_check
-                except ImportError:
-                    cross_check = None
-                if cross_check is not None:
-                    cross_check(layout, report, workdir=Path(sandbox))
-            try:
-                from checker.curve import build_curves
-            except ImportError:
-                build_curves = None
-            if build_curves is not None:
-                report.curves = build_curves(report, ruleset=check_run.ruleset)
-    finally:
-        inputs.close()
-
+    counts = report.counts()
+    status = CheckRun.Status.FAILED if report.verdict == "fail" else CheckRun.Status.PASSED
     with transaction.atomic():
         if _is_current(check_run_id, attempt, lock=True) is None:
             return None
-        Finding.objects.filter(check_run=check_run, step="").delete()
-        point_rows = list(Finding.objects.filter(check_run=check_run).exclude(step=""))
-        seen = {_finding_identity(row) for row in point_rows}
-        join_rows = []
-        for row in _finding_rows(check_run, "", report.findings):
-            identity = _finding_identity(row)
-            if identity not in seen:
-                seen.add(identity)
-                join_rows.append(row)
-        Finding.objects.bulk_create(join_rows)
-        all_rows = point_rows + join_rows
+        Finding.objects.filter(check_run=check_run).delete()
+        Finding.objects.bulk_create(_finding_rows(check_run, "", report.findings))
         for point in report.points:  # the rules add per-point facts (region, power ...) to extra
-            metric = metrics.get(point.key)
-            if metric is not None and point.extra != metric.extra:
-                PointMetric.objects.filter(pk=metric.pk).update(extra=_json_safe(point.extra))
-        counts = {"error": 0, "warning": 0, "info": 0}
-        for row in all_rows:
-            counts[row.severity] = counts.get(row.severity, 0) + 1
-        status = CheckRun.Status.FAILED if counts["error"] else CheckRun.Status.PASSED
-        document = report.to_dict()
-        document["findings"] = [
-            {
-                "rule": r.rule,
-                "severity": r.severity,
-                "file": r.file or None,
-                "line": r.line,
-                "pointer": r.pointer or None,
-                "point": r.point or None,
-                "message": r.message,
-                "fix": r.fix or None,
-            }
-            for r in sorted(
-                all_rows,
-                key=lambda r: (
-                    {"error": 0, "warning": 1}.get(r.severity, 2),
-                    r.point,
-                    r.file,
-                    r.line or 0,
-                    r.rule,
-                ),
+            PointMetric.objects.filter(check_run=check_run, key=point.key).update(
+                extra=_json_safe(point.extra)
             )
-        ]
-        document["counts"] = counts
-        document["verdict"] = "fail" if counts["error"] else "pass"
         now = timezone.now()
         ended = CheckRun.objects.filter(
             pk=check_run_id, attempts=attempt, status=CheckRun.Status.RUNNING
@@ -494,9 +367,9 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
             heartbeat_at=now,
             counts=counts,
             curves=_json_safe(report.curves),
-            report=_json_safe(document),
+            report=_json_safe(report.to_dict()),
             progress_stage="done",
-            progress_done=len(metrics),
+            progress_done=len(report.points),
         )
         if not ended:
             return None

@@ -13,14 +13,22 @@ import logging
 from celery import chord, shared_task
 from django.conf import settings
 
+from submissions.checks import (
+    check_run_attempt_failed,
+    check_run_finish,
+    check_run_point,
+    check_run_start,
+    check_runs_reconcile,
+)
+from submissions.idempotency import idempotency_keys_expire
+from submissions.uploads import uploads_expire
+
 logger = logging.getLogger(__name__)
 
 PIPELINE = {"acks_late": True, "reject_on_worker_lost": True}
 
 
 def _attempt_failed(check_run_id: int, attempt: int, exc: BaseException) -> None:
-    from submissions.checks import check_run_attempt_failed
-
     logger.exception("check run %s attempt %s failed", check_run_id, attempt)
     check_run_attempt_failed(
         check_run_id=check_run_id,
@@ -32,8 +40,6 @@ def _attempt_failed(check_run_id: int, attempt: int, exc: BaseException) -> None
 @shared_task(**PIPELINE)
 def check_run_start_task(check_run_id: int, attempt: int) -> None:
     """List the version's points and fan out one task per point, joined by check_run_finish_task."""
-    from submissions.checks import check_run_start
-
     try:
         keys = check_run_start(check_run_id=check_run_id, attempt=attempt)
     except Exception as exc:  # noqa: BLE001 - any failure becomes the next attempt, never a stuck run
@@ -53,8 +59,6 @@ def check_run_start_task(check_run_id: int, attempt: int) -> None:
 @shared_task(ignore_result=False, **PIPELINE)
 def check_run_point_task(check_run_id: int, attempt: int, point_key: str) -> bool:
     """Recompute one load point (its result is only the chord's signal; rows hold the data)."""
-    from submissions.checks import check_run_point
-
     try:
         return check_run_point(check_run_id=check_run_id, attempt=attempt, point_key=point_key)
     except Exception as exc:  # noqa: BLE001
@@ -65,8 +69,6 @@ def check_run_point_task(check_run_id: int, attempt: int, point_key: str) -> boo
 @shared_task(**PIPELINE)
 def check_run_finish_task(check_run_id: int, attempt: int) -> None:
     """Run the rules over the whole version and end the run passed or failed."""
-    from submissions.checks import check_run_finish
-
     try:
         check_run_finish(check_run_id=check_run_id, attempt=attempt)
     except Exception as exc:  # noqa: BLE001
@@ -77,17 +79,12 @@ def check_run_finish_task(check_run_id: int, attempt: int) -> None:
 def check_runs_reconcile_task() -> list[int]:
     """Every minute (beat): re-queue or fail running checks whose heartbeat stopped, and queued checks that
     never started (their start message was lost)."""
-    from submissions.checks import check_runs_reconcile
-
     return check_runs_reconcile()
 
 
 @shared_task
 def uploads_cleanup_task() -> dict:
     """Every 15 minutes (beat): expire idle uploads (parts deleted, quota freed) and old Idempotency-Keys."""
-    from submissions.idempotency import idempotency_keys_expire
-    from submissions.uploads import uploads_expire
-
     expired = uploads_expire()
     return {
         "uploads_expired": [str(pk) for pk in expired],

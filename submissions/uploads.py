@@ -29,16 +29,16 @@ from datetime import timedelta
 from typing import BinaryIO
 
 from django.conf import settings
-from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Sum
 from django.utils import timezone
 
+from accounts.models import Organisation
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
+from submissions.checks import check_run_create
 from submissions.models import (
-    Organisation,
     Submission,
     SubmissionVersion,
     Upload,
@@ -46,8 +46,14 @@ from submissions.models import (
     VersionFile,
 )
 from submissions.selectors import user_can_submit_for
+from submissions.storage import (
+    COPY_CHUNK_BYTES,
+    blob_key,
+    storage_iter_chunks,
+    storage_open_stream,
+    storage_save_exact,
+)
 
-COPY_CHUNK_BYTES = 1024 * 1024
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -69,43 +75,8 @@ class UploadHashMismatchError(ApplicationError):
 # --- storage helpers -------------------------------------------------------------------------
 
 
-def blob_key(sha256: str) -> str:
-    """Where a verified file lives: content-addressed, so identical bytes are stored once."""
-    return f"blobs/sha256/{sha256[:2]}/{sha256}"
-
-
 def _part_key(upload: Upload, index: int, sha256: str) -> str:
     return f"uploads/{upload.id}/{index:06d}-{sha256}"
-
-
-def storage_open_stream(key: str) -> BinaryIO:
-    """A readable stream of a stored object that never holds the whole object in memory.
-
-    django-storages' S3File downloads the object into a spooled buffer on first read; for S3 we read
-    the HTTP body directly instead.
-    """
-    bucket_name = getattr(default_storage, "bucket_name", None)
-    if bucket_name and hasattr(default_storage, "connection"):
-        client = default_storage.connection.meta.client
-        name = default_storage._normalize_name(key)  # our keys are already clean relative paths
-        return client.get_object(Bucket=bucket_name, Key=name)["Body"]
-    return default_storage.open(key, "rb")
-
-
-def storage_iter_chunks(key: str, chunk_bytes: int = COPY_CHUNK_BYTES) -> Iterator[bytes]:
-    stream = storage_open_stream(key)
-    try:
-        while chunk := stream.read(chunk_bytes):
-            yield chunk
-    finally:
-        stream.close()
-
-
-def _storage_save_exact(key: str, content: BinaryIO) -> str:
-    """Save under exactly `key` unless it already exists (content-addressed keys hold the same bytes)."""
-    if default_storage.exists(key):
-        return key
-    return default_storage.save(key, File(content, name=key.rsplit("/", 1)[-1]))
 
 
 class _ConcatReader(io.RawIOBase):
@@ -272,7 +243,7 @@ def upload_part(*, upload: Upload, index: int, data_stream: BinaryIO, actor=None
         if existing is not None:
             return _same_part_or_conflict(existing, sha256)
         spool.seek(0)
-        key = _storage_save_exact(_part_key(upload, index, sha256), spool)
+        key = storage_save_exact(_part_key(upload, index, sha256), spool)
     try:
         with transaction.atomic():
             part = UploadPart.objects.create(
@@ -387,7 +358,7 @@ def upload_finish(
         key = blob_key(actual)
         if not default_storage.exists(key):
             with io.BufferedReader(_ConcatReader(keys), buffer_size=COPY_CHUNK_BYTES) as stream:
-                key = _storage_save_exact(key, stream)
+                key = storage_save_exact(key, stream)
         with transaction.atomic():
             updated = Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
                 status=Upload.Status.VERIFIED, storage_key=key, updated_at=timezone.now()
@@ -418,7 +389,6 @@ def version_create(
     *, submission: Submission, uploads: list[Upload], actor, kind: str | None = None
 ) -> SubmissionVersion:
     """Join verified uploads into the submission's next immutable version and queue its check."""
-    from submissions.checks import check_run_create
 
     _require_submitter(actor, submission)
     submission = Submission.objects.select_for_update().get(pk=submission.pk)

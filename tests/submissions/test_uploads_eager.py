@@ -225,3 +225,68 @@ def test_idempotency_key_replays_and_refuses_reuse(role_users, draft):
         "/api/v1/uploads/", payload, format="json", HTTP_IDEMPOTENCY_KEY="k-1"
     )
     assert theirs.status_code == 201 and theirs.json()["id"] != first.json()["id"]
+
+
+def _upload_one_archive(role_users, draft) -> CheckRun:
+    body = api_upload(
+        api_client(role_users["submitter"]),
+        submission_id=draft.pk,
+        name=RUN_ARCHIVES[0].name,
+        data=RUN_ARCHIVES[0].read_bytes(),
+    )
+    return CheckRun.objects.filter(version_id=body["version"]["id"]).latest("pk")
+
+
+def test_a_broken_rule_suite_ends_the_run_in_error_naming_the_exception(
+    role_users, draft, monkeypatch, settings
+):
+    settings.PORTAL_CHECK_MAX_ATTEMPTS = 2
+
+    def broken_rules(*args, **kwargs):
+        raise ImportError("cannot import name 'load_pattern' from 'checker.rules'")
+
+    monkeypatch.setattr("checker.pipeline.run_rules", broken_rules)
+    run = _upload_one_archive(role_users, draft)
+    assert run.status == CheckRun.Status.ERROR
+    assert "ImportError" in run.error_message and "load_pattern" in run.error_message
+    assert "failed after 2 attempts" in run.error_message
+    assert not run.findings.exists()  # never a report with every rule silently missing
+
+
+def test_a_stored_file_whose_bytes_changed_fails_the_check_instead_of_being_judged(
+    role_users, draft, storage_dir, settings, tmp_path
+):
+    settings.PORTAL_CHECK_CACHE_DIR = tmp_path / "cache"
+    settings.PORTAL_CHECK_MAX_ATTEMPTS = 1
+    run = _upload_one_archive(role_users, draft)
+    assert run.status in (CheckRun.Status.PASSED, CheckRun.Status.FAILED), run.error_message
+    stored = run.version.files.get()
+    (storage_dir / stored.storage_key).write_bytes(b"not the uploaded archive")
+    settings.PORTAL_CHECK_CACHE_DIR = tmp_path / "fresh-worker-cache"
+    from submissions.checks import check_run_requeue
+
+    again = check_run_requeue(version=run.version, actor=role_users["chair"])
+    again.refresh_from_db()
+    assert again.status == CheckRun.Status.ERROR
+    assert (
+        "does not hash to its SHA-256" in again.error_message
+        and stored.original_filename in again.error_message
+    )
+
+
+def test_a_re_check_on_the_same_worker_reads_the_files_from_its_cache(
+    role_users, draft, storage_dir, settings, tmp_path
+):
+    settings.PORTAL_CHECK_CACHE_DIR = tmp_path / "cache"
+    run = _upload_one_archive(role_users, draft)
+    stored = run.version.files.get()
+    assert (tmp_path / "cache" / stored.sha256).is_file()
+    (storage_dir / stored.storage_key).unlink()  # storage unreachable for this blob: only the cache has it
+    from submissions.checks import check_run_requeue
+
+    again = check_run_requeue(version=run.version, actor=role_users["chair"])
+    again.refresh_from_db()
+    assert again.status == run.status, again.error_message
+    assert sorted(again.findings.values_list("rule", "message")) == sorted(
+        run.findings.values_list("rule", "message")
+    )

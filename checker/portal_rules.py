@@ -1,0 +1,121 @@
+"""Rules only the portal can run: they need what the portal knows about the submission (plain data here).
+
+- `submission-scope` (error): every load point must be of the submission's system and model.
+- `system-desc-mismatch` (warning): the system_desc.json the points carry should be the registered
+  description of the system, naming the top-level keys that differ.
+
+`portal check` on a laptop knows no submission, so it never reports these (docs/rules.md lists them as
+portal-only); the pipeline runs them in judge_version when given a SubmissionScope.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from checker.inputs import Layout, Limits
+from checker.loaders import load_json
+from checker.report import Findings
+from checker.ruleset import RulesetError, load_ruleset
+
+PORTAL_ONLY_RULES = ("submission-scope", "system-desc-mismatch")
+
+
+@dataclass(frozen=True)
+class SubmissionScope:
+    """What the portal knows about the submission a version belongs to."""
+
+    submission_label: str  # how messages name the submission, e.g. "submission #12"
+    system: str
+    model: str
+    registered_description: dict[str, Any] = field(default_factory=dict)  # empty: nothing registered
+    registered_revision: int | None = None
+
+
+def check_submission_scope(layout: Layout, *, scope: SubmissionScope, findings: Findings) -> None:
+    """Every load point must belong to the submission's system and model."""
+    expected = f"{scope.system}/{scope.model}"
+    for point in sorted(layout.points, key=lambda p: (p.system, p.model, p.concurrency)):
+        found = f"{point.system}/{point.model}"
+        if found == expected:
+            continue
+        differing = [
+            name
+            for name, differs in (
+                ("system", point.system != scope.system),
+                ("model", point.model != scope.model),
+            )
+            if differs
+        ]
+        verb = "differs" if len(differing) == 1 else "differ"
+        findings.error(
+            "submission-scope",
+            f"{point.display}: this load point is for {found}, but {scope.submission_label} is for "
+            f"{expected} (the {' and '.join(differing)} {verb}).",
+            file=point.display,
+            point=point.key,
+            fix=f"Upload only run archives (or a bundle) of {expected} to this submission. Results of {found} "
+            f"belong in their own submission: create one for that system and benchmark on the dashboard "
+            f"(register the system on the Systems page first if it is new).",
+        )
+
+
+def _identity(description: dict[str, Any], per_point_keys: set[str]) -> dict[str, Any]:
+    """The keys that name the system: per-point keys (parallelism, batch...) and unset (null) keys left out."""
+    return {k: v for k, v in description.items() if k not in per_point_keys and v is not None}
+
+
+def _per_point_keys(ruleset: str) -> set[str]:
+    try:
+        keys = load_ruleset(ruleset).get("disclosure", "system_desc_per_point", default=[])
+    except RulesetError:
+        return set()
+    return set(keys or [])
+
+
+def check_registered_description(
+    layout: Layout, *, scope: SubmissionScope, ruleset: str, findings: Findings
+) -> None:
+    """The points' system_desc.json against the registered description: one warning per distinct copy."""
+    if not scope.registered_description:
+        return
+    per_point = _per_point_keys(ruleset)
+    registered = _identity(scope.registered_description, per_point)
+    expected = f"{scope.system}/{scope.model}"
+    copies: dict[str, dict[str, Any]] = {}  # canonical JSON -> {"description", "displays", "points"}
+    for point in sorted(layout.points, key=lambda p: (p.system, p.model, p.concurrency)):
+        path = point.files.get("system_desc.json")
+        if path is None or f"{point.system}/{point.model}" != expected:
+            continue
+        # An unreadable copy already has its own finding from the schema step: read it quietly here.
+        uploaded = load_json(
+            path, display=point.display_of("system_desc.json"), findings=Findings(), limits=Limits()
+        )
+        if not isinstance(uploaded, dict):
+            continue
+        uploaded = _identity(uploaded, per_point)
+        if uploaded == registered:
+            continue
+        canonical = json.dumps(uploaded, sort_keys=True, default=str)
+        copy = copies.setdefault(canonical, {"description": uploaded, "displays": [], "points": []})
+        copy["displays"].append(point.display_of("system_desc.json"))
+        copy["points"].append(point.key)
+    revision = f" (revision {scope.registered_revision})" if scope.registered_revision else ""
+    for copy in copies.values():
+        keys = sorted(
+            key
+            for key in set(registered) | set(copy["description"])
+            if registered.get(key) != copy["description"].get(key)
+        )
+        others = len(copy["displays"]) - 1
+        also = f" (and the copies of {others} more point{'s' if others != 1 else ''})" if others else ""
+        findings.warning(
+            "system-desc-mismatch",
+            f"{copy['displays'][0]}{also} differs from the registered description of {scope.system}{revision} "
+            f"in the top-level key{'s' if len(keys) != 1 else ''} {', '.join(keys)}.",
+            file=copy["displays"][0],
+            point=copy["points"][0] if len(copy["points"]) == 1 else None,
+            fix=f"If the system changed, give {scope.system} the new system_desc.json on its system page (a new, "
+            "audited revision); otherwise upload results made with the registered description.",
+        )
