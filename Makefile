@@ -23,6 +23,7 @@ install: $(STAMP)
 
 # Zero-config demo: SQLite + local files under ./var/, tasks in-process, plain http on loopback.
 demo: install
+	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py demo_database_check
 	env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py migrate --noinput
 	env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py seed_demo
@@ -32,11 +33,13 @@ demo: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 # Full suite against PostgreSQL + Redis (DATABASE_URL / REDIS_URL, defaulting to the local services).
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \
 		$(BIN)/python manage.py makemigrations --check --dry-run
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \

@@ -1,14 +1,11 @@
-"""Reads of the audit log: listings for auditors and the chain verification."""
+"""Reads of the audit log: its head and the chain verification (who may read it: access.visibility)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
-
 from audit.hashing import stored_event_hash
 from audit.models import GENESIS_HASH, AuditEvent
-from submissions.selectors import user_is_auditor, user_is_chair
 
 
 @dataclass(frozen=True)
@@ -113,10 +110,3 @@ def _walk_chain(*, batch_size: int) -> ChainVerification:
         expected_prev = event.hash
         expected_sequence += 1
     return ChainVerification(checked, None)
-
-
-def audit_events_visible_to(user) -> QuerySet[AuditEvent]:
-    """The full log for auditors and the chair; nothing for anyone else (later: per-object history)."""
-    if user.is_authenticated and (user_is_auditor(user) or user_is_chair(user)):
-        return AuditEvent.objects.select_related("actor", "true_actor").order_by("-sequence")
-    return AuditEvent.objects.none()

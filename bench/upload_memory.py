@@ -53,15 +53,17 @@ GUNICORN = str(Path(sys.executable).with_name("gunicorn"))
 MB = 1024 * 1024
 
 SETUP_SCRIPT = """
+from accounts import services as accounts
+from accounts.models import Membership, Organisation
+from catalog.models import Benchmark
 from submissions import services
-from submissions.models import Benchmark, Membership, Organisation
-org = services.organisation_create(name="Bench Org", kind=Organisation.Kind.HARDWARE_VENDOR)
-user = services.user_create(username="bench-submitter", email="bench@example.org")
-services.membership_grant(user=user, organisation=org, role=Membership.Role.SUBMITTER)
+org = accounts.organisation_create(name="Bench Org", kind=Organisation.Kind.HARDWARE_VENDOR)
+user = accounts.user_create(username="bench-submitter", email="bench@example.org")
+accounts.membership_grant(user=user, organisation=org, role=Membership.Role.SUBMITTER)
 system = services.system_register(organisation=org, name="bench-system", description={}, actor=user)
 benchmark = Benchmark.objects.get(model_id="llama3_1-8b")
 submission = services.submission_create(actor=user, system=system, benchmark=benchmark)
-token = services.api_token_issue(user=user)
+token = accounts.api_token_issue(user=user)
 print("BENCH", token.key, submission.pk)
 """
 

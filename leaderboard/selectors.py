@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from submissions.selectors import benchmark_list
+from catalog.selectors import benchmark_list
 
 
 def leaderboard_benchmarks():

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from accounts.selectors import organisations_of_user, user_is_auditor, user_is_chair
 from review.selectors import user_is_reviewer
-from submissions.selectors import organisations_of_user, user_is_auditor, user_is_chair
 
 
 def navigation(request):

@@ -72,10 +72,14 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    # Lowest layer first (docs/portal.md): each app's models import only the apps listed before it.
     "audit",
+    "accounts",
+    "catalog",
     "submissions",
     "review",
     "leaderboard",
+    "access",
 ]
 
 MIDDLEWARE = [

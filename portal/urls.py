@@ -5,7 +5,9 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework import permissions, routers
 
+from accounts import api as accounts_api
 from audit import api as audit_api
+from catalog import api as catalog_api
 from leaderboard import api as leaderboard_api
 from portal import health, views
 from review import api as review_api
@@ -23,11 +25,11 @@ class _PublicRootRouter(routers.DefaultRouter):
 
 
 router = _PublicRootRouter()
-for app_api in (submissions_api, review_api, audit_api, leaderboard_api):
+for app_api in (catalog_api, submissions_api, review_api, audit_api, leaderboard_api):
     app_api.register(router)
 
 api_v1 = [
-    path("me/", submissions_api.MeApi.as_view(), name="me"),
+    path("me/", accounts_api.MeApi.as_view(), name="me"),
     path("", include(router.urls)),
 ]
 

@@ -2,7 +2,7 @@
 
 from django.shortcuts import render
 
-from submissions.selectors import benchmark_list
+from catalog.selectors import benchmark_list
 
 
 def home(request):

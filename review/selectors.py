@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from submissions.models import Membership
-from submissions.selectors import user_org_ids
+from accounts.models import Membership
+from accounts.selectors import user_org_ids
 
 
 def user_is_reviewer(user) -> bool:

@@ -4,11 +4,11 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
-from review.selectors import user_is_reviewer
+from access.permissions import can
 
 
 @login_required
 def queue(request):
-    if not user_is_reviewer(request.user):
+    if not can(request.user, "review"):
         raise PermissionDenied("Only reviewers have a review queue.")
     return render(request, "review/queue.html", {"assignments": []})

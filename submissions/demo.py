@@ -12,14 +12,10 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from submissions.models import GlobalRole, Membership, Organisation, System
-from submissions.services import (
-    global_role_grant,
-    membership_grant,
-    organisation_create,
-    system_register,
-    user_create,
-)
+from accounts.models import GlobalRole, Membership, Organisation
+from accounts.services import global_role_grant, membership_grant, organisation_create, user_create
+from submissions.models import System
+from submissions.services import system_register
 
 FIXTURE_BUNDLE = (
     Path(settings.BASE_DIR)

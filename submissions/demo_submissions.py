@@ -19,7 +19,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from submissions.models import Benchmark, Submission
+from catalog.models import Benchmark
+from submissions.models import Submission
 
 SAMPLES_DIR = Path(settings.BASE_DIR) / "tests" / "checker" / "fixtures"
 RUN_ARCHIVES_DIR = SAMPLES_DIR / "run_archives"

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from django import forms
 
-from submissions.models import Benchmark, Organisation, Submission, System
-from submissions.selectors import benchmark_list, systems_submittable_by
+from accounts.models import Organisation
+from catalog.models import Benchmark
+from catalog.selectors import benchmark_list
+from submissions.models import Submission, System
+from submissions.selectors import systems_submittable_by
 
 
 def systems_user_can_submit_for(user):

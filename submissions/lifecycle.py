@@ -15,16 +15,12 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.models import Membership
+from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
-from submissions.models import CheckRun, Membership, Submission
-from submissions.selectors import (
-    check_run_latest,
-    user_is_auditor,
-    user_is_chair,
-    user_org_ids,
-    version_latest,
-)
+from submissions.models import CheckRun, Submission
+from submissions.selectors import check_run_latest, version_latest
 
 Status = Submission.Status
 

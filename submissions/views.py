@@ -1,7 +1,7 @@
 """HTML pages of the submissions app: dashboard, submission page (versions, upload, live check, findings,
 points, curve), the polled check fragment, downloads, lifecycle buttons and the rules page.
 
-Every submission is looked up through submissions_visible_to: what a user may not see is a 404 (an
+Every submission is looked up through access.visibility: what a user may not see is a 404 (an
 anonymous visitor is sent to the login page instead, which reveals nothing either). Writes call the
 services; their refusals become messages on the page.
 """
@@ -20,6 +20,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from access.permissions import can
+from access.visibility import get_visible_or_404, submissions_visible_to, systems_visible_to
+from accounts.selectors import organisations_of_user, user_is_chair, user_org_ids, user_roles
 from portal.errors import ApplicationError
 from submissions import checks, services, uploads
 from submissions.forms import (
@@ -34,19 +37,10 @@ from submissions.pages import check_section_context
 from submissions.rules_catalog import markdown_inline, rule_catalog
 from submissions.selectors import (
     check_run_latest,
-    organisations_of_user,
     organisations_registering_systems,
-    submission_get_visible,
-    submissions_visible_to,
     submissions_with_latest,
     system_description_revisions,
-    systems_submittable_by,
-    systems_visible_to,
     user_can_submit_for,
-    user_is_auditor,
-    user_is_chair,
-    user_org_ids,
-    user_roles,
     version_latest,
     versions_with_latest_check,
 )
@@ -99,7 +93,7 @@ def dashboard(request, form: SubmissionCreateForm | None = None):
     own_org_ids = user_org_ids(user)
     can_create = systems_user_can_submit_for(user).exists()
     others = []
-    if user_is_auditor(user) or user_is_chair(user):
+    if can(user, "oversee"):
         others = _dashboard_rows(visible.exclude(organisation_id__in=own_org_ids)[:200])
     return render(
         request,
@@ -208,7 +202,7 @@ def _back(submission: Submission):
 @login_required
 @require_POST
 def submission_submit(request, pk: int):
-    submission = submission_get_visible(request.user, pk)
+    submission = get_visible_or_404(request.user, Submission, pk=pk)
     try:
         services.submission_submit(submission=submission, actor=request.user)
     except ApplicationError as exc:
@@ -225,7 +219,7 @@ def submission_submit(request, pk: int):
 @login_required
 @require_POST
 def submission_withdraw(request, pk: int):
-    submission = submission_get_visible(request.user, pk)
+    submission = get_visible_or_404(request.user, Submission, pk=pk)
     form = WithdrawForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Not withdrawn: say why the submission is withdrawn.")
@@ -244,7 +238,7 @@ def submission_withdraw(request, pk: int):
 @login_required
 @require_POST
 def version_recheck(request, pk: int, number: int):
-    submission = submission_get_visible(request.user, pk)
+    submission = get_visible_or_404(request.user, Submission, pk=pk)
     version = _version_or_404(submission, number)
     try:
         check_run = checks.check_run_requeue(version=version, actor=request.user)
@@ -370,7 +364,7 @@ def _visible_system(request, pk: int):
 
 
 def _system_page(request, system, *, form=None, status=200):
-    can_edit = systems_submittable_by(request.user).filter(pk=system.pk).exists()
+    can_edit = can(request.user, "describe", system)
     return render(
         request,
         "submissions/system_detail.html",
@@ -398,7 +392,7 @@ def system_detail(request, pk: int):
 @require_POST
 def system_update_description(request, pk: int):
     system = get_object_or_404(systems_visible_to(request.user), pk=pk)
-    if not systems_submittable_by(request.user).filter(pk=system.pk).exists():
+    if not can(request.user, "describe", system):
         raise PermissionDenied("Only submitters of the system's organisation can describe it.")
     form = SystemDescriptionForm(request.POST, request.FILES)
     if not form.is_valid():

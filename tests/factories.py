@@ -3,7 +3,9 @@
 import factory
 from django.contrib.auth import get_user_model
 
-from submissions.models import Benchmark, GlobalRole, Membership, Organisation, System
+from accounts.models import GlobalRole, Membership, Organisation
+from catalog.models import Benchmark
+from submissions.models import System
 
 PASSWORD = "correct-horse-battery"
 

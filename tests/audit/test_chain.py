@@ -30,7 +30,7 @@ def test_events_are_numbered_and_linked():
     assert [e.sequence for e in (first, second, third)] == [1, 2, 3]
     assert first.prev_hash == GENESIS_HASH
     assert second.prev_hash == first.hash and third.prev_hash == second.hash
-    assert first.object_type == "submissions.organisation" and first.object_id == str(first.object_id)
+    assert first.object_type == "accounts.organisation" and first.object_id == str(first.object_id)
     assert second.actor is None
     assert third.request_id == "r-3"
     for event in AuditEvent.objects.all():  # hash survives the database round trip

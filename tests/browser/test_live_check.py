@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from submissions.models import Benchmark, CheckRun, Submission, Upload, UploadPart
+from catalog.models import Benchmark
+from submissions.models import CheckRun, Submission, Upload, UploadPart
 from tests.factories import PASSWORD, SystemFactory
 from tests.submissions.conftest import wait_for_run
 

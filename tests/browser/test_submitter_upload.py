@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from submissions.models import Benchmark, CheckRun, Submission
+from catalog.models import Benchmark
+from submissions.models import CheckRun, Submission
 from tests.factories import PASSWORD, SystemFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

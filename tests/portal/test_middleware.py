@@ -24,7 +24,7 @@ def test_request_id_is_generated_when_missing_or_unsafe(client):
 def test_admin_change_records_audit_event_with_request_id(client, role_users):
     client.force_login(role_users["chair"])
     response = client.post(
-        "/admin/submissions/organisation/add/",
+        "/admin/accounts/organisation/add/",
         {
             "name": "Orbital Neocloud",
             "slug": "orbital",

@@ -20,7 +20,7 @@ def sha256_of(data: bytes) -> str:
 
 def make_catalog(organisation):
     """The benchmark and system the sample run archives were made for."""
-    from submissions.models import Benchmark
+    from catalog.models import Benchmark
     from tests.factories import SystemFactory
 
     # The catalog migration ships llama3_1-8b; transactional tests flush it, so make it when missing.

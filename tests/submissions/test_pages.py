@@ -10,8 +10,8 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.utils import timezone
 
+from catalog.models import Benchmark
 from submissions.models import (
-    Benchmark,
     CheckRun,
     Finding,
     PointMetric,

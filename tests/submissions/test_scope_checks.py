@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from submissions.models import Benchmark, CheckRun
+from catalog.models import Benchmark
+from submissions.models import CheckRun
 from tests.factories import SystemFactory
 from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload_run_archives, make_catalog
 from tests.submissions.test_systems import sample_system_desc

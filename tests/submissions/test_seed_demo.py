@@ -4,10 +4,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from accounts.models import Organisation
+from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from audit.selectors import audit_chain_verify
-from submissions.models import Organisation, System
-from submissions.selectors import user_is_auditor, user_is_chair, user_org_ids
+from submissions.models import System
 
 pytestmark = pytest.mark.django_db
 

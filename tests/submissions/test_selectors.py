@@ -4,16 +4,10 @@ import pytest
 import tokenizers
 from django.core.files.base import ContentFile
 
-from submissions.models import Benchmark
-from submissions.selectors import (
-    benchmark_list,
-    benchmark_tokenizer_json,
-    organisations_of_user,
-    systems_visible_to,
-    user_is_auditor,
-    user_is_chair,
-    user_org_ids,
-)
+from access.visibility import systems_visible_to
+from accounts.selectors import organisations_of_user, user_is_auditor, user_is_chair, user_org_ids
+from catalog.models import Benchmark
+from catalog.selectors import benchmark_list, benchmark_tokenizer_json
 from tests.factories import SystemFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

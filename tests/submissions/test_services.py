@@ -3,18 +3,13 @@
 import pytest
 from django.core.exceptions import ValidationError
 
+from accounts.models import Membership, Organisation
+from accounts.services import api_token_issue, global_role_grant, membership_grant, organisation_create
 from audit.models import AuditEvent
+from catalog.services import benchmark_create
 from portal.errors import NotAllowedError
-from submissions.models import Membership, Organisation, System
-from submissions.services import (
-    api_token_issue,
-    benchmark_create,
-    global_role_grant,
-    membership_grant,
-    organisation_create,
-    system_register,
-    system_update_description,
-)
+from submissions.models import System
+from submissions.services import system_register, system_update_description
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from access.visibility import submissions_visible_to
 from review.models import ReviewAssignment
 from submissions.models import CheckRun, Submission, SubmissionVersion, VersionFile
-from submissions.selectors import submissions_visible_to
 from tests.submissions.support import api_client, make_catalog
 
 pytestmark = pytest.mark.django_db

@@ -3,9 +3,9 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.selectors import user_is_chair
 from portal.errors import NotAllowedError
 from submissions.models import CheckRun, Submission, SubmissionVersion
-from submissions.selectors import user_is_chair
 
 
 class Command(BaseCommand):

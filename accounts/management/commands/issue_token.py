@@ -3,7 +3,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from submissions.services import api_token_issue
+from accounts.services import api_token_issue
 
 
 class Command(BaseCommand):

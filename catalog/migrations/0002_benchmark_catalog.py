@@ -19,7 +19,7 @@ CATALOG = [
 
 
 def load_catalog(apps, schema_editor):
-    Benchmark = apps.get_model("submissions", "Benchmark")
+    Benchmark = apps.get_model("catalog", "Benchmark")
     for model_id, display_name, dataset, sample_count, workload, placeholder in CATALOG:
         Benchmark.objects.get_or_create(
             model_id=model_id,
@@ -36,11 +36,11 @@ def load_catalog(apps, schema_editor):
 
 
 def unload_catalog(apps, schema_editor):
-    Benchmark = apps.get_model("submissions", "Benchmark")
+    Benchmark = apps.get_model("catalog", "Benchmark")
     Benchmark.objects.filter(model_id__in=[row[0] for row in CATALOG]).delete()
 
 
 class Migration(migrations.Migration):
-    dependencies = [("submissions", "0001_initial")]
+    dependencies = [("catalog", "0001_initial")]
 
     operations = [migrations.RunPython(load_catalog, unload_catalog)]

@@ -1,0 +1,218 @@
+"""Who sees which rows: DESIGN.md's visibility table, one queryset per model.
+
+| role | sees |
+| anonymous | published results only |
+| member of the submitting organisation | all of its own organisation's submissions in every state |
+| assigned reviewer without conflict | assigned submissions from `submitted` on; never drafts |
+| auditor, chair | every non-draft submission |
+
+Everything hanging off a submission (versions, files, check runs, findings, point metrics) is visible
+exactly where the submission is. Whatever a user may not see does not exist for them: a 404, never a 403.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db.models import Exists, Model, OuterRef, Q, QuerySet
+from django.http import Http404
+
+from accounts.models import GlobalRole, Membership, Organisation
+from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
+from audit.models import AuditEvent
+from catalog.models import Benchmark
+from review.models import ReviewAssignment
+from submissions.models import (
+    CheckRun,
+    Finding,
+    IdempotencyKey,
+    PointMetric,
+    Submission,
+    SubmissionVersion,
+    System,
+    SystemDescriptionRevision,
+    Upload,
+    UploadPart,
+    VersionFile,
+)
+
+
+def _signed_in(user) -> bool:
+    return user is not None and user.is_authenticated and user.is_active
+
+
+def _oversees(user) -> bool:
+    """Auditors and the chair see every non-draft submission."""
+    return user_is_auditor(user) or user_is_chair(user)
+
+
+# --- Submissions and everything that hangs off one -------------------------------------------
+
+
+def submissions_visible_to(user) -> QuerySet[Submission]:
+    """anonymous: published only; members: all of their organisations' submissions in every state;
+    assigned reviewers: their assignments from `submitted` on (never drafts); auditors and the chair:
+    every non-draft submission."""
+    visible = Q(status=Submission.Status.PUBLISHED)
+    if _signed_in(user):
+        visible |= Q(organisation_id__in=user_org_ids(user))
+        visible |= Q(review_assignments__reviewer=user) & ~Q(status=Submission.Status.DRAFT)
+        if _oversees(user):
+            visible |= ~Q(status=Submission.Status.DRAFT)
+    # A reviewer with several assignment rows would repeat a submission: keep the ids distinct.
+    return Submission.objects.select_related("organisation", "system", "benchmark").filter(
+        pk__in=Submission.objects.filter(visible).values("pk")
+    )
+
+
+def versions_visible_to(user) -> QuerySet[SubmissionVersion]:
+    return (
+        SubmissionVersion.objects.filter(submission__in=submissions_visible_to(user))
+        .select_related("submission", "uploader")
+        .prefetch_related("files")
+    )
+
+
+def version_files_visible_to(user) -> QuerySet[VersionFile]:
+    """Stored files (downloads) are visible wherever their version is."""
+    return VersionFile.objects.filter(version__submission__in=submissions_visible_to(user))
+
+
+def check_runs_visible_to(user) -> QuerySet[CheckRun]:
+    return CheckRun.objects.filter(version__submission__in=submissions_visible_to(user)).select_related(
+        "version__submission"
+    )
+
+
+def findings_visible_to(user) -> QuerySet[Finding]:
+    return Finding.objects.filter(check_run__version__submission__in=submissions_visible_to(user))
+
+
+def point_metrics_visible_to(user) -> QuerySet[PointMetric]:
+    return PointMetric.objects.filter(check_run__version__submission__in=submissions_visible_to(user))
+
+
+def uploads_visible_to(user) -> QuerySet[Upload]:
+    """Upload sessions are private to the uploading organisation's members (they are never published)."""
+    if not _signed_in(user):
+        return Upload.objects.none()
+    return Upload.objects.filter(submission__organisation_id__in=user_org_ids(user)).select_related(
+        "submission__organisation"
+    )
+
+
+def upload_parts_visible_to(user) -> QuerySet[UploadPart]:
+    return UploadPart.objects.filter(upload__in=uploads_visible_to(user))
+
+
+def review_assignments_visible_to(user) -> QuerySet[ReviewAssignment]:
+    """A reviewer sees their own assignments; auditors and the chair see all of them."""
+    if not _signed_in(user):
+        return ReviewAssignment.objects.none()
+    if _oversees(user):
+        return ReviewAssignment.objects.all()
+    return ReviewAssignment.objects.filter(reviewer=user)
+
+
+# --- Systems -----------------------------------------------------------------------------------
+
+
+def systems_visible_to(user) -> QuerySet[System]:
+    """Systems of the user's own organisations; auditors and the chair see all of them; everyone (anonymous
+    included) sees the systems of published results."""
+    systems = System.objects.select_related("organisation")
+    if _signed_in(user) and _oversees(user):
+        return systems.all()
+    published = Exists(
+        Submission.objects.filter(system_id=OuterRef("pk"), status=Submission.Status.PUBLISHED)
+    )
+    return systems.filter(Q(organisation_id__in=user_org_ids(user)) | Q(published))
+
+
+def system_description_revisions_visible_to(user) -> QuerySet[SystemDescriptionRevision]:
+    return SystemDescriptionRevision.objects.filter(system__in=systems_visible_to(user))
+
+
+# --- People, the catalog, the audit log --------------------------------------------------------
+
+
+def organisations_visible_to(user) -> QuerySet[Organisation]:
+    """Organisation names are public: they sign the published results."""
+    return Organisation.objects.all()
+
+
+def memberships_visible_to(user) -> QuerySet[Membership]:
+    """Members see the memberships of their own organisations; auditors and the chair all of them."""
+    if not _signed_in(user):
+        return Membership.objects.none()
+    if _oversees(user):
+        return Membership.objects.all()
+    return Membership.objects.filter(organisation_id__in=user_org_ids(user))
+
+
+def global_roles_visible_to(user) -> QuerySet[GlobalRole]:
+    if not _signed_in(user):
+        return GlobalRole.objects.none()
+    if user_is_chair(user):
+        return GlobalRole.objects.all()
+    return GlobalRole.objects.filter(user=user)
+
+
+def benchmarks_visible_to(user) -> QuerySet[Benchmark]:
+    """The benchmark catalog is public."""
+    return Benchmark.objects.all()
+
+
+def audit_events_visible_to(user) -> QuerySet[AuditEvent]:
+    """The full log for auditors and the chair; nothing for anyone else (later: per-object history)."""
+    if _signed_in(user) and _oversees(user):
+        return AuditEvent.objects.select_related("actor", "true_actor").order_by("-sequence")
+    return AuditEvent.objects.none()
+
+
+def idempotency_keys_visible_to(user) -> QuerySet[IdempotencyKey]:
+    if not _signed_in(user):
+        return IdempotencyKey.objects.none()
+    return IdempotencyKey.objects.filter(user=user)
+
+
+# --- One entry per model -----------------------------------------------------------------------
+
+VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
+    Organisation: organisations_visible_to,
+    Membership: memberships_visible_to,
+    GlobalRole: global_roles_visible_to,
+    Benchmark: benchmarks_visible_to,
+    System: systems_visible_to,
+    SystemDescriptionRevision: system_description_revisions_visible_to,
+    Submission: submissions_visible_to,
+    SubmissionVersion: versions_visible_to,
+    VersionFile: version_files_visible_to,
+    Upload: uploads_visible_to,
+    UploadPart: upload_parts_visible_to,
+    CheckRun: check_runs_visible_to,
+    Finding: findings_visible_to,
+    PointMetric: point_metrics_visible_to,
+    IdempotencyKey: idempotency_keys_visible_to,
+    ReviewAssignment: review_assignments_visible_to,
+    AuditEvent: audit_events_visible_to,
+}
+
+
+def visible_to(user, model: type[Model]) -> QuerySet:
+    """The rows of `model` the user may see (a LookupError for a model the table forgot: never all rows)."""
+    try:
+        rule = VISIBLE_TO[model]
+    except KeyError:
+        raise LookupError(
+            f"No visibility rule for {model._meta.label}: add one to access.visibility."
+        ) from None
+    return rule(user)
+
+
+def get_visible_or_404(user, model: type[Model], **lookup) -> Model:
+    """One row the user may see, or Http404 whether it is hidden or missing (never a 403 that leaks it)."""
+    try:
+        return visible_to(user, model).get(**lookup)
+    except model.DoesNotExist:
+        raise Http404(f"No such {model._meta.verbose_name}.") from None

@@ -1,0 +1,1 @@
+"""People and their roles: organisations, memberships, global roles (auditor, chair), API tokens."""

@@ -1,0 +1,52 @@
+"""Reads of people and roles: the role lookups every visibility rule and permission check builds on."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from accounts.models import GlobalRole, Membership, Organisation
+
+
+def user_org_ids(user, *, roles: tuple[str, ...] | None = None) -> set[int]:
+    """Ids of the organisations the user is a member of (optionally only with one of `roles`)."""
+    if user is None or not user.is_authenticated:
+        return set()
+    memberships = Membership.objects.filter(user=user)
+    if roles is not None:
+        memberships = memberships.filter(role__in=roles)
+    return set(memberships.values_list("organisation_id", flat=True))
+
+
+def user_has_global_role(user, role: str) -> bool:
+    if user is None or not user.is_authenticated or not user.is_active:
+        return False
+    return GlobalRole.objects.filter(user=user, role=role).exists()
+
+
+def user_is_auditor(user) -> bool:
+    """Auditors see every non-draft submission."""
+    return user_has_global_role(user, GlobalRole.Role.AUDITOR)
+
+
+def user_is_chair(user) -> bool:
+    """The chair runs the benchmark (organisations, catalog, conflicts); a superuser counts as chair."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return False
+    return user.is_superuser or user_has_global_role(user, GlobalRole.Role.CHAIR)
+
+
+def user_roles(user) -> dict[str, object]:
+    """A summary of everything the user may act as: {"organisations": {slug: [roles]}, "auditor", "chair"}."""
+    organisations: dict[str, list[str]] = {}
+    if user is not None and user.is_authenticated:
+        for membership in Membership.objects.filter(user=user).select_related("organisation"):
+            organisations.setdefault(membership.organisation.slug, []).append(membership.role)
+    return {
+        "organisations": {slug: sorted(roles) for slug, roles in organisations.items()},
+        "auditor": user_is_auditor(user),
+        "chair": user_is_chair(user),
+    }
+
+
+def organisations_of_user(user) -> QuerySet[Organisation]:
+    return Organisation.objects.filter(pk__in=user_org_ids(user)).order_by("name")

@@ -1,0 +1,114 @@
+"""Writes for organisations, users, memberships, global roles and API tokens; each records an audit event."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils.text import slugify
+from rest_framework.authtoken.models import Token
+
+from accounts.models import GlobalRole, Membership, Organisation
+from accounts.selectors import user_is_chair, user_org_ids
+from audit.services import audit_event_record
+from portal.errors import NotAllowedError
+
+User = get_user_model()
+
+
+def require_chair(actor) -> None:
+    # actor None is the system itself (migrations, seed_demo, management commands).
+    if actor is not None and not user_is_chair(actor):
+        raise NotAllowedError("Only the chair can do this.")
+
+
+@transaction.atomic
+def organisation_create(*, name: str, kind: str, slug: str | None = None, actor=None) -> Organisation:
+    require_chair(actor)
+    organisation = Organisation(name=name, slug=slug or slugify(name), kind=kind)
+    organisation.full_clean()
+    organisation.save()
+    audit_event_record(
+        actor=actor, action="organisation.created", obj=organisation, data={"name": name, "kind": kind}
+    )
+    return organisation
+
+
+@transaction.atomic
+def user_create(
+    *,
+    username: str,
+    email: str = "",
+    password: str | None = None,
+    is_staff: bool = False,
+    is_superuser: bool = False,
+    actor=None,
+) -> User:
+    require_chair(actor)
+    user = User(username=username, email=email, is_staff=is_staff or is_superuser, is_superuser=is_superuser)
+    if password:
+        user.set_password(password)
+    else:
+        user.set_unusable_password()
+    user.full_clean(exclude=["password"])
+    user.save()
+    audit_event_record(
+        actor=actor,
+        action="user.created",
+        obj=user,
+        data={"username": username, "is_staff": user.is_staff, "is_superuser": is_superuser},
+    )
+    return user
+
+
+@transaction.atomic
+def membership_grant(*, user, organisation: Organisation, role: str, actor=None) -> Membership:
+    """Give a user a role in an organisation (chair, or an org_admin of that organisation)."""
+    if actor is not None and not (
+        user_is_chair(actor) or organisation.pk in user_org_ids(actor, roles=(Membership.Role.ORG_ADMIN,))
+    ):
+        raise NotAllowedError("Only the chair or an admin of this organisation can add members.")
+    membership, created = Membership.objects.get_or_create(user=user, organisation=organisation, role=role)
+    if created:
+        membership.full_clean()
+        audit_event_record(
+            actor=actor,
+            action="membership.granted",
+            obj=membership,
+            data={"user": user.username, "organisation": organisation.slug, "role": role},
+        )
+    return membership
+
+
+@transaction.atomic
+def global_role_grant(*, user, role: str, actor=None) -> GlobalRole:
+    require_chair(actor)
+    global_role, created = GlobalRole.objects.get_or_create(user=user, role=role)
+    if created:
+        global_role.full_clean()
+        audit_event_record(
+            actor=actor,
+            action="global_role.granted",
+            obj=global_role,
+            data={"user": user.username, "role": role},
+        )
+    return global_role
+
+
+@transaction.atomic
+def api_token_issue(*, user, rotate: bool = False, actor=None) -> Token:
+    """The user's API token; rotate=True replaces any existing one (the old one stops working)."""
+    if actor is not None and actor.pk != user.pk:
+        require_chair(actor)
+    existing = Token.objects.filter(user=user).first()
+    if existing is not None and not rotate:
+        return existing
+    if existing is not None:
+        existing.delete()
+    token = Token.objects.create(user=user)
+    audit_event_record(
+        actor=actor,
+        action="api_token.rotated" if existing else "api_token.issued",
+        obj=user,
+        data={"user": user.username},
+    )
+    return token

@@ -1,0 +1,46 @@
+"""API of the catalog: the public, read-only benchmark catalog."""
+
+from __future__ import annotations
+
+import django_filters
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.permissions import AllowAny
+from rest_framework.routers import BaseRouter
+
+from catalog.models import Benchmark
+from catalog.selectors import benchmark_list
+
+
+class BenchmarkFilter(django_filters.FilterSet):
+    class Meta:
+        model = Benchmark
+        fields = ["workload", "ruleset_version"]
+
+
+class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """The benchmark catalog (public, read-only)."""
+
+    class OutputSerializer(serializers.ModelSerializer):
+        class Meta:
+            model = Benchmark
+            fields = [
+                "model_id",
+                "display_name",
+                "dataset",
+                "dataset_sample_count",
+                "workload",
+                "ruleset_version",
+                "tokenizer_is_placeholder",
+            ]
+
+    serializer_class = OutputSerializer
+    permission_classes = [AllowAny]
+    filterset_class = BenchmarkFilter
+    lookup_field = "model_id"
+
+    def get_queryset(self):
+        return benchmark_list()
+
+
+def register(router: BaseRouter) -> None:
+    router.register("benchmarks", BenchmarkViewSet, basename="benchmark")

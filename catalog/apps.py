@@ -1,0 +1,8 @@
+"""App config for the benchmark catalog."""
+
+from django.apps import AppConfig
+
+
+class CatalogConfig(AppConfig):
+    name = "catalog"
+    verbose_name = "Catalog"

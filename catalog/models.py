@@ -1,0 +1,61 @@
+"""The benchmark catalog: one row per model served at an endpoint, with its dataset, tokenizer and rule set."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+
+MODEL_ID_VALIDATOR = RegexValidator(
+    r"^[a-z0-9][a-z0-9_.-]{0,63}$",
+    "Use lower-case letters, digits, '_', '.' and '-' (as in the bundle's results/<system>/<model>/ folder).",
+)
+
+
+class Benchmark(models.Model):
+    """One benchmark of the catalog: a model served at an endpoint, its dataset, tokenizer and rule set."""
+
+    class Workload(models.TextChoices):
+        CHAT = "chat", "Chat"
+        REASONING = "reasoning", "Reasoning"
+        AGENTIC_CODING = "agentic_coding", "Agentic coding"
+
+    model_id = models.CharField(
+        max_length=64,
+        unique=True,
+        validators=[MODEL_ID_VALIDATOR],
+        help_text="As in the bundle's results/<system>/<model_id>/ folders, e.g. llama3_1-8b.",
+    )
+    display_name = models.CharField(max_length=200)
+    dataset = models.CharField(max_length=200)
+    dataset_sample_count = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Samples in one full pass over the dataset, when the rules fix it."
+    )
+    workload = models.CharField(max_length=32, choices=Workload.choices)
+    tokenizer_path = models.CharField(
+        max_length=300,
+        help_text="A tokenizer.json shipped with the portal, relative to portal_data/tokenizers/.",
+    )
+    tokenizer_file = models.FileField(
+        upload_to="tokenizers/",
+        blank=True,
+        help_text="Upload the model's real HuggingFace tokenizer.json here; it replaces the shipped file.",
+    )
+    tokenizer_is_placeholder = models.BooleanField(
+        default=False,
+        help_text="The tokenizer is a stand-in, not the model's own: token counts will not match real runs.",
+    )
+    ruleset_version = models.CharField(max_length=50, default="endpoints-v1.0")
+    is_active = models.BooleanField(default=True, help_text="Open for new submissions.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["model_id"]
+
+    def __str__(self) -> str:
+        return self.model_id
+
+    def clean(self):
+        path = self.tokenizer_path or ""
+        if path.startswith("/") or ".." in path.replace("\\", "/").split("/"):
+            raise ValidationError({"tokenizer_path": "Must be a path inside portal_data/tokenizers/."})

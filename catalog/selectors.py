@@ -1,0 +1,31 @@
+"""Reads of the benchmark catalog (public information)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.db.models import QuerySet
+
+from catalog.models import Benchmark
+
+
+def benchmark_list(*, active_only: bool = True) -> QuerySet[Benchmark]:
+    """The benchmark catalog; public information."""
+    benchmarks = Benchmark.objects.all()
+    if active_only:
+        benchmarks = benchmarks.filter(is_active=True)
+    return benchmarks.order_by("model_id")
+
+
+def benchmark_tokenizer_json(benchmark: Benchmark) -> str:
+    """The text of the benchmark's tokenizer.json (uploaded file first, else the shipped one), for
+    tokenizers.Tokenizer.from_str; works whatever the storage backend."""
+    if benchmark.tokenizer_file:
+        with benchmark.tokenizer_file.open("rb") as handle:
+            return handle.read().decode("utf-8")
+    root = Path(settings.PORTAL_TOKENIZERS_DIR).resolve()
+    path = (root / benchmark.tokenizer_path).resolve()
+    if root not in path.parents:
+        raise ValueError(f"Tokenizer path {benchmark.tokenizer_path!r} leaves {root}.")
+    return path.read_text(encoding="utf-8")

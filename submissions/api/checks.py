@@ -1,0 +1,65 @@
+"""Check runs of visible versions; the detail holds every finding and per-point metric."""
+
+from __future__ import annotations
+
+import django_filters
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import mixins, serializers, viewsets
+
+from access.visibility import check_runs_visible_to
+from submissions.api.common import ReadAnyoneWriteAuthenticated
+from submissions.api.serializers import CheckRunSummarySerializer
+from submissions.models import CheckRun, Finding, PointMetric
+from submissions.selectors import check_run_findings, check_run_point_metrics
+
+
+class FindingSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Finding
+        fields = ["rule", "severity", "file", "line", "pointer", "point", "message", "fix"]
+
+
+class PointMetricSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PointMetric
+        fields = ["key", "system", "model", "concurrency", "source", "claimed", "recomputed", "extra"]
+
+
+class CheckRunSerializer(CheckRunSummarySerializer):
+    findings = serializers.SerializerMethodField()
+    point_metrics = serializers.SerializerMethodField()
+    curves = serializers.JSONField()
+
+    class Meta(CheckRunSummarySerializer.Meta):
+        fields = [*CheckRunSummarySerializer.Meta.fields, "curves", "findings", "point_metrics"]
+
+    @extend_schema_field(FindingSerializer(many=True))
+    def get_findings(self, run):
+        return FindingSerializer(check_run_findings(run), many=True).data
+
+    @extend_schema_field(PointMetricSerializer(many=True))
+    def get_point_metrics(self, run):
+        return PointMetricSerializer(check_run_point_metrics(run), many=True).data
+
+
+class CheckRunFilter(django_filters.FilterSet):
+    version = django_filters.NumberFilter(field_name="version_id")  # a number, as in VersionFilter
+
+    class Meta:
+        model = CheckRun
+        fields = ["version", "status"]
+
+
+class CheckRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Check runs of visible versions; the detail holds every finding and per-point metric."""
+
+    permission_classes = [ReadAnyoneWriteAuthenticated]
+    filterset_class = CheckRunFilter
+
+    def get_serializer_class(self):
+        return CheckRunSerializer if self.action == "retrieve" else CheckRunSummarySerializer
+
+    def get_queryset(self):
+        runs = check_runs_visible_to(self.request.user).order_by("-id")
+        # The whole report is never served here, and a list row shows no curves: leave the blobs in the database.
+        return runs.defer("report") if self.action == "retrieve" else runs.defer("report", "curves")

@@ -1,0 +1,121 @@
+"""Submissions the caller may see (access.visibility): list, create drafts, submit, withdraw."""
+
+from __future__ import annotations
+
+import django_filters
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from access.visibility import submissions_visible_to
+from catalog.models import Benchmark
+from portal.errors import ApplicationError
+from submissions import services
+from submissions.api.common import IDEMPOTENCY_PARAMETER, ReadAnyoneWriteAuthenticated
+from submissions.api.serializers import SubmissionSerializer
+from submissions.idempotency import idempotent
+from submissions.models import Submission
+from submissions.selectors import submissions_with_latest, systems_submittable_by
+
+
+class SubmissionCreateSerializer(serializers.Serializer):
+    system = serializers.CharField(help_text="Id or name of one of your organisation's systems.")
+    benchmark = serializers.CharField(help_text="The benchmark's model_id, e.g. llama3_1-8b.")
+    division = serializers.ChoiceField(
+        choices=Submission.Division.choices, default=Submission.Division.STANDARDIZED
+    )
+    availability = serializers.ChoiceField(
+        choices=Submission.Availability.choices, default=Submission.Availability.AVAILABLE
+    )
+    title = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+
+
+def submission_create_from(user, data) -> Submission:
+    systems = systems_submittable_by(user)
+    system_ref = str(data["system"])
+    matches = list(systems.filter(pk=int(system_ref))) if system_ref.isdigit() else []
+    if not matches:
+        matches = list(systems.filter(name=system_ref))
+    if len(matches) != 1:
+        raise ApplicationError(
+            f"No single system {system_ref!r} among your organisations' systems. Register it first: on the "
+            "portal's Systems page (/systems/), or POST /api/v1/systems/ with its name and system_desc.json; "
+            "or give the id of an existing system.",
+            code="unknown-system",
+            extra={"system": system_ref, "register_url": "/systems/", "register_api": "/api/v1/systems/"},
+        )
+    benchmark = Benchmark.objects.filter(model_id=data["benchmark"]).first()
+    if benchmark is None:
+        raise ApplicationError(f"No benchmark {data['benchmark']!r}.", code="unknown-benchmark")
+    return services.submission_create(
+        actor=user,
+        system=matches[0],
+        benchmark=benchmark,
+        division=data["division"],
+        availability=data["availability"],
+        title=data.get("title", ""),
+    )
+
+
+class SubmissionFilter(django_filters.FilterSet):
+    status = django_filters.MultipleChoiceFilter(choices=Submission.Status.choices)
+    benchmark = django_filters.CharFilter(field_name="benchmark__model_id")
+    system = django_filters.CharFilter(field_name="system__name")
+    organisation = django_filters.CharFilter(field_name="organisation__slug")
+
+    class Meta:
+        model = Submission
+        fields = ["status", "benchmark", "system", "organisation", "division", "availability"]
+
+
+class WithdrawSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=2000)
+
+
+class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Submissions the caller may see (DESIGN.md visibility); create drafts, submit, withdraw."""
+
+    serializer_class = SubmissionSerializer
+    permission_classes = [ReadAnyoneWriteAuthenticated]
+    filterset_class = SubmissionFilter
+
+    def get_queryset(self):
+        return (
+            submissions_with_latest(submissions_visible_to(self.request.user))
+            .select_related("submitted_version")
+            .order_by("-id")
+        )
+
+    @extend_schema(
+        request=SubmissionCreateSerializer,
+        responses={201: SubmissionSerializer},
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )
+    @idempotent
+    def create(self, request):
+        data = SubmissionCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        submission = submission_create_from(request.user, data.validated_data)
+        return Response(SubmissionSerializer(submission).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: SubmissionSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def submit(self, request, pk=None):
+        submission = services.submission_submit(submission=self.get_object(), actor=request.user)
+        return Response(SubmissionSerializer(submission).data)
+
+    @extend_schema(
+        request=WithdrawSerializer, responses={200: SubmissionSerializer}, parameters=[IDEMPOTENCY_PARAMETER]
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def withdraw(self, request, pk=None):
+        submission = self.get_object()  # first: outside the visibility table it is a 404, whatever the body
+        data = WithdrawSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        submission = services.submission_withdraw(
+            submission=submission, actor=request.user, reason=data.validated_data["reason"]
+        )
+        return Response(SubmissionSerializer(submission).data)

@@ -1,0 +1,255 @@
+"""Chunked, resumable uploads: start, PUT parts, finish (a new version, checked at once), abort."""
+
+from __future__ import annotations
+
+import io
+
+import django_filters
+from django.db import transaction
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import mixins, parsers, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from access.visibility import submissions_visible_to, uploads_visible_to
+from submissions import uploads
+from submissions.api.common import IDEMPOTENCY_PARAMETER
+from submissions.api.serializers import VersionSerializer
+from submissions.api.submissions import submission_create_from
+from submissions.idempotency import HEADER as IDEMPOTENCY_HEADER
+from submissions.idempotency import idempotency_begin, idempotency_end, idempotent
+from submissions.models import Submission, SubmissionVersion, Upload
+
+
+class UploadSerializer(serializers.ModelSerializer):
+    missing_parts = serializers.SerializerMethodField()
+    received_parts = serializers.SerializerMethodField()
+    version = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Upload
+        fields = [
+            "id",
+            "submission",
+            "filename",
+            "size_bytes",
+            "sha256",
+            "part_size",
+            "parts_expected",
+            "status",
+            "received_parts",
+            "missing_parts",
+            "version",
+            "created_by",
+            "created_at",
+            "updated_at",
+        ]
+
+    created_by = serializers.CharField(source="created_by.username", read_only=True)
+
+    @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
+    def get_missing_parts(self, upload):
+        if upload.status != Upload.Status.OPEN:
+            return []
+        present = {part.index for part in upload.parts.all()}  # the list prefetches the parts
+        return [index for index in range(upload.parts_expected) if index not in present]
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_received_parts(self, upload):
+        parts = sorted(upload.parts.all(), key=lambda part: part.index)  # the list prefetches the parts
+        return [{"index": part.index, "sha256": part.sha256, "size_bytes": part.size_bytes} for part in parts]
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_version(self, upload):
+        return upload.version_id
+
+
+class UploadStartSerializer(serializers.Serializer):
+    submission = serializers.IntegerField(
+        required=False, help_text="An existing draft; or give system + benchmark."
+    )
+    system = serializers.CharField(required=False)
+    benchmark = serializers.CharField(required=False)
+    division = serializers.ChoiceField(
+        choices=Submission.Division.choices, default=Submission.Division.STANDARDIZED
+    )
+    availability = serializers.ChoiceField(
+        choices=Submission.Availability.choices, default=Submission.Availability.AVAILABLE
+    )
+    filename = serializers.CharField(max_length=255)
+    size = serializers.IntegerField(min_value=1)
+    sha256 = serializers.RegexField(r"^[0-9a-fA-F]{64}$")
+
+    def validate(self, attrs):
+        if "submission" not in attrs and not ("system" in attrs and "benchmark" in attrs):
+            raise serializers.ValidationError("Give submission, or system and benchmark for a new draft.")
+        return attrs
+
+
+class UploadFinishSerializer(serializers.Serializer):
+    sha256 = serializers.RegexField(r"^[0-9a-fA-F]{64}$")
+    create_version = serializers.BooleanField(default=True)
+    include_uploads = serializers.ListField(
+        child=serializers.UUIDField(),
+        required=False,
+        default=list,
+        help_text="Other verified uploads of the submission to join this version.",
+    )
+    kind = serializers.ChoiceField(choices=SubmissionVersion.Kind.choices, required=False)
+
+
+class UploadFinishResponseSerializer(serializers.Serializer):
+    upload = UploadSerializer()
+    version = VersionSerializer(allow_null=True)
+
+
+class RawBodyParser(parsers.BaseParser):
+    """Declares the part body for the schema; the view reads request.stream itself, chunk by chunk."""
+
+    media_type = "application/octet-stream"
+
+    def parse(self, stream, media_type=None, parser_context=None):  # pragma: no cover - never called
+        return stream
+
+
+class UploadFilter(django_filters.FilterSet):
+    """Find an upload to resume: the same file (sha256 + size) for the same submission, still open."""
+
+    status = django_filters.MultipleChoiceFilter(choices=Upload.Status.choices)
+    sha256 = django_filters.CharFilter(method="filter_sha256")
+    size = django_filters.NumberFilter(field_name="size_bytes")
+    system = django_filters.CharFilter(field_name="submission__system__name")
+    benchmark = django_filters.CharFilter(field_name="submission__benchmark__model_id")
+    submission_status = django_filters.MultipleChoiceFilter(
+        field_name="submission__status", choices=Submission.Status.choices
+    )
+    mine = django_filters.BooleanFilter(
+        method="filter_mine", help_text="true: only uploads the caller started."
+    )
+    submission = django_filters.NumberFilter(field_name="submission_id")  # a number, as in VersionFilter
+
+    class Meta:
+        model = Upload
+        fields = [
+            "submission",
+            "status",
+            "sha256",
+            "size",
+            "system",
+            "benchmark",
+            "submission_status",
+            "mine",
+        ]
+
+    def filter_sha256(self, queryset, name, value):
+        return queryset.filter(sha256=value.lower())
+
+    def filter_mine(self, queryset, name, value):
+        return queryset.filter(created_by=self.request.user) if value else queryset
+
+
+class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Chunked, resumable uploads: start, PUT parts (raw bytes, any order), check status, finish, abort;
+    the list (filter by sha256, size, status, submission, mine) finds an upload to resume."""
+
+    serializer_class = UploadSerializer
+    permission_classes = [IsAuthenticated]
+    filterset_class = UploadFilter
+
+    def get_queryset(self):
+        return (
+            uploads_visible_to(self.request.user)
+            .select_related("created_by")
+            .prefetch_related("parts")
+            .order_by("-created_at")
+        )
+
+    @extend_schema(request=None, responses={200: UploadSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @idempotent
+    def destroy(self, request, pk=None):
+        """Abort an upload not yet part of a version: its stored parts are deleted and its bytes stop counting
+        against the organisation's quota. The row stays (status `aborted`); aborting again answers the same."""
+        upload = uploads.upload_abort(upload=self.get_object(), actor=request.user)
+        return Response(UploadSerializer(upload).data)
+
+    @extend_schema(
+        request=UploadStartSerializer, responses={201: UploadSerializer}, parameters=[IDEMPOTENCY_PARAMETER]
+    )
+    @idempotent
+    def create(self, request):
+        data = UploadStartSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        with transaction.atomic():
+            if "submission" in values:
+                submission = get_object_or_404(submissions_visible_to(request.user), pk=values["submission"])
+            else:
+                submission = submission_create_from(request.user, values)
+            upload = uploads.upload_start(
+                actor=request.user,
+                submission=submission,
+                filename=values["filename"],
+                size=values["size"],
+                sha256=values["sha256"],
+            )
+        return Response(UploadSerializer(upload).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request={"application/octet-stream": OpenApiTypes.BINARY},
+        responses={200: UploadSerializer},
+        parameters=[
+            IDEMPOTENCY_PARAMETER,
+            OpenApiParameter("index", OpenApiTypes.INT, OpenApiParameter.PATH),
+        ],
+    )
+    @action(detail=True, methods=["put"], url_path=r"parts/(?P<index>\d+)", parser_classes=[RawBodyParser])
+    def part(self, request, pk=None, index=None):
+        """Store one part (exactly part_size bytes, the last one the rest). Same bytes again: accepted."""
+        upload = self.get_object()
+        stream = request.stream or io.BytesIO(b"")
+        stored = uploads.upload_part(upload=upload, index=int(index), data_stream=stream, actor=request.user)
+        key = request.headers.get(IDEMPOTENCY_HEADER)
+        record = None
+        if key:
+            record, replay = idempotency_begin(
+                user=request.user, key=key, endpoint=f"PUT {request.path}", request_hash=stored.sha256
+            )
+            if replay is not None:
+                return replay
+        upload.refresh_from_db()
+        response = Response(UploadSerializer(upload).data)
+        idempotency_end(record, response)
+        return response
+
+    @extend_schema(
+        request=UploadFinishSerializer,
+        responses={200: UploadFinishResponseSerializer},
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def finish(self, request, pk=None):
+        """Verify size and SHA-256 of the whole file; then it becomes (part of) a new version, checked at once."""
+        upload = self.get_object()
+        data = UploadFinishSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        others = [get_object_or_404(self.get_queryset(), pk=other) for other in values["include_uploads"]]
+        version = uploads.upload_finish(
+            upload=upload,
+            sha256=values["sha256"],
+            actor=request.user,
+            create_version=values["create_version"],
+            include_uploads=others,
+            kind=values.get("kind"),
+        )
+        upload.refresh_from_db()
+        return Response(
+            {
+                "upload": UploadSerializer(upload).data,
+                "version": VersionSerializer(version).data if version is not None else None,
+            }
+        )
