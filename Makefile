@@ -33,12 +33,14 @@ demo: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy checker
 	$(BIN)/lint-imports
 
 # Full suite against PostgreSQL + Redis (DATABASE_URL / REDIS_URL, defaulting to the local services).
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy checker
 	$(BIN)/lint-imports
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \
 		$(BIN)/python manage.py makemigrations --check --dry-run

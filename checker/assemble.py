@@ -325,12 +325,13 @@ class _Assembler:
             for p in pts:
                 where = f"results/{system}/{model}/r{p.concurrency}"
                 self.result.points[f"{system}/{model}/r{p.concurrency}"] = p.key
+                point_tps = tps[p.key]
                 self.point(
                     p,
                     where,
                     shared_src=shared_src,
                     n_impls=len(impls),
-                    utilisation=(tps[p.key] / best) if best and tps[p.key] is not None else None,
+                    utilisation=(point_tps / best) if best and point_tps is not None else None,
                 )
 
     def system_tps(self, p: PointInput) -> float | None:

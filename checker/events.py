@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from io import BufferedIOBase
 from itertools import islice
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -44,18 +45,21 @@ def _reject_constant(name: str) -> float:
 
 _decode = json.JSONDecoder(parse_constant=_reject_constant).decode
 
+_fast_loads: Callable[[bytes], Any] | None
 try:  # orjson parses a line ~3x faster; any line it refuses goes through json for the exact finding
-    from orjson import loads as _fast_loads
+    import orjson
+
+    _fast_loads = orjson.loads
 except ImportError:  # pragma: no cover - orjson is a declared dependency
     _fast_loads = None
 
 
-def open_binary(path: Path) -> BinaryIO:
+def open_binary(path: Path) -> BufferedIOBase:
     """A binary stream of the log, decompressing .zst on the fly (checker.loaders.open_log)."""
     return open_log(path, buffer_size=READ_BLOCK_BYTES)
 
 
-def iter_lines(stream: BinaryIO, *, max_line_bytes: int, on_too_long) -> Iterator[tuple[int, bytes]]:
+def iter_lines(stream: BufferedIOBase, *, max_line_bytes: int, on_too_long) -> Iterator[tuple[int, bytes]]:
     """(line number, line bytes) in bounded memory; a line over the cap is skipped and reported."""
     number = 0
     rest = b""
@@ -137,9 +141,11 @@ def _strings(items: list) -> list[str]:
 class _Pending:
     """Texts waiting for one batched tokenizer call, with where each count goes."""
 
-    texts: list = field(default_factory=list)
-    caches: list = field(default_factory=list)  # per text: (cache, key) its count is kept under, or None
-    targets: list = field(default_factory=list)  # per text: [(array, index), ...] its count is added to
+    texts: list[str] = field(default_factory=list)
+    # per text: (cache, key) its count is kept under, or None
+    caches: list[tuple[dict[str, int], str] | None] = field(default_factory=list)
+    # per text: [(array, index), ...] its count is added to
+    targets: list[list[tuple[array, int]]] = field(default_factory=list)
     keys: dict = field(default_factory=dict)  # (cache id, key) -> position, so each is encoded once a batch
     chars: int = 0
     refs: int = 0  # count targets waiting on this batch (a cache is filled only once it is encoded)
@@ -301,7 +307,8 @@ class PointReplay:
         counts = self.counter.count(pending.texts) if future is None else future.result()
         for slot, targets, n in zip(pending.caches, pending.targets, counts, strict=True):
             if slot is not None:
-                self._remember(*slot, n)
+                cache, key = slot
+                self._remember(cache, key, n)
             for series, index in targets:
                 series[index] += n
 
@@ -328,7 +335,7 @@ class PointReplay:
         self._queue_cached(self.prompt_cache, prompt, prompt, [(self.isl, len(self.isl) - 1)])
 
     # -- replay -----------------------------------------------------------------------------
-    def feed(self, stream: BinaryIO) -> None:
+    def feed(self, stream: BufferedIOBase) -> None:
         def too_long(line: int, size: int) -> None:
             self._finding(
                 "raw-log-line-too-long",
@@ -598,7 +605,9 @@ class PointReplay:
                 None,
                 "Upload the complete events.jsonl.",
             )
-        duration_ns = sum(latest - start for start, latest in self.blocks if latest is not None)
+        duration_ns = sum(
+            latest - start for start, latest in self.blocks if latest is not None and start is not None
+        )
         seconds = duration_ns / 1e9
         osl = _int64s(self.osl)
         isl = _int64s(self.isl)
@@ -646,7 +655,7 @@ def derive_official(summary: dict, *, concurrency: int | None) -> dict:
     return derived
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: Any) -> TypeGuard[float]:
     return finite(value) is not None
 
 

@@ -451,8 +451,13 @@ class _StrictLoader(yaml.SafeLoader):
         return value
 
 
+def _construct_map(loader: _StrictLoader, node: yaml.MappingNode) -> Iterator[dict]:
+    """SafeLoader's mapping constructor bound to _StrictLoader (so construct_mapping above records duplicates)."""
+    return loader.construct_yaml_map(node)
+
+
 _StrictLoader.add_constructor("tag:yaml.org,2002:float", _StrictLoader.construct_yaml_float)
-_StrictLoader.add_constructor("tag:yaml.org,2002:map", _StrictLoader.construct_yaml_map)
+_StrictLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 
 
 def load_yaml(

@@ -310,7 +310,10 @@ def provisioned_power(
                         continue
                     ensemble = _count(ns.get("system_node_ensemble_id"))
                     fallback = (
-                        defaults.cpu(block.get("model"), cores_by_ensemble.get(ensemble))
+                        defaults.cpu(
+                            block.get("model"),
+                            cores_by_ensemble.get(ensemble) if ensemble is not None else None,
+                        )
                         if part == "cpu"
                         else defaults.accelerator(block.get("model"))
                     )
@@ -601,16 +604,20 @@ def clock_anchor(manifest: dict[str, Any]) -> tuple[int, int]:
         raise TraceError(
             "manifest needs clock_anchor {monotonic_ns, unix_ns} to align the trace with events.jsonl"
         )
-    mono, unix = anchor.get("monotonic_ns"), anchor.get("unix_ns")
-    for name, value in (("monotonic_ns", mono), ("unix_ns", unix)):
+    nanoseconds: list[int] = []
+    for name in ("monotonic_ns", "unix_ns"):
+        value = anchor.get(name)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
             raise TraceError(f"clock_anchor.{name} must be a non-negative integer of nanoseconds")
-    return mono, unix
+        nanoseconds.append(value)
+    monotonic_ns, unix_ns = nanoseconds
+    return monotonic_ns, unix_ns
 
 
 def scan_window_ns(events_path: Path) -> tuple[int, int] | None:
     """Cheap pass over events.jsonl (or .zst) for the first start and last stop of performance tracking."""
     start = stop = None
+    stream: io.BufferedIOBase
     try:
         if events_path.name.endswith(".zst"):
             import zstandard
@@ -673,7 +680,8 @@ def analyse_trace(
 ) -> Measured:
     """Average of positive samples strictly inside the window; energy = average x window length."""
     start, stop = window_unix_s
-    m = Measured(window_s=stop - start, channels=trace.channels, source=trace.source)
+    window_s = stop - start
+    m = Measured(window_s=window_s, channels=trace.channels, source=trace.source)
     inside = [(t, w) for t, w in zip(trace.times_s, trace.watts, strict=True) if start < t < stop]
     m.samples_in_window = len(inside)
     positive = [w for _, w in inside if w > 0]
@@ -689,7 +697,7 @@ def analyse_trace(
         m.median_interval_s = intervals[len(intervals) // 2] if intervals else None
     if positive:
         m.avg_power_w = sum(positive) / len(positive)
-        m.energy_j = m.avg_power_w * m.window_s
+        m.energy_j = m.avg_power_w * window_s
         if output_tokens:
             m.joules_per_output_token = m.energy_j / output_tokens
         if system_tps is not None:

@@ -371,7 +371,12 @@ def print_check_run(run: dict, out=sys.stdout) -> None:
 def exit_code_for(run: dict | None) -> int:
     if run is None:
         return EXIT_USAGE
-    return {"passed": EXIT_PASS, "failed": EXIT_FAIL}.get(run.get("status"), EXIT_USAGE)
+    status = run.get("status")
+    return (
+        {"passed": EXIT_PASS, "failed": EXIT_FAIL}.get(status, EXIT_USAGE)
+        if isinstance(status, str)
+        else EXIT_USAGE
+    )
 
 
 def wait_for_check(client: Client, version: dict, *, timeout: float, show_progress: bool) -> dict | None:
@@ -464,7 +469,9 @@ def cmd_submit(args) -> int:
         run_key = uuid.uuid4().hex
         with tempfile.TemporaryDirectory(prefix="portal-submit-") as workdir:
             files = pack(paths, Path(workdir))
-            submission, include, finished = args.submission, [], None
+            submission = args.submission
+            include: list[str] = []
+            finished: dict | None = None
             for position, path in enumerate(files):
                 last = position == len(files) - 1
                 finished = upload_file(
@@ -481,6 +488,7 @@ def cmd_submit(args) -> int:
                 submission = finished["upload"]["submission"]
                 start_fields = {}
                 include.append(finished["upload"]["id"])
+        assert finished is not None  # pack() returns at least one file per given path
         version = finished["version"]
         print(
             f"submission {submission}: version {version['number']} uploaded "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -125,6 +126,7 @@ def _plain(value) -> int | float:
 def summarize(values: np.ndarray, *, early_stopping: bool) -> dict:
     """The client's statistics block for one series (histogram left out)."""
     n = len(values)
+    block: dict[str, Any]
     if n == 0:
         block = {
             "total": 0,
@@ -139,6 +141,7 @@ def summarize(values: np.ndarray, *, early_stopping: bool) -> dict:
             block["early_stopping_percentiles"] = {percentile_key(p): None for p in EARLY_STOPPING_GRID}
         return block
     ordered = np.sort(values, kind="stable")
+    total: int | float
     if values.dtype.kind in "iu":
         total = int(values.sum(dtype=np.int64))
     else:

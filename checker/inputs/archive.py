@@ -110,7 +110,7 @@ class _GuardedTarInfo(tarfile.TarInfo):
                 f"has an extended tar header of {self.size} bytes (more than {MAX_HEADER_BYTES})",
                 "Re-create the archive with a standard tar tool.",
             )
-        return super()._proc_member(tarfile_obj)
+        return super()._proc_member(tarfile_obj)  # type: ignore[misc]  # tarfile's private hook, absent from the stubs
 
 
 def _name_problem(name: str) -> tuple[str, str] | None:
@@ -284,9 +284,10 @@ class _Extractor:
         with open(self.archive, "rb") as raw_file:
             raw = _CountingReader(raw_file, archive=self.name)
             if compression == "gzip":
-                inner: Any = gzip.GzipFile(fileobj=raw, mode="rb")
+                # GzipFile, ZstdReader and tarfile's stream mode call only read() on these readers
+                inner: Any = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[call-overload]
             elif compression == "zstd":
-                inner = ZstdReader(raw, name=self.name)
+                inner = ZstdReader(raw, name=self.name)  # type: ignore[arg-type]
             else:
                 inner = raw
             stream = _CountingReader(
@@ -295,7 +296,7 @@ class _Extractor:
                 budget=self.budget,
                 compressed=raw if compression != "none" else None,
             )
-            tar = tarfile.open(fileobj=stream, mode="r|", tarinfo=_GuardedTarInfo)
+            tar = tarfile.open(fileobj=stream, mode="r|", tarinfo=_GuardedTarInfo)  # type: ignore[call-overload]
             for member in tar:
                 self.current = member.name
                 if not self.count_member():

@@ -324,12 +324,12 @@ class _LayoutBuilder:
         self.shared_docs(root, origin, docs_folder="docs")
         for system_dir in _subdirs(root / "results"):
             system = system_dir.name
-            power = system_dir / "system_power.json"
-            if _is_file(power):
+            candidate = system_dir / "system_power.json"
+            power: Path | None = None
+            if _is_file(candidate):
+                power = candidate
                 layout.system_power.setdefault(system, power)
                 self.note(power, origin.display(power))
-            else:
-                power = None
             for model_dir in _subdirs(system_dir):
                 for point_dir in _subdirs(model_dir):
                     self.point(

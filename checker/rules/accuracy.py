@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from checker.numbers import finite
@@ -14,12 +15,12 @@ from checker.rules.state import Point, RuleRun
 def check_accuracy(
     run: RuleRun, model: str, points: list[Point], regions: Regions | None, where: str
 ) -> None:
+    declared = [point.yaml.get("model_name") for point in points]
     model_rules = run.ruleset.models.get(model) or next(
         (
-            run.ruleset.models.get(point.yaml.get("model_name"))
-            for point in points
-            if isinstance(point.yaml.get("model_name"), str)
-            and point.yaml.get("model_name") in run.ruleset.models
+            run.ruleset.models[name]
+            for name in declared
+            if isinstance(name, str) and name in run.ruleset.models
         ),
         None,
     )
@@ -166,6 +167,7 @@ _META_KEYS = frozenset(
 
 def _metric_scores(run: RuleRun, entry: dict) -> dict[str, float]:
     raw = entry.get("score")
+    items: Iterable[tuple[Any, Any]]
     if isinstance(raw, dict):
         items = raw.items()
     elif raw is not None:
@@ -203,9 +205,8 @@ def _dataset_score(run: RuleRun, point: Point, dataset: str, rule: str) -> float
 
 
 def _agentic_targets(run: RuleRun, model: str, points: list[Point]) -> dict | None:
-    names = [model] + [
-        point.yaml.get("model_name") for point in points if isinstance(point.yaml.get("model_name"), str)
-    ]
+    declared = [point.yaml.get("model_name") for point in points]
+    names = [model] + [name for name in declared if isinstance(name, str)]
     for name in names:
         block = run.ruleset.get("models", name, "agentic_accuracy")
         if isinstance(block, dict):

@@ -104,22 +104,25 @@ def _resolves(run: RuleRun, value: Any) -> bool:
     parts = Path(value).parts
     if ".." in parts:
         return False
+    root = run.layout.root
+    if root is None:  # only bundles have shared folders; the caller checks this first
+        return False
     try:
-        return (run.layout.root / value).is_dir()
+        return (root / value).is_dir()
     except (OSError, ValueError):
         return False
 
 
 def check_system_description(run: RuleRun, points: list[Point], where: str) -> None:
     per_point = set(run.ruleset.get("disclosure", "system_desc_per_point", default=[]) or [])
-    present = [point for point in points if point.system_description is not None]
+    present = [(point, point.system_description) for point in points if point.system_description is not None]
     if not present:
         return
-    reference = present[0]
-    reference_identity = {k: v for k, v in reference.system_description.items() if k not in per_point}
+    reference, reference_description = present[0]
+    reference_identity = {k: v for k, v in reference_description.items() if k not in per_point}
     bad = 0
-    for point in present[1:]:
-        identity = {k: v for k, v in point.system_description.items() if k not in per_point}
+    for point, described in present[1:]:
+        identity = {k: v for k, v in described.items() if k not in per_point}
         if identity != reference_identity:
             bad += 1
             differing = sorted(
@@ -145,7 +148,7 @@ def check_system_description(run: RuleRun, points: list[Point], where: str) -> N
 
 
 def check_model_name_and_c_max(run: RuleRun, model: str, points: list[Point], where: str) -> int | None:
-    names = {}
+    names: dict[str, Point] = {}
     for point in points:
         name = point.yaml.get("model_name")
         if name is not None:
@@ -495,7 +498,8 @@ def check_steady_state(run: RuleRun, point: Point) -> None:
     gating = list(spec.get("gating_states") or [])
     official, min_trend_n = spec.get("official_status", "windowable"), int(spec.get("min_trend_n", 4))
     status, verdict = block.get("status"), block.get("verdict")
-    state = block.get("state") if isinstance(block.get("state"), dict) else {}
+    declared_state = block.get("state")
+    state: dict = declared_state if isinstance(declared_state, dict) else {}
     bad = []
     if status is not None and status not in statuses:
         bad.append(f"status {short(status)} (expected one of {', '.join(statuses)})")
@@ -524,8 +528,10 @@ def check_steady_state(run: RuleRun, point: Point) -> None:
         )
     if status is None:
         return
-    window = block.get("window") if isinstance(block.get("window"), dict) else {}
-    start, end = window.get("super_pass_start"), window.get("super_pass_end")
+    declared_window = block.get("window")
+    window: dict = declared_window if isinstance(declared_window, dict) else {}
+    start: Any = window.get("super_pass_start")
+    end: Any = window.get("super_pass_end")
     spans = end - start + 1 if finite(start) is not None and finite(end) is not None else None
     problems = []
     if status == official:

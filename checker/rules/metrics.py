@@ -144,9 +144,10 @@ def check_tps_utilization(run: RuleRun, points: list[Point]) -> None:
         return
     tolerance = float(run.ruleset.get("tolerances", "tps_utilization_abs", default=0.1))
     for point in points:
-        if values[point.key] is None:
+        tps = values[point.key]
+        if tps is None:
             continue
-        utilization = values[point.key] / best
+        utilization = tps / best
         point.result.extra["tps_utilization"] = utilization
         stored = dig(point.system_description, "tps_utilization")
         if stored is None:

@@ -148,7 +148,11 @@ def _node_facts(run: RuleRun, system: str, key: str) -> dict[int, int]:
         ),
         None,
     )
-    nodes = first.system_description.get("node_types") if first is not None else None
+    nodes = (
+        first.system_description.get("node_types")
+        if first is not None and first.system_description is not None
+        else None
+    )
     out: dict[int, int] = {}
     for node in nodes if isinstance(nodes, list) else []:
         if not isinstance(node, dict) or count(node.get("system_node_ensemble_id")) is None:
@@ -156,9 +160,9 @@ def _node_facts(run: RuleRun, system: str, key: str) -> dict[int, int]:
         if key == "accelerators_per_node":
             info = node.get("accelerator_info")
             entries = info if isinstance(info, list) and info else [node]
-            values = [count(e.get(key)) for e in entries if isinstance(e, dict)]
-            values = [v for v in values if v is not None]
-            value = sum(values) if values else None
+            counts = [count(e.get(key)) for e in entries if isinstance(e, dict)]
+            known = [n for n in counts if n is not None]
+            value = sum(known) if known else None
         else:
             value = count(node.get(key))
         if value is not None:
@@ -168,21 +172,15 @@ def _node_facts(run: RuleRun, system: str, key: str) -> dict[int, int]:
 
 def _system_cooling(run: RuleRun, system: str) -> str | None:
     for point in run.points:
-        if point.input.system != system or point.system_description is None:
+        described = point.system_description
+        if point.input.system != system or described is None:
             continue
-        values = (
-            {point.system_description.get("cooling")}
-            if text(point.system_description.get("cooling"))
-            else set()
-        )
-        for node in (
-            point.system_description.get("node_types") or []
-            if isinstance(point.system_description.get("node_types"), list)
-            else []
-        ):
+        declared: set[str] = {described["cooling"]} if text(described.get("cooling")) else set()
+        node_types = described.get("node_types")
+        for node in node_types if isinstance(node_types, list) else []:
             if isinstance(node, dict) and text(node.get("cooling")):
-                values.add(node["cooling"])
-        values = {v.strip().lower() for v in values}
+                declared.add(node["cooling"])
+        values = {value.strip().lower() for value in declared}
         if len(values) == 1:
             return values.pop()
         return "air" if values else None  # mixed cooling resolves to the conservative (air) overhead
@@ -346,24 +344,22 @@ def _check_measured_power(
 
 def _parallelism(run: RuleRun, point: Point) -> dict[str, Any] | None:
     """TP/PP/EP/DP from the point's system_desc.json (top level, else config_summary); None if none is declared."""
-    if point.system_description is None:
+    described = point.system_description
+    if described is None:
         return None
-    summary = (
-        point.system_description.get("config_summary")
-        if isinstance(point.system_description.get("config_summary"), dict)
-        else {}
-    )
+    config_summary = described.get("config_summary")
+    summary: dict = config_summary if isinstance(config_summary, dict) else {}
     fields = run.ruleset.get("engagement", "parallelism_fields", default=[]) or []
-    values = {}
+    values: dict[str, Any] = {}
     for name in fields:
-        value = point.system_description.get(name, summary.get(name))
-        if value is None and name in point.system_description:
+        value = described.get(name, summary.get(name))
+        if value is None and name in described:
             value = summary.get(name)
         if isinstance(value, int) and not isinstance(value, bool):
             values[name] = value
     if not values:
         return None
-    flag = point.system_description.get("disaggregated", summary.get("disaggregated"))
+    flag = described.get("disaggregated", summary.get("disaggregated"))
     if flag is None:
         flag = summary.get("disaggregated")
     values["disaggregated"] = flag is True or (
@@ -378,7 +374,8 @@ def check_engagement(run: RuleRun, point: Point, provisioned: Any) -> None:
     file = point.file("point.yaml")
     sets = provisioned.sets
     parallelism = _parallelism(run, point)
-    replica = dp = None
+    replica: int | None = None
+    dp: int | None = None
     if parallelism is not None:
         replica = (
             parallelism.get("tensor_parallel", 1)
@@ -425,7 +422,14 @@ def check_engagement(run: RuleRun, point: Point, provisioned: Any) -> None:
                 continue
             by_set[id(matches[0])] = nodes
         spare_detail = None
-        if not problems and parallelism is not None and not parallelism["disaggregated"] and per_node_known:
+        if (
+            not problems
+            and parallelism is not None
+            and replica is not None
+            and dp is not None
+            and not parallelism["disaggregated"]
+            and per_node_known
+        ):
             engaged = {id(node_set): by_set.get(id(node_set), node_set["nodes"]) for node_set in sets}
             capacity = sum(engaged[id(node_set)] * node_set["accelerators_per_node"] for node_set in sets)
             used = dp * replica
@@ -508,6 +512,7 @@ def check_engagement(run: RuleRun, point: Point, provisioned: Any) -> None:
             "system_desc.json.",
         )
         return
+    assert replica is not None and dp is not None  # both come with the declared parallelism
     if (
         replica < 1
         or dp < 1
