@@ -51,12 +51,10 @@ class SubmissionCreateForm(forms.Form):
         self.fields["benchmark"].queryset = benchmark_list()
 
 
-class WithdrawForm(forms.Form):
-    reason = forms.CharField(
-        max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="Reviewers and auditors read this.",
-    )
+class ReasonForm(forms.Form):
+    """The reason a lifecycle action needs (withdraw, reject): kept on the submission and in the audit log."""
+
+    reason = forms.CharField(max_length=2000)
 
 
 class SystemRegisterForm(forms.Form):

@@ -240,18 +240,6 @@ class AllowedAction:
     def enabled(self) -> bool:
         return not self.blocked_code
 
-    def as_dict(self) -> dict:
-        return {
-            "action": self.action,
-            "label": self.label,
-            "to_status": self.target,
-            "reason_required": self.reason_required,
-            "enabled": self.enabled,
-            "blocked": {"code": self.blocked_code, "detail": self.blocked_detail}
-            if self.blocked_code
-            else None,
-        }
-
 
 def allowed_actions(user, submission: Submission) -> list[AllowedAction]:
     """The table's rows this user may take on this submission now, in table order."""

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from submissions import views
+from submissions.lifecycle import TRANSITIONS
 
 app_name = "submissions"
 
@@ -10,8 +11,16 @@ urlpatterns = [
     path("dashboard/", views.dashboard, name="dashboard"),
     path("submissions/new/", views.submission_create, name="create"),
     path("submissions/<int:pk>/", views.submission_detail, name="detail"),
-    path("submissions/<int:pk>/submit/", views.submission_submit, name="submit"),
-    path("submissions/<int:pk>/withdraw/", views.submission_withdraw, name="withdraw"),
+    # One POST route per lifecycle action (submit, withdraw, reject...), named after it.
+    *(
+        path(
+            f"submissions/<int:pk>/{row.action}/",
+            views.submission_transition,
+            {"action": row.action},
+            name=row.action,
+        )
+        for row in TRANSITIONS
+    ),
     path("submissions/<int:pk>/versions/<int:number>/check/", views.check_fragment, name="check_fragment"),
     path("submissions/<int:pk>/versions/<int:number>/recheck/", views.version_recheck, name="recheck"),
     path(

@@ -24,12 +24,12 @@ from access.permissions import can
 from access.visibility import get_visible_or_404, submissions_visible_to, systems_visible_to
 from accounts.selectors import organisations_of_user, user_is_chair, user_org_ids, user_roles
 from portal.errors import ApplicationError
-from submissions import checks, services, uploads
+from submissions import checks, lifecycle, services, uploads
 from submissions.forms import (
+    ReasonForm,
     SubmissionCreateForm,
     SystemDescriptionForm,
     SystemRegisterForm,
-    WithdrawForm,
     systems_user_can_submit_for,
 )
 from submissions.models import Submission, System
@@ -152,19 +152,15 @@ def submission_detail(request, pk: int):
             raise Http404("No such version.")
     for version in versions:
         version.latest_check = check_run_latest(version)
-    can_submit = user_can_submit_for(request.user, submission.organisation)
-    is_draft = submission.status == Submission.Status.DRAFT
     context = {
         "submission": submission,
         "versions": versions,
         "selected": selected,
-        "can_submit": can_submit,
-        "can_upload": can_submit and is_draft,
-        "can_withdraw": can_submit
-        and submission.status not in (*Submission.TERMINAL_STATUSES, Submission.Status.PUBLISHED),
-        "is_draft": is_draft,
+        # The lifecycle buttons: exactly the table's rows this user may take now (disabled with why).
+        "actions": lifecycle.allowed_actions(request.user, submission),
+        "can_upload": submission.status == Submission.Status.DRAFT
+        and user_can_submit_for(request.user, submission.organisation),
         "is_chair": user_is_chair(request.user),
-        "withdraw_form": WithdrawForm(),
     }
     if selected is not None:
         context["check"] = check_section_context(submission, selected)
@@ -201,37 +197,25 @@ def _back(submission: Submission):
 
 @login_required
 @require_POST
-def submission_submit(request, pk: int):
+def submission_transition(request, pk: int, action: str):
+    """One lifecycle button (a row of submissions.lifecycle); refusals and lost races become messages."""
     submission = get_visible_or_404(request.user, Submission, pk=pk)
+    row = lifecycle.transition_row(action)
+    reason = ""
+    if row.reason_required:
+        form = ReasonForm(request.POST)
+        if not form.is_valid():
+            messages.error(request, f"Not {row.done}: say why the submission is {row.done}.")
+            return _back(submission)
+        reason = form.cleaned_data["reason"]
     try:
-        services.submission_submit(submission=submission, actor=request.user)
+        lifecycle.transition(submission=submission, action=action, actor=request.user, reason=reason)
     except ApplicationError as exc:
-        messages.error(request, f"Not submitted: {exc.detail}")
+        messages.error(request, f"Not {row.done}: {exc.detail}")
     else:
-        messages.success(
-            request,
-            f"Submission #{submission.pk} submitted: version "
-            f"{submission.submitted_version.number} is frozen for review.",
-        )
-    return _back(submission)
-
-
-@login_required
-@require_POST
-def submission_withdraw(request, pk: int):
-    submission = get_visible_or_404(request.user, Submission, pk=pk)
-    form = WithdrawForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Not withdrawn: say why the submission is withdrawn.")
-        return _back(submission)
-    try:
-        services.submission_withdraw(
-            submission=submission, actor=request.user, reason=form.cleaned_data["reason"]
-        )
-    except ApplicationError as exc:
-        messages.error(request, f"Not withdrawn: {exc.detail}")
-    else:
-        messages.success(request, f"Submission #{submission.pk} withdrawn.")
+        frozen = submission.submitted_version if submission.status == Submission.Status.SUBMITTED else None
+        note = f": version {frozen.number} is frozen for review" if frozen is not None else ""
+        messages.success(request, f"Submission #{submission.pk} {row.done}{note}.")
     return _back(submission)
 
 

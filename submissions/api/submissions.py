@@ -1,9 +1,10 @@
-"""Submissions the caller may see (access.visibility): list, create drafts, submit, withdraw."""
+"""Submissions the caller may see (access.visibility): list, create drafts, the lifecycle actions of
+submissions.lifecycle (submit, withdraw, reject) and the `allowed_actions` of the caller."""
 
 from __future__ import annotations
 
 import django_filters
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -11,12 +12,48 @@ from rest_framework.response import Response
 from access.visibility import submissions_visible_to
 from catalog.models import Benchmark
 from portal.errors import ApplicationError
-from submissions import services
+from submissions import lifecycle, services
 from submissions.api.common import IDEMPOTENCY_PARAMETER, ReadAnyoneWriteAuthenticated
 from submissions.api.serializers import SubmissionSerializer
 from submissions.idempotency import idempotent
 from submissions.models import Submission
 from submissions.selectors import submissions_with_latest, systems_submittable_by
+
+
+class AllowedActionSerializer(serializers.Serializer):
+    """A lifecycle action the caller may take now (a row of submissions.lifecycle); `blocked` says what is
+    still missing (e.g. a passing check), when it is."""
+
+    action = serializers.CharField()
+    label = serializers.CharField()
+    to_status = serializers.ChoiceField(source="target", choices=Submission.Status.choices)
+    reason_required = serializers.BooleanField()
+    enabled = serializers.BooleanField()
+    blocked = serializers.SerializerMethodField()
+
+    @extend_schema_field(
+        inline_serializer(
+            "LifecycleActionBlocked",
+            {"code": serializers.CharField(), "detail": serializers.CharField()},
+            allow_null=True,
+        )
+    )
+    def get_blocked(self, allowed):
+        return (
+            {"code": allowed.blocked_code, "detail": allowed.blocked_detail} if allowed.blocked_code else None
+        )
+
+
+class SubmissionDetailSerializer(SubmissionSerializer):
+    allowed_actions = serializers.SerializerMethodField()
+
+    class Meta(SubmissionSerializer.Meta):
+        fields = [*SubmissionSerializer.Meta.fields, "allowed_actions"]
+
+    @extend_schema_field(AllowedActionSerializer(many=True))
+    def get_allowed_actions(self, submission):
+        user = self.context["request"].user
+        return AllowedActionSerializer(lifecycle.allowed_actions(user, submission), many=True).data
 
 
 class SubmissionCreateSerializer(serializers.Serializer):
@@ -69,12 +106,13 @@ class SubmissionFilter(django_filters.FilterSet):
         fields = ["status", "benchmark", "system", "organisation", "division", "availability"]
 
 
-class WithdrawSerializer(serializers.Serializer):
+class ReasonSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=2000)
 
 
 class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Submissions the caller may see (DESIGN.md visibility); create drafts, submit, withdraw."""
+    """Submissions the caller may see (DESIGN.md visibility); create drafts; the lifecycle actions (submit,
+    withdraw, reject); a single submission lists the `allowed_actions` of the caller."""
 
     serializer_class = SubmissionSerializer
     permission_classes = [ReadAnyoneWriteAuthenticated]
@@ -99,23 +137,49 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         submission = submission_create_from(request.user, data.validated_data)
         return Response(SubmissionSerializer(submission).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=None, responses={200: SubmissionSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    def get_serializer_class(self):
+        return SubmissionSerializer if self.action == "list" else SubmissionDetailSerializer
+
+    def _transition(self, request, action: str):
+        """One row of submissions.lifecycle; refusals are 403/409 JSON with a stable code."""
+        submission = self.get_object()  # first: outside the visibility table it is a 404, whatever the body
+        reason = ""
+        if lifecycle.transition_row(action).reason_required:
+            data = ReasonSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            reason = data.validated_data["reason"]
+        submission = lifecycle.transition(
+            submission=submission, action=action, actor=request.user, reason=reason
+        )
+        return Response(self.get_serializer(submission).data)
+
+    @extend_schema(
+        request=None, responses={200: SubmissionDetailSerializer}, parameters=[IDEMPOTENCY_PARAMETER]
+    )
     @action(detail=True, methods=["post"])
     @idempotent
     def submit(self, request, pk=None):
-        submission = services.submission_submit(submission=self.get_object(), actor=request.user)
-        return Response(SubmissionSerializer(submission).data)
+        """draft -> submitted (the organisation's submitters; needs a passing check of the latest version)."""
+        return self._transition(request, "submit")
 
     @extend_schema(
-        request=WithdrawSerializer, responses={200: SubmissionSerializer}, parameters=[IDEMPOTENCY_PARAMETER]
+        request=ReasonSerializer,
+        responses={200: SubmissionDetailSerializer},
+        parameters=[IDEMPOTENCY_PARAMETER],
     )
     @action(detail=True, methods=["post"])
     @idempotent
     def withdraw(self, request, pk=None):
-        submission = self.get_object()  # first: outside the visibility table it is a 404, whatever the body
-        data = WithdrawSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        submission = services.submission_withdraw(
-            submission=submission, actor=request.user, reason=data.validated_data["reason"]
-        )
-        return Response(SubmissionSerializer(submission).data)
+        """Any non-terminal state -> withdrawn (the organisation's submitters), with a reason."""
+        return self._transition(request, "withdraw")
+
+    @extend_schema(
+        request=ReasonSerializer,
+        responses={200: SubmissionDetailSerializer},
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def reject(self, request, pk=None):
+        """A submission under review or audit -> rejected (auditors and the chair), with a reason."""
+        return self._transition(request, "reject")

@@ -1,20 +1,27 @@
-"""Submit and withdraw: guarded transitions, conflicts, audit events; stuck runs; the chair's re-check."""
+"""The lifecycle table: every row allowed for its actors and refused for the others in every state, races,
+audit events, the buttons on the page and `allowed_actions` in the API; stuck runs; the chair's re-check."""
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from datetime import timedelta
+from pathlib import Path
+from unittest import mock
 
 import pytest
 from django.db import connection
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from portal.errors import ConflictError, NotAllowedError
+from portal.errors import ApplicationError, ConflictError, NotAllowedError
+from submissions import lifecycle
 from submissions.checks import check_run_requeue, check_runs_reconcile
+from submissions.lifecycle import allowed_actions, transition
 from submissions.models import CheckRun, Submission, SubmissionVersion
 from submissions.services import submission_create, submission_submit, submission_withdraw
+from tests.factories import MembershipFactory, UserFactory
 from tests.submissions.support import api_client, make_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -178,3 +185,292 @@ def test_only_the_chair_rechecks_and_history_is_kept(role_users, draft, settings
     assert AuditEvent.objects.filter(action="check.requeued").count() == 1
     denied = api_client(role_users["submitter"]).post(f"/api/v1/versions/{version.pk}/recheck/")
     assert denied.status_code == 403 and denied.json()["code"] == "permission_denied"
+
+
+# --- The table, role x action x state -----------------------------------------------------------
+# Expectations written from DESIGN.md ("Lifecycle of a submission"), not read from submissions.lifecycle:
+# who may take each action, from which states, and where it leads.
+EXPECTED = {
+    "submit": ({"submitter", "org_admin"}, {"draft"}, "submitted"),
+    "withdraw": (
+        {"submitter", "org_admin"},
+        {"draft", "submitted", "in_review", "peer_reviewed", "audited"},
+        "withdrawn",
+    ),
+    "reject": ({"auditor", "chair"}, {"submitted", "in_review", "peer_reviewed"}, "rejected"),
+}
+ROLES = [
+    "anonymous",
+    "submitter",
+    "org_admin",
+    "member",
+    "other_org_submitter",
+    "reviewer",
+    "auditor",
+    "chair",
+]
+
+
+def test_the_expectations_cover_every_row_of_the_table():
+    """A new row (the review issue's assign, accept, attest...) needs its expectations written here."""
+    assert set(lifecycle.TRANSITIONS_BY_ACTION) == set(EXPECTED)
+
+
+@pytest.fixture
+def people(role_users):
+    """role_users plus an org admin and a reviewer of the submitting organisation, and another
+    organisation's submitter."""
+    acme, nimbus = role_users["organisations"]["acme"], role_users["organisations"]["nimbus"]
+    extra = {}
+    for name, organisation, role in [
+        ("org_admin", acme, "org_admin"),
+        ("member", acme, "reviewer"),
+        ("other_org_submitter", nimbus, "submitter"),
+    ]:
+        extra[name] = UserFactory(username=name)
+        MembershipFactory(user=extra[name], organisation=organisation, role=role)
+    return {**role_users, **extra}
+
+
+def _submission(people, status: str, check_status=CheckRun.Status.PASSED) -> Submission:
+    benchmark, system = make_catalog(people["organisations"]["acme"])
+    submission = Submission.objects.create(
+        organisation=system.organisation, system=system, benchmark=benchmark, created_by=people["submitter"]
+    )
+    _version_with_run(submission, people["submitter"], check_status)
+    Submission.objects.filter(pk=submission.pk).update(status=status)
+    submission.refresh_from_db()
+    return submission
+
+
+def _events(submission):
+    return AuditEvent.objects.filter(object_type="submissions.submission", object_id=str(submission.pk))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", Submission.Status.values)
+@pytest.mark.parametrize("action", [row.action for row in lifecycle.TRANSITIONS])
+@pytest.mark.parametrize("role", ROLES)
+def test_each_row_is_allowed_for_its_actors_only_and_only_from_its_states(people, role, action, status):
+    who, sources, target = EXPECTED[action]
+    submission = _submission(people, status)
+    user = people[role]
+    offered = [allowed.action for allowed in allowed_actions(user, submission)]
+    assert (action in offered) == (role in who and status in sources), offered
+    if role not in who:
+        with pytest.raises(NotAllowedError) as refused:
+            transition(submission=submission, action=action, actor=user, reason="because")
+        assert refused.value.code == "permission_denied"
+    elif status not in sources:
+        with pytest.raises(ConflictError) as refused:
+            transition(submission=submission, action=action, actor=user, reason="because")
+        assert refused.value.code == "state-conflict"
+    else:
+        done = transition(submission=submission, action=action, actor=user, reason="because")
+        assert Submission.objects.get(pk=submission.pk).status == done.status == target
+        event = _events(submission).get()
+        assert event.action == f"submission.{target}" and event.actor == user  # the real actor
+        assert (event.data["from"], event.data["to"]) == (status, target)
+        return
+    assert Submission.objects.get(pk=submission.pk).status == status
+    assert not _events(submission).exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("action", ["withdraw", "reject"])
+def test_a_reason_is_required_where_the_row_says_so(people, action):
+    actor = people["submitter"] if action == "withdraw" else people["chair"]
+    submission = _submission(people, "submitted")
+    with pytest.raises(ApplicationError) as refused:
+        transition(submission=submission, action=action, actor=actor, reason="  ")
+    assert refused.value.code == "invalid"
+    done = transition(submission=submission, action=action, actor=actor, reason=" out of scope ")
+    assert done.status_reason == "out of scope" and _events(submission).get().data["reason"] == "out of scope"
+
+
+@pytest.mark.django_db
+def test_an_unknown_action_is_refused(people):
+    with pytest.raises(ApplicationError) as refused:
+        transition(submission=_submission(people, "draft"), action="publish", actor=people["chair"])
+    assert refused.value.code == "unknown-action"
+
+
+@pytest.mark.django_db
+def test_a_stale_submission_loses_the_compare_and_set(people):
+    """The caller saw `submitted`; meanwhile the chair rejected it: the withdraw writes nothing."""
+    seen = _submission(people, "submitted")
+    transition(
+        submission=Submission.objects.get(pk=seen.pk), action="reject", actor=people["chair"], reason="x"
+    )
+    with pytest.raises(ConflictError) as lost:
+        transition(submission=seen, action="withdraw", actor=people["submitter"], reason="y")
+    assert lost.value.code == "state-conflict" and "changed meanwhile" in lost.value.detail
+    assert lost.value.extra["status"] == "rejected"
+    assert list(_events(seen).values_list("action", flat=True)) == ["submission.rejected"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="needs two real connections")
+def test_two_rejects_racing_through_the_api_one_wins_one_gets_409(people):
+    """Both requests pass the guards having read `submitted`, then race on the write: one 200, one 409, one
+    audit event."""
+    submission = _submission(people, "submitted")
+    barrier = threading.Barrier(2)
+    checked = lifecycle._check
+    responses = {}
+
+    def check_then_wait(*args, **kwargs):
+        ready = checked(*args, **kwargs)
+        barrier.wait(10)  # both have read the same status before either writes
+        return ready
+
+    def post(role):
+        from django.db import connections
+
+        try:
+            responses[role] = api_client(people[role]).post(
+                f"/api/v1/submissions/{submission.pk}/reject/", {"reason": f"by {role}"}, format="json"
+            )
+        finally:
+            connections.close_all()
+
+    with mock.patch.object(lifecycle, "_check", check_then_wait):
+        threads = [threading.Thread(target=post, args=(role,)) for role in ("auditor", "chair")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    codes = sorted(response.status_code for response in responses.values())
+    assert codes == [200, 409], {role: r.content for role, r in responses.items()}
+    loser = next(r for r in responses.values() if r.status_code == 409).json()
+    assert loser["code"] == "state-conflict" and "changed meanwhile" in loser["detail"]
+    winner = next(role for role, r in responses.items() if r.status_code == 200)
+    event = _events(submission).get()
+    assert event.action == "submission.rejected" and event.actor == people[winner]
+    assert Submission.objects.get(pk=submission.pk).status_reason == f"by {winner}"
+
+
+# --- The docs ------------------------------------------------------------------------------------
+
+
+def test_docs_show_the_table_the_code_has():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md").read_text(encoding="utf-8")
+    shown = doc.split(lifecycle.DOC_START, 1)[1].split(lifecycle.DOC_END, 1)[0].strip()
+    assert shown == lifecycle.table_markdown(), "run: python manage.py lifecycle_doc --write"
+    for row in lifecycle.TRANSITIONS:  # every row, with its states, in the words a reader sees
+        line = next(line for line in shown.splitlines() if line.startswith(f"| `{row.action}` |"))
+        assert all(f"`{status}`" in line for status in EXPECTED[row.action][1])
+
+
+# --- Buttons on the page and allowed_actions in the API ----------------------------------------
+
+
+def _buttons(html: str) -> dict[str, bool]:
+    """{action: enabled} of the lifecycle section of a submission page."""
+    found = {}
+    for action, tag in re.findall(r'data-action="([a-z_]+)"(.*?)(?:</form>|</details>)', html, re.S):
+        found[action] = " disabled" not in tag
+    return found
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "role, status, check_status, expected",
+    [
+        ("submitter", "draft", CheckRun.Status.PASSED, {"submit": True, "withdraw": True}),
+        ("org_admin", "draft", CheckRun.Status.FAILED, {"submit": False, "withdraw": True}),
+        ("submitter", "in_review", CheckRun.Status.PASSED, {"withdraw": True}),
+        ("submitter", "withdrawn", CheckRun.Status.PASSED, {}),
+        ("submitter", "published", CheckRun.Status.PASSED, {}),
+        ("member", "draft", CheckRun.Status.PASSED, {}),
+        ("auditor", "submitted", CheckRun.Status.PASSED, {"reject": True}),
+        ("chair", "peer_reviewed", CheckRun.Status.PASSED, {"reject": True}),
+        ("chair", "audited", CheckRun.Status.PASSED, {}),
+    ],
+)
+def test_the_page_shows_exactly_the_allowed_buttons(client, people, role, status, check_status, expected):
+    submission = _submission(people, status, check_status)
+    client.force_login(people[role])
+    html = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert _buttons(html) == expected
+    assert ("Submit for review" in html) == ("submit" in expected)
+    assert ('aria-label="Lifecycle"' in html) == bool(expected)
+
+
+@pytest.mark.django_db
+def test_a_disabled_submit_says_why(client, people):
+    submission = _submission(people, "draft", CheckRun.Status.FAILED)
+    client.force_login(people["submitter"])
+    html = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert re.search(
+        r'<button type="submit" disabled aria-describedby="blocked-submit">Submit for review', html
+    )
+    assert "Submit needs a version whose latest check passed (version 1: failed)." in html
+
+
+@pytest.mark.django_db
+def test_the_chair_rejects_from_the_page_with_a_reason(client, people):
+    submission = _submission(people, "in_review")
+    client.force_login(people["chair"])
+    refused = client.post(f"/submissions/{submission.pk}/reject/", {"reason": ""}, follow=True)
+    assert "Not rejected: say why" in " ".join(str(m) for m in refused.context["messages"])
+    done = client.post(
+        f"/submissions/{submission.pk}/reject/", {"reason": "numbers do not add up"}, follow=True
+    )
+    assert f"Submission #{submission.pk} rejected." in " ".join(str(m) for m in done.context["messages"])
+    submission.refresh_from_db()
+    assert (submission.status, submission.status_reason) == ("rejected", "numbers do not add up")
+    assert (
+        "Reason given: numbers do not add up" in done.content.decode()
+        and _buttons(done.content.decode()) == {}
+    )
+
+
+@pytest.mark.django_db
+def test_the_api_lists_allowed_actions_on_a_submission(people):
+    submission = _submission(people, "draft", CheckRun.Status.FAILED)
+    body = api_client(people["submitter"]).get(f"/api/v1/submissions/{submission.pk}/").json()
+    assert body["allowed_actions"] == [
+        {
+            "action": "submit",
+            "label": "Submit for review",
+            "to_status": "submitted",
+            "reason_required": False,
+            "enabled": False,
+            "blocked": {
+                "code": "check-not-passed",
+                "detail": "Submit needs a version whose latest check passed (version 1: failed).",
+            },
+        },
+        {
+            "action": "withdraw",
+            "label": "Withdraw",
+            "to_status": "withdrawn",
+            "reason_required": True,
+            "enabled": True,
+            "blocked": None,
+        },
+    ]
+    Submission.objects.filter(pk=submission.pk).update(status="submitted")
+    auditor = api_client(people["auditor"])
+    assert [
+        a["action"] for a in auditor.get(f"/api/v1/submissions/{submission.pk}/").json()["allowed_actions"]
+    ] == ["reject"]
+    # The reply to an action carries the actions left (none, once rejected).
+    rejected = auditor.post(
+        f"/api/v1/submissions/{submission.pk}/reject/", {"reason": "scope"}, format="json"
+    )
+    assert rejected.status_code == 200 and rejected.json()["status"] == "rejected"
+    assert rejected.json()["allowed_actions"] == []
+
+
+@pytest.mark.django_db
+def test_the_api_refuses_actions_with_stable_codes(people):
+    submission = _submission(people, "submitted")
+    url = f"/api/v1/submissions/{submission.pk}/reject/"
+    denied = api_client(people["submitter"]).post(url, {"reason": "x"}, format="json")
+    assert denied.status_code == 403 and denied.json()["code"] == "permission_denied"
+    no_reason = api_client(people["chair"]).post(url, {}, format="json")
+    assert no_reason.status_code == 400
+    submit = api_client(people["submitter"]).post(f"/api/v1/submissions/{submission.pk}/submit/")
+    assert submit.status_code == 409 and submit.json()["code"] == "state-conflict"
+    assert Submission.objects.get(pk=submission.pk).status == "submitted" and not _events(submission).exists()
