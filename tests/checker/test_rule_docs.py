@@ -14,7 +14,7 @@ EMITTERS = {"error", "warning", "info", "add", "_finding"}
 def emitted_rule_ids() -> dict[str, str]:
     """Rule ids passed as a literal first argument to a findings call, with where they are."""
     found: dict[str, str] = {}
-    for path in sorted([*ROOT.glob("checker/*.py"), *ROOT.glob("submissions/*.py")]):
+    for path in sorted([*ROOT.glob("checker/**/*.py"), *ROOT.glob("submissions/**/*.py")]):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.Call)
