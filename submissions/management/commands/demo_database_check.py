@@ -30,7 +30,7 @@ def older_portal_reason(connection) -> str | None:
     tables = set(connection.introspection.table_names())
     moved = sorted(tables & MOVED_TABLES)
     if moved:
-        return f"it has tables of moved models ({', '.join(moved)})"
+        return f"it has the table {moved[0]} of a model that has moved"
     loader = MigrationLoader(connection, ignore_no_migrations=True)
     project_apps = _project_apps()
     unknown = sorted(
