@@ -176,7 +176,7 @@ def check_point(
         return outcome
     recomputed.update(derive_official(recomputed, concurrency=point.concurrency))
     result.recomputed = recomputed
-    if claimed is not None:
+    if result.claimed is not None:
         report_differences(
             result.claimed,
             recomputed,
