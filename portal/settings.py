@@ -324,6 +324,12 @@ PORTAL_CHECK_OFFICIAL = env_bool("PORTAL_CHECK_OFFICIAL", True)
 # A queued check that has not started after this long lost its start message (e.g. Redis was flushed): it is
 # sent again as the next attempt (or failed after the last). Keep it above the longest normal wait in the queue.
 PORTAL_CHECK_QUEUED_TIMEOUT_S = env_int("PORTAL_CHECK_QUEUED_TIMEOUT_S", 3600, minimum=5)
+# Each check worker keeps the stored files it read in this folder, keyed by SHA-256 (a point task reads only
+# its own archive; repeats read nothing from storage), least recently used evicted beyond the byte cap.
+PORTAL_CHECK_CACHE_DIR = Path(env_str("PORTAL_CHECK_CACHE_DIR", str(VAR_DIR / "check-cache")))
+if not PORTAL_CHECK_CACHE_DIR.is_absolute():
+    PORTAL_CHECK_CACHE_DIR = BASE_DIR / PORTAL_CHECK_CACHE_DIR
+PORTAL_CHECK_CACHE_MAX_BYTES = env_int("PORTAL_CHECK_CACHE_MAX_BYTES", 20 * 1024**3, minimum=0)
 # Test hook only: each per-point task sleeps this long (heart-beating) before checking its point.
 PORTAL_CHECK_TEST_POINT_DELAY_S = env_int("PORTAL_CHECK_TEST_POINT_DELAY_S", 0, minimum=0)
 # Chunked uploads: every part but the last has exactly this size.
