@@ -1,4 +1,5 @@
-"""Suite-wide fixtures: service defaults, users per role, and a Redis gate that fails under CI."""
+"""Suite-wide fixtures: service defaults, users per role, a Redis gate that fails under CI, a private
+storage folder, and the sample catalog with a draft the sample run archives fit."""
 
 from __future__ import annotations
 
@@ -62,3 +63,35 @@ def role_users(db):
         "chair": chair,
         "organisations": {"acme": acme, "nimbus": nimbus},
     }
+
+
+@pytest.fixture
+def storage_dir(tmp_path, settings):
+    """The default storage is a fresh folder under tmp_path (returned); check runs stay in-process."""
+    media = tmp_path / "media"
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(media)},
+        },
+    }
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    return media
+
+
+@pytest.fixture
+def sample_catalog(role_users):
+    """(benchmark, system) the sample run archives were made for, the system registered by acme."""
+    from tests.submissions.support import make_catalog
+
+    return make_catalog(role_users["organisations"]["acme"])
+
+
+@pytest.fixture
+def draft(role_users, sample_catalog):
+    """acme's draft for the sample system and benchmark, created by its submitter through the service."""
+    from submissions.services import submission_create
+
+    benchmark, system = sample_catalog
+    return submission_create(actor=role_users["submitter"], system=system, benchmark=benchmark)

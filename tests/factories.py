@@ -1,16 +1,101 @@
-"""factory_boy factories for the portal's models (test setup only: they bypass services and the audit log)."""
+"""factory_boy factories for every model of the portal (tests/test_factories.py fails when one is missing).
+
+Test setup only: they bypass the services (no permission checks) and, except AuditEventFactory, the audit
+log. What they build is still consistent, so a test can start from any point of the lifecycle:
+
+- ``SubmissionFactory(status=...)`` or one trait per lifecycle state (``SubmissionFactory(published=True)``):
+  from ``submitted`` on the submission has a ``submitted_version`` whose latest check passed (as the
+  ``submit`` row requires), ``status_changed_at`` is set, and withdrawn/rejected ones carry a reason.
+  Pass ``system=`` to choose the system; the submission's organisation is the system's.
+- ``SubmissionVersionFactory(files=[(name, bytes), ...])``: one VersionFile row per file, whose bytes are
+  really in the default storage under their content-addressed key (use the ``storage_dir`` fixture);
+  ``sample_run_archives=True`` uses the seven AX-8000 run archives.
+- ``CheckRunFactory(status=...)``: the fields that status implies; a failed run has an error finding and
+  every finished run a point metric, unless ``findings=[...]`` / ``point_metrics=[...]`` say otherwise;
+  ``counts`` follows the findings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import timedelta
+from pathlib import Path
 
 import factory
 from django.contrib.auth import get_user_model
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.authtoken.models import Token, TokenProxy
 
 from accounts.models import GlobalRole, Membership, Organisation
+from audit.models import AuditEvent
 from catalog.models import Benchmark
-from submissions.models import System
+from review.models import ReviewAssignment
+from submissions.models import (
+    CheckRun,
+    Finding,
+    IdempotencyKey,
+    PointMetric,
+    Submission,
+    SubmissionVersion,
+    System,
+    SystemDescriptionRevision,
+    Upload,
+    UploadPart,
+    VersionFile,
+)
+from submissions.storage import blob_key, storage_save_exact
 
 PASSWORD = "correct-horse-battery"
+ROOT = Path(__file__).resolve().parents[1]
+RUN_ARCHIVES = sorted((ROOT / "tests" / "checker" / "fixtures" / "run_archives").glob("AX-8000_c*.tar.gz"))
+SAMPLE_MODEL_ID = "llama3_1-8b"
+SAMPLE_SYSTEM_NAME = "Acme_AX-8000"
+
+Status = Submission.Status
+RunStatus = CheckRun.Status
 
 
-class UserFactory(factory.django.DjangoModelFactory):
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def store_bytes(data: bytes) -> str:
+    """Put `data` in the default storage under its content-addressed key, as a verified upload does."""
+    return storage_save_exact(blob_key(sha256_of(data)), ContentFile(data))
+
+
+def description_sha256(description: dict) -> str:
+    """As submissions.services computes it: SHA-256 of the canonical JSON (sorted keys)."""
+    canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), default=str)
+    return sha256_of(canonical.encode())
+
+
+def version_sha256(files: list[tuple[str, bytes]]) -> str:
+    """As submissions.uploads computes it: the file's SHA-256, or that of the sorted 'sha256  name' lines."""
+    if len(files) == 1:
+        return sha256_of(files[0][1])
+    lines = "".join(
+        f"{digest}  {name}\n" for name, digest in sorted((name, sha256_of(data)) for name, data in files)
+    )
+    return sha256_of(lines.encode())
+
+
+class _Factory(factory.django.DjangoModelFactory):
+    class Meta:
+        abstract = True
+        # Versions, version files, revisions and audit events refuse a second save().
+        skip_postgeneration_save = True
+
+
+# --- accounts -------------------------------------------------------------------------------------
+
+
+class UserFactory(_Factory):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
@@ -20,7 +105,7 @@ class UserFactory(factory.django.DjangoModelFactory):
     password = factory.django.Password(PASSWORD)
 
 
-class OrganisationFactory(factory.django.DjangoModelFactory):
+class OrganisationFactory(_Factory):
     class Meta:
         model = Organisation
         django_get_or_create = ("slug",)
@@ -30,7 +115,7 @@ class OrganisationFactory(factory.django.DjangoModelFactory):
     kind = Organisation.Kind.HARDWARE_VENDOR
 
 
-class MembershipFactory(factory.django.DjangoModelFactory):
+class MembershipFactory(_Factory):
     class Meta:
         model = Membership
 
@@ -39,7 +124,7 @@ class MembershipFactory(factory.django.DjangoModelFactory):
     role = Membership.Role.SUBMITTER
 
 
-class GlobalRoleFactory(factory.django.DjangoModelFactory):
+class GlobalRoleFactory(_Factory):
     class Meta:
         model = GlobalRole
 
@@ -47,9 +132,43 @@ class GlobalRoleFactory(factory.django.DjangoModelFactory):
     role = GlobalRole.Role.AUDITOR
 
 
-class BenchmarkFactory(factory.django.DjangoModelFactory):
+class TokenFactory(_Factory):
+    """An API token (the key is generated on save, as api_token_issue does)."""
+
+    class Meta:
+        model = Token
+
+    user = factory.SubFactory(UserFactory)
+
+
+class TokenProxyFactory(TokenFactory):
+    """DRF's admin proxy of Token: the same row."""
+
+    class Meta:
+        model = TokenProxy
+
+
+def submitter_of(organisation: Organisation):
+    """A new user holding the submitter role in `organisation`."""
+    return MembershipFactory(organisation=organisation, role=Membership.Role.SUBMITTER).user
+
+
+# --- catalog --------------------------------------------------------------------------------------
+
+
+class BenchmarkFactory(_Factory):
     class Meta:
         model = Benchmark
+        django_get_or_create = ("model_id",)
+
+    class Params:
+        # The benchmark the sample run archives were made for (the catalog migration ships it).
+        sample = factory.Trait(
+            model_id=SAMPLE_MODEL_ID,
+            display_name="Llama 3.1 8B Instruct",
+            dataset="CNN/DailyMail",
+            workload=Benchmark.Workload.CHAT,
+        )
 
     model_id = factory.Sequence(lambda n: f"test-model-{n}")
     display_name = factory.LazyAttribute(lambda b: b.model_id)
@@ -58,10 +177,382 @@ class BenchmarkFactory(factory.django.DjangoModelFactory):
     tokenizer_path = "sample-bpe-4k/tokenizer.json"
 
 
-class SystemFactory(factory.django.DjangoModelFactory):
+# --- submissions: systems ---------------------------------------------------------------------------
+
+
+class SystemFactory(_Factory):
     class Meta:
         model = System
+
+    class Params:
+        # The system the sample run archives were made for.
+        sample = factory.Trait(name=SAMPLE_SYSTEM_NAME)
 
     organisation = factory.SubFactory(OrganisationFactory)
     name = factory.Sequence(lambda n: f"System_{n}")
     description = factory.LazyFunction(lambda: {"system_name": "Test system"})
+
+
+class SystemDescriptionRevisionFactory(_Factory):
+    """The system's next description revision (1, 2, ...), by default of its current description."""
+
+    class Meta:
+        model = SystemDescriptionRevision
+
+    system = factory.SubFactory(SystemFactory)
+    number = factory.LazyAttribute(lambda r: r.system.description_revisions.count() + 1)
+    description = factory.LazyAttribute(lambda r: dict(r.system.description))
+    sha256 = factory.LazyAttribute(lambda r: description_sha256(r.description))
+    changed_keys = factory.LazyFunction(list)
+    created_by = factory.LazyAttribute(lambda r: submitter_of(r.system.organisation))
+
+
+# --- submissions: versions and their files ----------------------------------------------------------
+
+
+class VersionFileFactory(_Factory):
+    """One stored file of a version; `content` (bytes) is written to the default storage."""
+
+    class Meta:
+        model = VersionFile
+
+    version = factory.SubFactory("tests.factories.SubmissionVersionFactory", files=[])
+    position = factory.LazyAttribute(lambda f: f.version.files.count())
+    content = factory.Sequence(lambda n: f"stored file #{n}\n".encode() * 8)
+    original_filename = factory.LazyAttribute(lambda f: f"file-{f.position}.tar.gz")
+    storage_key = factory.LazyAttribute(lambda f: blob_key(sha256_of(f.content)))
+    size_bytes = factory.LazyAttribute(lambda f: len(f.content))
+    sha256 = factory.LazyAttribute(lambda f: sha256_of(f.content))
+
+    @classmethod
+    def _create(cls, model_class, *args, content: bytes, **kwargs):
+        stored = store_bytes(content)
+        assert stored == kwargs["storage_key"], f"storage saved {stored}, not {kwargs['storage_key']}"
+        return super()._create(model_class, *args, **kwargs)
+
+    @classmethod
+    def _build(cls, model_class, *args, content: bytes, **kwargs):
+        return super()._build(model_class, *args, **kwargs)
+
+
+def _default_files(version) -> list[tuple[str, bytes]]:
+    if version.sample_run_archives:
+        return [(path.name, path.read_bytes()) for path in RUN_ARCHIVES]
+    return [("bundle.tar.gz", f"bundle bytes of {uuid.uuid4()}\n".encode() * 8)]
+
+
+class SubmissionVersionFactory(_Factory):
+    """The submission's next version with `files` ((name, bytes) pairs) stored and recorded.
+
+    `check_run=<status>` adds a check run in that status (CheckRunFactory)."""
+
+    class Meta:
+        model = SubmissionVersion
+
+    class Params:
+        sample_run_archives = False
+
+    submission = factory.SubFactory("tests.factories.SubmissionFactory")
+    number = factory.LazyAttribute(lambda v: v.submission.versions.count() + 1)
+    files = factory.LazyAttribute(_default_files)
+    kind = factory.LazyAttribute(
+        lambda v: SubmissionVersion.Kind.RUN_ARCHIVES if len(v.files) > 1 else SubmissionVersion.Kind.BUNDLE
+    )
+    size_bytes = factory.LazyAttribute(lambda v: sum(len(data) for _, data in v.files))
+    sha256 = factory.LazyAttribute(lambda v: version_sha256(v.files) if v.files else "0" * 64)
+    uploader = factory.LazyAttribute(lambda v: v.submission.created_by)
+
+    @classmethod
+    def _create(cls, model_class, *args, files, **kwargs):
+        version = super()._create(model_class, *args, **kwargs)
+        for position, (name, data) in enumerate(files):
+            VersionFileFactory(version=version, position=position, original_filename=name, content=data)
+        return version
+
+    @classmethod
+    def _build(cls, model_class, *args, files, **kwargs):
+        return super()._build(model_class, *args, **kwargs)
+
+    @factory.post_generation
+    def check_run(obj, create, extracted, **kwargs):
+        if create and extracted:
+            CheckRunFactory(version=obj, status=extracted, **kwargs)
+
+
+# --- submissions: submissions in any lifecycle state -----------------------------------------------
+
+
+REASONS = {
+    Status.WITHDRAWN: "Withdrawn by the submitter: a newer driver is coming.",
+    Status.REJECTED: "Rejected: the load points do not reproduce.",
+}
+
+
+class SubmissionFactory(_Factory):
+    """A submission in `status` (or one trait per state) with the fields that state implies.
+
+    From `submitted` on it gets a frozen version (`submitted_version`) whose latest check passed, unless
+    `submitted_version=` is given or `frozen_version=False` (e.g. a draft withdrawn before submitting).
+    Keyword arguments `frozen_version__<name>` go to SubmissionVersionFactory."""
+
+    class Meta:
+        model = Submission
+
+    class Params:
+        draft = factory.Trait(status=Status.DRAFT)
+        submitted = factory.Trait(status=Status.SUBMITTED)
+        in_review = factory.Trait(status=Status.IN_REVIEW)
+        peer_reviewed = factory.Trait(status=Status.PEER_REVIEWED)
+        audited = factory.Trait(status=Status.AUDITED)
+        published = factory.Trait(status=Status.PUBLISHED)
+        withdrawn = factory.Trait(status=Status.WITHDRAWN)
+        rejected = factory.Trait(status=Status.REJECTED)
+
+    system = factory.SubFactory(SystemFactory)
+    organisation = factory.LazyAttribute(lambda s: s.system.organisation)
+    benchmark = factory.SubFactory(BenchmarkFactory)
+    title = factory.Sequence(lambda n: f"Submission {n}")
+    created_by = factory.LazyAttribute(lambda s: submitter_of(s.organisation))
+    status = Status.DRAFT
+    status_changed_at = factory.LazyAttribute(lambda s: None if s.status == Status.DRAFT else timezone.now())
+    status_reason = factory.LazyAttribute(lambda s: REASONS.get(s.status, ""))
+
+    @factory.post_generation
+    def frozen_version(obj, create, extracted, **kwargs):
+        if not create or obj.status == Status.DRAFT or obj.submitted_version_id or extracted is False:
+            return
+        kwargs.setdefault("check_run", RunStatus.PASSED)
+        version = SubmissionVersionFactory(submission=obj, **kwargs)
+        Submission.objects.filter(pk=obj.pk).update(submitted_version=version)
+        obj.submitted_version = version
+
+
+# --- submissions: uploads -------------------------------------------------------------------------
+
+
+class UploadFactory(_Factory):
+    """A chunked upload of `content`; `verified=True` / `done=True` assemble it (the blob in storage)."""
+
+    class Meta:
+        model = Upload
+
+    class Params:
+        content = factory.Sequence(lambda n: f"upload #{n}\n".encode() * 64)
+        open = factory.Trait(status=Upload.Status.OPEN)
+        verified = factory.Trait(
+            status=Upload.Status.VERIFIED,
+            storage_key=factory.LazyAttribute(lambda u: store_bytes(u.content)),
+        )
+        done = factory.Trait(
+            status=Upload.Status.DONE,
+            storage_key=factory.LazyAttribute(lambda u: store_bytes(u.content)),
+            version=factory.SubFactory(
+                SubmissionVersionFactory,
+                submission=factory.SelfAttribute("..submission"),
+                files=factory.LazyAttribute(
+                    lambda v: [(v.factory_parent.filename, v.factory_parent.content)]
+                ),
+            ),
+        )
+        aborted = factory.Trait(status=Upload.Status.ABORTED)
+
+    id = factory.LazyFunction(uuid.uuid4)
+    submission = factory.SubFactory(SubmissionFactory)
+    created_by = factory.LazyAttribute(lambda u: u.submission.created_by)
+    filename = factory.Sequence(lambda n: f"upload-{n}.tar.gz")
+    size_bytes = factory.LazyAttribute(lambda u: len(u.content))
+    sha256 = factory.LazyAttribute(lambda u: sha256_of(u.content))
+    part_size = 256
+    parts_expected = factory.LazyAttribute(lambda u: max(1, -(-u.size_bytes // u.part_size)))
+    status = Upload.Status.OPEN
+    storage_key = ""
+
+
+class UploadPartFactory(_Factory):
+    """One received part (`content` bytes written to storage under the part's own key)."""
+
+    class Meta:
+        model = UploadPart
+
+    upload = factory.SubFactory(UploadFactory)
+    index = factory.LazyAttribute(lambda p: p.upload.parts.count())
+    content = factory.Sequence(lambda n: f"part #{n}\n".encode() * 16)
+    size_bytes = factory.LazyAttribute(lambda p: len(p.content))
+    sha256 = factory.LazyAttribute(lambda p: sha256_of(p.content))
+    storage_key = factory.LazyAttribute(lambda p: f"uploads/{p.upload.id}/{p.index:06d}-{p.sha256}")
+
+    @classmethod
+    def _create(cls, model_class, *args, content: bytes, **kwargs):
+        stored = default_storage.save(kwargs["storage_key"], ContentFile(content))
+        assert stored == kwargs["storage_key"], f"storage saved {stored}, not {kwargs['storage_key']}"
+        return super()._create(model_class, *args, **kwargs)
+
+    @classmethod
+    def _build(cls, model_class, *args, content: bytes, **kwargs):
+        return super()._build(model_class, *args, **kwargs)
+
+
+# --- submissions: check runs, findings, point metrics ----------------------------------------------
+
+
+FINISHED = (RunStatus.PASSED, RunStatus.FAILED, RunStatus.ERROR)
+
+
+class FindingFactory(_Factory):
+    class Meta:
+        model = Finding
+
+    check_run = factory.SubFactory("tests.factories.CheckRunFactory")
+    rule = "raw-log-consistency"
+    severity = "error"
+    point = factory.LazyAttribute(
+        lambda f: (
+            f"{f.check_run.version.submission.system.name}/{f.check_run.version.submission.benchmark}/r16"
+        )
+    )
+    file = "AX-8000_c16.tar.gz:c16/result_summary.json"
+    line = 3
+    pointer = "/tps"
+    message = "tps: result_summary.json claims 2512.4, the raw log gives 2093.7."
+    fix = "Upload the result_summary.json the client wrote for this events.jsonl, unedited."
+
+
+class PointMetricFactory(_Factory):
+    class Meta:
+        model = PointMetric
+
+    check_run = factory.SubFactory("tests.factories.CheckRunFactory")
+    system = factory.LazyAttribute(lambda m: m.check_run.version.submission.system.name)
+    model = factory.LazyAttribute(lambda m: m.check_run.version.submission.benchmark.model_id)
+    concurrency = factory.Sequence(lambda n: 2 ** (n % 12))
+    key = factory.LazyAttribute(lambda m: f"{m.system}/{m.model}/r{m.concurrency}")
+    source = "run-archive"
+    claimed = factory.LazyFunction(
+        lambda: {"system_tps": 2512.4, "tps_per_user": 99.7, "ttft_p90_ms": 136.2, "n_samples_completed": 192}
+    )
+    recomputed = factory.LazyFunction(
+        lambda: {"system_tps": 2093.7, "tps_per_user": 99.7, "ttft_p90_ms": 136.2, "n_samples_completed": 192}
+    )
+    extra = factory.LazyFunction(lambda: {"region": "med_concurrency"})
+
+
+def _started(run):
+    return None if run.status == RunStatus.QUEUED else run.created_at_ - timedelta(seconds=1)
+
+
+class CheckRunFactory(_Factory):
+    """A check run in `status` (or a trait per status) with what that status implies.
+
+    Finished runs have started/finished times, the checker version and rule set; a failed run has one
+    error finding and an errored run an error message. `findings=[...]` (rule ids, or FindingFactory
+    kwargs) and `point_metrics=[...]` (PointMetricFactory kwargs) replace the defaults; `counts`
+    is computed from the findings unless given."""
+
+    class Meta:
+        model = CheckRun
+
+    class Params:
+        created_at_ = factory.LazyFunction(timezone.now)
+        queued = factory.Trait(status=RunStatus.QUEUED)
+        running = factory.Trait(status=RunStatus.RUNNING)
+        passed = factory.Trait(status=RunStatus.PASSED)
+        failed = factory.Trait(status=RunStatus.FAILED)
+        error = factory.Trait(status=RunStatus.ERROR)
+
+    version = factory.SubFactory(SubmissionVersionFactory)
+    status = RunStatus.QUEUED
+    started_at = factory.LazyAttribute(_started)
+    heartbeat_at = factory.SelfAttribute("started_at")
+    finished_at = factory.LazyAttribute(lambda r: r.created_at_ if r.status in FINISHED else None)
+    checker_version = factory.LazyAttribute(lambda r: "" if r.status == RunStatus.QUEUED else "test")
+    ruleset = factory.LazyAttribute(
+        lambda r: "" if r.status == RunStatus.QUEUED else r.version.submission.benchmark.ruleset_version
+    )
+    error_message = factory.LazyAttribute(
+        lambda r: "RuntimeError: the checker crashed" if r.status == RunStatus.ERROR else ""
+    )
+    progress_stage = factory.LazyAttribute(lambda r: {RunStatus.RUNNING: "points"}.get(r.status, ""))
+    progress_total = factory.LazyAttribute(lambda r: 0 if r.status == RunStatus.QUEUED else 1)
+    progress_done = factory.LazyAttribute(lambda r: 1 if r.status in FINISHED else 0)
+    counts = factory.LazyFunction(dict)
+
+    @factory.post_generation
+    def findings(obj, create, extracted, **kwargs):
+        if not create:
+            return
+        if extracted is None:
+            extracted = ["raw-log-consistency"] if obj.status == RunStatus.FAILED else []
+        for item in extracted:
+            FindingFactory(check_run=obj, **({"rule": item} if isinstance(item, str) else item))
+        if obj.status in (RunStatus.PASSED, RunStatus.FAILED) and not obj.counts:
+            counts = {"error": 0, "warning": 0, "info": 0}
+            for severity in obj.findings.values_list("severity", flat=True):
+                counts[severity] = counts.get(severity, 0) + 1
+            CheckRun.objects.filter(pk=obj.pk).update(counts=counts)
+            obj.counts = counts
+
+    @factory.post_generation
+    def point_metrics(obj, create, extracted, **kwargs):
+        if not create:
+            return
+        if extracted is None:
+            extracted = [{}] if obj.status in (RunStatus.PASSED, RunStatus.FAILED) else []
+        for item in extracted:
+            PointMetricFactory(check_run=obj, **item)
+
+
+class IdempotencyKeyFactory(_Factory):
+    """A finished write request's Idempotency-Key with its stored response."""
+
+    class Meta:
+        model = IdempotencyKey
+
+    user = factory.SubFactory(UserFactory)
+    key = factory.LazyFunction(lambda: str(uuid.uuid4()))
+    endpoint = "POST /api/v1/uploads/"
+    request_hash = factory.Sequence(lambda n: sha256_of(f"request {n}".encode()))
+    response_status = 201
+    response_body = factory.LazyFunction(lambda: {"id": str(uuid.uuid4())})
+
+
+# --- review ---------------------------------------------------------------------------------------
+
+
+class ReviewAssignmentFactory(_Factory):
+    """A reviewer of another organisation assigned to a submitted submission."""
+
+    class Meta:
+        model = ReviewAssignment
+
+    submission = factory.SubFactory(SubmissionFactory, submitted=True)
+    reviewer = factory.LazyAttribute(
+        lambda a: MembershipFactory(role=Membership.Role.REVIEWER).user  # a fresh organisation
+    )
+
+
+# --- audit ----------------------------------------------------------------------------------------
+
+
+class AuditEventFactory(factory.Factory):
+    """An event appended to the chain through audit.services.audit_event_record (never a bare INSERT)."""
+
+    class Meta:
+        model = AuditEvent
+
+    actor = None
+    action = "test.recorded"
+    obj = None
+    data = factory.LazyFunction(dict)
+    true_actor = None
+    request_id = None
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        from audit.services import audit_event_record
+
+        with transaction.atomic():
+            return audit_event_record(**kwargs)
+
+    @classmethod
+    def _build(cls, model_class, *args, **kwargs):
+        raise TypeError("AuditEventFactory only creates: events exist once recorded in the chain.")

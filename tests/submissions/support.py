@@ -2,39 +2,21 @@
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-ROOT = Path(__file__).resolve().parents[2]
-RUN_ARCHIVES = sorted((ROOT / "tests" / "checker" / "fixtures" / "run_archives").glob("AX-8000_c*.tar.gz"))
-SYSTEM_NAME = "Acme_AX-8000"
-MODEL_ID = "llama3_1-8b"
-
-
-def sha256_of(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+from tests.factories import (  # noqa: F401 - the tests import RUN_ARCHIVES and sha256_of from here
+    RUN_ARCHIVES,
+    BenchmarkFactory,
+    SystemFactory,
+    sha256_of,
+)
 
 
 def make_catalog(organisation):
-    """The benchmark and system the sample run archives were made for."""
-    from catalog.models import Benchmark
-    from tests.factories import SystemFactory
-
-    # The catalog migration ships llama3_1-8b; transactional tests flush it, so make it when missing.
-    benchmark, _ = Benchmark.objects.get_or_create(
-        model_id=MODEL_ID,
-        defaults={
-            "display_name": "Llama 3.1 8B Instruct",
-            "dataset": "CNN/DailyMail",
-            "workload": "chat",
-            "tokenizer_path": "sample-bpe-4k/tokenizer.json",
-        },
-    )
-    system = SystemFactory(organisation=organisation, name=SYSTEM_NAME)
-    return benchmark, system
+    """The benchmark and system the sample run archives were made for (the system registered by `organisation`)."""
+    # The catalog migration ships llama3_1-8b; transactional tests flush it, so it is made when missing.
+    return BenchmarkFactory(sample=True), SystemFactory(organisation=organisation, sample=True)
 
 
 def api_client(user) -> APIClient:
