@@ -9,6 +9,8 @@ tests/submissions/test_pages.py (pages); this file makes sure nothing escapes th
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import hashlib
 
 import pytest
@@ -16,6 +18,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
 
 from review.models import ReviewAssignment
 from submissions.models import CheckRun, Submission, SubmissionVersion, VersionFile
@@ -69,6 +72,7 @@ ROUTES = {
     "submissions:submit": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/submit/"),
     "submissions:withdraw": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/withdraw/"),
     "submissions:reject": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/reject/"),
+    "submissions:resubmit": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/resubmit/"),
     "submissions:recheck": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/versions/1/recheck/"),
     "api:submission-detail": (OBJECT, "get", lambda w: f"/api/v1/submissions/{w['sub'].pk}/"),
     "api:submission-submit": (OBJECT, "post", lambda w: f"/api/v1/submissions/{w['sub'].pk}/submit/"),
@@ -227,7 +231,12 @@ def test_uploads_stay_with_the_organisation_even_when_published(name, role_users
 def test_lists_never_carry_hidden_rows(name, role_users, tmp_path, settings):
     world = _world(role_users, "draft", tmp_path, settings)
     _, _, url = ROUTES[name]
-    ReviewAssignment.objects.create(submission=world["sub"], reviewer=role_users["reviewer"])
+    ReviewAssignment.objects.create(
+        submission=world["sub"],
+        reviewer=role_users["reviewer"],
+        organisation=role_users["organisations"]["nimbus"],
+        due_at=timezone.now() + timedelta(days=14),
+    )
     for user in (None, world["outsider"], role_users["reviewer"], world["auditor"]):
         response = _request(user, "get", url(world))
         if response.status_code != 200:

@@ -9,7 +9,7 @@ from typing import Any
 from checker.numbers import finite
 from checker.regions import Regions
 from checker.rules.common import count, dig, short
-from checker.rules.state import Point, RuleRun
+from checker.rules.state import Point, RuleRun, curve_is_agentic
 
 
 def check_accuracy(
@@ -24,7 +24,7 @@ def check_accuracy(
         ),
         None,
     )
-    agentic = any(point.agentic for point in points)
+    agentic = curve_is_agentic(points)
     # An inline-only result (the performance run's own score, agentic) is not an accuracy run.
     with_acc = [
         point
@@ -137,11 +137,11 @@ def _inline_name(run: RuleRun, entries: dict[str, dict]) -> str | None:
 
 
 def _has_accuracy_run(run: RuleRun, point: Point) -> bool:
-    if point.accuracy is None:
-        return True  # unreadable: reported by the loader; counted as present, as before
+    if point.accuracy is None or "accuracy_results.json" in point.officially_invalid:
+        return False  # unreadable or invalid (reported as accuracy-valid): fills no band, as officially
     entries = _entries(point.accuracy)
     if not entries:
-        return True  # accuracy-results-valid reports it
+        return False
     inline = _inline_name(run, entries)
     return any(name != inline for name in entries)
 
@@ -372,15 +372,15 @@ def check_agentic_accuracy(
 def _check_accuracy_point(run: RuleRun, point: Point, model_rules: Any) -> None:
     file = point.file("accuracy_results.json")
     accuracy = point.accuracy
-    if accuracy is None:
-        return  # unreadable: the loader reported it
+    if accuracy is None or "accuracy_results.json" in point.officially_invalid:
+        return  # unreadable (the loader reported it) or invalid (accuracy-valid reported it)
     scores = accuracy.get("accuracy_scores")
     entries = (
         scores if isinstance(scores, list) else list(scores.values()) if isinstance(scores, dict) else None
     )
     if not entries or not all(isinstance(entry, dict) for entry in entries):
         run.findings.error(
-            "accuracy-results-valid",
+            "accuracy-valid",
             f"r{point.concurrency}: accuracy_scores must be a non-empty list of objects.",
             file=file,
             point=point.key,
@@ -399,7 +399,7 @@ def _check_accuracy_point(run: RuleRun, point: Point, model_rules: Any) -> None:
             samples = None if unit_samples is None else unit_samples * max(repeats or 1, 1)
         if samples is None:
             run.findings.error(
-                "accuracy-results-valid",
+                "accuracy-valid",
                 f"r{point.concurrency}: dataset {short(entry.get('dataset_name'))} states no sample count.",
                 file=file,
                 point=point.key,

@@ -8,7 +8,7 @@ from typing import Any
 
 from checker.numbers import finite
 from checker.rules.common import COHORT_RE, cohort_after, cohort_key, cohort_name, count, dig, hashable, short
-from checker.rules.state import Point, RuleRun
+from checker.rules.state import Point, RuleRun, voting_points
 
 MAX_CONCURRENCY = 10**7  # far above any real system; keeps region arithmetic in float range
 BUILDER_KEYS = ("shared_src", "shared_docs")
@@ -39,16 +39,22 @@ def check_point_disclosure(run: RuleRun, points: list[Point]) -> None:
                 fix="Fill every disclosure field of point.yaml.",
             )
         declared_concurrency = point_yaml.get("concurrency")
-        if declared_concurrency is not None and (
-            count(declared_concurrency) is None or declared_concurrency != point.concurrency
+        folder_concurrency = point.folder_concurrency
+        if (
+            folder_concurrency is not None
+            and declared_concurrency is not None
+            and declared_concurrency != folder_concurrency
         ):
-            run.findings.error(
-                "point-config-valid",
-                f"r{point.concurrency}: point.yaml concurrency {short(declared_concurrency)} does not match the folder r{point.concurrency}.",
+            # The official checker's rule: the declared concurrency wins (it decides the region), and
+            # the folder name is only flagged, so nothing downstream reports the same problem again.
+            run.findings.warning(
+                "point-dirname-concurrency",
+                f"{point.folder_name}/: directory concurrency {folder_concurrency} ≠ declared "
+                f"{short(declared_concurrency)}",
                 file=file,
                 point=point.key,
                 pointer="/concurrency",
-                fix="Make point.yaml concurrency equal to the r<C> folder's C.",
+                fix=f"Rename the directory to r{short(declared_concurrency)}, or correct concurrency in point.yaml.",
             )
         offline = point_yaml.get("offline")
         if offline is not None and offline not in offline_values:
@@ -217,7 +223,7 @@ def check_model_name_and_c_max(run: RuleRun, model: str, points: list[Point], wh
         break
     for point in points:
         raw = point.yaml.get("max_supported_concurrency")
-        if raw is None or c_max is None:
+        if raw is None or c_max is None or not point.yaml_ok:
             continue
         if raw != c_max or isinstance(raw, bool):
             run.findings.error(
@@ -256,6 +262,8 @@ def check_seeds(run: RuleRun, points: list[Point], where: str) -> None:
     for point in points:
         set_id = point.yaml.get("seed_set")
         if set_id is None:
+            if point.yaml_ok:
+                _check_legacy_seeds(run, point)
             continue
         file = point.file("point.yaml")
         published = run.ruleset.seed_sets.get(set_id) if isinstance(set_id, str) else None
@@ -314,6 +322,36 @@ def check_seeds(run: RuleRun, points: list[Point], where: str) -> None:
                 f"(allowed: {', '.join(published.adoption_cohorts)}).",
                 file=file,
                 point=point.key,
+            )
+
+
+def _check_legacy_seeds(run: RuleRun, point: Point) -> None:
+    """No seed set: v0.7 fixed every seed at 42, v1.0 binds a published set; 42 is a warning, anything else an error."""
+    runtime = dig(point.yaml, "runtime_settings", "runtime")
+    runtime = runtime if isinstance(runtime, dict) else {}
+    legacy = run.ruleset.get("seeds", "legacy_value", default=42)
+    for name, old_name in _SEED_FIELDS.items():
+        value = runtime.get(name, runtime.get(old_name))
+        field = f"runtime_settings.runtime.{name}"
+        if value == legacy and not isinstance(value, bool):
+            run.findings.warning(
+                "seed-config-legacy",
+                f"Point {point.concurrency}: {field} = {legacy} with no seed_set declared; v1.0 binds seeds to a "
+                "published set (section 4.6)",
+                file=point.file("point.yaml"),
+                point=point.key,
+                pointer=f"/runtime_settings/runtime/{name}",
+                fix="Declare the seed_set the seeds come from.",
+            )
+        else:
+            run.findings.error(
+                "seed-config-legacy",
+                f"Point {point.concurrency}: {field} = {short(value)}; v0.7 required {legacy} and v1.0 requires a "
+                "declared seed_set (section 4.6); neither is satisfied",
+                file=point.file("point.yaml"),
+                point=point.key,
+                pointer=f"/runtime_settings/runtime/{name}",
+                fix="Declare the published seed_set whose seeds the client ran with.",
             )
 
 
@@ -435,7 +473,7 @@ def check_warmup(run: RuleRun, point: Point) -> None:
             "concurrency) in point.yaml.",
         )
         return
-    issued, completed = count(warmup.get("requests_issued")), count(warmup.get("requests_completed"))
+    issued = count(warmup.get("requests_issued"))
     problems = []
     for key in ("requests_issued", "requests_completed", "concurrency"):
         if count(warmup.get(key)) is None:
@@ -443,8 +481,6 @@ def check_warmup(run: RuleRun, point: Point) -> None:
     duration = finite(warmup.get("duration_s"))
     if duration is None or not 0 <= duration <= 86400:
         problems.append(f"duration_s {short(warmup.get('duration_s'))} is not 0..86400 seconds")
-    if issued is not None and completed is not None and completed > issued:
-        problems.append(f"requests_completed {completed} > requests_issued {issued}")
     if problems:
         run.findings.error(
             "warmup-present",
@@ -452,6 +488,15 @@ def check_warmup(run: RuleRun, point: Point) -> None:
             file=file,
             point=point.key,
             pointer="/warmup",
+        )
+    if dig(point.yaml, "runtime_settings", "warmup", "salt") is True:
+        run.findings.warning(
+            "warmup-salt",
+            f"Point {point.concurrency}: warmup salt is enabled",
+            file=file,
+            point=point.key,
+            pointer="/runtime_settings/warmup/salt",
+            fix="Warm up with the unsalted performance prompts, or explain the salt to reviewers.",
         )
     disabled = not duration and not issued
     retained = warmup.get("logs_retained")
@@ -569,8 +614,12 @@ def check_steady_state(run: RuleRun, point: Point) -> None:
 
 
 def check_benchmark_type(run: RuleRun, points: list[Point], where: str) -> None:
-    kinds = {point.agentic for point in points if point.yaml_ok}
-    if len(kinds) > 1:
+    patterns = {short(dig(point.yaml, "runtime_settings", "load_pattern")) for point in voting_points(points)}
+    if len(patterns) > 1:
         run.findings.error(
-            "benchmark-type-consistency", "Some points are agentic and some single-turn.", file=where
+            "benchmark-type-consistency",
+            f"Points disagree on runtime_settings.load_pattern ({', '.join(sorted(patterns))}); one result "
+            "is a single benchmark.",
+            file=where,
+            fix="Run every point of the curve with the same load pattern (a dedicated Offline run excepted).",
         )

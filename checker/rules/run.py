@@ -17,6 +17,7 @@ from checker.rules.disclosure import (
     check_system_description,
     check_warmup,
 )
+from checker.rules.files import check_official_files
 from checker.rules.load_pattern import (
     check_c_min_override,
     check_duration_and_queries,
@@ -38,6 +39,7 @@ def run_rules(layout: Layout, report: Report, *, ruleset: str | Ruleset = "endpo
     run = RuleRun(layout, report, loaded)
     for point in run.points:
         run.load_point(point)
+        check_official_files(run, point)
     check_structure(run)
     curves: dict[tuple[str, str], list[Point]] = {}
     for point in run.points:

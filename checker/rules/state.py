@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from checker.events import derive_official
@@ -11,6 +12,8 @@ from checker.numbers import finite
 from checker.report import Findings, PointResult, Report
 from checker.rules.common import dig, percentile
 from checker.ruleset import Ruleset
+
+_FOLDER_RE = re.compile(r"[rc](\d+)")
 
 
 class Point:
@@ -28,6 +31,7 @@ class Point:
         self.accuracy: dict | None = None
         self.stored: dict = {}  # result_summary.json exactly as stored (no derived keys)
         self.region: str | None = None
+        self.officially_invalid: set[str] = set()  # descriptor files failing the official schema
 
     @property
     def summary(self) -> dict | None:
@@ -48,6 +52,17 @@ class Point:
     def agentic(self) -> bool:
         return dig(self.yaml, "runtime_settings", "load_pattern") == "agentic_inference"
 
+    @property
+    def folder_name(self) -> str:
+        """The point folder's own name (r<C> in a bundle, c<C> in a run archive)."""
+        return self.input.display.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+
+    @property
+    def folder_concurrency(self) -> int | None:
+        """The C of an r<C> / c<C> folder name, None when the folder is named otherwise."""
+        match = _FOLDER_RE.fullmatch(self.folder_name)
+        return int(match.group(1)) if match else None
+
     def file(self, name: str) -> str:
         return self.input.display_of(name)
 
@@ -59,6 +74,18 @@ class Point:
     def tpot_p90_ms(self) -> float | None:
         p90 = finite(percentile((self.summary or {}).get("tpot"), 90.0))
         return None if p90 is None else p90 / 1e6
+
+
+def voting_points(points: list[Point]) -> list[Point]:
+    """The points whose load pattern says the benchmark type: a dedicated Offline run has its own pattern."""
+    return [point for point in points if point.yaml_ok and point.offline != "dedicated"]
+
+
+def curve_is_agentic(points: list[Point]) -> bool:
+    """A curve is agentic when every voting point declares agentic_inference (the official reading:
+    a mixed curve is reported by benchmark-type-consistency and judged as single-turn)."""
+    voting = voting_points(points)
+    return bool(voting) and all(point.agentic for point in voting)
 
 
 def _derived_tps(summary: dict) -> float | None:
@@ -98,10 +125,12 @@ class RuleRun:
             self.points.append(Point(point_input, result))
 
     def _load(self, point: Point, name: str, *, quiet: bool = False) -> Any:
+        return self._load_into(point, name, Findings() if quiet else self.findings)
+
+    def _load_into(self, point: Point, name: str, findings: Findings) -> Any:
         path = point.input.files.get(name)
         if path is None:
             return None
-        findings = Findings() if quiet else self.findings
         loader = load_yaml if name.endswith(".yaml") else load_json
         try:
             return loader(
@@ -129,8 +158,13 @@ class RuleRun:
             )
         system_description = self._load(point, "system_desc.json")
         point.system_description = system_description if isinstance(system_description, dict) else None
-        config = self._load(point, "config.yaml")
+        config_findings = Findings()
+        config = self._load_into(point, "config.yaml", config_findings)
         point.config = config if isinstance(config, dict) else None
+        for finding in config_findings:  # a config.yaml that is no mapping: the official rule's id
+            if finding.rule == "descriptor-not-object":
+                finding.rule = "config-file-present"
+            self.findings.append(finding)
         if config is not None and not isinstance(config, dict):
             self.findings.error(
                 "config-file-present",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from access.visibility import submissions_visible_to
 from review.models import ReviewAssignment
@@ -70,7 +73,12 @@ def world(role_users, tmp_path, settings):
             sha256="ab" * 32,
         )
         run = CheckRun.objects.create(version=version)
-        ReviewAssignment.objects.create(submission=submission, reviewer=role_users["reviewer"])
+        ReviewAssignment.objects.create(
+            submission=submission,
+            reviewer=role_users["reviewer"],
+            organisation=role_users["organisations"]["nimbus"],
+            due_at=timezone.now() + timedelta(days=14),
+        )
         by_state[status] = (submission, version, run)
     users = {
         **{k: role_users[k] for k in ("anonymous", "submitter", "reviewer", "auditor", "chair")},
