@@ -17,11 +17,12 @@ from collections.abc import Callable
 from django.db.models import Exists, Model, OuterRef, Q, QuerySet
 from django.http import Http404
 
-from accounts.models import GlobalRole, Membership, Organisation
+from accounts.models import GlobalRole, Membership, Notification, NotificationPreference, Organisation
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from catalog.models import Benchmark
-from review.models import ReviewAssignment
+from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
+from review.selectors import comment_visibilities_for, conflicted_organisation_ids
 from submissions.models import (
     CheckRun,
     Finding,
@@ -49,16 +50,35 @@ def _oversees(user) -> bool:
 # --- Submissions and everything that hangs off one -------------------------------------------
 
 
+def _organisations_in_conflict_with(organisation_ids: set[int]) -> set[int]:
+    """Organisations whose submissions the members of `organisation_ids` may not review (their own excluded)."""
+    blocked: set[int] = set()
+    for organisation_id in organisation_ids:
+        blocked |= conflicted_organisation_ids(organisation_id)
+    return blocked - set(organisation_ids)
+
+
 def submissions_visible_to(user) -> QuerySet[Submission]:
     """anonymous: published only; members: all of their organisations' submissions in every state;
     assigned reviewers: their assignments from `submitted` on (never drafts); auditors and the chair:
     every non-draft submission."""
     visible = Q(status=Submission.Status.PUBLISHED)
     if _signed_in(user):
-        visible |= Q(organisation_id__in=user_org_ids(user))
-        visible |= Q(review_assignments__reviewer=user) & ~Q(status=Submission.Status.DRAFT)
+        own = user_org_ids(user)
+        visible |= Q(organisation_id__in=own)
         if _oversees(user):
             visible |= ~Q(status=Submission.Status.DRAFT)
+        else:
+            # An invited or accepted reviewer, never of a draft, and never across a conflict of interest
+            # (a conflict declared after the assignment hides the submission at once).
+            assigned = Q(
+                review_assignments__reviewer=user,
+                review_assignments__status__in=ReviewAssignment.ACTIVE_STATUSES,
+            ) & ~Q(status=Submission.Status.DRAFT)
+            blocked = _organisations_in_conflict_with(own)
+            if blocked:
+                assigned &= ~Q(organisation_id__in=blocked)
+            visible |= assigned
     # A reviewer with several assignment rows would repeat a submission: keep the ids distinct.
     return Submission.objects.select_related("organisation", "system", "benchmark").filter(
         pk__in=Submission.objects.filter(visible).values("pk")
@@ -106,12 +126,88 @@ def upload_parts_visible_to(user) -> QuerySet[UploadPart]:
 
 
 def review_assignments_visible_to(user) -> QuerySet[ReviewAssignment]:
-    """A reviewer sees their own assignments; auditors and the chair see all of them."""
+    """A reviewer sees their own assignments of submissions they may see; the submitting organisation sees who
+    reviews its submissions (reviews are signed); auditors and the chair see all of them."""
     if not _signed_in(user):
         return ReviewAssignment.objects.none()
     if _oversees(user):
         return ReviewAssignment.objects.all()
-    return ReviewAssignment.objects.filter(reviewer=user)
+    return ReviewAssignment.objects.filter(
+        Q(reviewer=user) | Q(submission__organisation_id__in=user_org_ids(user)),
+        submission__in=submissions_visible_to(user),
+    )
+
+
+def reviews_visible_to(user) -> QuerySet[Review]:
+    """Auditors and the chair: all. The submitting organisation: the reviews of its submissions. A reviewer:
+    their own, and the others of a version once they reviewed that version themselves."""
+    if not _signed_in(user):
+        return Review.objects.none()
+    if _oversees(user):
+        return Review.objects.all()
+    own_versions = Review.objects.filter(assignment__reviewer=user).values("version_id")
+    return Review.objects.filter(
+        Q(assignment__submission__organisation_id__in=user_org_ids(user))
+        | Q(assignment__reviewer=user)
+        | Q(version_id__in=own_versions),
+        assignment__submission__in=submissions_visible_to(user),
+    )
+
+
+def comments_visible_to(user) -> QuerySet[Comment]:
+    """The thread at the visibility levels the user reads on each submission they may see."""
+    if not _signed_in(user):
+        return Comment.objects.none()
+    if _oversees(user):
+        return Comment.objects.exclude(submission__status=Submission.Status.DRAFT)
+    allowed = Q(pk__in=[])
+    for submission in submissions_visible_to(user):
+        levels = comment_visibilities_for(user, submission)
+        if levels:
+            allowed |= Q(submission=submission, visibility__in=levels)
+    return Comment.objects.filter(allowed)
+
+
+def waivers_visible_to(user) -> QuerySet[Waiver]:
+    """Waivers are seen wherever their version is (and, once published, by everyone)."""
+    return Waiver.objects.filter(version__submission__in=submissions_visible_to(user))
+
+
+def attestations_visible_to(user) -> QuerySet[Attestation]:
+    return Attestation.objects.filter(submission__in=submissions_visible_to(user))
+
+
+def evidence_requests_visible_to(user) -> QuerySet[EvidenceRequest]:
+    """Between the auditors (and the chair) and the submitting organisation."""
+    if not _signed_in(user):
+        return EvidenceRequest.objects.none()
+    if _oversees(user):
+        return EvidenceRequest.objects.all()
+    return EvidenceRequest.objects.filter(submission__organisation_id__in=user_org_ids(user))
+
+
+def conflicts_visible_to(user) -> QuerySet[Conflict]:
+    """The chair and auditors see every declared conflict; an organisation's members see its own."""
+    if not _signed_in(user):
+        return Conflict.objects.none()
+    if _oversees(user):
+        return Conflict.objects.select_related("organisation", "other")
+    own = user_org_ids(user)
+    return Conflict.objects.filter(Q(organisation_id__in=own) | Q(other_id__in=own)).select_related(
+        "organisation", "other"
+    )
+
+
+def notifications_visible_to(user) -> QuerySet[Notification]:
+    if not _signed_in(user):
+        return Notification.objects.none()
+    return Notification.objects.filter(user=user)
+
+
+def notification_preferences_visible_to(user) -> QuerySet[NotificationPreference]:
+    if not _signed_in(user):
+        return NotificationPreference.objects.none()
+    return NotificationPreference.objects.filter(user=user)
 
 
 # --- Systems -----------------------------------------------------------------------------------
@@ -195,6 +291,14 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     PointMetric: point_metrics_visible_to,
     IdempotencyKey: idempotency_keys_visible_to,
     ReviewAssignment: review_assignments_visible_to,
+    Review: reviews_visible_to,
+    Comment: comments_visible_to,
+    Waiver: waivers_visible_to,
+    Attestation: attestations_visible_to,
+    EvidenceRequest: evidence_requests_visible_to,
+    Conflict: conflicts_visible_to,
+    Notification: notifications_visible_to,
+    NotificationPreference: notification_preferences_visible_to,
     AuditEvent: audit_events_visible_to,
 }
 

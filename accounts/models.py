@@ -67,3 +67,47 @@ class GlobalRole(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} ({self.role})"
+
+
+class NotificationPreference(models.Model):
+    """How a user wants their e-mail: one message per notification, or one daily digest."""
+
+    class Delivery(models.TextChoices):
+        IMMEDIATE = "immediate", "Immediately"
+        DIGEST = "digest", "Daily digest"
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_preference"
+    )
+    delivery = models.CharField(max_length=16, choices=Delivery.choices, default=Delivery.IMMEDIATE)
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.delivery}"
+
+
+class Notification(models.Model):
+    """Something a user should know (an assignment, a comment, a deadline, a decision); listed on their
+    notifications page and e-mailed once, immediately or in the daily digest."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications")
+    kind = models.CharField(max_length=48, help_text="Stable machine name, e.g. review.assigned.")
+    subject = models.CharField(max_length=200)
+    body = models.TextField(blank=True)
+    url = models.CharField(max_length=300, blank=True, help_text="Site-relative link to the object.")
+    # One event may be noticed by several jobs (a beat run twice): the key makes the second a no-op.
+    dedupe_key = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+    emailed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "dedupe_key"], condition=~models.Q(dedupe_key=""), name="notification_once"
+            ),
+        ]
+        indexes = [models.Index(fields=["user", "read_at"], name="notification_unread_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.subject}"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.mail import send_mail
 from django.db import transaction
+from django.utils import timezone
 from django.utils.text import slugify
 from rest_framework.authtoken.models import Token
 
-from accounts.models import GlobalRole, Membership, Organisation
+from accounts.models import GlobalRole, Membership, Notification, NotificationPreference, Organisation
 from accounts.selectors import user_is_chair, user_org_ids
 from audit.services import audit_event_record
 from portal.errors import NotAllowedError
@@ -112,3 +115,50 @@ def api_token_issue(*, user, rotate: bool = False, actor=None) -> Token:
         data={"user": user.username},
     )
     return token
+
+
+# --- Notifications -------------------------------------------------------------------------------
+
+
+def _deliver_now(notification_ids: list[int]) -> None:
+    """E-mail the given notifications whose users want them immediately (each at most once)."""
+    digest_users = set(
+        NotificationPreference.objects.filter(delivery=NotificationPreference.Delivery.DIGEST).values_list(
+            "user_id", flat=True
+        )
+    )
+    for notification in Notification.objects.filter(
+        pk__in=notification_ids, emailed_at__isnull=True
+    ).select_related("user"):
+        if notification.user_id in digest_users or not notification.user.email:
+            continue
+        # Claim it first (compare-and-set): two deliveries of the same row send one e-mail.
+        if not Notification.objects.filter(pk=notification.pk, emailed_at__isnull=True).update(
+            emailed_at=timezone.now()
+        ):
+            continue
+        link = f"\n\n{settings.PORTAL_SITE_URL.rstrip('/')}{notification.url}" if notification.url else ""
+        send_mail(
+            f"[Endpoints Portal] {notification.subject}",
+            f"{notification.body}{link}",
+            None,
+            [notification.user.email],
+        )
+
+
+def notify(*, users, kind: str, subject: str, body: str = "", url: str = "", dedupe_key: str = "") -> list:
+    """Tell each of `users` about something: a Notification row now, an e-mail after commit (immediately, or
+    in the daily digest when the user chose it). With `dedupe_key`, a user is told about the same event once."""
+    created = []
+    for user in {user.pk: user for user in users if user is not None}.values():
+        if dedupe_key and Notification.objects.filter(user=user, dedupe_key=dedupe_key).exists():
+            continue
+        created.append(
+            Notification.objects.create(
+                user=user, kind=kind, subject=subject[:200], body=body, url=url, dedupe_key=dedupe_key
+            )
+        )
+    ids = [notification.pk for notification in created]
+    if ids:
+        transaction.on_commit(lambda: _deliver_now(ids))
+    return created

@@ -153,6 +153,7 @@ CELERY_BEAT_SCHEDULE = {
     "audit-chain-verify-daily": {"task": "audit.tasks.audit_chain_verify_task", "schedule": 24 * 3600.0},
     "check-runs-reconcile": {"task": "submissions.tasks.check_runs_reconcile_task", "schedule": 60.0},
     "uploads-cleanup": {"task": "submissions.tasks.uploads_cleanup_task", "schedule": 900.0},
+    "review-deadlines": {"task": "review.tasks.review_deadlines_task", "schedule": 900.0},
 }
 
 # --- File storage ---------------------------------------------------------------------------
@@ -306,6 +307,19 @@ LOGGING = {
         "level": env_choice("LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "INFO"),
     },
 }
+
+# --- Review and audit (review app) --------------------------------------------------------------
+# Where e-mails link to (notifications name pages by their path on this site).
+PORTAL_SITE_URL = env_str("PORTAL_SITE_URL", "http://127.0.0.1:8000")
+# Reviewers the chair's "assign N" draws; approvals that make a submission peer reviewed.
+PORTAL_REVIEWERS_PER_SUBMISSION = env_int("PORTAL_REVIEWERS_PER_SUBMISSION", 2, minimum=1)
+PORTAL_REVIEW_QUORUM = env_int("PORTAL_REVIEW_QUORUM", 2, minimum=1)
+# Days a reviewer has for the review (then released, and the chair told).
+PORTAL_REVIEW_DEADLINE_DAYS = env_int("PORTAL_REVIEW_DEADLINE_DAYS", 14, minimum=1)
+# Business days the submitter has to answer an objection (a reminder the day before, escalation after).
+PORTAL_OBJECTION_ANSWER_BUSINESS_DAYS = env_int("PORTAL_OBJECTION_ANSWER_BUSINESS_DAYS", 3, minimum=1)
+# Days the submitter has to answer an auditor's evidence request.
+PORTAL_EVIDENCE_DAYS = env_int("PORTAL_EVIDENCE_DAYS", 5, minimum=1)
 
 # --- Check pipeline and uploads (submissions app) -------------------------------------------
 # Chords (one task per load point, joined by one task per version) need a result backend.

@@ -1,1 +1,919 @@
-"""Writes of the review app (assign, comment, object, approve) arrive with the review issue."""
+"""Writes of the review app: conflicts, assignments, the thread and objections, reviews and the quorum,
+waivers, attestations and evidence requests, and the deadline jobs. Every write records its audit event in its
+own transaction; every status change of a submission goes through submissions.lifecycle.transition()."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Membership, Organisation
+from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
+from accounts.services import notify
+from audit.services import audit_event_record
+from portal.errors import ApplicationError, ConflictError, NotAllowedError
+from review import selectors
+from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
+from submissions.lifecycle import Ready, transition
+from submissions.models import Finding, Submission, SubmissionVersion
+from submissions.selectors import check_run_latest
+
+Status = Submission.Status
+REVIEWABLE = (Status.SUBMITTED, Status.IN_REVIEW, Status.CHANGES_REQUESTED)
+
+
+def _chairs():
+    from django.contrib.auth import get_user_model
+
+    from accounts.models import GlobalRole
+
+    users = get_user_model().objects.filter(is_active=True)
+    return list(users.filter(global_roles__role=GlobalRole.Role.CHAIR).distinct()) or list(
+        users.filter(is_superuser=True)
+    )
+
+
+def _auditors():
+    from django.contrib.auth import get_user_model
+
+    from accounts.models import GlobalRole
+
+    return list(
+        get_user_model().objects.filter(is_active=True, global_roles__role=GlobalRole.Role.AUDITOR).distinct()
+    )
+
+
+def _submitters(submission: Submission):
+    from django.contrib.auth import get_user_model
+
+    return list(
+        get_user_model()
+        .objects.filter(
+            is_active=True,
+            memberships__organisation_id=submission.organisation_id,
+            memberships__role__in=(Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN),
+        )
+        .distinct()
+    )
+
+
+def _reviewers(submission: Submission, *, accepted_only: bool = True):
+    statuses = (ReviewAssignment.Status.ACCEPTED,) if accepted_only else ReviewAssignment.ACTIVE_STATUSES
+    return [
+        assignment.reviewer
+        for assignment in ReviewAssignment.objects.filter(
+            submission=submission, status__in=statuses
+        ).select_related("reviewer")
+    ]
+
+
+def _url(submission: Submission) -> str:
+    return f"/review/submissions/{submission.pk}/"
+
+
+def _label(submission: Submission) -> str:
+    """How notifications name a submission: its number and benchmark (the system name stays on the page,
+    which checks who may see it)."""
+    return f"submission #{submission.pk} ({submission.benchmark.model_id})"
+
+
+def _locked(submission: Submission) -> Submission:
+    """The submission row locked for this transaction: review steps on one submission run one at a time."""
+    return Submission.objects.select_for_update().get(pk=submission.pk)
+
+
+# --- Conflicts of interest ----------------------------------------------------------------------
+
+
+def _may_declare_for(actor, organisation: Organisation) -> bool:
+    return user_is_chair(actor) or organisation.pk in user_org_ids(actor, roles=(Membership.Role.ORG_ADMIN,))
+
+
+@transaction.atomic
+def conflict_declare(
+    *, organisation: Organisation, other: Organisation, kind: str, reason: str, actor
+) -> Conflict:
+    """Declare that `organisation`'s people may not review `other`'s submissions (and the other way round).
+    The chair's declarations are pinned; an organisation admin declares for their own organisation. Active
+    assignments that the conflict now forbids are released."""
+    if not _may_declare_for(actor, organisation):
+        raise NotAllowedError(f"Only the chair or an admin of {organisation.name} can declare its conflicts.")
+    if organisation.pk == other.pk:
+        raise ApplicationError("An organisation is always in conflict with itself.", code="invalid")
+    if kind not in Conflict.Kind.values:
+        raise ApplicationError(f"Kind must be one of {', '.join(Conflict.Kind.values)}.", code="invalid")
+    if not (reason or "").strip():
+        raise ApplicationError("Say why the two organisations are in conflict.", code="invalid")
+    if Conflict.objects.filter(
+        organisation__in=(organisation, other), other__in=(organisation, other)
+    ).exists():
+        raise ConflictError(
+            f"{organisation.name} and {other.name} are already in conflict.", code="conflict-exists"
+        )
+    conflict = Conflict(
+        organisation=organisation,
+        other=other,
+        kind=kind,
+        reason=reason.strip(),
+        pinned=user_is_chair(actor),
+        declared_by=actor,
+    )
+    conflict.full_clean()
+    conflict.save()
+    audit_event_record(
+        actor=actor,
+        action="conflict.declared",
+        obj=conflict,
+        data={
+            "organisation": organisation.slug,
+            "other": other.slug,
+            "kind": kind,
+            "pinned": conflict.pinned,
+        },
+    )
+    for assignment in ReviewAssignment.objects.filter(
+        status__in=ReviewAssignment.ACTIVE_STATUSES
+    ).select_related("submission", "reviewer"):
+        if selectors.user_is_conflicted(assignment.reviewer, assignment.submission):
+            _release(assignment, actor=actor, reason="a conflict of interest was declared")
+    return conflict
+
+
+@transaction.atomic
+def conflict_remove(*, conflict: Conflict, actor) -> None:
+    """Organisations remove their own declarations; only the chair removes a pinned one."""
+    if conflict.pinned and not user_is_chair(actor):
+        raise NotAllowedError("This conflict was declared by the chair: only the chair can remove it.")
+    if not _may_declare_for(actor, conflict.organisation):
+        raise NotAllowedError(f"Only the chair or an admin of {conflict.organisation.name} can remove it.")
+    audit_event_record(
+        actor=actor,
+        action="conflict.removed",
+        obj=conflict,
+        data={
+            "organisation": conflict.organisation.slug,
+            "other": conflict.other.slug,
+            "kind": conflict.kind,
+        },
+    )
+    conflict.delete()
+
+
+# --- Assignment ---------------------------------------------------------------------------------
+
+
+def _require_chair(actor, what: str) -> None:
+    if not user_is_chair(actor):
+        raise NotAllowedError(f"Only the chair can {what}.")
+
+
+@transaction.atomic
+def assignment_create(
+    *, submission: Submission, reviewer, actor, due_at: datetime | None = None
+) -> ReviewAssignment:
+    """The chair asks `reviewer` to review the submission (they accept or decline)."""
+    _require_chair(actor, "assign reviewers")
+    submission = _locked(submission)
+    if submission.status not in REVIEWABLE:
+        raise ConflictError(
+            f"Submission #{submission.pk} is {submission.status}: it takes no reviewers now.",
+            code="state-conflict",
+            extra={"status": submission.status},
+        )
+    organisation_id = selectors.reviewer_organisation_for(reviewer, submission)
+    if organisation_id is None:
+        raise ApplicationError(
+            f"{reviewer} cannot review submission #{submission.pk}: they are not a reviewer of an organisation "
+            "without a conflict of interest with the submitter.",
+            code="reviewer-not-eligible",
+        )
+    if selectors.assignment_active(reviewer, submission) is not None:
+        raise ConflictError(
+            f"{reviewer} is already assigned to submission #{submission.pk}.", code="already-assigned"
+        )
+    now = timezone.now()
+    assignment = ReviewAssignment.objects.create(
+        submission=submission,
+        reviewer=reviewer,
+        organisation_id=organisation_id,
+        assigned_by=actor,
+        due_at=due_at or now + timedelta(days=settings.PORTAL_REVIEW_DEADLINE_DAYS),
+    )
+    audit_event_record(
+        actor=actor,
+        action="review.assigned",
+        obj=assignment,
+        data={
+            "submission": submission.pk,
+            "reviewer": reviewer.username,
+            "due_at": assignment.due_at.isoformat(),
+        },
+    )
+    notify(
+        users=[reviewer],
+        kind="review.assigned",
+        subject=f"Please review {_label(submission)}",
+        body=f"The chair asks you to review {_label(submission)} by {assignment.due_at:%Y-%m-%d}. Accept or decline "
+        "on your review dashboard.",
+        url="/review/",
+    )
+    return assignment
+
+
+@transaction.atomic
+def assignments_draw(*, submission: Submission, actor, count: int | None = None) -> list[ReviewAssignment]:
+    """The chair asks for N reviewers (PORTAL_REVIEWERS_PER_SUBMISSION): drawn from eligible organisations with the
+    least open load, one per organisation while there are enough organisations."""
+    _require_chair(actor, "assign reviewers")
+    count = count or settings.PORTAL_REVIEWERS_PER_SUBMISSION
+    candidates = selectors.eligible_reviewers(submission)
+    if not candidates:
+        raise ApplicationError(
+            f"No reviewer is eligible for submission #{submission.pk}: every reviewer's organisation is the "
+            "submitter's or in conflict with it.",
+            code="no-eligible-reviewer",
+        )
+    org_load, reviewer_load = selectors.open_load_by_organisation(), selectors.open_load_by_reviewer()
+    already_orgs = set(
+        ReviewAssignment.objects.filter(
+            submission=submission, status__in=ReviewAssignment.ACTIVE_STATUSES
+        ).values_list("organisation_id", flat=True)
+    )
+    ranked = sorted(
+        candidates,
+        key=lambda pair: (
+            pair[1] in already_orgs,
+            org_load.get(pair[1], 0),
+            reviewer_load.get(pair[0].pk, 0),
+            pair[0].username,
+        ),
+    )
+    chosen, used_orgs = [], set(already_orgs)
+    for reviewer, organisation_id in ranked:  # one per organisation first
+        if len(chosen) < count and organisation_id not in used_orgs:
+            chosen.append(reviewer)
+            used_orgs.add(organisation_id)
+    for reviewer, _ in ranked:  # then fill from the least loaded, if organisations ran out
+        if len(chosen) < count and reviewer not in chosen:
+            chosen.append(reviewer)
+    return [assignment_create(submission=submission, reviewer=reviewer, actor=actor) for reviewer in chosen]
+
+
+def _own_assignment(assignment: ReviewAssignment, actor, status: str) -> ReviewAssignment:
+    assignment = (
+        ReviewAssignment.objects.select_for_update().select_related("submission").get(pk=assignment.pk)
+    )
+    if actor is None or assignment.reviewer_id != actor.pk:
+        raise NotAllowedError("Only the assigned reviewer can answer this assignment.")
+    if assignment.status != status:
+        raise ConflictError(
+            f"This assignment is {assignment.status}, not {status}.",
+            code="state-conflict",
+            extra={"status": assignment.status},
+        )
+    return assignment
+
+
+@transaction.atomic
+def assignment_accept(*, assignment: ReviewAssignment, actor) -> ReviewAssignment:
+    """The reviewer accepts; the submission moves to `in_review` when its first reviewer accepts."""
+    submission = _locked(assignment.submission)
+    assignment = _own_assignment(assignment, actor, ReviewAssignment.Status.INVITED)
+    if selectors.user_is_conflicted(actor, submission):
+        raise NotAllowedError("You have a conflict of interest with this submission's organisation.")
+    ReviewAssignment.objects.filter(pk=assignment.pk).update(
+        status=ReviewAssignment.Status.ACCEPTED, responded_at=timezone.now()
+    )
+    assignment.refresh_from_db()
+    audit_event_record(
+        actor=actor, action="review.accepted", obj=assignment, data={"submission": submission.pk}
+    )
+    if submission.status == Status.SUBMITTED:
+        transition(submission=submission, action="start_review", actor=actor)
+    notify(
+        users=_submitters(submission),
+        kind="review.accepted",
+        subject=f"A reviewer accepted {_label(submission)}",
+        url=f"/submissions/{submission.pk}/",
+    )
+    return assignment
+
+
+@transaction.atomic
+def assignment_decline(*, assignment: ReviewAssignment, actor, reason: str) -> ReviewAssignment:
+    if not (reason or "").strip():
+        raise ApplicationError("Say why you decline (the chair reads it).", code="invalid")
+    assignment = _own_assignment(assignment, actor, ReviewAssignment.Status.INVITED)
+    ReviewAssignment.objects.filter(pk=assignment.pk).update(
+        status=ReviewAssignment.Status.DECLINED, responded_at=timezone.now(), reason=reason.strip()
+    )
+    assignment.refresh_from_db()
+    audit_event_record(
+        actor=actor,
+        action="review.declined",
+        obj=assignment,
+        data={"submission": assignment.submission_id, "reason": reason.strip()},
+    )
+    notify(
+        users=_chairs(),
+        kind="review.declined",
+        subject=f"{actor} declined to review {_label(assignment.submission)}",
+        body=reason.strip(),
+        url="/review/chair/",
+    )
+    return assignment
+
+
+@transaction.atomic
+def assignment_release(*, assignment: ReviewAssignment, actor, reason: str) -> bool:
+    """The chair takes an assignment back (with a reason the reviewer and the log read)."""
+    if not user_is_chair(actor):
+        raise NotAllowedError("Only the chair can release a reviewer.")
+    if not (reason or "").strip():
+        raise ApplicationError("Say why the reviewer is released.", code="invalid")
+    return _release(assignment, actor=actor, reason=reason.strip())
+
+
+def _release(assignment: ReviewAssignment, *, actor, reason: str) -> bool:
+    """Release an active assignment (the chair, a declared conflict, or the missed deadline when actor is None);
+    False when it was no longer active (someone else released it first)."""
+    released = ReviewAssignment.objects.filter(
+        pk=assignment.pk, status__in=ReviewAssignment.ACTIVE_STATUSES
+    ).update(status=ReviewAssignment.Status.RELEASED, reason=reason, responded_at=timezone.now())
+    if not released:
+        return False
+    audit_event_record(
+        actor=actor,
+        action="review.released",
+        obj=assignment,
+        data={"submission": assignment.submission_id, "reason": reason},
+    )
+    notify(
+        users=[assignment.reviewer],
+        kind="review.released",
+        subject=f"You were released from {_label(assignment.submission)}",
+        body=reason,
+        url="/review/",
+    )
+    notify(
+        users=_chairs(),
+        kind="review.released",
+        subject=f"{assignment.reviewer} was released from {_label(assignment.submission)}",
+        body=reason,
+        url="/review/chair/",
+        dedupe_key=f"released:{assignment.pk}",
+    )
+    return True
+
+
+# --- Reviews and the quorum ---------------------------------------------------------------------
+
+
+def quorum_precondition(submission: Submission) -> Ready:
+    """The lifecycle's `quorum_reached` plug: enough approvals of the frozen version, no open objection."""
+    approvals = selectors.approvals_count(submission)
+    needed = selectors.quorum_size()
+    if approvals < needed:
+        raise ConflictError(f"{approvals} of {needed} approvals so far.", code="quorum-not-reached")
+    objections = selectors.open_objections(submission).count()
+    if objections:
+        raise ConflictError(
+            f"{objections} objection{'s' if objections != 1 else ''} still open.", code="objection-open"
+        )
+    return Ready(audit_data={"approvals": approvals, "version": submission.submitted_version_id})
+
+
+def _try_complete_review(submission: Submission, actor) -> bool:
+    """Move to peer_reviewed when the quorum holds (called after every approval and objection closed)."""
+    if submission.status != Status.IN_REVIEW:
+        return False
+    try:
+        quorum_precondition(submission)
+    except ConflictError:
+        return False
+    transition(submission=submission, action="complete_review", actor=actor)
+    notify(
+        users=_submitters(submission) + _auditors(),
+        kind="review.peer_reviewed",
+        subject=f"{_label(submission)} is peer reviewed",
+        body="A quorum of reviewers approved it; it waits for an auditor.",
+        url=_url(submission),
+    )
+    return True
+
+
+@transaction.atomic
+def review_submit(
+    *, assignment: ReviewAssignment, actor, decision: str, body: str = "", objection_type: str = ""
+) -> Review:
+    """The reviewer's decision on the frozen version: approve (the quorum may complete the review), request
+    changes (back to the submitter), or object (an objection is opened in the thread)."""
+    submission = _locked(assignment.submission)
+    assignment = ReviewAssignment.objects.select_for_update().get(pk=assignment.pk)
+    if (
+        assignment.reviewer_id != getattr(actor, "pk", None)
+        or assignment.status != ReviewAssignment.Status.ACCEPTED
+    ):
+        raise NotAllowedError("Only a reviewer who accepted this assignment can review it.")
+    if submission.status != Status.IN_REVIEW:
+        raise ConflictError(
+            f"Submission #{submission.pk} is {submission.status}, not in review.",
+            code="state-conflict",
+            extra={"status": submission.status},
+        )
+    if decision not in Review.Decision.values:
+        raise ApplicationError(
+            f"Decision must be one of {', '.join(Review.Decision.values)}.", code="invalid"
+        )
+    body = (body or "").strip()
+    if decision != Review.Decision.APPROVE and not body:
+        raise ApplicationError("Say what must change, or what you object to.", code="invalid")
+    version = submission.submitted_version
+    if Review.objects.filter(assignment=assignment, version=version).exists():
+        raise ConflictError(f"You already reviewed version {version.number}.", code="already-reviewed")
+    review = Review.objects.create(assignment=assignment, version=version, decision=decision, body=body)
+    audit_event_record(
+        actor=actor,
+        action=f"review.{decision}",
+        obj=review,
+        data={"submission": submission.pk, "version": version.number},
+    )
+    if decision == Review.Decision.OBJECT:
+        comment_post(
+            submission=submission,
+            actor=actor,
+            body=body,
+            kind=Comment.Kind.OBJECTION,
+            objection_type=objection_type or Comment.ObjectionType.VALIDITY,
+        )
+    elif decision == Review.Decision.REQUEST_CHANGES:
+        transition(submission=submission, action="request_changes", actor=actor, reason=body)
+        notify(
+            users=_submitters(submission),
+            kind="review.changes_requested",
+            subject=f"Changes requested on {_label(submission)}",
+            body=body,
+            url=f"/submissions/{submission.pk}/",
+        )
+    else:
+        _try_complete_review(submission, actor)
+    return review
+
+
+# --- The thread and objections --------------------------------------------------------------------
+
+
+def _may_post(actor, submission: Submission, visibility: str) -> bool:
+    allowed = selectors.comment_visibilities_for(actor, submission)
+    return visibility in allowed
+
+
+@transaction.atomic
+def comment_post(
+    *,
+    submission: Submission,
+    actor,
+    body: str,
+    kind: str = Comment.Kind.COMMENT,
+    objection_type: str = "",
+    visibility: str = Comment.Visibility.ALL,
+    parent: Comment | None = None,
+    finding: Finding | None = None,
+    point_key: str = "",
+    file: str = "",
+    line: int | None = None,
+    version: SubmissionVersion | None = None,
+) -> Comment:
+    """A comment, an objection (reviewers, auditors, the chair) or a reply. A submitter's reply to an open
+    objection answers it; an objection's answer is due in PORTAL_OBJECTION_ANSWER_BUSINESS_DAYS business days."""
+    body = (body or "").strip()
+    if not body:
+        raise ApplicationError("A comment needs a text.", code="invalid")
+    if submission.status == Status.DRAFT:
+        raise ConflictError("Drafts have no review thread yet: submit first.", code="state-conflict")
+    if visibility not in Comment.Visibility.values:
+        raise ApplicationError(
+            f"Visibility must be one of {', '.join(Comment.Visibility.values)}.", code="invalid"
+        )
+    if parent is not None:
+        if parent.submission_id != submission.pk:
+            raise ApplicationError("The reply belongs to another submission's thread.", code="invalid")
+        visibility = parent.visibility  # a reply is read by whoever read what it answers
+    if not _may_post(actor, submission, visibility):
+        raise NotAllowedError("You cannot write in this thread at that visibility.")
+    is_submitter = submission.organisation_id in user_org_ids(actor)
+    if kind == Comment.Kind.OBJECTION:
+        if is_submitter:
+            raise NotAllowedError("Objections are raised by reviewers, auditors and the chair.")
+        if objection_type not in Comment.ObjectionType.values:
+            raise ApplicationError(
+                f"An objection's type is one of {', '.join(Comment.ObjectionType.values)}.", code="invalid"
+            )
+        if parent is not None:
+            raise ApplicationError("An objection starts its own thread.", code="invalid")
+    if finding is not None and finding.check_run.version.submission_id != submission.pk:
+        raise ApplicationError("The finding belongs to another submission.", code="invalid")
+    now = timezone.now()
+    comment = Comment(
+        submission=submission,
+        version=version or submission.submitted_version or submission.versions.order_by("-number").first(),
+        parent=parent,
+        author=actor,
+        kind=kind,
+        objection_type=objection_type if kind == Comment.Kind.OBJECTION else "",
+        objection_status=Comment.ObjectionStatus.OPEN if kind == Comment.Kind.OBJECTION else "",
+        visibility=visibility,
+        body=body,
+        finding=finding,
+        point_key=point_key or "",
+        file=file or "",
+        line=line,
+        answer_due_at=(
+            selectors.add_business_days(now, settings.PORTAL_OBJECTION_ANSWER_BUSINESS_DAYS)
+            if kind == Comment.Kind.OBJECTION
+            else None
+        ),
+    )
+    comment.full_clean()
+    comment.save()
+    audit_event_record(
+        actor=actor,
+        action="review.objection_raised" if kind == Comment.Kind.OBJECTION else "review.commented",
+        obj=comment,
+        data={
+            "submission": submission.pk,
+            "visibility": visibility,
+            **({"type": objection_type} if kind == Comment.Kind.OBJECTION else {}),
+            **({"parent": parent.pk} if parent is not None else {}),
+        },
+    )
+    if parent is not None and parent.kind == Comment.Kind.OBJECTION and is_submitter:
+        if Comment.objects.filter(pk=parent.pk, objection_status=Comment.ObjectionStatus.OPEN).update(
+            objection_status=Comment.ObjectionStatus.ANSWERED
+        ):
+            audit_event_record(
+                actor=actor,
+                action="review.objection_answered",
+                obj=parent,
+                data={"submission": submission.pk, "answer": comment.pk},
+            )
+    readers = _thread_readers(submission, visibility)
+    notify(
+        users=[user for user in readers if user.pk != actor.pk],
+        kind="review.objection" if kind == Comment.Kind.OBJECTION else "review.comment",
+        subject=(
+            f"Objection ({comment.get_objection_type_display().lower()}) on {_label(submission)}"
+            if kind == Comment.Kind.OBJECTION
+            else f"New comment on {_label(submission)}"
+        ),
+        body=body[:2000],
+        url=_url(submission),
+    )
+    return comment
+
+
+def _thread_readers(submission: Submission, visibility: str) -> list:
+    readers = _auditors() + _chairs()
+    if visibility in (Comment.Visibility.ALL, Comment.Visibility.REVIEWERS):
+        readers += _reviewers(submission)
+    if visibility == Comment.Visibility.ALL:
+        readers += _submitters(submission)
+    return readers
+
+
+@transaction.atomic
+def objection_close(*, objection: Comment, actor, outcome: str, note: str = "") -> Comment:
+    """The objector or the chair resolves or overrules an objection; the quorum may then complete the review."""
+    submission = _locked(objection.submission)
+    objection = Comment.objects.select_for_update().get(pk=objection.pk)
+    if objection.kind != Comment.Kind.OBJECTION:
+        raise ApplicationError("Only an objection is resolved or overruled.", code="invalid")
+    if outcome not in (Comment.ObjectionStatus.RESOLVED, Comment.ObjectionStatus.OVERRULED):
+        raise ApplicationError("Outcome is resolved or overruled.", code="invalid")
+    if not (objection.author_id == getattr(actor, "pk", None) or user_is_chair(actor)):
+        raise NotAllowedError("Only the objector or the chair can close an objection.")
+    if objection.objection_status not in Comment.OPEN_STATUSES:
+        raise ConflictError(f"This objection is already {objection.objection_status}.", code="state-conflict")
+    Comment.objects.filter(pk=objection.pk).update(
+        objection_status=outcome, closed_by=actor, closed_at=timezone.now()
+    )
+    objection.refresh_from_db()
+    audit_event_record(
+        actor=actor,
+        action=f"review.objection_{outcome}",
+        obj=objection,
+        data={"submission": submission.pk, "note": (note or "").strip()},
+    )
+    if (note or "").strip():
+        comment_post(submission=submission, actor=actor, body=note, parent=objection)
+    _try_complete_review(submission, actor)
+    return objection
+
+
+# --- Waivers ------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def waiver_request(
+    *, version: SubmissionVersion, actor, rule: str, point: str = "", file: str = "", reason: str
+) -> Waiver:
+    """The submitter asks to waive a failing finding of one version, saying why the rule does not fit."""
+    submission = version.submission
+    if submission.organisation_id not in user_org_ids(
+        actor, roles=(Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
+    ):
+        raise NotAllowedError("Only the submitting organisation's submitters can ask for a waiver.")
+    if not (reason or "").strip():
+        raise ApplicationError("Say why this finding should be waived.", code="invalid")
+    check_run = check_run_latest(version)
+    if (
+        check_run is None
+        or not Finding.objects.filter(
+            check_run=check_run, severity="error", rule=rule, point=point or "", file=file or ""
+        ).exists()
+    ):
+        raise ApplicationError(
+            f"Version {version.number}'s latest check has no error finding {rule} at that point and file.",
+            code="finding-not-found",
+        )
+    waiver, created = Waiver.objects.get_or_create(
+        version=version,
+        rule=rule,
+        point=point or "",
+        file=file or "",
+        defaults={"request_reason": reason.strip(), "requested_by": actor},
+    )
+    if not created:
+        raise ConflictError(f"A waiver of {rule} here is already {waiver.status}.", code="waiver-exists")
+    audit_event_record(
+        actor=actor,
+        action="waiver.requested",
+        obj=waiver,
+        data={"submission": submission.pk, "version": version.number, "rule": rule, "point": point},
+    )
+    if submission.status != Status.DRAFT:
+        notify(
+            users=_chairs() + _auditors(),
+            kind="waiver.requested",
+            subject=f"Waiver of {rule} asked for on {_label(submission)}",
+            body=reason.strip(),
+            url=_url(submission),
+        )
+    return waiver
+
+
+@transaction.atomic
+def waiver_decide(*, waiver: Waiver, actor, grant: bool, reason: str) -> Waiver:
+    """The chair or an auditor grants or refuses a waiver, with a reason; a granted finding counts as waived."""
+    if not (user_is_chair(actor) or user_is_auditor(actor)):
+        raise NotAllowedError("Only the chair or an auditor can decide a waiver.")
+    if not (reason or "").strip():
+        raise ApplicationError("Say why the waiver is granted or refused.", code="invalid")
+    if waiver.version.submission.status == Status.DRAFT:
+        raise ConflictError("Waivers are decided once the submission is submitted.", code="state-conflict")
+    status = Waiver.Status.GRANTED if grant else Waiver.Status.REFUSED
+    if not Waiver.objects.filter(pk=waiver.pk, status=Waiver.Status.REQUESTED).update(
+        status=status, decided_by=actor, decision_reason=reason.strip(), decided_at=timezone.now()
+    ):
+        raise ConflictError("This waiver was already decided.", code="state-conflict")
+    waiver.refresh_from_db()
+    submission = waiver.version.submission
+    audit_event_record(
+        actor=actor,
+        action=f"waiver.{status}",
+        obj=waiver,
+        data={
+            "submission": submission.pk,
+            "rule": waiver.rule,
+            "point": waiver.point,
+            "reason": reason.strip(),
+        },
+    )
+    notify(
+        users=_submitters(submission),
+        kind=f"waiver.{status}",
+        subject=f"Waiver of {waiver.rule} {status} on {_label(submission)}",
+        body=reason.strip(),
+        url=f"/submissions/{submission.pk}/",
+    )
+    return waiver
+
+
+@transaction.atomic
+def waiver_grant_directly(
+    *, version: SubmissionVersion, actor, rule: str, point: str = "", file: str = "", reason: str
+) -> Waiver:
+    """The chair or an auditor waives a failing finding nobody asked about (e.g. seen during the audit)."""
+    if not (user_is_chair(actor) or user_is_auditor(actor)):
+        raise NotAllowedError("Only the chair or an auditor can waive a finding.")
+    if version.submission.status == Status.DRAFT:
+        raise ConflictError("Waivers are decided once the submission is submitted.", code="state-conflict")
+    check_run = check_run_latest(version)
+    if (
+        check_run is None
+        or not Finding.objects.filter(
+            check_run=check_run, severity="error", rule=rule, point=point or "", file=file or ""
+        ).exists()
+    ):
+        raise ApplicationError(
+            f"Version {version.number} has no error finding {rule} there.", code="finding-not-found"
+        )
+    waiver, _ = Waiver.objects.get_or_create(version=version, rule=rule, point=point or "", file=file or "")
+    return waiver_decide(waiver=waiver, actor=actor, grant=True, reason=reason)
+
+
+# --- Audit: attestation and evidence --------------------------------------------------------------
+
+
+def attestation_precondition(submission: Submission) -> Ready:
+    """The lifecycle's `ready_for_attestation` plug."""
+    readiness = selectors.attestation_readiness(submission)
+    if not readiness.ready:
+        raise ConflictError(
+            "Attestation needs " + "; ".join(readiness.missing) + ".", code="not-ready-for-audit"
+        )
+    return Ready(audit_data={"version": submission.submitted_version_id})
+
+
+@transaction.atomic
+def attestation_record(*, submission: Submission, actor, notes: str) -> Attestation:
+    """An auditor attests the peer-reviewed version (notes required): peer_reviewed -> audited."""
+    submission = _locked(submission)
+    submission = transition(submission=submission, action="attest", actor=actor, reason=notes)
+    attestation = Attestation.objects.create(
+        submission=submission, version=submission.submitted_version, auditor=actor, notes=notes.strip()
+    )
+    notify(
+        users=_submitters(submission) + _chairs(),
+        kind="audit.attested",
+        subject=f"{_label(submission)} is audited",
+        body="Choose when to publish it.",
+        url=f"/submissions/{submission.pk}/",
+    )
+    return attestation
+
+
+@transaction.atomic
+def evidence_request(
+    *, submission: Submission, actor, question: str, due_days: int | None = None
+) -> EvidenceRequest:
+    """An auditor asks the submitter for evidence, with a deadline; attestation waits for the answer."""
+    if not user_is_auditor(actor):
+        raise NotAllowedError("Only an auditor can request evidence.")
+    submission = _locked(submission)
+    if submission.status != Status.PEER_REVIEWED:
+        raise ConflictError(
+            f"Submission #{submission.pk} is {submission.status}, not peer reviewed.",
+            code="state-conflict",
+            extra={"status": submission.status},
+        )
+    if not (question or "").strip():
+        raise ApplicationError("Ask a question the submitter can answer.", code="invalid")
+    request = EvidenceRequest.objects.create(
+        submission=submission,
+        version=submission.submitted_version,
+        auditor=actor,
+        question=question.strip(),
+        due_at=timezone.now() + timedelta(days=due_days or settings.PORTAL_EVIDENCE_DAYS),
+    )
+    audit_event_record(
+        actor=actor,
+        action="audit.evidence_requested",
+        obj=request,
+        data={"submission": submission.pk, "due_at": request.due_at.isoformat()},
+    )
+    notify(
+        users=_submitters(submission),
+        kind="audit.evidence_requested",
+        subject=f"An auditor asks for evidence on {_label(submission)}",
+        body=f"{question.strip()}\n\nAnswer by {request.due_at:%Y-%m-%d}.",
+        url=f"/submissions/{submission.pk}/",
+    )
+    return request
+
+
+@transaction.atomic
+def evidence_answer(*, request: EvidenceRequest, actor, answer: str) -> EvidenceRequest:
+    submission = request.submission
+    if submission.organisation_id not in user_org_ids(
+        actor, roles=(Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
+    ):
+        raise NotAllowedError("Only the submitting organisation's submitters can answer.")
+    if not (answer or "").strip():
+        raise ApplicationError(
+            "An answer needs a text (attach files in the thread, or upload a new version).", code="invalid"
+        )
+    if not EvidenceRequest.objects.filter(pk=request.pk, status=EvidenceRequest.Status.OPEN).update(
+        status=EvidenceRequest.Status.ANSWERED,
+        answer=answer.strip(),
+        answered_by=actor,
+        answered_at=timezone.now(),
+    ):
+        raise ConflictError("This request was already answered.", code="state-conflict")
+    request.refresh_from_db()
+    audit_event_record(
+        actor=actor, action="audit.evidence_answered", obj=request, data={"submission": submission.pk}
+    )
+    notify(
+        users=[request.auditor],
+        kind="audit.evidence_answered",
+        subject=f"Evidence answered on {_label(submission)}",
+        body=answer.strip()[:2000],
+        url=_url(submission),
+    )
+    return request
+
+
+# --- Deadlines (Celery beat) -----------------------------------------------------------------------
+
+
+def deadlines_run(*, now: datetime | None = None) -> dict[str, int]:
+    """Release reviewers past their due date, remind submitters a day before an objection's answer is due,
+    escalate overdue objections and evidence requests to the chair. Each event is handled once: every step
+    is a compare-and-set on its own timestamp, so two beat processes do not double it."""
+    now = now or timezone.now()
+    released = reminded = escalated = 0
+    for assignment in ReviewAssignment.objects.filter(
+        status__in=ReviewAssignment.ACTIVE_STATUSES, due_at__lt=now
+    ).select_related("submission", "reviewer"):
+        reviewed = Review.objects.filter(
+            assignment=assignment, version_id=assignment.submission.submitted_version_id
+        )
+        if reviewed.exists():
+            continue
+        with transaction.atomic():
+            if _release(assignment, actor=None, reason="the review deadline passed"):
+                released += 1
+    for objection in Comment.objects.filter(
+        kind=Comment.Kind.OBJECTION,
+        objection_status=Comment.ObjectionStatus.OPEN,
+        reminded_at__isnull=True,
+        answer_due_at__lte=now + timedelta(days=1),
+        answer_due_at__gt=now,
+    ).select_related("submission__benchmark"):
+        with transaction.atomic():
+            if Comment.objects.filter(pk=objection.pk, reminded_at__isnull=True).update(reminded_at=now):
+                notify(
+                    users=_submitters(objection.submission),
+                    kind="review.objection_due",
+                    subject=f"An objection on {_label(objection.submission)} is due tomorrow",
+                    body=objection.body[:2000],
+                    url=f"/submissions/{objection.submission_id}/",
+                    dedupe_key=f"objection-due:{objection.pk}",
+                )
+                reminded += 1
+    for objection in Comment.objects.filter(
+        kind=Comment.Kind.OBJECTION,
+        objection_status=Comment.ObjectionStatus.OPEN,
+        escalated_at__isnull=True,
+        answer_due_at__lte=now,
+    ).select_related("submission__benchmark"):
+        with transaction.atomic():
+            if Comment.objects.filter(pk=objection.pk, escalated_at__isnull=True).update(escalated_at=now):
+                notify(
+                    users=_chairs(),
+                    kind="review.objection_overdue",
+                    subject=f"An objection on {_label(objection.submission)} is overdue",
+                    body=objection.body[:2000],
+                    url=_url(objection.submission),
+                    dedupe_key=f"objection-overdue:{objection.pk}",
+                )
+                notify(
+                    users=_submitters(objection.submission),
+                    kind="review.objection_overdue",
+                    subject=f"An objection on {_label(objection.submission)} is overdue",
+                    url=f"/submissions/{objection.submission_id}/",
+                    dedupe_key=f"objection-overdue:{objection.pk}",
+                )
+                escalated += 1
+    for request in EvidenceRequest.objects.filter(
+        status=EvidenceRequest.Status.OPEN, due_at__lte=now, reminded_at__isnull=True
+    ).select_related("submission__benchmark"):
+        with transaction.atomic():
+            if EvidenceRequest.objects.filter(pk=request.pk, reminded_at__isnull=True).update(
+                reminded_at=now
+            ):
+                notify(
+                    users=_chairs() + [request.auditor],
+                    kind="audit.evidence_overdue",
+                    subject=f"Evidence on {_label(request.submission)} is overdue",
+                    url=_url(request.submission),
+                    dedupe_key=f"evidence-overdue:{request.pk}",
+                )
+                escalated += 1
+    return {"released": released, "reminded": reminded, "escalated": escalated}
+
+
+def plug_lifecycle_rules() -> None:
+    """Install the review app's rules in the submissions lifecycle table (review.apps.ReviewConfig.ready)."""
+    from submissions import lifecycle
+
+    lifecycle.plug("assigned_reviewer", selectors.user_is_assigned_reviewer)
+    lifecycle.plug(
+        "unwaived_errors", lambda version, check_run: selectors.unwaived_errors(version, check_run)
+    )
+    lifecycle.plug("quorum_reached", quorum_precondition)
+    lifecycle.plug("ready_for_attestation", attestation_precondition)

@@ -1,1 +1,13 @@
-"""Celery tasks of the review app (reminders and deadlines arrive with the review issue)."""
+"""Celery tasks of the review app: the deadline job (beat)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from review.services import deadlines_run
+
+
+@shared_task
+def review_deadlines_task() -> dict:
+    """Every 15 minutes (beat): release overdue reviewers, remind and escalate objections and evidence requests."""
+    return deadlines_run()

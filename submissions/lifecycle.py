@@ -54,6 +54,35 @@ AUDITOR = Actor("auditor", "auditors", lambda user, submission: user_is_auditor(
 CHAIR = Actor("chair", "the chair", lambda user, submission: user_is_chair(user))
 
 
+# --- Rules that live in a higher app ------------------------------------------------------------
+# The review app knows assignments, approvals, objections and waivers; submissions may not import it. It plugs
+# its checks in at start-up (review.apps.ReviewConfig.ready), so the table stays one table here.
+
+PLUG_NAMES = ("assigned_reviewer", "unwaived_errors", "quorum_reached", "ready_for_attestation")
+_PLUGGED: dict[str, Callable] = {}
+
+
+def plug(name: str, function: Callable) -> None:
+    """Install one of PLUG_NAMES (called once per process by the app that owns the rule)."""
+    if name not in PLUG_NAMES:
+        raise ValueError(f"unknown lifecycle plug {name!r}")
+    _PLUGGED[name] = function
+
+
+def _plugged(name: str) -> Callable:
+    try:
+        return _PLUGGED[name]
+    except KeyError:  # the review app is not installed or not ready: refuse loudly, never allow silently
+        raise RuntimeError(f"lifecycle rule {name!r} is not installed (is the review app ready?)") from None
+
+
+ASSIGNED_REVIEWER = Actor(
+    "assigned_reviewer",
+    "reviewers assigned to the submission who accepted",
+    lambda user, submission: bool(_plugged("assigned_reviewer")(user, submission)),
+)
+
+
 # --- Preconditions: what a row needs besides state and actor ------------------------------------
 
 
@@ -66,10 +95,19 @@ class Ready:
 
 
 def _latest_version_passed(submission: Submission) -> Ready:
-    """Submit needs the latest version's latest check to have passed; that version is frozen for review."""
+    """Submit (and resubmit) need the latest version's latest check to have passed, or to have failed only on
+    findings the submitter asked to waive (the chair or an auditor decides); that version is frozen for review."""
     version = version_latest(submission)
     check_run = check_run_latest(version) if version is not None else None
-    if version is None or check_run is None or check_run.status != CheckRun.Status.PASSED:
+    if (
+        version is None
+        or check_run is None
+        or check_run.status
+        not in (
+            CheckRun.Status.PASSED,
+            CheckRun.Status.FAILED,
+        )
+    ):
         state = (
             ""
             if version is None
@@ -78,10 +116,47 @@ def _latest_version_passed(submission: Submission) -> Ready:
         raise ConflictError(
             f"Submit needs a version whose latest check passed{state}.", code="check-not-passed"
         )
+    if check_run.status == CheckRun.Status.FAILED:
+        unwaived = _plugged("unwaived_errors")(version, check_run)
+        if not check_run.findings.filter(severity="error").exists():
+            raise ConflictError(
+                f"Submit needs a version whose latest check passed (version {version.number}: failed).",
+                code="check-not-passed",
+            )
+        if unwaived:
+            rules = ", ".join(sorted({finding.rule for finding in unwaived})[:5])
+            raise ConflictError(
+                f"Submit needs a version whose latest check passed (version {version.number}: failed on "
+                f"{len(unwaived)} error finding{'s' if len(unwaived) != 1 else ''}: {rules}). Fix them and upload a "
+                f"new version, or ask for a waiver of each with a justification.",
+                code="check-not-passed",
+            )
     return Ready(
         fields={"submitted_version": version},
         audit_data={"version": version.number, "sha256": version.sha256, "check_run": check_run.pk},
     )
+
+
+def _new_version_passed(submission: Submission) -> Ready:
+    """Resubmit needs a version newer than the one the reviewers saw, checked like a first submission."""
+    latest = version_latest(submission)
+    if latest is None or latest.pk == submission.submitted_version_id:
+        raise ConflictError(
+            "Upload a new version with the requested changes first; the reviewers then see what changed.",
+            code="no-new-version",
+        )
+    ready = _latest_version_passed(submission)
+    return Ready(
+        fields=ready.fields, audit_data={**ready.audit_data, "previous": submission.submitted_version_id}
+    )
+
+
+def _quorum_reached(submission: Submission) -> Ready:
+    return _plugged("quorum_reached")(submission)
+
+
+def _ready_for_attestation(submission: Submission) -> Ready:
+    return _plugged("ready_for_attestation")(submission)
 
 
 # --- The table ----------------------------------------------------------------------------------
@@ -100,10 +175,14 @@ class Transition:
     reason_required: bool = False
     precondition: Callable[[Submission], Ready] | None = None
     needs: str = ""  # the precondition in words, for docs/lifecycle.md
+    # Taken by a review service as the consequence of another step (an acceptance, a decision, an
+    # attestation with its record), never by a bare button: no route and no allowed action of its own.
+    automatic: bool = False
+    event: str = ""  # the audit action, when `done` is not one word
 
     @property
     def audit_action(self) -> str:
-        return f"submission.{self.done}"
+        return self.event or f"submission.{self.done}"
 
     @property
     def who(self) -> str:
@@ -118,7 +197,7 @@ NON_TERMINAL = tuple(
     status for status in Status.values if status not in (*Submission.TERMINAL_STATUSES, Status.PUBLISHED)
 )
 # Where reviewers and auditors are at work (DESIGN.md: "any review/audit state --> rejected").
-REVIEW_AND_AUDIT = (Status.SUBMITTED, Status.IN_REVIEW, Status.PEER_REVIEWED)
+REVIEW_AND_AUDIT = (Status.SUBMITTED, Status.IN_REVIEW, Status.CHANGES_REQUESTED, Status.PEER_REVIEWED)
 
 TRANSITIONS: tuple[Transition, ...] = (
     Transition(
@@ -130,6 +209,66 @@ TRANSITIONS: tuple[Transition, ...] = (
         done="submitted",
         precondition=_latest_version_passed,
         needs="the latest version's latest check passed; that version is frozen for review",
+    ),
+    Transition(
+        action="start_review",
+        sources=(Status.SUBMITTED,),
+        target=Status.IN_REVIEW,
+        actors=(ASSIGNED_REVIEWER,),
+        label="Accept the review",
+        done="taken into review",
+        event="submission.in_review",
+        automatic=True,
+        needs="the first assigned reviewer accepts (review.services.assignment_accept)",
+    ),
+    Transition(
+        action="request_changes",
+        sources=(Status.IN_REVIEW,),
+        target=Status.CHANGES_REQUESTED,
+        actors=(ASSIGNED_REVIEWER,),
+        label="Request changes",
+        done="sent back for changes",
+        event="submission.changes_requested",
+        reason_required=True,
+        automatic=True,
+        needs="a reviewer's review asks for changes (review.services.review_submit)",
+    ),
+    Transition(
+        action="resubmit",
+        sources=(Status.CHANGES_REQUESTED,),
+        target=Status.IN_REVIEW,
+        actors=(SUBMITTER,),
+        label="Send the new version to the reviewers",
+        done="resubmitted",
+        event="submission.in_review",
+        precondition=_new_version_passed,
+        needs="a new version whose latest check passed (or failed only on findings with a waiver asked for)",
+    ),
+    Transition(
+        action="complete_review",
+        sources=(Status.IN_REVIEW,),
+        target=Status.PEER_REVIEWED,
+        actors=(ASSIGNED_REVIEWER, CHAIR),
+        label="Approve",
+        done="peer reviewed",
+        event="submission.peer_reviewed",
+        precondition=_quorum_reached,
+        automatic=True,
+        needs="a quorum of approvals of the frozen version (PORTAL_REVIEW_QUORUM) and no open objection; taken "
+        "by the approval (or the chair's closing of an objection) that completes it",
+    ),
+    Transition(
+        action="attest",
+        sources=(Status.PEER_REVIEWED,),
+        target=Status.AUDITED,
+        actors=(AUDITOR,),
+        label="Attest",
+        done="audited",
+        reason_required=True,
+        precondition=_ready_for_attestation,
+        automatic=True,
+        needs="notes; every error finding waived, no open objection or evidence request "
+        "(review.services.attestation_record)",
     ),
     Transition(
         action="withdraw",
@@ -154,6 +293,9 @@ TRANSITIONS: tuple[Transition, ...] = (
 )
 TRANSITIONS_BY_ACTION = {row.action: row for row in TRANSITIONS}
 assert len(TRANSITIONS_BY_ACTION) == len(TRANSITIONS), "one row per action"
+
+
+BUTTON_TRANSITIONS = tuple(row for row in TRANSITIONS if not row.automatic)
 
 
 def transition_row(action: str) -> Transition:
@@ -245,7 +387,7 @@ def allowed_actions(user, submission: Submission) -> list[AllowedAction]:
     """The table's rows this user may take on this submission now, in table order."""
     allowed = []
     for row in TRANSITIONS:
-        if submission.status not in row.sources or not row.actor_may(user, submission):
+        if row.automatic or submission.status not in row.sources or not row.actor_may(user, submission):
             continue
         blocked_code = blocked_detail = ""
         if row.precondition is not None:

@@ -97,6 +97,7 @@ class Submission(models.Model):
         DRAFT = "draft", "Draft"
         SUBMITTED = "submitted", "Submitted"
         IN_REVIEW = "in_review", "In review"
+        CHANGES_REQUESTED = "changes_requested", "Changes requested"
         PEER_REVIEWED = "peer_reviewed", "Peer reviewed"
         AUDITED = "audited", "Audited"
         PUBLISHED = "published", "Published"
@@ -113,7 +114,7 @@ class Submission(models.Model):
         max_length=16, choices=Availability.choices, default=Availability.AVAILABLE
     )
     title = models.CharField(max_length=200, blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT, editable=False)
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.DRAFT, editable=False)
     status_changed_at = models.DateTimeField(null=True, blank=True, editable=False)
     status_reason = models.TextField(
         blank=True, editable=False, help_text="Why it was withdrawn or rejected."

@@ -3,7 +3,7 @@
 from django.urls import path
 
 from submissions import views
-from submissions.lifecycle import TRANSITIONS
+from submissions.lifecycle import BUTTON_TRANSITIONS
 
 app_name = "submissions"
 
@@ -19,7 +19,7 @@ urlpatterns = [
             {"action": row.action},
             name=row.action,
         )
-        for row in TRANSITIONS
+        for row in BUTTON_TRANSITIONS
     ),
     path("submissions/<int:pk>/versions/<int:number>/check/", views.check_fragment, name="check_fragment"),
     path("submissions/<int:pk>/versions/<int:number>/recheck/", views.version_recheck, name="recheck"),

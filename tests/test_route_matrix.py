@@ -9,9 +9,8 @@ tests/submissions/test_pages.py (pages); this file makes sure nothing escapes th
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import hashlib
+from datetime import timedelta
 
 import pytest
 from django.core.files.base import ContentFile

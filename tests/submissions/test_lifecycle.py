@@ -20,17 +20,11 @@ from submissions import lifecycle
 from submissions.checks import check_run_requeue, check_runs_reconcile
 from submissions.lifecycle import allowed_actions, transition
 from submissions.models import CheckRun, Submission, SubmissionVersion
-from submissions.services import submission_create, submission_submit, submission_withdraw
+from submissions.services import submission_submit, submission_withdraw
 from tests.factories import MembershipFactory, UserFactory
 from tests.submissions.support import api_client, make_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def draft(role_users):
-    benchmark, system = make_catalog(role_users["organisations"]["acme"])
-    return submission_create(actor=role_users["submitter"], system=system, benchmark=benchmark)
 
 
 def _version_with_run(submission, user, status):
@@ -192,13 +186,25 @@ def test_only_the_chair_rechecks_and_history_is_kept(role_users, draft, settings
 # who may take each action, from which states, and where it leads.
 EXPECTED = {
     "submit": ({"submitter", "org_admin"}, {"draft"}, "submitted"),
+    # Taken by review services (an acceptance, a decision, an attestation); no role below is an assigned reviewer.
+    "start_review": ({"assigned_reviewer"}, {"submitted"}, "in_review"),
+    "request_changes": ({"assigned_reviewer"}, {"in_review"}, "changes_requested"),
+    "resubmit": ({"submitter", "org_admin"}, {"changes_requested"}, "in_review"),
+    "complete_review": ({"assigned_reviewer", "chair"}, {"in_review"}, "peer_reviewed"),
+    "attest": ({"auditor"}, {"peer_reviewed"}, "audited"),
     "withdraw": (
         {"submitter", "org_admin"},
-        {"draft", "submitted", "in_review", "peer_reviewed", "audited"},
+        {"draft", "submitted", "in_review", "changes_requested", "peer_reviewed", "audited"},
         "withdrawn",
     ),
-    "reject": ({"auditor", "chair"}, {"submitted", "in_review", "peer_reviewed"}, "rejected"),
+    "reject": (
+        {"auditor", "chair"},
+        {"submitted", "in_review", "changes_requested", "peer_reviewed"},
+        "rejected",
+    ),
 }
+# Rows no button takes: the review services take them as the consequence of another step.
+AUTOMATIC = {"start_review", "request_changes", "complete_review", "attest"}
 ROLES = [
     "anonymous",
     "submitter",
@@ -237,8 +243,10 @@ def _submission(people, status: str, check_status=CheckRun.Status.PASSED) -> Sub
     submission = Submission.objects.create(
         organisation=system.organisation, system=system, benchmark=benchmark, created_by=people["submitter"]
     )
-    _version_with_run(submission, people["submitter"], check_status)
-    Submission.objects.filter(pk=submission.pk).update(status=status)
+    version, _ = _version_with_run(submission, people["submitter"], check_status)
+    # Past draft a version is frozen for review; after changes were requested the latest version is a new one.
+    frozen = None if status in ("draft", "changes_requested") else version
+    Submission.objects.filter(pk=submission.pk).update(status=status, submitted_version=frozen)
     submission.refresh_from_db()
     return submission
 
@@ -256,7 +264,7 @@ def test_each_row_is_allowed_for_its_actors_only_and_only_from_its_states(people
     submission = _submission(people, status)
     user = people[role]
     offered = [allowed.action for allowed in allowed_actions(user, submission)]
-    assert (action in offered) == (role in who and status in sources), offered
+    assert (action in offered) == (role in who and status in sources and action not in AUTOMATIC), offered
     if role not in who:
         with pytest.raises(NotAllowedError) as refused:
             transition(submission=submission, action=action, actor=user, reason="because")
@@ -265,6 +273,10 @@ def test_each_row_is_allowed_for_its_actors_only_and_only_from_its_states(people
         with pytest.raises(ConflictError) as refused:
             transition(submission=submission, action=action, actor=user, reason="because")
         assert refused.value.code == "state-conflict"
+    elif action == "complete_review":  # the chair may take it, but only over a quorum of approvals
+        with pytest.raises(ConflictError) as refused:
+            transition(submission=submission, action=action, actor=user, reason="because")
+        assert refused.value.code == "quorum-not-reached"
     else:
         done = transition(submission=submission, action=action, actor=user, reason="because")
         assert Submission.objects.get(pk=submission.pk).status == done.status == target
