@@ -31,10 +31,10 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token, TokenProxy
 
-from accounts.models import GlobalRole, Membership, Organisation
+from accounts.models import GlobalRole, Membership, Notification, NotificationPreference, Organisation
 from audit.models import AuditEvent
 from catalog.models import Benchmark
-from review.models import ReviewAssignment
+from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from submissions.models import (
     CheckRun,
     Finding,
@@ -302,6 +302,7 @@ class SubmissionFactory(_Factory):
         draft = factory.Trait(status=Status.DRAFT)
         submitted = factory.Trait(status=Status.SUBMITTED)
         in_review = factory.Trait(status=Status.IN_REVIEW)
+        changes_requested = factory.Trait(status=Status.CHANGES_REQUESTED)
         peer_reviewed = factory.Trait(status=Status.PEER_REVIEWED)
         audited = factory.Trait(status=Status.AUDITED)
         published = factory.Trait(status=Status.PUBLISHED)
@@ -519,15 +520,125 @@ class IdempotencyKeyFactory(_Factory):
 
 
 class ReviewAssignmentFactory(_Factory):
-    """A reviewer of another organisation assigned to a submitted submission."""
+    """A reviewer of another organisation assigned to a submitted submission (invited; `accepted=True` for an
+    accepted one), due in two weeks."""
 
     class Meta:
         model = ReviewAssignment
 
+    class Params:
+        accepted = factory.Trait(
+            status=ReviewAssignment.Status.ACCEPTED, responded_at=factory.LazyFunction(timezone.now)
+        )
+
     submission = factory.SubFactory(SubmissionFactory, submitted=True)
+    organisation = factory.SubFactory(OrganisationFactory)
     reviewer = factory.LazyAttribute(
-        lambda a: MembershipFactory(role=Membership.Role.REVIEWER).user  # a fresh organisation
+        lambda a: MembershipFactory(organisation=a.organisation, role=Membership.Role.REVIEWER).user
     )
+    assigned_by = factory.LazyAttribute(lambda a: GlobalRoleFactory(role=GlobalRole.Role.CHAIR).user)
+    due_at = factory.LazyFunction(lambda: timezone.now() + timedelta(days=14))
+
+
+class ConflictFactory(_Factory):
+    """A conflict of interest between two organisations, declared by the chair (pinned) unless told otherwise."""
+
+    class Meta:
+        model = Conflict
+
+    organisation = factory.SubFactory(OrganisationFactory)
+    other = factory.SubFactory(OrganisationFactory)
+    kind = Conflict.Kind.COMPETITOR
+    reason = "Direct competitors in the same accelerator market."
+    pinned = True
+    declared_by = factory.LazyAttribute(lambda c: GlobalRoleFactory(role=GlobalRole.Role.CHAIR).user)
+
+
+class ReviewFactory(_Factory):
+    """An accepted reviewer's decision on the submission's frozen version."""
+
+    class Meta:
+        model = Review
+
+    assignment = factory.SubFactory(ReviewAssignmentFactory, accepted=True, submission__in_review=True)
+    version = factory.LazyAttribute(lambda r: r.assignment.submission.submitted_version)
+    decision = Review.Decision.APPROVE
+    body = ""
+
+
+class CommentFactory(_Factory):
+    """A comment in a submission's thread (`objection=True`: an open objection with its answer deadline)."""
+
+    class Meta:
+        model = Comment
+
+    class Params:
+        objection = factory.Trait(
+            kind=Comment.Kind.OBJECTION,
+            objection_type=Comment.ObjectionType.METHODOLOGY,
+            objection_status=Comment.ObjectionStatus.OPEN,
+            answer_due_at=factory.LazyFunction(lambda: timezone.now() + timedelta(days=3)),
+        )
+
+    submission = factory.SubFactory(SubmissionFactory, in_review=True)
+    version = factory.LazyAttribute(lambda c: c.submission.submitted_version)
+    author = factory.LazyAttribute(lambda c: GlobalRoleFactory(role=GlobalRole.Role.AUDITOR).user)
+    body = "Please explain the warm-up of the c64 point."
+
+
+class WaiverFactory(_Factory):
+    """A waiver asked for on an error finding of a version."""
+
+    class Meta:
+        model = Waiver
+
+    version = factory.LazyAttribute(lambda w: SubmissionFactory(submitted=True).submitted_version)
+    rule = "accuracy-sample-count"
+    point = "System/model/r1"
+    request_reason = "The rule is written for full-length runs."
+    requested_by = factory.LazyAttribute(lambda w: w.version.submission.created_by)
+
+
+class AttestationFactory(_Factory):
+    class Meta:
+        model = Attestation
+
+    submission = factory.SubFactory(SubmissionFactory, audited=True)
+    version = factory.LazyAttribute(lambda a: a.submission.submitted_version)
+    auditor = factory.LazyAttribute(lambda a: GlobalRoleFactory(role=GlobalRole.Role.AUDITOR).user)
+    notes = "Re-ran the checks on the frozen version; the official verdict agrees."
+
+
+class EvidenceRequestFactory(_Factory):
+    class Meta:
+        model = EvidenceRequest
+
+    submission = factory.SubFactory(SubmissionFactory, peer_reviewed=True)
+    version = factory.LazyAttribute(lambda e: e.submission.submitted_version)
+    auditor = factory.LazyAttribute(lambda e: GlobalRoleFactory(role=GlobalRole.Role.AUDITOR).user)
+    question = "Send the power analyser log of the c64 point."
+    due_at = factory.LazyFunction(lambda: timezone.now() + timedelta(days=5))
+
+
+# --- accounts: notifications ----------------------------------------------------------------------
+
+
+class NotificationPreferenceFactory(_Factory):
+    class Meta:
+        model = NotificationPreference
+
+    user = factory.SubFactory(UserFactory)
+    delivery = NotificationPreference.Delivery.DIGEST
+
+
+class NotificationFactory(_Factory):
+    class Meta:
+        model = Notification
+
+    user = factory.SubFactory(UserFactory)
+    kind = "review.assigned"
+    subject = "Please review submission #1 (llama3_1-8b)"
+    url = "/review/"
 
 
 # --- audit ----------------------------------------------------------------------------------------
