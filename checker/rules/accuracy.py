@@ -436,6 +436,7 @@ def _check_accuracy_point(run: RuleRun, point: Point, model_rules: Any) -> None:
             fix=f"Run the full accuracy dataset ({model_rules.accuracy_min_samples} samples).",
         )
     scores = point.result.extra["accuracy"]["scores"]
+    fractions = run.ruleset.get("accuracy_scores", "fractions", default=True) is True
     gated = False
     for target in model_rules.accuracy_targets:
         score = scores.get(target.metric)
@@ -444,7 +445,7 @@ def _check_accuracy_point(run: RuleRun, point: Point, model_rules: Any) -> None:
         if score is None:
             continue
         gated = True
-        if 0.0 <= score <= 1.0 and target.lower > 1.0:
+        if fractions and 0.0 <= score <= 1.0 and target.lower > 1.0:
             score *= 100.0  # scorers report fractions; targets are percentages
         upper = target.upper
         if score < target.lower or (upper is not None and score > upper):

@@ -479,8 +479,9 @@ def check_warmup(run: RuleRun, point: Point) -> None:
         if count(warmup.get(key)) is None:
             problems.append(f"{key} {short(warmup.get(key))} is not a non-negative integer")
     duration = finite(warmup.get("duration_s"))
-    if duration is None or not 0 <= duration <= 86400:
-        problems.append(f"duration_s {short(warmup.get('duration_s'))} is not 0..86400 seconds")
+    max_duration_s = float(run.ruleset.get("warmup", "max_duration_s", default=86400))
+    if duration is None or not 0 <= duration <= max_duration_s:
+        problems.append(f"duration_s {short(warmup.get('duration_s'))} is not 0..{max_duration_s:g} seconds")
     if problems:
         run.findings.error(
             "warmup-present",

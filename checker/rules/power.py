@@ -183,7 +183,8 @@ def _system_cooling(run: RuleRun, system: str) -> str | None:
         values = {value.strip().lower() for value in declared}
         if len(values) == 1:
             return values.pop()
-        return "air" if values else None  # mixed cooling resolves to the conservative (air) overhead
+        mixed = str(run.ruleset.get("power", "mixed_cooling", default="air"))
+        return mixed if values else None  # mixed cooling: the rule set's choice (the conservative air)
     return None
 
 
