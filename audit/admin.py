@@ -3,6 +3,7 @@
 from django.contrib import admin
 
 from audit.models import AuditEvent
+from audit.services import audit_event_record
 
 
 @admin.register(AuditEvent)
@@ -29,8 +30,6 @@ class AuditedModelAdmin(admin.ModelAdmin):
     """A ModelAdmin whose saves and deletes record audit events (the admin's changes bypass services)."""
 
     def _audit(self, request, action: str, obj, data: dict) -> None:
-        from audit.services import audit_event_record
-
         audit_event_record(
             actor=request.user,
             action=f"{obj._meta.model_name}.{action}",

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 RULE_DOCS = ["rules.md", "input-safety.md", "report-format.md", "power.md", "assembly.md"]
 _RULE_ID = re.compile(r"`([a-z0-9]+(?:[-_][a-z0-9]+)+)`")
@@ -102,9 +104,6 @@ def rule_catalog() -> dict[str, RuleDoc]:
 
 def markdown_inline(text: str) -> str:
     """The little inline Markdown the tables use (code, bold) as safe HTML; everything else escaped."""
-    from django.utils.html import escape
-    from django.utils.safestring import mark_safe
-
     html = escape(text)
     html = _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", html)
     return mark_safe(_BOLD.sub(lambda m: f"<strong>{m.group(1)}</strong>", html))  # built from escaped text

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Max
 
 from accounts.models import Membership, Organisation
 from accounts.selectors import user_is_chair, user_org_ids
@@ -11,7 +15,8 @@ from audit.services import audit_event_record
 from catalog.models import Benchmark
 from portal.errors import ConflictError, NotAllowedError
 from submissions.lifecycle import transition
-from submissions.models import System
+from submissions.models import Submission, System, SystemDescriptionRevision
+from submissions.selectors import user_can_submit_for
 
 
 def _require_submitter(actor, organisation: Organisation) -> None:
@@ -21,9 +26,6 @@ def _require_submitter(actor, organisation: Organisation) -> None:
 
 
 def _description_sha256(description: dict) -> str:
-    import hashlib
-    import json
-
     canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -36,8 +38,6 @@ def _description_changed_keys(old: dict, new: dict) -> list[str]:
 def system_register(*, organisation: Organisation, name: str, description: dict, actor) -> System:
     """Register a system under test for an organisation (its submitters, org admins or the chair).
     The description becomes revision 1 of the system's description history."""
-    from submissions.models import SystemDescriptionRevision
-
     _require_submitter(actor, organisation)
     system = System(organisation=organisation, name=name, description=description)
     system.full_clean()
@@ -65,10 +65,6 @@ def system_register(*, organisation: Organisation, name: str, description: dict,
 def system_update_description(*, system: System, description: dict, actor) -> System:
     """A new description for a registered system: a new revision (the earlier ones stay), audited with the
     changed top-level keys. The same description again is refused (`system-description-unchanged`)."""
-    from django.db.models import Max
-
-    from submissions.models import SystemDescriptionRevision
-
     _require_submitter(actor, system.organisation)
     if not isinstance(description, dict):
         raise ValidationError({"description": "The system description must be a JSON object."})
@@ -127,9 +123,6 @@ def submission_create(
     title: str = "",
 ):
     """A new draft submission of one system x benchmark for the system's organisation."""
-    from submissions.models import Submission
-    from submissions.selectors import user_can_submit_for
-
     if not user_can_submit_for(actor, system.organisation):
         raise NotAllowedError(f"Only submitters of {system.organisation.name} can create its submissions.")
     if not benchmark.is_active:

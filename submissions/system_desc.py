@@ -10,6 +10,11 @@ from typing import Any
 
 from django.conf import settings
 
+from checker.inputs import Limits
+from checker.loaders import load_json
+from checker.report import Findings
+from checker.schema_check import validate
+
 SCHEMA_NAME = "system_desc"
 
 
@@ -55,9 +60,6 @@ def _problems(findings) -> list[DescriptionProblem]:
 
 def system_desc_validate(description: Any, *, display: str = "system_desc.json") -> list[DescriptionProblem]:
     """Schema violations of an already parsed description (the checker's system_desc schema)."""
-    from checker.report import Findings
-    from checker.schema_check import validate
-
     findings = Findings()
     validate(description, SCHEMA_NAME, display=display, findings=findings)
     return _problems(findings)
@@ -66,10 +68,6 @@ def system_desc_validate(description: Any, *, display: str = "system_desc.json")
 def system_desc_read(stream, *, display: str = "system_desc.json") -> DescriptionRead:
     """Parse an uploaded system_desc.json: at most PORTAL_SYSTEM_DESC_MAX_BYTES (read no further), through
     checker.loaders.load_json (UTF-8, syntax, NaN, duplicate keys) and the checker's JSON Schema."""
-    from checker.inputs import Limits
-    from checker.loaders import load_json
-    from checker.report import Findings
-
     cap = settings.PORTAL_SYSTEM_DESC_MAX_BYTES
     data = stream.read(cap + 1)
     if len(data) > cap:
