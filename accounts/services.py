@@ -13,7 +13,7 @@ from rest_framework.authtoken.models import Token
 from accounts.models import GlobalRole, Membership, Notification, NotificationPreference, Organisation
 from accounts.selectors import user_is_chair, user_org_ids
 from audit.services import audit_event_record
-from portal.errors import NotAllowedError
+from portal.errors import ApplicationError, NotAllowedError
 
 User = get_user_model()
 
@@ -162,3 +162,86 @@ def notify(*, users, kind: str, subject: str, body: str = "", url: str = "", ded
     if ids:
         transaction.on_commit(lambda: _deliver_now(ids))
     return created
+
+
+def notifications_mark_read(*, user, notification_ids: list[int] | None = None) -> int:
+    """Mark the user's notifications read (all unread ones when no ids are given); how many changed."""
+    unread = Notification.objects.filter(user=user, read_at__isnull=True)
+    if notification_ids is not None:
+        unread = unread.filter(pk__in=notification_ids)
+    return unread.update(read_at=timezone.now())
+
+
+@transaction.atomic
+def notification_preference_set(*, user, delivery: str) -> NotificationPreference:
+    """Immediate e-mails or one daily digest; switching to immediate leaves earlier rows to the next digest."""
+    if delivery not in NotificationPreference.Delivery.values:
+        raise ApplicationError(
+            f"Delivery must be one of {', '.join(NotificationPreference.Delivery.values)}.", code="invalid"
+        )
+    preference, _ = NotificationPreference.objects.select_for_update().get_or_create(
+        user=user, defaults={"delivery": delivery}
+    )
+    if preference.delivery != delivery:
+        NotificationPreference.objects.filter(pk=preference.pk).update(delivery=delivery)
+        preference.delivery = delivery
+    return preference
+
+
+def notification_preference_of(user) -> str:
+    preference = NotificationPreference.objects.filter(user=user).values_list("delivery", flat=True).first()
+    return preference or NotificationPreference.Delivery.IMMEDIATE
+
+
+def _digest_one(user, *, now) -> int:
+    """One e-mail with every un-e-mailed notification of `user`; 0 when another process took them first.
+
+    The rows are locked and claimed (emailed_at set where still empty) in one transaction; a second beat
+    process waits on the locks, then finds them claimed. The e-mail leaves inside the transaction, so a failed
+    send leaves the rows for the next digest."""
+    with transaction.atomic():
+        pending = list(
+            Notification.objects.select_for_update()
+            .filter(user=user, emailed_at__isnull=True)
+            .order_by("created_at", "pk")
+        )
+        ids = [notification.pk for notification in pending]
+        if not ids or not Notification.objects.filter(pk__in=ids, emailed_at__isnull=True).update(
+            emailed_at=now
+        ):
+            return 0
+        site = settings.PORTAL_SITE_URL.rstrip("/")
+        parts = []
+        for notification in pending:
+            lines = [f"- {notification.subject} ({notification.created_at:%Y-%m-%d %H:%M} UTC)"]
+            if notification.body:
+                lines.append("  " + notification.body.strip().replace("\n", "\n  "))
+            if notification.url:
+                lines.append(f"  {site}{notification.url}")
+            parts.append("\n".join(lines))
+        count = len(pending)
+        send_mail(
+            f"[Endpoints Portal] Daily digest: {count} notification{'s' if count != 1 else ''}",
+            "\n\n".join(parts) + f"\n\nAll your notifications: {site}/accounts/notifications/\n",
+            None,
+            [user.email],
+        )
+        return count
+
+
+def notifications_digest_send(*, now=None) -> dict[str, int]:
+    """The daily digest (beat): each digest user gets ONE e-mail with their un-e-mailed notifications; each
+    notification is e-mailed once even when two beat processes run this at the same time."""
+    now = now or timezone.now()
+    users = User.objects.filter(
+        is_active=True,
+        notification_preference__delivery=NotificationPreference.Delivery.DIGEST,
+        notifications__emailed_at__isnull=True,
+    ).exclude(email="")
+    sent = notifications = 0
+    for user in users.distinct().order_by("pk"):
+        count = _digest_one(user, now=now)
+        if count:
+            sent += 1
+            notifications += count
+    return {"emails": sent, "notifications": notifications}

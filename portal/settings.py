@@ -6,6 +6,8 @@ import os
 import secrets
 from pathlib import Path
 
+from celery.schedules import crontab
+
 from portal.env import (
     EnvError,
     env_bool,
@@ -149,11 +151,18 @@ if CELERY_TASK_TIME_LIMIT <= CELERY_TASK_SOFT_TIME_LIMIT:
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
+# The hour (UTC) the daily notification digest leaves.
+PORTAL_DIGEST_HOUR_UTC = env_int("PORTAL_DIGEST_HOUR_UTC", 7, minimum=0, maximum=23)
 CELERY_BEAT_SCHEDULE = {
     "audit-chain-verify-daily": {"task": "audit.tasks.audit_chain_verify_task", "schedule": 24 * 3600.0},
     "check-runs-reconcile": {"task": "submissions.tasks.check_runs_reconcile_task", "schedule": 60.0},
     "uploads-cleanup": {"task": "submissions.tasks.uploads_cleanup_task", "schedule": 900.0},
     "review-deadlines": {"task": "review.tasks.review_deadlines_task", "schedule": 900.0},
+    # One e-mail a day to each user who chose the digest (accounts.services.notifications_digest_send).
+    "notifications-digest": {
+        "task": "accounts.tasks.notifications_digest_task",
+        "schedule": crontab(minute=0, hour=PORTAL_DIGEST_HOUR_UTC),
+    },
 }
 
 # --- File storage ---------------------------------------------------------------------------

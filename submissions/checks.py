@@ -41,7 +41,7 @@ from django.db.models import Q
 from django.utils import timezone
 from tokenizers import Tokenizer
 
-from accounts.selectors import user_is_chair
+from accounts.selectors import user_is_auditor, user_is_chair
 from audit.services import audit_event_record
 from catalog.selectors import benchmark_tokenizer_json
 from checker import __version__ as checker_version
@@ -97,9 +97,14 @@ def check_run_create(*, version: SubmissionVersion, actor=None) -> CheckRun:
 
 @transaction.atomic
 def check_run_requeue(*, version: SubmissionVersion, actor) -> CheckRun:
-    """The chair re-checks a version (e.g. after a checker or rule-set change): a new run, history kept."""
-    if not user_is_chair(actor):
-        raise NotAllowedError("Only the chair can re-check a version.")
+    """The chair or an auditor re-checks a version (after a checker or rule-set change, or to audit the frozen
+    version): a new run, history kept."""
+    if not (user_is_chair(actor) or user_is_auditor(actor)):
+        raise NotAllowedError("Only the chair or an auditor can re-check a version.")
+    if not user_is_chair(actor) and version.submission.status == "draft":
+        raise NotAllowedError(
+            "Auditors re-check submitted versions only (a draft is its organisation's own)."
+        )
     check_run = check_run_create(version=version, actor=actor)
     audit_event_record(
         actor=actor,

@@ -1,0 +1,13 @@
+"""Celery tasks of accounts: the daily notification digest (beat)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from accounts.services import notifications_digest_send
+
+
+@shared_task
+def notifications_digest_task() -> dict:
+    """Once a day (beat): one e-mail per digest user with their un-e-mailed notifications; safe to run twice."""
+    return notifications_digest_send()
