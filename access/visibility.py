@@ -85,6 +85,27 @@ def submissions_visible_to(user) -> QuerySet[Submission]:
     )
 
 
+def review_submissions_visible_to(user) -> QuerySet[Submission]:
+    """Submissions whose review (thread, reviews, files browser, diff) the user may read: the submitting
+    organisation's members, the reviewers with an active assignment and no conflict, auditors and the chair;
+    never a draft. Publishing makes a result public, not its review."""
+    if not _signed_in(user):
+        return Submission.objects.none()
+    visible = submissions_visible_to(user).exclude(status=Submission.Status.DRAFT)
+    if _oversees(user):
+        return visible
+    own = user_org_ids(user)
+    assigned = Q(
+        pk__in=ReviewAssignment.objects.filter(
+            reviewer=user, status__in=ReviewAssignment.ACTIVE_STATUSES
+        ).values("submission_id")
+    )
+    blocked = _organisations_in_conflict_with(own)
+    if blocked:
+        assigned &= ~Q(organisation_id__in=blocked)
+    return visible.filter(Q(organisation_id__in=own) | assigned)
+
+
 def versions_visible_to(user) -> QuerySet[SubmissionVersion]:
     return (
         SubmissionVersion.objects.filter(submission__in=submissions_visible_to(user))

@@ -1,7 +1,10 @@
-"""API of the review app (arrives with the review issue)."""
+"""API of the review app: each part registers its viewsets on the /api/v1/ router."""
 
 from rest_framework.routers import BaseRouter
 
+from review import api_reviewer
+
 
 def register(router: BaseRouter) -> None:
-    """Add this app's viewsets to the /api/v1/ router; none yet."""
+    """Add this app's viewsets to the /api/v1/ router."""
+    api_reviewer.register(router)  # assignments, reviews, the thread, version diff and file browser

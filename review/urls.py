@@ -1,11 +1,9 @@
 """URLs of the review app (mounted at /review/)."""
 
-from django.urls import path
-
-from review import views
+from review.urls_reviewer import reviewer_urlpatterns  # the reviewer's dashboard, review page, file browser
 
 app_name = "review"
 
 urlpatterns = [
-    path("", views.queue, name="queue"),
+    *reviewer_urlpatterns,
 ]
