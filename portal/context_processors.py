@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from accounts.models import Notification
 from accounts.selectors import organisations_of_user, user_is_auditor, user_is_chair
 from review.selectors import user_is_reviewer
 
@@ -14,10 +15,12 @@ def navigation(request):
             "nav_is_chair": False,
             "nav_is_auditor": False,
             "nav_is_reviewer": False,
+            "nav_unread": 0,
         }
     return {
         "nav_organisations": list(organisations_of_user(user)),
         "nav_is_chair": user_is_chair(user),
         "nav_is_auditor": user_is_auditor(user),
         "nav_is_reviewer": user_is_reviewer(user),
+        "nav_unread": Notification.objects.filter(user=user, read_at__isnull=True).count(),
     }

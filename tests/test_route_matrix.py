@@ -28,6 +28,9 @@ from tests.submissions.support import api_client, make_catalog
 pytestmark = pytest.mark.django_db
 
 PUBLIC, LOGIN, ROLE, OBJECT, LIST, FLOW = "public", "login", "role", "object", "list", "flow"
+# One object of a submission for auditors and the chair: 404 where the submission is hidden, 403 (or the login
+# page) for anyone else, whatever the state.
+OVERSEE = "oversee"
 # A system: its organisation's members, auditors and the chair see it; everyone once it has a published result.
 SYSTEM = "system"
 
@@ -98,6 +101,30 @@ ROUTES = {
         "post",
         lambda w: f"/api/v1/systems/{w['system'].pk}/description/",
     ),
+    # the auditor's and the chair's pages (review/urls_staff.py), the notifications page
+    "review:audit_queue": (ROLE, "get", lambda w: "/review/audit/"),
+    "review:chair_dashboard": (ROLE, "get", lambda w: "/review/chair/"),
+    "review:conflicts": (LOGIN, "get", lambda w: "/review/conflicts/"),
+    "review:conflict_declare": (LOGIN, "post", lambda w: "/review/conflicts/declare/"),
+    "accounts:notifications": (LOGIN, "get", lambda w: "/accounts/notifications/"),
+    "accounts:notifications_read": (LOGIN, "post", lambda w: "/accounts/notifications/read/"),
+    "accounts:notification_preference": (LOGIN, "post", lambda w: "/accounts/notifications/preference/"),
+    "review:attestation": (OVERSEE, "get", lambda w: f"/review/audit/{w['sub'].pk}/"),
+    "review:attest": (OVERSEE, "post", lambda w: f"/review/audit/{w['sub'].pk}/attest/"),
+    "review:evidence_request": (OVERSEE, "post", lambda w: f"/review/audit/{w['sub'].pk}/evidence/"),
+    "review:audit_reject": (OVERSEE, "post", lambda w: f"/review/audit/{w['sub'].pk}/reject/"),
+    "review:audit_recheck": (OVERSEE, "post", lambda w: f"/review/audit/{w['sub'].pk}/recheck/"),
+    "review:waiver_grant": (OVERSEE, "post", lambda w: f"/review/audit/{w['sub'].pk}/waive/"),
+    "review:waiver_decide": (OVERSEE, "post", lambda w: f"/review/waivers/{w['waiver'].pk}/decide/"),
+    "review:chair_submission": (OVERSEE, "get", lambda w: f"/review/chair/submissions/{w['sub'].pk}/"),
+    "review:chair_assign": (OVERSEE, "post", lambda w: f"/review/chair/submissions/{w['sub'].pk}/assign/"),
+    "review:chair_draw": (OVERSEE, "post", lambda w: f"/review/chair/submissions/{w['sub'].pk}/draw/"),
+    "review:chair_release": (
+        OVERSEE,
+        "post",
+        lambda w: f"/review/chair/assignments/{w['assignment'].pk}/release/",
+    ),
+    "review:conflict_remove": (OVERSEE, "post", lambda w: f"/review/conflicts/{w['conflict'].pk}/remove/"),
 }
 UPLOAD_ROUTES = {"api:upload-detail", "api:upload-finish", "api:upload-part"}  # members only, any state
 
@@ -314,3 +341,72 @@ def test_system_of_a_published_result_is_public_but_only_its_organisation_writes
             assert response.status_code in (302, 401, 403), (name, user, response.status_code)
     world["system"].refresh_from_db()
     assert world["system"].description == before
+
+
+# --- the auditor's and the chair's routes -------------------------------------------------------------
+
+OVERSEE_ROUTES = sorted(name for name, (kind, _, _) in ROUTES.items() if kind == OVERSEE)
+CHAIR_ONLY = {"review:chair_submission", "review:chair_assign", "review:chair_draw", "review:chair_release"}
+
+
+def _oversee_world(role_users, status: str, settings) -> dict:
+    from review.models import Conflict, Waiver
+    from tests.factories import OrganisationFactory
+
+    world = _world(role_users, status, settings)
+    world["waiver"] = Waiver.objects.create(
+        version=world["version"], rule="accuracy-sample-count", request_reason="short run"
+    )
+    world["assignment"] = ReviewAssignment.objects.create(
+        submission=world["sub"],
+        reviewer=role_users["reviewer"],
+        organisation=role_users["organisations"]["nimbus"],
+        due_at=timezone.now() + timedelta(days=14),
+    )
+    left, right = OrganisationFactory(), OrganisationFactory()
+    world["conflict"] = Conflict.objects.create(
+        organisation=left, other=right, kind="other", reason="x", pinned=True, declared_by=role_users["chair"]
+    )
+    return world
+
+
+@pytest.mark.parametrize("name", OVERSEE_ROUTES)
+def test_oversight_routes_hide_drafts_and_refuse_everyone_else(name, role_users, storage_dir, settings):
+    world = _oversee_world(role_users, "draft", settings)
+    _, method, url = ROUTES[name]
+    if name != "review:conflict_remove":  # a conflict is no submission's: see the next test
+        for user in (world["outsider"], world["auditor"], role_users["reviewer"]):
+            response = _request(user, method, url(world))
+            assert response.status_code == 404, (name, user, response.status_code)
+    anonymous = _request(None, method, url(world))
+    assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"], name
+    Submission.objects.filter(pk=world["sub"].pk).update(status="peer_reviewed")
+    owner = _request(world["owner"], method, url(world))
+    assert (
+        owner.status_code in (403, 404) if name == "review:conflict_remove" else owner.status_code == 403
+    ), (
+        name,
+        owner.status_code,
+    )
+    if method == "get":
+        allowed = (role_users["chair"],) if name in CHAIR_ONLY else (world["auditor"], role_users["chair"])
+        for user in allowed:
+            assert _request(user, "get", url(world)).status_code == 200, (name, user)
+        if name in CHAIR_ONLY:
+            assert _request(world["auditor"], "get", url(world)).status_code == 403, name
+
+
+def test_conflicts_of_other_organisations_are_hidden_from_members(role_users, storage_dir, settings):
+    world = _oversee_world(role_users, "submitted", settings)
+    url = f"/review/conflicts/{world['conflict'].pk}/remove/"
+    assert _request(world["outsider"], "post", url).status_code == 404
+    assert _request(world["owner"], "post", url).status_code == 404
+    response = _request(
+        world["auditor"], "post", url
+    )  # auditors see conflicts, only the chair removes this one
+    assert response.status_code == 302
+    from review.models import Conflict
+
+    assert Conflict.objects.filter(pk=world["conflict"].pk).exists()
+    _request(role_users["chair"], "post", url)
+    assert not Conflict.objects.filter(pk=world["conflict"].pk).exists()

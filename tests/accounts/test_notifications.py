@@ -4,8 +4,7 @@ in locmem: one message per digest user, each notification e-mailed exactly once,
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.conf import settings
@@ -22,7 +21,7 @@ from accounts.services import (
 from portal.errors import ApplicationError
 from tests.factories import NotificationFactory, NotificationPreferenceFactory, UserFactory
 
-FROZEN = datetime(2025, 3, 4, 7, 0, tzinfo=dt_timezone.utc)
+FROZEN = datetime(2025, 3, 4, 7, 0, tzinfo=UTC)
 
 
 @pytest.fixture
