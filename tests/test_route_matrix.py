@@ -31,6 +31,11 @@ PUBLIC, LOGIN, ROLE, OBJECT, LIST, FLOW = "public", "login", "role", "object", "
 # One object of a submission for auditors and the chair: 404 where the submission is hidden, 403 (or the login
 # page) for anyone else, whatever the state.
 OVERSEE = "oversee"
+# The submitting organisation's and the overseers' (auditors, chair): never anyone else's, never in a draft
+# for the overseers.
+SHARED = "shared"
+# One user's own rows (notifications): 404 for everyone else, auditors and the chair included.
+OWN = "own"
 # A system: its organisation's members, auditors and the chair see it; everyone once it has a published result.
 SYSTEM = "system"
 
@@ -125,6 +130,49 @@ ROUTES = {
         lambda w: f"/review/chair/assignments/{w['assignment'].pk}/release/",
     ),
     "review:conflict_remove": (OVERSEE, "post", lambda w: f"/review/conflicts/{w['conflict'].pk}/remove/"),
+    # @@API_ENTRIES@@
+    # the API of the audit, the chair and notifications (review/api_audit.py, review/api_chair.py, accounts/api.py)
+    "api:audit-list": (ROLE, "get", lambda w: "/api/v1/audit/"),
+    "api:chair-dashboard-list": (ROLE, "get", lambda w: "/api/v1/chair/dashboard/"),
+    "api:chair-assignment-list": (ROLE, "get", lambda w: "/api/v1/chair/assignments/"),
+    "api:chair-assignment-draw": (LOGIN, "post", lambda w: "/api/v1/chair/assignments/draw/"),
+    "api:conflict-list": (LOGIN, "get", lambda w: "/api/v1/conflicts/"),
+    "api:waiver-list": (LOGIN, "get", lambda w: "/api/v1/waivers/"),
+    "api:waiver-grant": (LOGIN, "post", lambda w: "/api/v1/waivers/grant/"),
+    "api:evidence-request-list": (LOGIN, "get", lambda w: "/api/v1/evidence-requests/"),
+    "api:notification-list": (LOGIN, "get", lambda w: "/api/v1/notifications/"),
+    "api:notification-read-all": (LOGIN, "post", lambda w: "/api/v1/notifications/read-all/"),
+    "api:notification-preference": (LOGIN, "get", lambda w: "/api/v1/notification-preference/"),
+    "api:audit-detail": (OVERSEE, "get", lambda w: f"/api/v1/audit/{w['sub'].pk}/"),
+    "api:audit-attest": (OVERSEE, "post", lambda w: f"/api/v1/audit/{w['sub'].pk}/attest/"),
+    "api:audit-request-evidence": (
+        OVERSEE,
+        "post",
+        lambda w: f"/api/v1/audit/{w['sub'].pk}/request-evidence/",
+    ),
+    "api:audit-recheck": (OVERSEE, "post", lambda w: f"/api/v1/audit/{w['sub'].pk}/recheck/"),
+    "api:waiver-decide": (OVERSEE, "post", lambda w: f"/api/v1/waivers/{w['waiver'].pk}/decide/"),
+    "api:chair-assignment-release": (
+        OVERSEE,
+        "post",
+        lambda w: f"/api/v1/chair/assignments/{w['assignment'].pk}/release/",
+    ),
+    "api:conflict-detail": (OVERSEE, "get", lambda w: f"/api/v1/conflicts/{w['conflict'].pk}/"),
+    # seen by the submitting organisation and by auditors and the chair (never in a draft)
+    "api:waiver-detail": (SHARED, "get", lambda w: f"/api/v1/waivers/{w['waiver'].pk}/"),
+    "api:evidence-request-detail": (
+        SHARED,
+        "get",
+        lambda w: f"/api/v1/evidence-requests/{w['evidence'].pk}/",
+    ),
+    "api:evidence-request-answer": (
+        SHARED,
+        "post",
+        lambda w: f"/api/v1/evidence-requests/{w['evidence'].pk}/answer/",
+    ),
+    # one user's own
+    "api:notification-detail": (OWN, "get", lambda w: f"/api/v1/notifications/{w['notification'].pk}/"),
+    "api:notification-read": (OWN, "post", lambda w: f"/api/v1/notifications/{w['notification'].pk}/read/"),
 }
 UPLOAD_ROUTES = {"api:upload-detail", "api:upload-finish", "api:upload-part"}  # members only, any state
 
@@ -148,14 +196,7 @@ def test_every_route_is_declared():
     assert not stale, f"declared routes that no longer exist: {sorted(stale)}"
 
 
-def _world(role_users, status: str, tmp_path, settings) -> dict:
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path)},
-        },
-    }
+def _world(role_users, status: str, settings) -> dict:
     settings.PORTAL_ORG_QUOTA_BYTES = 10**12
     acme = role_users["organisations"]["acme"]
     benchmark, system = make_catalog(acme)
@@ -220,8 +261,10 @@ OBJECT_ROUTES = sorted(name for name, (kind, _, _) in ROUTES.items() if kind == 
 
 
 @pytest.mark.parametrize("name", OBJECT_ROUTES)
-def test_hidden_draft_is_404_for_outsiders_and_never_shown_to_anonymous(name, role_users, tmp_path, settings):
-    world = _world(role_users, "draft", tmp_path, settings)
+def test_hidden_draft_is_404_for_outsiders_and_never_shown_to_anonymous(
+    name, role_users, storage_dir, settings
+):
+    world = _world(role_users, "draft", settings)
     _, method, url = ROUTES[name]
     outsider = _request(world["outsider"], method, url(world))
     assert outsider.status_code == 404, (name, outsider.status_code)
@@ -238,8 +281,8 @@ def test_hidden_draft_is_404_for_outsiders_and_never_shown_to_anonymous(name, ro
 @pytest.mark.parametrize(
     "name", [n for n in OBJECT_ROUTES if ROUTES[n][1] == "get" and n not in UPLOAD_ROUTES]
 )
-def test_published_reads_are_public(name, role_users, tmp_path, settings):
-    world = _world(role_users, "published", tmp_path, settings)
+def test_published_reads_are_public(name, role_users, storage_dir, settings):
+    world = _world(role_users, "published", settings)
     _, _, url = ROUTES[name]
     for user in (None, world["outsider"]):
         response = _request(user, "get", url(world))
@@ -247,15 +290,15 @@ def test_published_reads_are_public(name, role_users, tmp_path, settings):
 
 
 @pytest.mark.parametrize("name", [n for n in OBJECT_ROUTES if n in UPLOAD_ROUTES])
-def test_uploads_stay_with_the_organisation_even_when_published(name, role_users, tmp_path, settings):
-    world = _world(role_users, "published", tmp_path, settings)
+def test_uploads_stay_with_the_organisation_even_when_published(name, role_users, storage_dir, settings):
+    world = _world(role_users, "published", settings)
     _, method, url = ROUTES[name]
     assert _request(world["outsider"], method, url(world)).status_code == 404
 
 
 @pytest.mark.parametrize("name", sorted(n for n, (kind, _, _) in ROUTES.items() if kind == LIST))
-def test_lists_never_carry_hidden_rows(name, role_users, tmp_path, settings):
-    world = _world(role_users, "draft", tmp_path, settings)
+def test_lists_never_carry_hidden_rows(name, role_users, storage_dir, settings):
+    world = _world(role_users, "draft", settings)
     _, _, url = ROUTES[name]
     ReviewAssignment.objects.create(
         submission=world["sub"],
@@ -303,8 +346,10 @@ def _system_ids(response) -> list[int]:
 
 
 @pytest.mark.parametrize("name", SYSTEM_ROUTES)
-def test_system_of_a_draft_only_is_hidden_from_outsiders_and_anonymous(name, role_users, tmp_path, settings):
-    world = _world(role_users, "draft", tmp_path, settings)
+def test_system_of_a_draft_only_is_hidden_from_outsiders_and_anonymous(
+    name, role_users, storage_dir, settings
+):
+    world = _world(role_users, "draft", settings)
     _, method, url = ROUTES[name]
     is_list = name.endswith("-list")
     outsider = _request(world["outsider"], method, url(world))
@@ -326,9 +371,9 @@ def test_system_of_a_draft_only_is_hidden_from_outsiders_and_anonymous(name, rol
 
 @pytest.mark.parametrize("name", SYSTEM_ROUTES)
 def test_system_of_a_published_result_is_public_but_only_its_organisation_writes(
-    name, role_users, tmp_path, settings
+    name, role_users, storage_dir, settings
 ):
-    world = _world(role_users, "published", tmp_path, settings)
+    world = _world(role_users, "published", settings)
     _, method, url = ROUTES[name]
     before = world["system"].description
     for user in (None, world["outsider"]):
@@ -347,10 +392,12 @@ def test_system_of_a_published_result_is_public_but_only_its_organisation_writes
 
 OVERSEE_ROUTES = sorted(name for name, (kind, _, _) in ROUTES.items() if kind == OVERSEE)
 CHAIR_ONLY = {"review:chair_submission", "review:chair_assign", "review:chair_draw", "review:chair_release"}
+CONFLICT_ROUTES = {"review:conflict_remove", "api:conflict-detail"}
 
 
 def _oversee_world(role_users, status: str, settings) -> dict:
-    from review.models import Conflict, Waiver
+    from accounts.models import Notification
+    from review.models import Conflict, EvidenceRequest, Waiver
     from tests.factories import OrganisationFactory
 
     world = _world(role_users, status, settings)
@@ -367,6 +414,14 @@ def _oversee_world(role_users, status: str, settings) -> dict:
     world["conflict"] = Conflict.objects.create(
         organisation=left, other=right, kind="other", reason="x", pinned=True, declared_by=role_users["chair"]
     )
+    world["evidence"] = EvidenceRequest.objects.create(
+        submission=world["sub"],
+        version=world["version"],
+        auditor=role_users["auditor"],
+        question="Send the power log.",
+        due_at=timezone.now() + timedelta(days=5),
+    )
+    world["notification"] = Notification.objects.create(user=world["owner"], kind="x", subject="Hello")
     return world
 
 
@@ -374,16 +429,15 @@ def _oversee_world(role_users, status: str, settings) -> dict:
 def test_oversight_routes_hide_drafts_and_refuse_everyone_else(name, role_users, storage_dir, settings):
     world = _oversee_world(role_users, "draft", settings)
     _, method, url = ROUTES[name]
-    if name != "review:conflict_remove":  # a conflict is no submission's: see the next test
+    if name not in CONFLICT_ROUTES:  # a conflict is no submission's: see the next test
         for user in (world["outsider"], world["auditor"], role_users["reviewer"]):
             response = _request(user, method, url(world))
             assert response.status_code == 404, (name, user, response.status_code)
-    anonymous = _request(None, method, url(world))
-    assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"], name
+    assert _anonymous_refused(_request(None, method, url(world))), name
     Submission.objects.filter(pk=world["sub"].pk).update(status="peer_reviewed")
     owner = _request(world["owner"], method, url(world))
     assert (
-        owner.status_code in (403, 404) if name == "review:conflict_remove" else owner.status_code == 403
+        owner.status_code in (403, 404) if name in CONFLICT_ROUTES else owner.status_code == 403
     ), (
         name,
         owner.status_code,
@@ -410,3 +464,209 @@ def test_conflicts_of_other_organisations_are_hidden_from_members(role_users, st
     assert Conflict.objects.filter(pk=world["conflict"].pk).exists()
     _request(role_users["chair"], "post", url)
     assert not Conflict.objects.filter(pk=world["conflict"].pk).exists()
+
+
+# --- The reviewer's pages and API (review/urls_reviewer.py, review/api_reviewer.py) -------------------
+# A review is read by the submitting organisation, its assigned reviewers, auditors and the chair, from
+# `submitted` on; publishing a result does not publish its review. MINE: one reviewer's own assignment.
+REVIEW, MINE, REVIEW_LIST = "review", "mine", "review-list"
+REVIEWER_ROUTES = {
+    "review:review_page": (REVIEW, "get", lambda w: f"/review/submissions/{w['sub'].pk}/"),
+    "review:review_create": (REVIEW, "post", lambda w: f"/review/submissions/{w['sub'].pk}/review/"),
+    "review:comment_create": (REVIEW, "post", lambda w: f"/review/submissions/{w['sub'].pk}/comments/"),
+    "review:objection_close": (
+        REVIEW,
+        "post",
+        lambda w: f"/review/submissions/{w['sub'].pk}/comments/{w['comment'].pk}/close/",
+    ),
+    "review:file_browser": (
+        REVIEW,
+        "get",
+        lambda w: f"/review/submissions/{w['sub'].pk}/versions/1/files/0/",
+    ),
+    "api:comment-detail": (REVIEW, "get", lambda w: f"/api/v1/comments/{w['comment'].pk}/"),
+    "api:comment-close": (REVIEW, "post", lambda w: f"/api/v1/comments/{w['comment'].pk}/close/"),
+    "api:review-version-diff": (REVIEW, "get", lambda w: f"/api/v1/review-versions/{w['version2'].pk}/diff/"),
+    "api:review-version-files": (
+        REVIEW,
+        "get",
+        lambda w: f"/api/v1/review-versions/{w['version'].pk}/files/",
+    ),
+    "api:review-version-lines": (
+        REVIEW,
+        "get",
+        lambda w: f"/api/v1/review-versions/{w['version'].pk}/files/0/lines/?member=bundle",
+    ),
+    "review:assignment_accept": (MINE, "post", lambda w: f"/review/assignments/{w['assignment'].pk}/accept/"),
+    "review:assignment_decline": (
+        MINE,
+        "post",
+        lambda w: f"/review/assignments/{w['assignment'].pk}/decline/",
+    ),
+    "api:review-assignment-detail": (
+        MINE,
+        "get",
+        lambda w: f"/api/v1/review-assignments/{w['assignment'].pk}/",
+    ),
+    "api:review-assignment-accept": (
+        MINE,
+        "post",
+        lambda w: f"/api/v1/review-assignments/{w['assignment'].pk}/accept/",
+    ),
+    "api:review-assignment-decline": (
+        MINE,
+        "post",
+        lambda w: f"/api/v1/review-assignments/{w['assignment'].pk}/decline/",
+    ),
+    "api:review-assignment-list": (REVIEW_LIST, "get", lambda w: "/api/v1/review-assignments/"),
+    "api:review-list": (REVIEW_LIST, "get", lambda w: "/api/v1/reviews/"),
+    "api:comment-list": (REVIEW_LIST, "get", lambda w: "/api/v1/comments/"),
+}
+ROUTES.update(REVIEWER_ROUTES)
+
+
+def _review_world(role_users, status: str) -> dict:
+    """acme's submission in `status` with a frozen version (one stored file, a check), the reviewer's accepted
+    assignment and review, an objection, an unassigned reviewer and another organisation's member."""
+    from review.models import Comment, Review
+    from tests.factories import (
+        OrganisationFactory,
+        SubmissionFactory,
+        SubmissionVersionFactory,
+        SystemFactory,
+    )
+
+    acme, nimbus = role_users["organisations"]["acme"], role_users["organisations"]["nimbus"]
+    submission = SubmissionFactory(
+        status=status, system=SystemFactory(organisation=acme), frozen_version=False
+    )
+    version = SubmissionVersionFactory(submission=submission, files=[("bundle", b"line one\nline two\n")])
+    Submission.objects.filter(pk=submission.pk).update(submitted_version=version)
+    version2 = SubmissionVersionFactory(submission=submission, files=[("bundle", b"line one\n")])
+    assignment = ReviewAssignment.objects.create(
+        submission=submission,
+        reviewer=role_users["reviewer"],
+        organisation=nimbus,
+        status=ReviewAssignment.Status.ACCEPTED,
+        due_at=timezone.now() + timedelta(days=14),
+    )
+    Review.objects.create(assignment=assignment, version=version, decision="approve")
+    comment = Comment.objects.create(
+        submission=submission,
+        version=version,
+        author=role_users["chair"],
+        body="matrix objection",
+        kind="objection",
+        objection_type="validity",
+        objection_status="open",
+    )
+    unassigned = UserFactory(username=f"unassigned-{status}")
+    MembershipFactory(
+        user=unassigned, organisation=OrganisationFactory(slug=f"third-{status}"), role="reviewer"
+    )
+    outsider = UserFactory(username=f"outsider-{status}")
+    MembershipFactory(user=outsider, organisation=nimbus, role="submitter")
+    return {
+        "sub": submission,
+        "version": version,
+        "version2": version2,
+        "assignment": assignment,
+        "comment": comment,
+        "owner": role_users["submitter"],
+        "reviewer": role_users["reviewer"],
+        "auditor": role_users["auditor"],
+        "chair": role_users["chair"],
+        "unassigned": unassigned,
+        "outsider": outsider,
+    }
+
+
+def _assert_hidden(response, name):
+    assert response.status_code == 404, (name, response.status_code)
+
+
+def _assert_login(response, name):
+    assert response.status_code in (302, 401, 403), (name, response.status_code)
+    if response.status_code == 302:
+        assert "/accounts/login/" in response["Location"]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (kind, _, _) in REVIEWER_ROUTES.items() if kind == REVIEW))
+@pytest.mark.parametrize("status", ["in_review", "published"])
+def test_review_routes_are_for_the_organisation_its_reviewers_auditors_and_the_chair(
+    name, status, role_users, storage_dir
+):
+    world = _review_world(role_users, status)
+    _, method, url = ROUTES[name]
+    for user in (world["outsider"], world["unassigned"]):
+        _assert_hidden(_request(user, method, url(world)), name)
+    _assert_login(_request(None, method, url(world)), name)
+    for user in (world["owner"], world["reviewer"], world["auditor"], world["chair"]):
+        response = _request(user, method, url(world))
+        assert response.status_code != 404, (name, user, response.status_code)
+        if method == "get":
+            assert response.status_code == 200, (name, user, response.status_code)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (kind, _, _) in REVIEWER_ROUTES.items() if kind == REVIEW))
+def test_a_draft_has_no_review_for_anyone(name, role_users, storage_dir):
+    world = _review_world(role_users, "draft")
+    _, method, url = ROUTES[name]
+    for user in (world["owner"], world["reviewer"], world["auditor"], world["outsider"]):
+        _assert_hidden(_request(user, method, url(world)), name)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (kind, _, _) in REVIEWER_ROUTES.items() if kind == MINE))
+def test_an_assignment_is_its_reviewers_own(name, role_users, storage_dir):
+    world = _review_world(role_users, "in_review")
+    _, method, url = ROUTES[name]
+    for user in (world["owner"], world["outsider"], world["unassigned"]):
+        _assert_hidden(_request(user, method, url(world)), name)
+    _assert_login(_request(None, method, url(world)), name)
+    assert _request(world["reviewer"], method, url(world)).status_code != 404, name
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, (kind, _, _) in REVIEWER_ROUTES.items() if kind == REVIEW_LIST)
+)
+def test_review_lists_never_carry_hidden_rows(name, role_users, storage_dir):
+    world = _review_world(role_users, "in_review")
+    _, _, url = ROUTES[name]
+    for user in (world["outsider"], world["unassigned"]):
+        response = _request(user, "get", url(world))
+        assert response.status_code == 200 and response.json()["results"] == [], (name, user)
+    _assert_login(_request(None, "get", url(world)), name)
+    assert _request(world["reviewer"], "get", url(world)).json()["results"], name
+
+
+SHARED_ROUTES = sorted(name for name, (kind, _, _) in ROUTES.items() if kind == SHARED)
+OWN_ROUTES = sorted(name for name, (kind, _, _) in ROUTES.items() if kind == OWN)
+
+
+def _anonymous_refused(response) -> bool:
+    if response.status_code == 302:
+        return "/accounts/login/" in response["Location"]
+    return response.status_code in (401, 403)
+
+
+@pytest.mark.parametrize("name", SHARED_ROUTES)
+def test_shared_rows_are_the_organisations_and_the_overseers(name, role_users, storage_dir, settings):
+    world = _oversee_world(role_users, "draft", settings)
+    _, method, url = ROUTES[name]
+    for user in (world["outsider"], world["auditor"], role_users["reviewer"]):
+        assert _request(user, method, url(world)).status_code == 404, (name, user)
+    assert _anonymous_refused(_request(None, method, url(world))), name
+    assert _request(world["owner"], method, url(world)).status_code != 404, name
+    Submission.objects.filter(pk=world["sub"].pk).update(status="peer_reviewed")
+    assert _request(world["outsider"], method, url(world)).status_code == 404, name
+    assert _request(world["auditor"], method, url(world)).status_code != 404, name
+
+
+@pytest.mark.parametrize("name", OWN_ROUTES)
+def test_notifications_are_their_users_only(name, role_users, storage_dir, settings):
+    world = _oversee_world(role_users, "peer_reviewed", settings)
+    _, method, url = ROUTES[name]
+    for user in (world["outsider"], world["auditor"], role_users["chair"], role_users["reviewer"]):
+        assert _request(user, method, url(world)).status_code == 404, (name, user)
+    assert _anonymous_refused(_request(None, method, url(world))), name
+    assert _request(world["owner"], method, url(world)).status_code == 200, name

@@ -25,6 +25,25 @@ CHROMIUM_ARGS = [
 ]
 
 
+@pytest.fixture
+def plain_http(settings):
+    """The live server speaks plain http on loopback: cookies must not be Secure-only."""
+    settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = False
+
+
+@pytest.fixture
+def browser_catalog(role_users):
+    """(benchmark, system) the sample run archives were made for, as the demo registers the system."""
+    from tests.factories import BenchmarkFactory, SystemFactory
+
+    system = SystemFactory(
+        organisation=role_users["organisations"]["acme"],
+        sample=True,
+        description={"system_name": "Acme AX-8000"},
+    )
+    return BenchmarkFactory(sample=True), system
+
+
 @pytest.fixture(scope="session")
 def chromium():
     problem = None

@@ -8,11 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from django.utils import timezone
 
-from submissions.models import Benchmark, CheckRun, Submission, SubmissionVersion
+from submissions.models import CheckRun, Submission
 from tests.browser.test_submitter_upload import _login
-from tests.factories import SystemFactory
+from tests.factories import SubmissionFactory, SubmissionVersionFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -20,40 +19,18 @@ SHOTS_DIR = os.environ.get("PORTAL_SCREENSHOT_DIR")
 
 
 @pytest.fixture
-def draft(live_server, settings, role_users):
-    settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = False  # plain http on loopback
-    benchmark, _ = Benchmark.objects.get_or_create(
-        model_id="llama3_1-8b",
-        defaults={
-            "display_name": "Llama 3.1 8B Instruct",
-            "dataset": "CNN/DailyMail",
-            "workload": "chat",
-            "tokenizer_path": "sample-bpe-4k/tokenizer.json",
-        },
+def draft(plain_http, storage_dir, browser_catalog, role_users):
+    benchmark, system = browser_catalog
+    return SubmissionFactory(
+        system=system, benchmark=benchmark, created_by=role_users["submitter"], title="AX-8000 release 2.1"
     )
-    system = SystemFactory(organisation=role_users["organisations"]["acme"], name="Acme_AX-8000")
-    submission = Submission.objects.create(
-        organisation=system.organisation,
-        system=system,
-        benchmark=benchmark,
-        created_by=role_users["submitter"],
-        title="AX-8000 release 2.1",
-    )
-    return submission
 
 
 def _version(submission, status):
-    version = SubmissionVersion.objects.create(
-        submission=submission,
-        number=submission.versions.count() + 1,
-        kind="bundle",
-        size_bytes=1,
-        sha256=f"{submission.versions.count() + 1}" * 64,
-        uploader=submission.created_by,
+    """The next version, its check run finished in `status` (no findings: the page shows only the buttons)."""
+    return SubmissionVersionFactory(
+        submission=submission, check_run=status, check_run__findings=[], check_run__point_metrics=[]
     )
-    now = timezone.now()
-    CheckRun.objects.create(version=version, status=status, started_at=now, finished_at=now)
-    return version
 
 
 def test_submitter_sees_why_submit_waits_then_submits(chromium, live_server, draft):

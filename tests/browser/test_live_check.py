@@ -19,37 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from catalog.models import Benchmark
 from submissions.models import CheckRun, Submission, Upload, UploadPart
-from tests.factories import PASSWORD, SystemFactory
+from tests.factories import PASSWORD, RUN_ARCHIVES
 from tests.submissions.conftest import wait_for_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-RUN_ARCHIVES = sorted(
-    (Path(__file__).resolve().parents[1] / "checker" / "fixtures" / "run_archives").glob("AX-8000_c*.tar.gz")
-)
 POINT_DELAY_S = 2  # per point, in the worker: the check takes long enough to be watched
 FINISHED = (CheckRun.Status.PASSED, CheckRun.Status.FAILED, CheckRun.Status.ERROR)
-
-
-def _catalog(role_users):
-    # Transactional tests flush the migrated catalog: make the benchmark the samples were run for.
-    benchmark, _ = Benchmark.objects.get_or_create(
-        model_id="llama3_1-8b",
-        defaults={
-            "display_name": "Llama 3.1 8B Instruct",
-            "dataset": "CNN/DailyMail",
-            "workload": "chat",
-            "tokenizer_path": "sample-bpe-4k/tokenizer.json",
-        },
-    )
-    system = SystemFactory(
-        organisation=role_users["organisations"]["acme"],
-        name="Acme_AX-8000",
-        description={"system_name": "Acme AX-8000"},
-    )
-    return benchmark, system
 
 
 def _login(page, base, username):
@@ -58,10 +35,6 @@ def _login(page, base, username):
     page.fill("input[name=password]", PASSWORD)
     page.click("main button[type=submit]")
     page.wait_for_url(f"{base}/dashboard/")
-
-
-def _http_settings(settings):
-    settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = False  # plain http on loopback
 
 
 # Every change of the check section, as the user sees it: the status badge and "N of M done".
@@ -80,10 +53,9 @@ OBSERVE = """() => {
 
 
 def test_live_progress_then_findings_and_points_without_reload(
-    chromium, live_server, live_pipeline, settings, role_users
+    chromium, live_server, live_pipeline, plain_http, browser_catalog, role_users
 ):
-    _http_settings(settings)
-    benchmark, system = _catalog(role_users)
+    benchmark, system = browser_catalog
     worker = live_pipeline(PORTAL_CHECK_TEST_POINT_DELAY_S=POINT_DELAY_S)
     from submissions.services import submission_create
 
@@ -151,20 +123,12 @@ def _big_archive(path: Path, size_bytes: int) -> Path:
 
 
 def test_upload_resumes_after_reload_sending_only_the_missing_parts(
-    chromium, live_server, settings, tmp_path, role_users
+    chromium, live_server, settings, tmp_path, storage_dir, plain_http, browser_catalog, role_users
 ):
-    _http_settings(settings)
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path / "media")},
-        },
-    }
-    settings.CELERY_TASK_ALWAYS_EAGER = True  # the check runs inside the last finish
+    # storage_dir keeps tasks eager: the check runs inside the last finish
     part_bytes = 8 * 1024 * 1024
     settings.PORTAL_UPLOAD_PART_BYTES = part_bytes
-    benchmark, system = _catalog(role_users)
+    benchmark, system = browser_catalog
     from submissions.services import submission_create
 
     submission = submission_create(actor=role_users["submitter"], system=system, benchmark=benchmark)

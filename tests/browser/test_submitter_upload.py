@@ -11,43 +11,17 @@ import pytest
 
 from catalog.models import Benchmark
 from submissions.models import CheckRun, Submission
-from tests.factories import PASSWORD, SystemFactory
+from tests.factories import PASSWORD, RUN_ARCHIVES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-RUN_ARCHIVES = sorted(
-    (Path(__file__).resolve().parents[1] / "checker" / "fixtures" / "run_archives").glob("AX-8000_c*.tar.gz")
-)
 SHOTS_DIR = os.environ.get("PORTAL_SCREENSHOT_DIR")  # keep the screenshots somewhere to look at them
 
 
 @pytest.fixture
-def portal(live_server, settings, tmp_path, role_users):
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path / "media")},
-        },
-    }
-    settings.CELERY_TASK_ALWAYS_EAGER = True  # the check runs in the live server, inside the last finish
+def portal(live_server, settings, storage_dir, plain_http, browser_catalog):
+    # The check runs in the live server, inside the last finish (storage_dir keeps tasks eager).
     settings.PORTAL_UPLOAD_PART_BYTES = 64 * 1024  # several parts per archive, so resuming matters
-    settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = False  # plain http on loopback
-    # Transactional tests flush the migrated catalog: make the benchmark the samples were run for.
-    Benchmark.objects.get_or_create(
-        model_id="llama3_1-8b",
-        defaults={
-            "display_name": "Llama 3.1 8B Instruct",
-            "dataset": "CNN/DailyMail",
-            "workload": "chat",
-            "tokenizer_path": "sample-bpe-4k/tokenizer.json",
-        },
-    )
-    SystemFactory(
-        organisation=role_users["organisations"]["acme"],
-        name="Acme_AX-8000",
-        description={"system_name": "Acme AX-8000"},
-    )
     return live_server.url
 
 

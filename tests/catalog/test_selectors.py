@@ -40,14 +40,7 @@ def test_shipped_tokenizer_loads_and_counts_tokens():
     assert len(tokenizer.encode("Summarise this article.", add_special_tokens=False).ids) > 0
 
 
-def test_uploaded_tokenizer_takes_precedence(settings, tmp_path):
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path)},
-        },
-    }
+def test_uploaded_tokenizer_takes_precedence(storage_dir):
     benchmark = Benchmark.objects.get(model_id="kimi-k3")
     benchmark.tokenizer_file.save("tokenizer.json", ContentFile(b'{"version": "real"}'))
     assert benchmark_tokenizer_json(benchmark) == '{"version": "real"}'

@@ -23,17 +23,9 @@ SMALL = RUN_ARCHIVES[0]  # one part
 
 
 @pytest.fixture
-def portal_env(role_users, live_server, tmp_path, settings):
+def portal_env(role_users, live_server, storage_dir, settings):
     from rest_framework.authtoken.models import Token
 
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path / "m")},
-        },
-    }
-    settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.PORTAL_UPLOAD_PART_BYTES = PART
     make_catalog(role_users["organisations"]["acme"])
     token = Token.objects.create(user=role_users["submitter"]).key
@@ -142,7 +134,7 @@ def test_submit_never_resumes_another_users_or_another_drafts_upload(portal_env,
 
 
 def test_hash_mismatch_tells_the_user_what_to_do_and_the_next_run_starts_over(
-    portal_env, monkeypatch, tmp_path
+    portal_env, monkeypatch, storage_dir
 ):
     parts = _Parts(monkeypatch)
     parts.refuse = (BIGGEST.stat().st_size, 2)
@@ -150,7 +142,7 @@ def test_hash_mismatch_tells_the_user_what_to_do_and_the_next_run_starts_over(
     assert _portal(*command, env=portal_env).returncode == 2
     # A stored part is damaged on the server (same length, other bytes).
     damaged = Upload.objects.get().parts.get(index=0)
-    stored = tmp_path / "m" / damaged.storage_key
+    stored = storage_dir / damaged.storage_key
     stored.write_bytes(b"\0" * stored.stat().st_size)
     parts.refuse = None
     second = _portal(*command, env=portal_env)

@@ -14,20 +14,11 @@ from tests.submissions.support import (
     api_client,
     api_upload,
     api_upload_run_archives,
-    make_catalog,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 FINISHED = (CheckRun.Status.PASSED, CheckRun.Status.FAILED, CheckRun.Status.ERROR)
-
-
-@pytest.fixture
-def draft(role_users):
-    from submissions.services import submission_create
-
-    benchmark, system = make_catalog(role_users["organisations"]["acme"])
-    return submission_create(actor=role_users["submitter"], system=system, benchmark=benchmark)
 
 
 def _finished_events(run) -> int:

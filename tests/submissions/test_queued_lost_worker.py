@@ -13,19 +13,11 @@ from audit.models import AuditEvent
 from submissions import checks
 from submissions.models import CheckRun
 from tests.submissions.conftest import wait_for_run
-from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload, make_catalog
+from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 FINISHED = (CheckRun.Status.PASSED, CheckRun.Status.FAILED, CheckRun.Status.ERROR)
-
-
-@pytest.fixture
-def draft(role_users):
-    from submissions.services import submission_create
-
-    benchmark, system = make_catalog(role_users["organisations"]["acme"])
-    return submission_create(actor=role_users["submitter"], system=system, benchmark=benchmark)
 
 
 def test_lost_start_message_is_resent_and_the_run_ends_exactly_once(

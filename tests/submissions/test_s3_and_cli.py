@@ -10,18 +10,10 @@ from pathlib import Path
 import pytest
 
 from submissions.models import CheckRun, Submission, SubmissionVersion
-from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload, make_catalog, sha256_of
+from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload, sha256_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def draft(role_users):
-    from submissions.services import submission_create
-
-    benchmark, system = make_catalog(role_users["organisations"]["acme"])
-    return submission_create(actor=role_users["submitter"], system=system, benchmark=benchmark)
 
 
 @pytest.fixture
@@ -79,19 +71,7 @@ def _portal(*args, env=None, timeout=300):
     )
 
 
-@pytest.fixture
-def eager_local(tmp_path, settings):
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path / "m")},
-        },
-    }
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-
-
-def test_cli_submits_run_archives_waits_and_reports(role_users, draft, live_server, eager_local, settings):
+def test_cli_submits_run_archives_waits_and_reports(role_users, draft, live_server, storage_dir, settings):
     from rest_framework.authtoken.models import Token
 
     settings.PORTAL_UPLOAD_PART_BYTES = 64 * 1024
@@ -131,7 +111,7 @@ def test_cli_submits_run_archives_waits_and_reports(role_users, draft, live_serv
     assert Submission.objects.filter(organisation=draft.organisation).count() == 2
 
 
-def test_cli_cannot_reach_another_organisations_submission(role_users, draft, live_server, eager_local):
+def test_cli_cannot_reach_another_organisations_submission(role_users, draft, live_server, storage_dir):
     from rest_framework.authtoken.models import Token
 
     from tests.factories import MembershipFactory, UserFactory

@@ -13,19 +13,7 @@ from tests.factories import SystemFactory
 from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload_run_archives, make_catalog
 from tests.submissions.test_systems import sample_system_desc
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def storage_dir(tmp_path, settings):
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path / "media")},
-        },
-    }
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("storage_dir")]
 
 
 def _checked_run(user, submission, paths=RUN_ARCHIVES) -> CheckRun:

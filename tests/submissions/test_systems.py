@@ -210,18 +210,10 @@ def test_api_create_submission_for_unknown_system_says_how_to_register(role_user
 
 @pytest.mark.django_db(transaction=True)
 def test_portal_submit_for_an_unregistered_system_says_how_to_register_it(
-    role_users, live_server, settings, tmp_path
+    role_users, live_server, storage_dir
 ):
     from rest_framework.authtoken.models import Token
 
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path / "m")},
-        },
-    }
-    settings.CELERY_TASK_ALWAYS_EAGER = True
     make_catalog(role_users["organisations"]["acme"])
     token = Token.objects.create(user=role_users["submitter"]).key
     result = subprocess.run(

@@ -14,33 +14,16 @@ from audit.models import AuditEvent
 from submissions.checks import check_runs_reconcile
 from submissions.models import CheckRun, IdempotencyKey, SubmissionVersion, Upload
 from submissions.uploads import organisation_storage_used_bytes, upload_part
-from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload, make_catalog, sha256_of
+from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload, sha256_of
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("storage_dir")]
 PART = 64 * 1024
 BIGGEST = max(RUN_ARCHIVES, key=lambda p: p.stat().st_size)  # four parts of PART
 
 
-@pytest.fixture
-def storage_dir(tmp_path, settings):
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path / "media")},
-        },
-    }
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+@pytest.fixture(autouse=True)
+def part_size(settings):
     settings.PORTAL_UPLOAD_PART_BYTES = PART
-    return tmp_path / "media"
-
-
-@pytest.fixture
-def draft(role_users, storage_dir):
-    from submissions.services import submission_create
-
-    benchmark, system = make_catalog(role_users["organisations"]["acme"])
-    return submission_create(actor=role_users["submitter"], system=system, benchmark=benchmark)
 
 
 def _start(client, draft, data: bytes, name="a.tar.gz") -> dict:

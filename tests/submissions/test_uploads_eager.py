@@ -14,32 +14,10 @@ from tests.submissions.support import (
     api_client,
     api_upload,
     api_upload_run_archives,
-    make_catalog,
     sha256_of,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def storage_dir(tmp_path, settings):
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path / "media")},
-        },
-    }
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    return tmp_path / "media"
-
-
-@pytest.fixture
-def draft(role_users, storage_dir):
-    from submissions.services import submission_create
-
-    benchmark, system = make_catalog(role_users["organisations"]["acme"])
-    return submission_create(actor=role_users["submitter"], system=system, benchmark=benchmark)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("storage_dir")]
 
 
 def test_seven_run_archives_make_one_version_with_seven_points(role_users, draft):

@@ -30,19 +30,12 @@ def expected_visible(role: str, status: str) -> bool:
 
 
 @pytest.fixture
-def world(role_users, tmp_path, settings):
+def world(role_users, storage_dir):
     from django.core.files.base import ContentFile
     from django.core.files.storage import default_storage
 
     from tests.factories import MembershipFactory, UserFactory
 
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path)},
-        },
-    }
     benchmark, system = make_catalog(role_users["organisations"]["acme"])
     outsider = UserFactory(username="outsider")
     MembershipFactory(user=outsider, organisation=role_users["organisations"]["nimbus"], role="submitter")
