@@ -10,7 +10,6 @@ Refusals are the services' ApplicationErrors ({"code", "detail"}); writes accept
 from __future__ import annotations
 
 import django_filters
-from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -27,6 +26,7 @@ from access.visibility import (
     review_submissions_visible_to,
     reviews_visible_to,
 )
+from portal.errors import ApplicationError
 from review import bundle_files, selectors, services
 from review.models import Comment, Review, ReviewAssignment
 from submissions.api.common import IDEMPOTENCY_PARAMETER
@@ -368,6 +368,7 @@ class CommentViewSet(
     def get_queryset(self):
         return (
             comments_visible_to(self.request.user)
+            .filter(submission__in=review_submissions_visible_to(self.request.user))
             .select_related("author", "version", "closed_by")
             .order_by("created_at", "pk")
         )
@@ -482,7 +483,11 @@ class ReviewVersionViewSet(viewsets.GenericViewSet):
         else:
             old = siblings.filter(number__lt=new.number).order_by("-number").first()
         if old is None:
-            raise Http404("No version to compare with.")
+            raise ApplicationError(
+                f"Submission #{new.submission_id} has no version {against or 'before ' + str(new.number)} "
+                "to compare with.",
+                code="no-version-to-compare",
+            )
         return Response(VersionDiffSerializer(diff_data(old, new)).data)
 
     @extend_schema(responses={200: StoredFileSerializer(many=True)})

@@ -670,3 +670,176 @@ def test_notifications_are_their_users_only(name, role_users, storage_dir, setti
         assert _request(user, method, url(world)).status_code == 404, (name, user)
     assert _anonymous_refused(_request(None, method, url(world))), name
     assert _request(world["owner"], method, url(world)).status_code == 200, name
+
+
+# --- The reviewer's pages and API (review/urls_reviewer.py, review/api_reviewer.py) -------------------
+# A review is read by the submitting organisation, its assigned reviewers, auditors and the chair, from
+# `submitted` on; publishing a result does not publish its review. MINE: one reviewer's own assignment.
+REVIEW, MINE, REVIEW_LIST = "review", "mine", "review-list"
+REVIEWER_ROUTES = {
+    "review:review_page": (REVIEW, "get", lambda w: f"/review/submissions/{w['sub'].pk}/"),
+    "review:review_create": (REVIEW, "post", lambda w: f"/review/submissions/{w['sub'].pk}/review/"),
+    "review:comment_create": (REVIEW, "post", lambda w: f"/review/submissions/{w['sub'].pk}/comments/"),
+    "review:objection_close": (
+        REVIEW,
+        "post",
+        lambda w: f"/review/submissions/{w['sub'].pk}/comments/{w['comment'].pk}/close/",
+    ),
+    "review:file_browser": (
+        REVIEW,
+        "get",
+        lambda w: f"/review/submissions/{w['sub'].pk}/versions/1/files/0/",
+    ),
+    "api:comment-detail": (REVIEW, "get", lambda w: f"/api/v1/comments/{w['comment'].pk}/"),
+    "api:comment-close": (REVIEW, "post", lambda w: f"/api/v1/comments/{w['comment'].pk}/close/"),
+    "api:review-version-diff": (REVIEW, "get", lambda w: f"/api/v1/review-versions/{w['version2'].pk}/diff/"),
+    "api:review-version-files": (
+        REVIEW,
+        "get",
+        lambda w: f"/api/v1/review-versions/{w['version'].pk}/files/",
+    ),
+    "api:review-version-lines": (
+        REVIEW,
+        "get",
+        lambda w: f"/api/v1/review-versions/{w['version'].pk}/files/0/lines/?member=bundle",
+    ),
+    "review:assignment_accept": (MINE, "post", lambda w: f"/review/assignments/{w['assignment'].pk}/accept/"),
+    "review:assignment_decline": (
+        MINE,
+        "post",
+        lambda w: f"/review/assignments/{w['assignment'].pk}/decline/",
+    ),
+    "api:review-assignment-detail": (
+        MINE,
+        "get",
+        lambda w: f"/api/v1/review-assignments/{w['assignment'].pk}/",
+    ),
+    "api:review-assignment-accept": (
+        MINE,
+        "post",
+        lambda w: f"/api/v1/review-assignments/{w['assignment'].pk}/accept/",
+    ),
+    "api:review-assignment-decline": (
+        MINE,
+        "post",
+        lambda w: f"/api/v1/review-assignments/{w['assignment'].pk}/decline/",
+    ),
+    "api:review-assignment-list": (REVIEW_LIST, "get", lambda w: "/api/v1/review-assignments/"),
+    "api:review-list": (REVIEW_LIST, "get", lambda w: "/api/v1/reviews/"),
+    "api:comment-list": (REVIEW_LIST, "get", lambda w: "/api/v1/comments/"),
+}
+ROUTES.update(REVIEWER_ROUTES)
+
+
+def _review_world(role_users, status: str) -> dict:
+    """acme's submission in `status` with a frozen version (one stored file, a check), the reviewer's accepted
+    assignment and review, an objection, an unassigned reviewer and another organisation's member."""
+    from review.models import Comment, Review
+    from tests.factories import (
+        OrganisationFactory,
+        SubmissionFactory,
+        SubmissionVersionFactory,
+        SystemFactory,
+    )
+
+    acme, nimbus = role_users["organisations"]["acme"], role_users["organisations"]["nimbus"]
+    submission = SubmissionFactory(
+        status=status, system=SystemFactory(organisation=acme), frozen_version=False
+    )
+    version = SubmissionVersionFactory(submission=submission, files=[("bundle", b"line one\nline two\n")])
+    Submission.objects.filter(pk=submission.pk).update(submitted_version=version)
+    version2 = SubmissionVersionFactory(submission=submission, files=[("bundle", b"line one\n")])
+    assignment = ReviewAssignment.objects.create(
+        submission=submission,
+        reviewer=role_users["reviewer"],
+        organisation=nimbus,
+        status=ReviewAssignment.Status.ACCEPTED,
+        due_at=timezone.now() + timedelta(days=14),
+    )
+    Review.objects.create(assignment=assignment, version=version, decision="approve")
+    comment = Comment.objects.create(
+        submission=submission,
+        version=version,
+        author=role_users["chair"],
+        body="matrix objection",
+        kind="objection",
+        objection_type="validity",
+        objection_status="open",
+    )
+    unassigned = UserFactory(username=f"unassigned-{status}")
+    MembershipFactory(
+        user=unassigned, organisation=OrganisationFactory(slug=f"third-{status}"), role="reviewer"
+    )
+    outsider = UserFactory(username=f"outsider-{status}")
+    MembershipFactory(user=outsider, organisation=nimbus, role="submitter")
+    return {
+        "sub": submission,
+        "version": version,
+        "version2": version2,
+        "assignment": assignment,
+        "comment": comment,
+        "owner": role_users["submitter"],
+        "reviewer": role_users["reviewer"],
+        "auditor": role_users["auditor"],
+        "chair": role_users["chair"],
+        "unassigned": unassigned,
+        "outsider": outsider,
+    }
+
+
+def _assert_hidden(response, name):
+    assert response.status_code == 404, (name, response.status_code)
+
+
+def _assert_login(response, name):
+    assert response.status_code in (302, 401, 403), (name, response.status_code)
+    if response.status_code == 302:
+        assert "/accounts/login/" in response["Location"]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (kind, _, _) in REVIEWER_ROUTES.items() if kind == REVIEW))
+@pytest.mark.parametrize("status", ["in_review", "published"])
+def test_review_routes_are_for_the_organisation_its_reviewers_auditors_and_the_chair(
+    name, status, role_users, storage_dir
+):
+    world = _review_world(role_users, status)
+    _, method, url = ROUTES[name]
+    for user in (world["outsider"], world["unassigned"]):
+        _assert_hidden(_request(user, method, url(world)), name)
+    _assert_login(_request(None, method, url(world)), name)
+    for user in (world["owner"], world["reviewer"], world["auditor"], world["chair"]):
+        response = _request(user, method, url(world))
+        assert response.status_code != 404, (name, user, response.status_code)
+        if method == "get":
+            assert response.status_code == 200, (name, user, response.status_code)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (kind, _, _) in REVIEWER_ROUTES.items() if kind == REVIEW))
+def test_a_draft_has_no_review_for_anyone(name, role_users, storage_dir):
+    world = _review_world(role_users, "draft")
+    _, method, url = ROUTES[name]
+    for user in (world["owner"], world["reviewer"], world["auditor"], world["outsider"]):
+        _assert_hidden(_request(user, method, url(world)), name)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (kind, _, _) in REVIEWER_ROUTES.items() if kind == MINE))
+def test_an_assignment_is_its_reviewers_own(name, role_users, storage_dir):
+    world = _review_world(role_users, "in_review")
+    _, method, url = ROUTES[name]
+    for user in (world["owner"], world["outsider"], world["unassigned"]):
+        _assert_hidden(_request(user, method, url(world)), name)
+    _assert_login(_request(None, method, url(world)), name)
+    assert _request(world["reviewer"], method, url(world)).status_code != 404, name
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, (kind, _, _) in REVIEWER_ROUTES.items() if kind == REVIEW_LIST)
+)
+def test_review_lists_never_carry_hidden_rows(name, role_users, storage_dir):
+    world = _review_world(role_users, "in_review")
+    _, _, url = ROUTES[name]
+    for user in (world["outsider"], world["unassigned"]):
+        response = _request(user, "get", url(world))
+        assert response.status_code == 200 and response.json()["results"] == [], (name, user)
+    _assert_login(_request(None, "get", url(world)), name)
+    assert _request(world["reviewer"], "get", url(world)).json()["results"], name
