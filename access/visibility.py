@@ -203,7 +203,7 @@ def evidence_requests_visible_to(user) -> QuerySet[EvidenceRequest]:
     if not _signed_in(user):
         return EvidenceRequest.objects.none()
     if _oversees(user):
-        return EvidenceRequest.objects.all()
+        return EvidenceRequest.objects.exclude(submission__status=Submission.Status.DRAFT)
     return EvidenceRequest.objects.filter(submission__organisation_id__in=user_org_ids(user))
 
 

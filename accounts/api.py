@@ -1,14 +1,22 @@
-"""API of accounts: the caller's identity and roles (`/api/v1/me/`)."""
+"""API of accounts: the caller's identity and roles (`/api/v1/me/`), their notifications and how they are
+e-mailed (only the caller's own: access.visibility)."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import serializers
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.routers import BaseRouter
 from rest_framework.views import APIView
 
+from access.visibility import notifications_visible_to
+from accounts.models import Notification, NotificationPreference
 from accounts.selectors import user_roles
+from accounts.services import notification_preference_of, notification_preference_set, notifications_mark_read
+from submissions.api.common import IDEMPOTENCY_PARAMETER
+from submissions.idempotency import idempotent
 
 
 class MeApi(APIView):
@@ -31,3 +39,70 @@ class MeApi(APIView):
     )
     def get(self, request):
         return Response({"username": request.user.get_username(), **user_roles(request.user)})
+
+
+class NotificationSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Notification
+        fields = ["id", "kind", "subject", "body", "url", "created_at", "read_at", "emailed_at"]
+        read_only_fields = fields
+
+
+class NotificationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """The caller's own notifications, newest first (`?unread=1` for the unread ones); mark one or all read."""
+
+    serializer_class = NotificationSerializer
+    permission_classes = [IsAuthenticated]
+
+    def get_queryset(self):
+        rows = notifications_visible_to(self.request.user)
+        return rows.filter(read_at__isnull=True) if self.request.query_params.get("unread") else rows
+
+    @extend_schema(request=None, responses={200: NotificationSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def read(self, request, pk=None):
+        notification = self.get_object()
+        notifications_mark_read(user=request.user, notification_ids=[notification.pk])
+        notification.refresh_from_db()
+        return Response(NotificationSerializer(notification).data)
+
+    @extend_schema(
+        request=None,
+        responses=inline_serializer("NotificationsRead", {"marked": serializers.IntegerField()}),
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )
+    @action(detail=False, methods=["post"], url_path="read-all")
+    @idempotent
+    def read_all(self, request):
+        return Response({"marked": notifications_mark_read(user=request.user)})
+
+
+class NotificationPreferenceSerializer(serializers.Serializer):
+    delivery = serializers.ChoiceField(choices=NotificationPreference.Delivery.choices)
+
+
+class NotificationPreferenceApi(APIView):
+    """How the caller's notifications are e-mailed: `immediate` (one e-mail each) or `digest` (one a day)."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=NotificationPreferenceSerializer)
+    def get(self, request):
+        return Response({"delivery": notification_preference_of(request.user)})
+
+    @extend_schema(
+        request=NotificationPreferenceSerializer,
+        responses=NotificationPreferenceSerializer,
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )
+    @idempotent
+    def put(self, request):
+        data = NotificationPreferenceSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        preference = notification_preference_set(user=request.user, delivery=data.validated_data["delivery"])
+        return Response({"delivery": preference.delivery})
+
+
+def register(router: BaseRouter) -> None:
+    router.register("notifications", NotificationViewSet, basename="notification")

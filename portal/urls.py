@@ -25,11 +25,16 @@ class _PublicRootRouter(routers.DefaultRouter):
 
 
 router = _PublicRootRouter()
-for app_api in (catalog_api, submissions_api, review_api, audit_api, leaderboard_api):
+for app_api in (catalog_api, submissions_api, review_api, audit_api, leaderboard_api, accounts_api):
     app_api.register(router)
 
 api_v1 = [
     path("me/", accounts_api.MeApi.as_view(), name="me"),
+    path(
+        "notification-preference/",
+        accounts_api.NotificationPreferenceApi.as_view(),
+        name="notification-preference",
+    ),
     path("", include(router.urls)),
 ]
 

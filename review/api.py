@@ -2,9 +2,11 @@
 
 from rest_framework.routers import BaseRouter
 
-from review import api_reviewer
+from review import api_audit, api_chair, api_reviewer
 
 
 def register(router: BaseRouter) -> None:
     """Add this app's viewsets to the /api/v1/ router."""
     api_reviewer.register(router)  # assignments, reviews, the thread, version diff and file browser
+    api_audit.register(router)  # the audit queue, attest, evidence requests, waivers
+    api_chair.register(router)  # the chair's dashboard, assignment by hand or drawn, conflicts
