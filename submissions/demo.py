@@ -31,6 +31,11 @@ DEMO_ORGANISATIONS = [
     ("AcmeCompute", "acmecompute", Organisation.Kind.HARDWARE_VENDOR),
     ("NimbusCloud", "nimbuscloud", Organisation.Kind.HYPERSCALER),
     ("Quill University", "quill-university", Organisation.Kind.ACADEMIC),
+    # Two more reviewing organisations, so the chair's assignment has a choice (review.demo).
+    ("Orbital Labs", "orbital-labs", Organisation.Kind.NEOCLOUD),
+    ("Tessera AI", "tessera-ai", Organisation.Kind.MANAGED_API),
+    # The maker of the embargoed Unreleased-Z9 (review.demo): nobody outside the review may learn its name.
+    ("Zephyr Silicon", "zephyr-silicon", Organisation.Kind.HARDWARE_VENDOR),
 ]
 
 
@@ -60,6 +65,27 @@ DEMO_USERS = [
         "reviewer at NimbusCloud",
         "nimbuscloud",
         Membership.Role.REVIEWER,
+    ),
+    DemoUser(
+        "demo-reviewer2",
+        "demo-reviewer2-pass",
+        "reviewer at Orbital Labs",
+        "orbital-labs",
+        Membership.Role.REVIEWER,
+    ),
+    DemoUser(
+        "demo-reviewer3",
+        "demo-reviewer3-pass",
+        "reviewer at Tessera AI (in conflict with Zephyr Silicon)",
+        "tessera-ai",
+        Membership.Role.REVIEWER,
+    ),
+    DemoUser(
+        "demo-zephyr",
+        "demo-zephyr-pass",
+        "submitter at Zephyr Silicon (Unreleased-Z9)",
+        "zephyr-silicon",
+        Membership.Role.SUBMITTER,
     ),
     DemoUser("demo-auditor", "demo-auditor-pass", "auditor", global_role=GlobalRole.Role.AUDITOR),
     DemoUser(
@@ -139,6 +165,8 @@ def seed_demo_submissions(seed: DemoSeed) -> None:
 
 
 def seed_demo() -> DemoSeed:
+    """Organisations, users, systems and the sample drafts; review.demo.seed_demo_review takes them on through
+    review and audit (the seed_demo command runs both)."""
     seed = DemoSeed()
     seed_demo_organisations(seed)
     seed_demo_users(seed)

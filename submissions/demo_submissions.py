@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,3 +147,50 @@ def seed_demo_sample_submissions(seed) -> list[Submission]:
             upload_files(submission=submission, files=files(), actor=submitter, kind=kind)
         made.append(submission)
     return made
+
+
+def run_archives_renamed(*, system_id: str, system_name: str, organisation_name: str) -> list[DemoFile]:
+    """The seven AX-8000 run archives re-labelled as another organisation's system (a generated version whose
+    measurements are the sample's): system_power.json names `system_id`, system_desc.json `system_name` and
+    the organisation. Deterministic bytes, like bundle_archive_for_system."""
+    renamed = []
+    for original in run_archive_files():
+        source = tarfile.open(fileobj=io.BytesIO(original.data), mode="r:gz")
+        buffer = io.BytesIO()
+        with (
+            source,
+            tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6, format=tarfile.PAX_FORMAT) as tar,
+        ):
+            for member in source.getmembers():
+                data = source.extractfile(member).read() if member.isfile() else None
+                if data is not None and member.name.endswith("/system_desc.json"):
+                    description = json.loads(data)
+                    description.update(
+                        system_name=system_name,
+                        shortened_system_name=system_name,
+                        submitter_org_names=organisation_name,
+                    )
+                    data = json.dumps(description, indent=2).encode()
+                elif data is not None and member.name.endswith("/system_power.json"):
+                    power = json.loads(data)
+                    power["system_desc_id"] = system_id
+                    data = json.dumps(power, indent=2).encode()
+                info = tarfile.TarInfo(member.name)
+                info.type, info.mode, info.mtime = member.type, member.mode, 1_764_460_800
+                info.uid, info.gid, info.uname, info.gname = 0, 0, "", ""
+                if data is None:
+                    tar.addfile(info)
+                else:
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+        data = bytearray(buffer.getvalue())
+        data[4:8] = b"\x00\x00\x00\x00"
+        renamed.append(DemoFile(original.filename.replace("AX-8000", system_id), bytes(data)))
+    return renamed
+
+
+def system_description_of(files: list[DemoFile]) -> dict:
+    """The system_desc.json of the first run archive in `files` (to register the system it describes)."""
+    with tarfile.open(fileobj=io.BytesIO(files[0].data), mode="r:gz") as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("/system_desc.json"))
+        return json.loads(tar.extractfile(member).read())

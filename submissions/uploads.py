@@ -124,11 +124,15 @@ def _require_submitter(actor, submission: Submission) -> None:
         )
 
 
+# A draft, or a submission the reviewers sent back: its new version is what `resubmit` sends them.
+UPLOADABLE_STATUSES = (Submission.Status.DRAFT, Submission.Status.CHANGES_REQUESTED)
+
+
 def _require_draft(submission: Submission) -> None:
-    if submission.status != Submission.Status.DRAFT:
+    if submission.status not in UPLOADABLE_STATUSES:
         raise ConflictError(
             f"Submission #{submission.pk} is {submission.get_status_display().lower()}: "
-            "new versions can only be uploaded to a draft.",
+            "new versions can only be uploaded to a draft or to a submission sent back for changes.",
             code="submission-not-draft",
         )
 

@@ -1,4 +1,8 @@
-"""seed_demo builds the demo world through the services, and running it again changes nothing."""
+"""seed_demo builds the demo world through the services: every state of review and audit, the sample checks
+with their waivers, the embargoed Unreleased-Z9; running it again changes nothing.
+
+Transactional: the demo runs in autocommit, where the checks (queued after commit) finish in-process before
+the next step needs them."""
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -8,28 +12,35 @@ from accounts.models import Organisation
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from audit.selectors import audit_chain_verify
-from submissions.models import System
+from review.demo import AUDITED_TITLE, Z9_SYSTEM, Z9_TITLE
+from review.models import Comment, Conflict, ReviewAssignment, Waiver
+from review.selectors import open_objections
+from submissions.models import CheckRun, Submission, System
+from tests.factories import BenchmarkFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_seed_demo_is_idempotent_and_complete(capsys):
+def _counts():
+    return (
+        Organisation.objects.count(),
+        get_user_model().objects.count(),
+        System.objects.count(),
+        Submission.objects.count(),
+        AuditEvent.objects.count(),
+    )
+
+
+def test_seed_demo_is_idempotent_and_shows_every_state(capsys):
+    BenchmarkFactory(sample=True)  # the catalog migration ships it; transactional tests flush it
     call_command("seed_demo")
     out = capsys.readouterr().out
-    assert "demo-submitter" in out and "demo-submitter-pass" in out
-    counts = (
-        Organisation.objects.count(),
-        get_user_model().objects.count(),
-        System.objects.count(),
-        AuditEvent.objects.count(),
-    )
+    counts = _counts()
     call_command("seed_demo")
-    assert counts == (
-        Organisation.objects.count(),
-        get_user_model().objects.count(),
-        System.objects.count(),
-        AuditEvent.objects.count(),
-    )
+    assert _counts() == counts
+    for login in ("demo-submitter", "demo-reviewer", "demo-reviewer2", "demo-reviewer3", "demo-zephyr"):
+        assert login in out and f"{login}-pass" in out
+    assert "demo-auditor-pass" in out and "demo-chair-pass" in out
 
     User = get_user_model()
     acme = Organisation.objects.get(name="AcmeCompute")
@@ -41,11 +52,67 @@ def test_seed_demo_is_idempotent_and_complete(capsys):
     chair = User.objects.get(username="demo-chair")
     assert user_is_chair(chair) and chair.is_staff and chair.is_superuser
     assert User.objects.get(username="demo-submitter").check_password("demo-submitter-pass")
-
     ax8000 = System.objects.get(organisation=acme, name="Acme_AX-8000")
     assert ax8000.description["system_name"] == "Acme AX-8000"
     assert (
         System.objects.get(organisation=acme, name="Acme_AX-4000").description["system_name"]
         == "Acme AX-4000"
     )
+
+    # Every state the issue names, once each among Acme's demo submissions, plus Zephyr's in review.
+    statuses = sorted(Submission.objects.filter(organisation=acme).values_list("status", flat=True))
+    assert statuses == sorted(
+        [
+            "draft",
+            "submitted",
+            "in_review",
+            "changes_requested",
+            "peer_reviewed",
+            "audited",
+            "rejected",
+        ]
+    )
+    # Reviewers of four organisations: the chair's draw had a choice (and took the least loaded one).
+    assert Organisation.objects.filter(memberships__role="reviewer").distinct().count() >= 3
+    waiting = Submission.objects.get(organisation=acme, status="submitted")
+    drawn = ReviewAssignment.objects.filter(submission=waiting).values_list("reviewer__username", flat=True)
+    assert len(drawn) == 2 and "demo-reviewer3" in drawn
+
+    # The short sample runs failed on known rules and went through review with waivers the chair granted.
+    audited = Submission.objects.get(title=AUDITED_TITLE)
+    assert audited.status == "audited" and audited.attestations.exists()
+    run = audited.submitted_version.check_runs.get()
+    assert run.status == CheckRun.Status.FAILED
+    failing = set(run.findings.filter(severity="error").values_list("rule", flat=True))
+    assert failing == {"accuracy-sample-count"}
+    assert set(Waiver.objects.filter(version=audited.submitted_version).values_list("status", flat=True)) == {
+        "granted"
+    }
+
+    in_review = Submission.objects.get(organisation=acme, status="in_review")
+    (objection,) = open_objections(in_review)
+    assert objection.objection_status == Comment.ObjectionStatus.OPEN
+    assert (objection.answer_due_at - objection.created_at).days <= 3  # the next business day
+
+    changed = Submission.objects.get(organisation=acme, status="changes_requested")
+    assert changed.versions.count() == 2
+    assert changed.versions.get(number=2).check_runs.get().status == CheckRun.Status.FAILED
+    assert changed.versions.get(number=2).files.count() == 7
+
+    z9 = Submission.objects.get(title=Z9_TITLE)
+    assert z9.status == "in_review" and z9.system.name == Z9_SYSTEM
+    assert z9.organisation.slug == "zephyr-silicon"
+    assert Conflict.objects.filter(
+        organisation=z9.organisation, other__slug="tessera-ai", pinned=True
+    ).exists()
+    z9_run = z9.submitted_version.check_runs.get()
+    assert not z9_run.findings.filter(rule="submission-scope").exists()  # its points are the Z9's own
+
+    # The sample drafts keep their real uploads and curves (submissions.demo_submissions).
+    ax4000 = Submission.objects.get(organisation=acme, system__name="Acme_AX-4000")
+    ax4000_run = ax4000.versions.get().check_runs.get()
+    assert ax4000_run.findings.filter(rule="raw-log-missing", severity="error").count() == 7
+    assert ax4000_run.curves[0]["points"][0]["basis"] == "claimed"
+    assert audited.versions.get().files.count() == 7
+    assert all(m.recomputed for m in run.point_metrics.all()) and run.curves
     assert audit_chain_verify().ok
