@@ -80,3 +80,36 @@ def api_upload_run_archives(client: APIClient, *, submission_id: int, paths=RUN_
     return api_upload(
         client, submission_id=submission_id, name=last.name, data=last.read_bytes(), include=ids
     )
+
+
+# What the checker finds in the sample run archives (pinned: a rule that starts or stops firing fails the tests).
+# They are short runs, so the official accuracy rule fails them; one archive alone is one load point, so the
+# coverage and point-count rules fail as well.
+SEVEN_ARCHIVES_ERRORS = {"accuracy-sample-count"}
+_ONE_POINT = {"accuracy-coverage", "low-concurrency-coverage", "med-concurrency-coverage", "point-count"}
+ONE_ARCHIVE_ERRORS = {
+    "AX-8000_c1.tar.gz": _ONE_POINT
+    | {"accuracy-sample-count", "high-concurrency-coverage", "offline-point-present"},
+    "AX-8000_c2.tar.gz": _ONE_POINT
+    | {"accuracy-present", "high-concurrency-coverage", "offline-point-present"},
+    "AX-8000_c4.tar.gz": _ONE_POINT
+    | {"accuracy-sample-count", "high-concurrency-coverage", "offline-point-present"},
+    "AX-8000_c8.tar.gz": _ONE_POINT
+    | {"accuracy-present", "high-concurrency-coverage", "offline-point-present"},
+    "AX-8000_c16.tar.gz": _ONE_POINT
+    | {"accuracy-sample-count", "high-concurrency-coverage", "offline-point-present"},
+    "AX-8000_c32.tar.gz": _ONE_POINT
+    | {"accuracy-present", "high-concurrency-coverage", "offline-point-present"},
+    "AX-8000_c64.tar.gz": _ONE_POINT | {"accuracy-sample-count", "ultra-low-concurrency-coverage"},
+}
+
+
+def error_rules(check_run) -> set[str]:
+    return set(check_run.findings.filter(severity="error").values_list("rule", flat=True))
+
+
+def assert_failed_on(check_run, expected: set[str]) -> None:
+    """The run finished `failed` with exactly these error rule ids."""
+    assert check_run.status == "failed", (check_run.status, check_run.error_message)
+    assert error_rules(check_run) == expected, sorted(error_rules(check_run))
+    assert check_run.counts["error"] == check_run.findings.filter(severity="error").count()

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from submissions.models import CheckRun, Submission, SubmissionVersion
-from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload, sha256_of
+from tests.submissions.support import (
+    ONE_ARCHIVE_ERRORS,
+    RUN_ARCHIVES,
+    api_client,
+    api_upload,
+    assert_failed_on,
+    sha256_of,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,7 +61,7 @@ def test_upload_check_and_download_through_s3(role_users, draft, s3_storage, set
     listed = s3_storage["client"].list_objects_v2(Bucket=s3_storage["bucket_name"], Prefix="uploads/")
     assert listed.get("KeyCount", 0) == 0
     run = CheckRun.objects.get(version=version)
-    assert run.status in (CheckRun.Status.PASSED, CheckRun.Status.FAILED), run.error_message
+    assert_failed_on(run, ONE_ARCHIVE_ERRORS[archive.name])
     assert run.point_metrics.count() == 1
     download = client.get(f"/api/v1/versions/{version.pk}/files/0/")
     assert b"".join(download.streaming_content) == data

@@ -10,7 +10,14 @@ from django.test import override_settings
 from catalog.models import Benchmark
 from submissions.models import CheckRun
 from tests.factories import SystemFactory
-from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload_run_archives, make_catalog
+from tests.submissions.support import (
+    RUN_ARCHIVES,
+    SEVEN_ARCHIVES_ERRORS,
+    api_client,
+    api_upload_run_archives,
+    assert_failed_on,
+    make_catalog,
+)
 from tests.submissions.test_systems import sample_system_desc
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("storage_dir")]
@@ -20,7 +27,7 @@ def _checked_run(user, submission, paths=RUN_ARCHIVES) -> CheckRun:
     with override_settings(PORTAL_UPLOAD_PART_BYTES=256 * 1024):
         body = api_upload_run_archives(api_client(user), submission_id=submission.pk, paths=paths)
     run = CheckRun.objects.get(version_id=body["version"]["id"])
-    assert run.status in (CheckRun.Status.PASSED, CheckRun.Status.FAILED), run.error_message
+    assert run.status == CheckRun.Status.FAILED, run.error_message
     assert run.point_metrics.count() == len(paths)
     return run
 
@@ -44,7 +51,8 @@ def test_run_archives_of_another_system_fail_with_submission_scope(role_users):
     assert "Acme_AX-8000/llama3_1-8b" in first.message and "Acme_BX-9000/llama3_1-8b" in first.message
     assert "the system differs" in first.message and first.fix
     assert run.findings.get(pk=first.pk).step == ""  # written by the join
-    assert run.counts["error"] >= 7 and run.report["verdict"] == "fail"
+    assert_failed_on(run, SEVEN_ARCHIVES_ERRORS | {"submission-scope"})
+    assert run.counts["error"] == 4 + 7 and run.report["verdict"] == "fail"  # 4 accuracy-sample-count
     assert any(f["rule"] == "submission-scope" for f in run.report["findings"])
 
 
@@ -63,7 +71,19 @@ def test_run_archives_of_another_model_fail_with_submission_scope(role_users):
     run = _checked_run(
         role_users["submitter"], _create(role_users["submitter"], system, other_model), paths=RUN_ARCHIVES[:2]
     )
-    assert run.status == CheckRun.Status.FAILED
+    # c1 and c16 alone: besides the scope, too few points and no high-concurrency or offline one
+    assert_failed_on(
+        run,
+        {
+            "submission-scope",
+            "accuracy-coverage",
+            "accuracy-sample-count",
+            "high-concurrency-coverage",
+            "low-concurrency-coverage",
+            "offline-point-present",
+            "point-count",
+        },
+    )
     scope = run.findings.filter(rule="submission-scope")
     assert scope.count() == 2
     assert all(
@@ -79,6 +99,7 @@ def test_matching_scope_and_description_add_neither_finding(role_users):
     system.save()
     run = _checked_run(role_users["submitter"], _create(role_users["submitter"], system, benchmark))
     assert not run.findings.filter(rule__in=["submission-scope", "system-desc-mismatch"]).exists()
+    assert_failed_on(run, SEVEN_ARCHIVES_ERRORS)
 
 
 def test_uploaded_description_differing_from_the_registered_one_is_a_warning(role_users):
@@ -94,6 +115,7 @@ def test_uploaded_description_differing_from_the_registered_one_is_a_warning(rol
     assert len(mismatch) == 1  # the seven identical copies are one finding
     finding = mismatch[0]
     assert finding.severity == "warning"
+    assert_failed_on(run, SEVEN_ARCHIVES_ERRORS)  # a warning: the verdict does not change
     # batch may differ per point (ruleset disclosure.system_desc_per_point): only system_size is named
     assert "top-level key system_size" in finding.message and "6 more points" in finding.message
     assert "revision 2" in finding.message
