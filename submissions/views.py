@@ -24,6 +24,7 @@ from access.permissions import can
 from access.visibility import get_visible_or_404, submissions_visible_to, systems_visible_to
 from accounts.selectors import organisations_of_user, user_is_chair, user_org_ids, user_roles
 from portal.errors import ApplicationError
+from review.views_submitter import review_panel
 from submissions import checks, lifecycle, services, uploads
 from submissions.forms import (
     ReasonForm,
@@ -158,9 +159,12 @@ def submission_detail(request, pk: int):
         "selected": selected,
         # The lifecycle buttons: exactly the table's rows this user may take now (disabled with why).
         "actions": lifecycle.allowed_actions(request.user, submission),
-        "can_upload": submission.status == Submission.Status.DRAFT
+        # A draft, or a new version with the changes the reviewers asked for (uploads.UPLOADABLE_STATUSES).
+        "can_upload": submission.status in uploads.UPLOADABLE_STATUSES
         and user_can_submit_for(request.user, submission.organisation),
         "is_chair": user_is_chair(request.user),
+        # The review as the submitter lives it (review.views_submitter): reviewers, thread, waivers, evidence.
+        "review": review_panel(request.user, submission),
     }
     if selected is not None:
         context["check"] = check_section_context(submission, selected)

@@ -170,6 +170,10 @@ ROUTES = {
         "post",
         lambda w: f"/api/v1/evidence-requests/{w['evidence'].pk}/answer/",
     ),
+    # the submitter's writes from the submission page (review/urls_submitter.py): 403 for auditors and the chair
+    "review:submitter_comment": (SHARED, "post", lambda w: f"/review/submissions/{w['sub'].pk}/thread/"),
+    "review:waiver_request": (SHARED, "post", lambda w: f"/review/submissions/{w['sub'].pk}/waivers/"),
+    "review:evidence_answer": (SHARED, "post", lambda w: f"/review/evidence/{w['evidence'].pk}/answer/"),
     # one user's own
     "api:notification-detail": (OWN, "get", lambda w: f"/api/v1/notifications/{w['notification'].pk}/"),
     "api:notification-read": (OWN, "post", lambda w: f"/api/v1/notifications/{w['notification'].pk}/read/"),
