@@ -114,6 +114,8 @@ class Provisioned:
         default_factory=list
     )  # node_set_id, ensemble, nodes, power_w, accelerators
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # findings that do not reject the descriptor (E.4)
+    valid: bool = True  # False when the descriptor fails E.1's shape (the official checker stops there)
     estimated: list[str] = field(default_factory=list)  # Appendix D values that reach provisioned_kw
 
     @property
@@ -194,6 +196,208 @@ def _scale_up_w(up: Any, label: str, problems: list[str]) -> float | None:
     return None
 
 
+_SOURCED_TYPES = ("vendor_spec", "publication", "public_statement", "mlc_default")
+
+
+def _sourced_values(desc: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Every Appendix E.1 sourced value of a descriptor, with its label."""
+    out: list[tuple[str, Any]] = [("declared_provisioned_power", desc.get("declared_provisioned_power"))]
+    node_sets = desc.get("node_sets")
+    for i, ns in enumerate(node_sets if isinstance(node_sets, list) else []):
+        if not isinstance(ns, dict):
+            continue
+        label = f"node_sets[{i}]"
+        out.append((f"{label}.published_power", ns.get("published_power")))
+        comp = ns.get("components")
+        if not isinstance(comp, dict):
+            continue
+        out.append((f"{label}.components.combined_cpu_accelerator", comp.get("combined_cpu_accelerator")))
+        for part in ("cpu", "accelerator"):
+            block = comp.get(part)
+            if isinstance(block, dict):
+                out.append((f"{label}.components.{part}.tdp_per_unit", block.get("tdp_per_unit")))
+        up = comp.get("scale_up_network")
+        if isinstance(up, dict):
+            for key in ("tdp_per_switch", "energy_per_bit_pj"):
+                out.append((f"{label}.components.scale_up_network.{key}", up.get(key)))
+    scale_out = desc.get("scale_out")
+    if isinstance(scale_out, dict):
+        nics = scale_out.get("nics")
+        if isinstance(nics, dict):
+            out.append(("scale_out.nics.tdp_per_nic", nics.get("tdp_per_nic")))
+        switches = scale_out.get("switches")
+        for i, sw in enumerate(switches if isinstance(switches, list) else []):
+            if isinstance(sw, dict):
+                out.append((f"scale_out.switches[{i}].power_per_switch", sw.get("power_per_switch")))
+    return [(label, value) for label, value in out if value is not None]
+
+
+def sourced_value_problems(desc: Any, appendix: set[str]) -> list[str]:
+    """E.1, for every sourced value of the descriptor (the official checker's load-time validation):
+    exactly one of value_w / value_kw / value_pj (`value-count`), a known source_type, and a source
+    that is a URL (`source-not-url`) or, for mlc_default, an Appendix D subsection (`mlc-default-source`)."""
+    if not isinstance(desc, dict):
+        return []
+    problems: list[str] = []
+    for label, value in _sourced_values(desc):
+        if not isinstance(value, dict):
+            problems.append(f"{label} must be an object with a value, source_type and source")
+            continue
+        given = [key for key in ("value_w", "value_kw", "value_pj") if value.get(key) is not None]
+        if len(given) != 1:
+            problems.append(
+                f"{label}: give exactly one of value_w, value_kw or value_pj"
+                + (f" (gives {', '.join(given)})" if given else "")
+            )
+        source_type, source = value.get("source_type"), value.get("source")
+        if source_type not in _SOURCED_TYPES:
+            problems.append(
+                f"{label}: source_type must be one of {', '.join(_SOURCED_TYPES)}, got {source_type!r}"
+            )
+        elif not isinstance(source, str) or not source:
+            problems.append(f"{label}: source is required")
+        elif source_type == "mlc_default":
+            if appendix and source not in appendix:
+                problems.append(
+                    f"{label}: an mlc_default source names its Appendix D subsection "
+                    f"({', '.join(sorted(appendix))}), not {source!r}"
+                )
+        elif not source.startswith(("https://", "http://")):
+            problems.append(f"{label}: a {source_type} source must be a resolvable URL, not {source!r}")
+    return problems
+
+
+def _scale_out(
+    fabric: dict[str, Any],
+    node_sets: list[Any],
+    out: Provisioned,
+    watts_of: Any,
+    defaults: AppendixD,
+) -> tuple[float, bool]:
+    """E.4, the scale-out fabric: adds the switch power to `out`; returns the counted NIC watts per node and
+    whether a published node figure evidences that it leaves the NICs out (excluded_from_published_power).
+
+    `present` follows from the node count: true on one node is a warning (it overstates), false on several
+    nodes is an error where nothing joins them (every set component_sum with scale_up_network none), else a
+    warning. A present fabric names its cabling, required bandwidth, NICs and switches; the required
+    bandwidth is at least the NICs' sum; the switches offer it; NICs are counted when node power is built
+    from components and not counted when it is published (unless evidenced as excluded).
+    """
+    sets = [ns for ns in node_sets if isinstance(ns, dict)]
+    nodes = sum(_count(ns.get("nodes_provisioned")) or 0 for ns in sets)
+    if fabric["present"]:
+        if nodes == 1:
+            out.warnings.append(
+                "scale_out.present is true for a single-node submission; E.4 makes it false there, and the "
+                "switch power is counted against this node"
+            )
+    elif nodes > 1:
+        joined_by_nothing = all(
+            ns.get("power_method") == "component_sum"
+            and isinstance(ns.get("components"), dict)
+            and isinstance(ns["components"].get("scale_up_network"), dict)
+            and ns["components"]["scale_up_network"].get("method") == "none"
+            for ns in sets
+        )
+        if joined_by_nothing:
+            out.problems.append(
+                f"scale_out.present is false, but the system has {nodes} nodes and no scale-up network joins "
+                "them; E.4 allows false only for a single node or nodes joined by a fabric already counted in "
+                "scale_up_network"
+            )
+        else:
+            out.warnings.append(
+                f"scale_out.present is false for {nodes} nodes; E.4 allows that only where the nodes are "
+                "joined by a fabric already counted in scale_up_network, which the descriptor cannot show"
+            )
+    if not fabric["present"]:
+        return 0.0, False
+    missing = [
+        name
+        for name in ("cabling", "required_bandwidth_tbps", "nics", "switches")
+        if fabric.get(name) is None
+    ]
+    if missing:
+        out.problems.append(f"scale_out.present is true but {', '.join(missing)} is missing")
+        return 0.0, False
+    nics, switches, required_tbps = (
+        fabric["nics"],
+        fabric["switches"],
+        _num(fabric["required_bandwidth_tbps"]),
+    )
+    if fabric["cabling"] not in ("passive", "active_optical"):
+        out.problems.append(f"scale_out.cabling must be passive or active_optical, got {fabric['cabling']!r}")
+    per_node = _count(nics.get("count_per_node")) if isinstance(nics, dict) else None
+    gbps = _num(nics.get("bandwidth_per_nic_gbps")) if isinstance(nics, dict) else None
+    counted = nics.get("counted") if isinstance(nics, dict) else None
+    if per_node is None or gbps is None or not isinstance(counted, bool) or required_tbps is None:
+        out.problems.append(
+            "scale_out: required_bandwidth_tbps and nics (count_per_node, bandwidth_per_nic_gbps, counted "
+            "true or false) are required"
+        )
+        return 0.0, False
+    if not isinstance(switches, list):
+        out.problems.append("scale_out.switches must be a list")
+        return 0.0, False
+    excluded = bool(nics.get("excluded_from_published_power"))
+    by_formula = any(ns.get("power_method") == "component_sum" for ns in sets)
+    nic_per_node_w = 0.0
+    if counted:
+        if not by_formula and not excluded:
+            out.problems.append(
+                "scale_out.nics.counted is true, but node power comes from a published specification, which "
+                "section 4.5.2 assumes includes the adapters; set counted to false, or evidence the exclusion "
+                "in excluded_from_published_power"
+            )
+        per_nic = watts_of("scale_out.nics.tdp_per_nic", nics.get("tdp_per_nic"), defaults.nic())
+        if per_nic is None:
+            out.problems.append("scale_out.nics: counted NICs need tdp_per_nic.value_w")
+        else:
+            nic_per_node_w = per_node * per_nic
+    elif by_formula:
+        out.problems.append(
+            "scale_out.nics.counted is false, but node power is built with the MLC formula, which has no NIC "
+            "term; section 4.5.2 says the NICs MUST be included"
+        )
+    from_nics = nodes * per_node * gbps / 1000.0
+    basis = f"{nodes} nodes x {per_node} NICs x {gbps:g} Gb/s"
+    if required_tbps < from_nics - 1e-6:
+        out.problems.append(
+            f"scale_out.required_bandwidth_tbps is {required_tbps:g}, below the {from_nics:g} Tb/s of NIC "
+            f"bandwidth E.4 defines it as ({basis})"
+        )
+    elif required_tbps > from_nics + 1e-6:
+        out.warnings.append(
+            f"scale_out.required_bandwidth_tbps is {required_tbps:g}, above the {from_nics:g} Tb/s the NICs "
+            f"carry ({basis})"
+        )
+    required = max(required_tbps, from_nics)
+    offered = 0.0
+    for i, sw in enumerate(switches):
+        count = _count(sw.get("count")) if isinstance(sw, dict) else None
+        tbps = _num(sw.get("bandwidth_tbps")) if isinstance(sw, dict) else None
+        if not count or tbps is None or not isinstance(sw.get("model"), str):
+            out.problems.append(f"scale_out.switches[{i}]: needs model, a positive count and bandwidth_tbps")
+            continue
+        watts = watts_of(
+            f"scale_out.switches[{i}].power_per_switch",
+            sw.get("power_per_switch"),
+            defaults.switch(sw.get("model"), fabric.get("cabling")),
+        )
+        if watts is None:
+            out.problems.append(
+                f"scale_out.switches[{i}].power_per_switch is absent and Appendix D has no default for it"
+            )
+        else:
+            out.scale_out_switch_power_w += count * watts
+        offered += count * tbps
+    if offered < required - 1e-6:
+        out.problems.append(
+            f"scale-out switches offer {offered:g} Tb/s, below the required {required:g} Tb/s"
+        )
+    return nic_per_node_w, excluded
+
+
 def provisioned_power(
     desc: Any,
     *,
@@ -223,18 +427,14 @@ def provisioned_power(
             return fallback[0]
         w = _sourced_w(value)
         if w is not None and isinstance(value, dict) and value.get("source_type") == "mlc_default":
-            source = value.get("source")
-            if appendix and source not in appendix:
-                out.problems.append(
-                    f"{label}: an mlc_default source names its Appendix D subsection "
-                    f"({', '.join(sorted(appendix))}), not {source!r}"
-                )
-            estimated.append(f"{label} ({source} default)")
+            estimated.append(f"{label} ({value.get('source')} default)")
         return w
 
     if not isinstance(desc, dict):
         out.problems.append("system_power.json must be a JSON object")
         return out
+    out.problems.extend(sourced_value_problems(desc, appendix))
+    out.valid = not out.problems
     cooling = desc.get("cooling")
     out.overhead_fraction = overheads.get(cooling) if isinstance(cooling, str) else None
     if out.overhead_fraction is None:
@@ -243,40 +443,10 @@ def provisioned_power(
     if not isinstance(node_sets, list) or not node_sets:
         out.problems.append("node_sets must be a non-empty list")
         node_sets = []
-    nic_per_node_w = 0.0
     scale_out = desc.get("scale_out")
     if not isinstance(scale_out, dict) or not isinstance(scale_out.get("present"), bool):
         out.problems.append("scale_out.present must be true or false")
-        scale_out = {"present": False}
-    if scale_out.get("present"):
-        nics = scale_out.get("nics")
-        if isinstance(nics, dict) and nics.get("counted") is True:
-            per_nic = watts_of("scale_out.nics.tdp_per_nic", nics.get("tdp_per_nic"), defaults.nic())
-            count = _count(nics.get("count_per_node"))
-            if per_nic is None or count is None:
-                out.problems.append(
-                    "scale_out.nics: counted NICs need count_per_node and tdp_per_nic.value_w"
-                )
-            else:
-                nic_per_node_w = count * per_nic
-        switches = scale_out.get("switches")
-        for i, sw in enumerate(switches if isinstance(switches, list) else []):
-            watts, count = (
-                (
-                    watts_of(
-                        f"scale_out.switches[{i}].power_per_switch",
-                        sw.get("power_per_switch"),
-                        defaults.switch(sw.get("model"), scale_out.get("cabling")),
-                    ),
-                    _count(sw.get("count")),
-                )
-                if isinstance(sw, dict)
-                else (None, None)
-            )
-            if watts is None or count is None:
-                out.problems.append(f"scale_out.switches[{i}]: needs count and power_per_switch.value_w")
-            else:
-                out.scale_out_switch_power_w += count * watts
+        scale_out = None
     overhead = out.overhead_fraction or 0.0
     for i, ns in enumerate(node_sets):
         label = f"node_sets[{i}]"
@@ -332,7 +502,7 @@ def provisioned_power(
             parts.append(_scale_up_w(comp.get("scale_up_network"), f"{label}.components", out.problems))
             if any(p is None for p in parts):
                 continue
-            major = nodes * (sum(p for p in parts if p is not None) + nic_per_node_w)
+            major = nodes * sum(p for p in parts if p is not None)
         elif method in ("published_system", "node_scaling"):
             watts = _sourced_w(ns.get("published_power"))
             if watts is None:
@@ -353,18 +523,30 @@ def provisioned_power(
                 f"{label}.power_method must be component_sum, published_system or node_scaling"
             )
             continue
-        out.major_components_w += major
-        out.published_node_power_w += published
         acc = ns.get("components", {}).get("accelerator") if isinstance(ns.get("components"), dict) else None
         out.sets.append(
             {
                 "node_set_id": ns.get("node_set_id"),
                 "ensemble": _count(ns.get("system_node_ensemble_id")),
                 "nodes": nodes,
-                "power_w": (1 + overhead) * major + published,
+                "power_method": method,
+                "major_w": major,
+                "published_w": published,
                 "accelerators_per_node": _count(acc.get("count_per_node")) if isinstance(acc, dict) else None,
             }
         )
+    if scale_out is not None:
+        nic_per_node_w, nics_excluded = _scale_out(scale_out, node_sets, out, watts_of, defaults)
+        for node_set in out.sets:
+            # section 4.5.2: a formula-built node has no NIC term, so counted NICs are added to it; a
+            # published node figure includes them unless excluded_from_published_power says otherwise
+            if nic_per_node_w and (node_set["power_method"] == "component_sum" or nics_excluded):
+                node_set["major_w"] += node_set["nodes"] * nic_per_node_w
+    for node_set in out.sets:
+        major, published = node_set.pop("major_w"), node_set.pop("published_w")
+        node_set["power_w"] = (1 + overhead) * major + published
+        out.major_components_w += major
+        out.published_node_power_w += published
     out.other_components_w = overhead * out.major_components_w
     declared = desc.get("declared_provisioned_power")
     if declared is not None:

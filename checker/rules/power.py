@@ -114,6 +114,17 @@ def check_system_power(run: RuleRun) -> dict[str, Any]:
                 f"cooling {power_descriptor.get('cooling')!r} disagrees with system_desc.json cooling {described_cooling!r}"
             )
             provisioned.provisioned_kw = None
+        described_ensembles = _ensemble_ids(run, system)
+        named = {node_set.get("system_node_ensemble_id") for node_set in _node_sets(power_descriptor)}
+        unknown = sorted(e for e in named - described_ensembles if isinstance(e, int))
+        if provisioned.valid and described_ensembles and unknown:
+            run.findings.warning(
+                "power-descriptor",
+                f"{system}: node_sets name system_node_ensemble_id {unknown}, which system_desc.json does not "
+                "describe.",
+                file=display,
+                fix="Give each node set the system_node_ensemble_id of its node type in system_desc.json.",
+            )
         for problem in provisioned.problems:
             run.findings.error(
                 "power-descriptor",
@@ -121,6 +132,8 @@ def check_system_power(run: RuleRun) -> dict[str, Any]:
                 file=display,
                 fix="Correct system_power.json so that its figures follow from its components.",
             )
+        for warning in provisioned.warnings if provisioned.valid else []:
+            run.findings.warning("power-descriptor", f"{system}: {warning}", file=display)
         if provisioned.provisioned_kw is not None:
             if provisioned.estimated:
                 run.findings.warning(
@@ -136,6 +149,24 @@ def check_system_power(run: RuleRun) -> dict[str, Any]:
             )
             out[system] = provisioned
     return out
+
+
+def _node_sets(descriptor: Any) -> list[dict]:
+    node_sets = descriptor.get("node_sets") if isinstance(descriptor, dict) else None
+    return [ns for ns in node_sets if isinstance(ns, dict)] if isinstance(node_sets, list) else []
+
+
+def _ensemble_ids(run: RuleRun, system: str) -> set[int]:
+    """The system_node_ensemble_id of every node type the system's first system_desc.json describes."""
+    first = next(
+        (p for p in run.points if p.input.system == system and p.system_description is not None), None
+    )
+    nodes = first.system_description.get("node_types") if first and first.system_description else None
+    return {
+        node["system_node_ensemble_id"]
+        for node in (nodes if isinstance(nodes, list) else [])
+        if isinstance(node, dict) and count(node.get("system_node_ensemble_id")) is not None
+    }
 
 
 def _node_facts(run: RuleRun, system: str, key: str) -> dict[int, int]:

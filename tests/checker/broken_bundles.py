@@ -27,8 +27,9 @@ POINTS = (1, 2, 4, 8, 16, 32, 64)
 def base_copy(dest: Path) -> Path:
     """The sample bundle with only the AX-8000 curve, under dest/AcmeCompute/<submission>/."""
     root = dest / "AcmeCompute" / BUNDLE.name
-    shutil.copytree(BUNDLE, root)
-    shutil.rmtree(root / "results" / "Acme_AX-4000")
+    other = BUNDLE / "results" / "Acme_AX-4000"
+    shutil.copytree(BUNDLE, root, ignore=lambda folder, names: names if Path(folder) == other else [])
+    (root / "results" / "Acme_AX-4000").rmdir()
     return root
 
 
@@ -152,6 +153,28 @@ def _power(change: Callable[[dict], None]) -> Callable[[Path], None]:
 
 def _node_set(change: Callable[[dict], None]) -> Callable[[dict], None]:
     return lambda d: change(d["node_sets"][0])
+
+
+def _fabric(**changes: Any) -> Callable[[Path], None]:
+    """Two nodes joined by a present E.4 scale-out fabric (2 x 2 NICs of 400 Gb/s = 1.6 Tb/s, one 51.2 Tb/s
+    D.4 reference switch), then `changes` to it; the stated totals are dropped (the NICs change them)."""
+    fabric: dict[str, Any] = {
+        "present": True,
+        "cabling": "passive",
+        "required_bandwidth_tbps": 1.6,
+        "nics": {"count_per_node": 2, "bandwidth_per_nic_gbps": 400, "counted": True},
+        "switches": [{"model": "SN5610", "count": 1, "bandwidth_tbps": 51.2}],
+    }
+    for path, value in changes.items():
+        nested(path.replace("__", "."), value)(fabric)
+
+    def change(d: dict) -> None:
+        d["node_sets"][0]["nodes_provisioned"] = 2
+        d["scale_out"] = fabric
+        d.pop("computed", None)
+        d.pop("provisioned_power_kw", None)
+
+    return both(_power(change), every_point("system_desc.json", node_type(setter(number_of_nodes=2))))
 
 
 def _steady_state(status: str, verdict: str, start: int = 0, end: int = 5) -> dict:
@@ -480,6 +503,48 @@ VARIANTS: tuple[Variant, ...] = (
         ),
     ),
     Variant(
+        "power-scale-out-bandwidth-below-nics",
+        "power-descriptor",
+        _fabric(required_bandwidth_tbps=0.8),
+    ),
+    Variant(
+        "power-scale-out-bandwidth-above-nics",
+        "power-descriptor",
+        _fabric(required_bandwidth_tbps=3.2),
+    ),
+    Variant(
+        "power-scale-out-switches-short",
+        "power-descriptor",
+        _fabric(switches=[{"model": "SN5610", "count": 1, "bandwidth_tbps": 1.0}]),
+    ),
+    Variant(
+        "power-scale-out-nics-not-counted",
+        "power-descriptor",
+        _fabric(nics__counted=False),
+    ),
+    Variant(
+        "power-scale-out-nics-counted-published",
+        "power-descriptor",
+        both(
+            _fabric(),
+            _power(
+                _node_set(
+                    lambda n: (
+                        n.pop("components"),
+                        n.update(
+                            power_method="published_system",
+                            published_power={
+                                "value_w": 9000,
+                                "source_type": "vendor_spec",
+                                "source": "https://acme.example/specs/ax-8000",
+                            },
+                        ),
+                    )
+                )
+            ),
+        ),
+    ),
+    Variant(
         "power-unknown-ensemble", "power-descriptor", _power(_node_set(setter(system_node_ensemble_id=7)))
     ),
     Variant(
@@ -496,3 +561,31 @@ VARIANTS: tuple[Variant, ...] = (
         ),
     ),
 )
+
+VARIANTS_BY_NAME = {variant.name: variant for variant in VARIANTS}
+SEVERITIES = ("error", "warning")
+Key = tuple[str, str]
+
+
+def official_results(root: Path) -> list[dict]:
+    """The official checker's results through its Python API: the SubmissionChecker(path).run() that its
+    `check-submission` command runs and writes with -o, without a process (and a PyPI version check) each."""
+    from submission_checker.checker import SubmissionChecker
+
+    return json.loads(SubmissionChecker(root).run().model_dump_json())["results"]
+
+
+def judge(name: str, dest: str) -> tuple[str, set[Key], set[Key]]:
+    """Build variant `name` under dest and run both checkers on it: (name, official keys, portal keys).
+    A module-level function, so a process pool can run the corpus on every core."""
+    from checker.check import check
+
+    root = base_copy(Path(dest))
+    VARIANTS_BY_NAME[name].apply(root)
+    official = {(r["rule"], r["severity"]) for r in official_results(root) if r.get("severity") in SEVERITIES}
+    portal = {
+        (f.rule, f.severity)
+        for f in check([root], tokenizer=None, official=False).findings
+        if f.severity in SEVERITIES
+    }
+    return name, official, portal

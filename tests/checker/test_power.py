@@ -66,7 +66,7 @@ def test_liquid_cooling_and_other_methods():
     assert p.provisioned_kw == 30.0 and p.point_power_kw([{"system_node_ensemble_id": 0, "nodes": 1}]) == 15.0
     declared = {
         **rack,
-        "declared_provisioned_power": {"value_w": 7000, "source_type": "measured", "source": "https://x"},
+        "declared_provisioned_power": {"value_w": 7000, "source_type": "publication", "source": "https://x"},
     }
     assert provisioned_power(declared, overheads=OVERHEADS).provisioned_kw == 7.0
 
@@ -221,3 +221,116 @@ def test_unreadable_trace_and_manifest(raw_bundle):
 def frange(a: float, b: float, step: float):
     n = int((b - a) / step) + 1
     return [a + i * step for i in range(n)]
+
+
+def _with_figure(**figure) -> dict:
+    desc = sample_power("Acme_AX-8000")
+    desc["node_sets"][0]["components"]["cpu"]["tdp_per_unit"] = figure
+    return desc
+
+
+@pytest.mark.parametrize(
+    ("figure", "problem"),
+    [
+        (
+            {"value_w": 350, "value_kw": 0.35, "source_type": "vendor_spec", "source": "https://a.example"},
+            "exactly one",
+        ),
+        ({"source_type": "vendor_spec", "source": "https://a.example"}, "exactly one"),
+        ({"value_w": 350, "source_type": "vendor_spec", "source": "the datasheet"}, "resolvable URL"),
+        ({"value_w": 350, "source_type": "mlc_default", "source": "D.9"}, "Appendix D subsection"),
+        ({"value_w": 350, "source_type": "my_word", "source": "https://a.example"}, "source_type"),
+    ],
+)
+def test_sourced_values_follow_e1(figure, problem):
+    """value-count, source-not-url, mlc-default-source: every figure, and the descriptor normalises nothing."""
+    p = provisioned_power(_with_figure(**figure), overheads=OVERHEADS, defaults=_appendix_d())
+    assert any(problem in text for text in p.problems), p.problems
+    assert p.provisioned_kw is None and not p.valid
+
+
+def test_an_energy_figure_is_no_power():
+    """energy-figure-give-value: a TDP given only in pJ names no watts."""
+    p = provisioned_power(
+        _with_figure(value_pj=5, source_type="vendor_spec", source="https://a.example"), overheads=OVERHEADS
+    )
+    assert p.provisioned_kw is None and p.problems
+
+
+def _appendix_d():
+    from checker.power import AppendixD
+    from checker.ruleset import load_ruleset
+
+    return AppendixD(load_ruleset("endpoints-v1.0").get("power", "appendix_d"))
+
+
+def _two_nodes(scale_out: dict, **node_set) -> dict:
+    desc = sample_power("Acme_AX-8000")
+    del desc["computed"], desc["provisioned_power_kw"]
+    desc["node_sets"][0].update(nodes_provisioned=2, **node_set)
+    desc["scale_out"] = scale_out
+    return desc
+
+
+FABRIC = {
+    "present": True,
+    "cabling": "passive",
+    "required_bandwidth_tbps": 1.6,
+    "nics": {"count_per_node": 2, "bandwidth_per_nic_gbps": 400, "counted": True},
+    "switches": [{"model": "SN5610", "count": 1, "bandwidth_tbps": 51.2}],
+}
+
+
+def test_counted_nics_and_switches_reach_the_total():
+    """Two nodes, 2 D.4 NICs (75 W) each counted into major, one SN5610 (900 W passive) outside the overhead."""
+    p = provisioned_power(_two_nodes(copy.deepcopy(FABRIC)), overheads=OVERHEADS, defaults=_appendix_d())
+    assert p.problems == [] and p.warnings == []
+    assert p.major_components_w == 2 * (7300 + 2 * 75)
+    assert p.scale_out_switch_power_w == 900
+    assert p.total_system_power_w == pytest.approx(2 * 7450 * 1.5 + 900)
+    assert p.sets[0]["power_w"] == pytest.approx(2 * 7450 * 1.5)
+    assert any("D.4" in e for e in p.estimated)
+
+
+@pytest.mark.parametrize(
+    ("change", "problem", "warning"),
+    [
+        ({"required_bandwidth_tbps": 0.8}, "below the 1.6 Tb/s", None),
+        ({"required_bandwidth_tbps": 3.2}, None, "above the 1.6 Tb/s"),
+        ({"switches": [{"model": "SN5610", "count": 1, "bandwidth_tbps": 1.0}]}, "offer 1 Tb/s", None),
+        ({"nics": {"count_per_node": 2, "bandwidth_per_nic_gbps": 400, "counted": False}}, "MUST", None),
+        ({"cabling": None}, "cabling is missing", None),
+        ({"present": False}, None, "false for 2 nodes"),
+    ],
+)
+def test_scale_out_fabric_e4(change, problem, warning):
+    fabric = {**copy.deepcopy(FABRIC), **change}
+    if fabric.get("cabling") is None:
+        fabric.pop("cabling")
+    p = provisioned_power(_two_nodes(fabric), overheads=OVERHEADS, defaults=_appendix_d())
+    assert (problem is None) == (not p.problems), p.problems
+    assert problem is None or any(problem in text for text in p.problems), p.problems
+    assert (warning is None) == (not p.warnings), p.warnings
+    assert warning is None or any(warning in text for text in p.warnings), p.warnings
+
+
+def test_two_nodes_joined_by_nothing_need_a_fabric():
+    desc = _two_nodes({"present": False})
+    desc["node_sets"][0]["components"]["scale_up_network"] = {"method": "none"}
+    p = provisioned_power(desc, overheads=OVERHEADS)
+    assert any("no scale-up network joins them" in text for text in p.problems)
+
+
+def test_published_power_counts_nics_only_when_excluded():
+    published = {
+        "power_method": "published_system",
+        "published_power": {"value_w": 9000, "source_type": "vendor_spec", "source": "https://a.example"},
+    }
+    desc = _two_nodes(copy.deepcopy(FABRIC), **published)
+    del desc["node_sets"][0]["components"]
+    p = provisioned_power(desc, overheads=OVERHEADS, defaults=_appendix_d())
+    assert any("counted is true" in text for text in p.problems)
+    desc["scale_out"]["nics"]["excluded_from_published_power"] = "https://a.example/nic-note"
+    p = provisioned_power(desc, overheads=OVERHEADS, defaults=_appendix_d())
+    assert p.problems == []
+    assert p.published_node_power_w == 18000 and p.major_components_w == 2 * 150
