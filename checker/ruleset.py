@@ -44,7 +44,19 @@ class ModelRules:
     name: str
     accuracy_min_samples: int | None = None
     accuracy_targets: tuple[AccuracyTarget, ...] = ()
+    # accuracy_results.json dataset_name -> the metrics gated from that dataset's entries; "*" for any dataset
+    # not named. Without the table, every target metric is gated from every dataset (as officially).
+    accuracy_gated_metrics: dict[str, tuple[str, ...]] = field(default_factory=dict)
     reference_latency_limits_ms: dict[str, float] = field(default_factory=dict)
+
+    def gated_metrics(self, dataset: Any) -> tuple[str, ...]:
+        """The target metrics gated from an accuracy entry of `dataset` (accuracy_results.json dataset_name)."""
+        table = self.accuracy_gated_metrics
+        if not table:
+            return tuple(target.metric for target in self.accuracy_targets)
+        if isinstance(dataset, str) and dataset in table:
+            return table[dataset]
+        return table.get("*", ())
 
 
 @dataclass(frozen=True)
@@ -139,10 +151,26 @@ def parse_ruleset(raw: Any, *, name: str) -> Ruleset:
                 )
             )
         min_samples = acc.get("min_samples")
+        gated: dict[str, tuple[str, ...]] = {}
+        known = {target.metric for target in targets}
+        table = acc.get("gated_metrics") or {}
+        if not isinstance(table, dict):
+            raise RulesetError(
+                f"ruleset {name}: models.{model_name}.accuracy.gated_metrics must be a mapping"
+            )
+        for dataset, metrics in table.items():
+            where = f"ruleset {name}: models.{model_name}.accuracy.gated_metrics.{dataset}"
+            if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
+                raise RulesetError(f"{where} must be a list of metric names")
+            unknown = sorted({m.lower() for m in metrics} - known)
+            if unknown:
+                raise RulesetError(f"{where} names metrics without a target: {', '.join(unknown)}")
+            gated[str(dataset)] = tuple(m.lower() for m in metrics)
         models[str(model_name)] = ModelRules(
             name=str(model_name),
             accuracy_min_samples=None if min_samples is None else int(min_samples),
             accuracy_targets=tuple(targets),
+            accuracy_gated_metrics=gated,
             reference_latency_limits_ms=dict(spec.get("reference_latency_limits_ms") or {}),
         )
     datasets = {}

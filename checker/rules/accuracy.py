@@ -389,6 +389,7 @@ def _check_accuracy_point(run: RuleRun, point: Point, model_rules: Any) -> None:
         return
     total = 0
     metrics: dict[str, list[tuple[float, float]]] = {}
+    unnamed = str(run.ruleset.get("accuracy_scores", "unnamed_score", default="score"))
     for entry in entries:
         samples = count(entry.get("total_samples"))
         if samples is None:
@@ -406,10 +407,11 @@ def _check_accuracy_point(run: RuleRun, point: Point, model_rules: Any) -> None:
             )
             continue
         total += samples
+        # the rule set's gated metrics of this entry's dataset (models.<m>.accuracy.gated_metrics), and the
+        # scorer's unnamed primary score (accuracy_scores.unnamed_score)
+        gated_here = set(model_rules.gated_metrics(entry.get("dataset_name")) if model_rules else ())
         for key, value in entry.items():
-            if key in ("score",) or key.lower() in {
-                target.metric for target in (model_rules.accuracy_targets if model_rules else ())
-            }:
+            if key == unnamed or key.lower() in gated_here:
                 v = finite(value)
                 if v is not None:
                     metrics.setdefault(key.lower(), []).append((v, float(min(samples, 10**15))))
@@ -440,8 +442,8 @@ def _check_accuracy_point(run: RuleRun, point: Point, model_rules: Any) -> None:
     gated = False
     for target in model_rules.accuracy_targets:
         score = scores.get(target.metric)
-        if score is None and list(scores) == ["score"] and len(model_rules.accuracy_targets) == 1:
-            score = scores["score"]
+        if score is None and list(scores) == [unnamed] and len(model_rules.accuracy_targets) == 1:
+            score = scores[unnamed]
         if score is None:
             continue
         gated = True
