@@ -21,6 +21,7 @@ from accounts.models import GlobalRole, Membership, Notification, NotificationPr
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from catalog.models import Benchmark
+from leaderboard.models import Annotation, Challenge, Publication
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from review.selectors import comment_visibilities_for, conflicted_organisation_ids
 from submissions.models import (
@@ -293,6 +294,36 @@ def idempotency_keys_visible_to(user) -> QuerySet[IdempotencyKey]:
     return IdempotencyKey.objects.filter(user=user)
 
 
+# --- Publications -------------------------------------------------------------------------------
+
+
+def publications_visible_to(user) -> QuerySet[Publication]:
+    """Published records are public (retracted ones included: they keep their page); a scheduled one is seen
+    wherever its submission is (the submitter, auditors, the chair), never by the public before it is due."""
+    published = Q(status=Publication.Status.PUBLISHED)
+    if not _signed_in(user):
+        return Publication.objects.filter(published)
+    return Publication.objects.filter(published | Q(submission__in=submissions_visible_to(user)))
+
+
+def challenges_visible_to(user) -> QuerySet[Challenge]:
+    """The challenger's organisation, the challenged organisation, auditors and the chair; resolved challenges
+    show on the result page through their annotation, not as rows."""
+    if not _signed_in(user):
+        return Challenge.objects.none()
+    if _oversees(user):
+        return Challenge.objects.all()
+    own = user_org_ids(user)
+    return Challenge.objects.filter(
+        Q(organisation_id__in=own) | Q(publication__submission__organisation_id__in=own)
+    )
+
+
+def annotations_visible_to(user) -> QuerySet[Annotation]:
+    """Public notes on published results."""
+    return Annotation.objects.filter(publication__in=publications_visible_to(user))
+
+
 # --- One entry per model -----------------------------------------------------------------------
 
 VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
@@ -319,6 +350,9 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     EvidenceRequest: evidence_requests_visible_to,
     Conflict: conflicts_visible_to,
     Notification: notifications_visible_to,
+    Publication: publications_visible_to,
+    Challenge: challenges_visible_to,
+    Annotation: annotations_visible_to,
     NotificationPreference: notification_preferences_visible_to,
     AuditEvent: audit_events_visible_to,
 }

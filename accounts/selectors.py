@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 
 from accounts.models import GlobalRole, Membership, Organisation
@@ -50,3 +51,11 @@ def user_roles(user) -> dict[str, object]:
 
 def organisations_of_user(user) -> QuerySet[Organisation]:
     return Organisation.objects.filter(pk__in=user_org_ids(user)).order_by("name")
+
+
+def chairs() -> list:
+    """Active users holding the chair role (superusers when nobody does): who hears about escalations."""
+    users = get_user_model().objects.filter(is_active=True)
+    return list(users.filter(global_roles__role=GlobalRole.Role.CHAIR).distinct()) or list(
+        users.filter(is_superuser=True)
+    )

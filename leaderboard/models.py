@@ -1,1 +1,104 @@
-"""Leaderboard models (published snapshots, annotations) arrive with the publication issue."""
+"""Publications and what follows them: the public record of an audited result (a stable public id, the version
+published, when and how), challenges by other organisations, public annotations and retractions.
+
+A publication never changes its published version; a challenge ends in a dismissal, a public annotation or a
+retraction (the result keeps its page, marked retracted, and leaves the rankings), never in a silent edit.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Publication(models.Model):
+    """When and how an audited submission becomes public, and its public record once it is."""
+
+    class Mode(models.TextChoices):
+        NOW = "now", "Now"
+        DATE = "date", "On a date (embargo)"
+        COHORT = "cohort", "In the next cohort"
+
+    class Status(models.TextChoices):
+        SCHEDULED = "scheduled", "Scheduled"
+        PUBLISHED = "published", "Published"
+        CANCELLED = "cancelled", "Cancelled"
+
+    submission = models.OneToOneField(
+        "submissions.Submission", on_delete=models.PROTECT, related_name="publication"
+    )
+    version = models.ForeignKey(
+        "submissions.SubmissionVersion",
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The audited version: what is published, forever.",
+    )
+    public_id = models.CharField(max_length=32, unique=True, help_text="Stable public id, e.g. EP-000042.")
+    mode = models.CharField(max_length=16, choices=Mode.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.SCHEDULED)
+    publish_at = models.DateTimeField(help_text="When it becomes public (due from then on).")
+    published_at = models.DateTimeField(null=True, blank=True)
+    chosen_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    retracted_at = models.DateTimeField(null=True, blank=True)
+    retraction_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-published_at", "-id"]
+        indexes = [
+            models.Index(fields=["status", "publish_at"], name="publication_due_idx"),
+            models.Index(fields=["status", "retracted_at"], name="publication_ranked_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} ({self.status})"
+
+    @property
+    def is_retracted(self) -> bool:
+        return self.retracted_at is not None
+
+
+class Challenge(models.Model):
+    """An organisation member questions a published result; the chair resolves it in public."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        DISMISSED = "dismissed", "Dismissed"
+        ANNOTATED = "annotated", "Annotated"
+        RETRACTED = "retracted", "Retracted"
+
+    publication = models.ForeignKey(Publication, on_delete=models.PROTECT, related_name="challenges")
+    raised_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.PROTECT, related_name="+")
+    reason = models.TextField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    resolution = models.TextField(blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"challenge #{self.pk} of {self.publication.public_id} ({self.status})"
+
+
+class Annotation(models.Model):
+    """A public note on a published result (from a challenge's resolution, or a retraction's reason)."""
+
+    publication = models.ForeignKey(Publication, on_delete=models.PROTECT, related_name="annotations")
+    challenge = models.ForeignKey(
+        Challenge, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    text = models.TextField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"note on {self.publication.public_id}"

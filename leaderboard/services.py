@@ -1,1 +1,264 @@
-"""Writes of the leaderboard app (publication snapshots) arrive with the publication issue."""
+"""Writes of the leaderboard app: choosing when an audited result goes public, the schedule that publishes what
+is due (exactly once), challenges and their public resolution (dismissed, annotated, retracted).
+Every write records its audit event in its transaction; the submission's status changes only through
+submissions.lifecycle.transition()."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Membership
+from accounts.selectors import chairs, user_is_chair, user_org_ids
+from accounts.services import notify
+from audit.services import audit_event_record
+from catalog.cohorts import next_cohort
+from leaderboard.models import Annotation, Challenge, Publication
+from portal.errors import ApplicationError, ConflictError, NotAllowedError
+from submissions.lifecycle import transition
+from submissions.models import Submission
+
+MAX_EMBARGO_DAYS = 60
+
+
+def _public_id(publication: Publication) -> str:
+    return f"EP-{publication.pk:06d}"
+
+
+def _require_submitter(actor, submission: Submission) -> None:
+    roles = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
+    if submission.organisation_id not in user_org_ids(actor, roles=roles):
+        raise NotAllowedError(
+            "Only the submitting organisation's submitters choose when its result is published."
+        )
+
+
+@transaction.atomic
+def publication_schedule(
+    *,
+    submission: Submission,
+    actor,
+    mode: str,
+    publish_at: datetime | None = None,
+    now: datetime | None = None,
+) -> Publication:
+    """The submitter chooses: publish now, on a date up to 60 days ahead (embargo), or in the next cohort.
+    "now" publishes at once; the others wait for the schedule (publications_publish_due)."""
+    now = now or timezone.now()
+    submission = Submission.objects.select_for_update().get(pk=submission.pk)
+    _require_submitter(actor, submission)
+    if submission.status != Submission.Status.AUDITED:
+        raise ConflictError(
+            f"Submission #{submission.pk} is {submission.status}: only an audited result is published.",
+            code="state-conflict",
+            extra={"status": submission.status},
+        )
+    if mode == Publication.Mode.NOW:
+        when = now
+    elif mode == Publication.Mode.DATE:
+        if publish_at is None or publish_at.tzinfo is None:
+            raise ApplicationError("Give the embargo date and time (with a time zone).", code="invalid")
+        if publish_at <= now or publish_at > now + timedelta(days=MAX_EMBARGO_DAYS):
+            raise ApplicationError(
+                f"An embargo ends in the future and at most {MAX_EMBARGO_DAYS} days from now.", code="invalid"
+            )
+        when = publish_at
+    elif mode == Publication.Mode.COHORT:
+        when = next_cohort(now)
+    else:
+        raise ApplicationError(f"Mode must be one of {', '.join(Publication.Mode.values)}.", code="invalid")
+    existing = Publication.objects.filter(submission=submission).first()
+    if existing is not None and existing.status == Publication.Status.PUBLISHED:
+        raise ConflictError("This result is already published.", code="state-conflict")
+    if existing is None:
+        publication = Publication.objects.create(
+            submission=submission,
+            version=submission.submitted_version,
+            public_id=f"pending-{submission.pk}",
+            mode=mode,
+            publish_at=when,
+            chosen_by=actor,
+        )
+        Publication.objects.filter(pk=publication.pk).update(public_id=_public_id(publication))
+        publication.refresh_from_db()
+    else:  # a new choice replaces the scheduled one (the old choice stays in the audit log)
+        Publication.objects.filter(pk=existing.pk).update(
+            mode=mode, publish_at=when, chosen_by=actor, status=Publication.Status.SCHEDULED
+        )
+        publication = Publication.objects.get(pk=existing.pk)
+    audit_event_record(
+        actor=actor,
+        action="publication.scheduled",
+        obj=publication,
+        data={
+            "submission": submission.pk,
+            "mode": mode,
+            "publish_at": when.isoformat(),
+            "public_id": publication.public_id,
+        },
+    )
+    if mode == Publication.Mode.NOW:
+        _publish(publication, actor=actor, now=now)
+        publication.refresh_from_db()
+    return publication
+
+
+def _publish(publication: Publication, *, actor, now: datetime) -> bool:
+    """Publish one due publication in the caller's transaction: the lifecycle's compare-and-set makes it once."""
+    submission = publication.submission
+    if submission.status != Submission.Status.AUDITED:  # withdrawn (or rejected) while waiting
+        Publication.objects.filter(pk=publication.pk, status=Publication.Status.SCHEDULED).update(
+            status=Publication.Status.CANCELLED
+        )
+        return False
+    transition(submission=submission, action="publish", actor=actor)
+    updated = Publication.objects.filter(pk=publication.pk, status=Publication.Status.SCHEDULED).update(
+        status=Publication.Status.PUBLISHED, published_at=now
+    )
+    if not updated:
+        raise ConflictError("This publication was published meanwhile.", code="state-conflict")
+    audit_event_record(
+        actor=actor,
+        action="publication.published",
+        obj=publication,
+        data={
+            "submission": submission.pk,
+            "public_id": publication.public_id,
+            "version": publication.version_id,
+        },
+    )
+    return True
+
+
+def publications_publish_due(*, now: datetime | None = None) -> list[str]:
+    """The beat task's work: publish every scheduled publication that is due, each exactly once — even with two
+    beat processes or a worker killed mid-task (row lock skipped by the other process, compare-and-set on both
+    the submission and the publication, all in one transaction: a killed task rolls back and runs again)."""
+    now = now or timezone.now()
+    published = []
+    due = Publication.objects.filter(status=Publication.Status.SCHEDULED, publish_at__lte=now).values_list(
+        "pk", flat=True
+    )
+    for publication_id in list(due):
+        with transaction.atomic():
+            publication = (
+                Publication.objects.select_for_update(skip_locked=True)
+                .select_related("submission")
+                .filter(pk=publication_id, status=Publication.Status.SCHEDULED)
+                .first()
+            )
+            if publication is None:  # another process holds it or published it
+                continue
+            if _publish(publication, actor=None, now=now):
+                published.append(publication.public_id)
+    return published
+
+
+# --- After publication --------------------------------------------------------------------------
+
+
+@transaction.atomic
+def challenge_raise(*, publication: Publication, actor, reason: str) -> Challenge:
+    """Any organisation member challenges a published result, with a reason."""
+    organisations = sorted(user_org_ids(actor))
+    if not organisations:
+        raise NotAllowedError("Only members of an organisation can challenge a result.")
+    if publication.status != Publication.Status.PUBLISHED:
+        raise ConflictError("Only a published result can be challenged.", code="state-conflict")
+    if not (reason or "").strip():
+        raise ApplicationError("Say what is wrong with the result.", code="invalid")
+    challenge = Challenge.objects.create(
+        publication=publication, raised_by=actor, organisation_id=organisations[0], reason=reason.strip()
+    )
+    audit_event_record(
+        actor=actor, action="challenge.raised", obj=challenge, data={"public_id": publication.public_id}
+    )
+    notify(
+        users=chairs(),
+        kind="challenge.raised",
+        subject=f"{publication.public_id} is challenged",
+        body=reason.strip()[:2000],
+        url=f"/results/{publication.public_id}/",
+    )
+    return challenge
+
+
+@transaction.atomic
+def challenge_resolve(*, challenge: Challenge, actor, outcome: str, text: str) -> Challenge:
+    """The chair resolves a challenge: dismissed, annotated (a public note) or retracted (the result keeps its
+    page, marked retracted, and leaves the rankings)."""
+    if not user_is_chair(actor):
+        raise NotAllowedError("Only the chair resolves a challenge.")
+    if outcome not in (Challenge.Status.DISMISSED, Challenge.Status.ANNOTATED, Challenge.Status.RETRACTED):
+        raise ApplicationError("Outcome is dismissed, annotated or retracted.", code="invalid")
+    if not (text or "").strip():
+        raise ApplicationError("Say why (the resolution is public).", code="invalid")
+    now = timezone.now()
+    if not Challenge.objects.filter(pk=challenge.pk, status=Challenge.Status.OPEN).update(
+        status=outcome, resolution=text.strip(), resolved_by=actor, resolved_at=now
+    ):
+        raise ConflictError("This challenge was already resolved.", code="state-conflict")
+    challenge.refresh_from_db()
+    publication = challenge.publication
+    if outcome == Challenge.Status.ANNOTATED:
+        Annotation.objects.create(
+            publication=publication, challenge=challenge, text=text.strip(), created_by=actor
+        )
+    elif outcome == Challenge.Status.RETRACTED:
+        publication_retract(publication=publication, actor=actor, reason=text.strip(), challenge=challenge)
+    audit_event_record(
+        actor=actor,
+        action=f"challenge.{outcome}",
+        obj=challenge,
+        data={"public_id": publication.public_id, "resolution": text.strip()},
+    )
+    notify(
+        users=[challenge.raised_by],
+        kind=f"challenge.{outcome}",
+        subject=f"Your challenge of {publication.public_id} was {outcome}",
+        body=text.strip()[:2000],
+        url=f"/results/{publication.public_id}/",
+    )
+    return challenge
+
+
+@transaction.atomic
+def publication_retract(
+    *, publication: Publication, actor, reason: str, challenge: Challenge | None = None
+) -> Publication:
+    """Retract a published result: it keeps its page, marked retracted with the reason, and leaves the rankings."""
+    if not user_is_chair(actor):
+        raise NotAllowedError("Only the chair retracts a result.")
+    if not (reason or "").strip():
+        raise ApplicationError("Say why the result is retracted (the reason is public).", code="invalid")
+    if not Publication.objects.filter(
+        pk=publication.pk, status=Publication.Status.PUBLISHED, retracted_at__isnull=True
+    ).update(retracted_at=timezone.now(), retraction_reason=reason.strip()):
+        raise ConflictError("This result is not published, or already retracted.", code="state-conflict")
+    publication.refresh_from_db()
+    Annotation.objects.create(
+        publication=publication, challenge=challenge, text=f"Retracted: {reason.strip()}", created_by=actor
+    )
+    audit_event_record(
+        actor=actor,
+        action="publication.retracted",
+        obj=publication,
+        data={"public_id": publication.public_id, "reason": reason.strip()},
+    )
+    return publication
+
+
+@transaction.atomic
+def annotation_add(*, publication: Publication, actor, text: str) -> Annotation:
+    """The chair adds a public note to a published result."""
+    if not user_is_chair(actor):
+        raise NotAllowedError("Only the chair annotates a result.")
+    if not (text or "").strip():
+        raise ApplicationError("An annotation needs a text.", code="invalid")
+    annotation = Annotation.objects.create(publication=publication, text=text.strip(), created_by=actor)
+    audit_event_record(
+        actor=actor, action="publication.annotated", obj=annotation, data={"public_id": publication.public_id}
+    )
+    return annotation

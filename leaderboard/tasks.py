@@ -1,1 +1,13 @@
-"""Celery tasks of the leaderboard app (scheduled publication of cohorts arrives later)."""
+"""Celery tasks of the leaderboard app: the publication schedule (beat)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from leaderboard.services import publications_publish_due
+
+
+@shared_task
+def publications_publish_due_task() -> list[str]:
+    """Every minute (beat): publish what is due (embargo ended, cohort reached), each exactly once."""
+    return publications_publish_due()

@@ -158,6 +158,7 @@ CELERY_BEAT_SCHEDULE = {
     "check-runs-reconcile": {"task": "submissions.tasks.check_runs_reconcile_task", "schedule": 60.0},
     "uploads-cleanup": {"task": "submissions.tasks.uploads_cleanup_task", "schedule": 900.0},
     "review-deadlines": {"task": "review.tasks.review_deadlines_task", "schedule": 900.0},
+    "publications-publish-due": {"task": "leaderboard.tasks.publications_publish_due_task", "schedule": 60.0},
     # One e-mail a day to each user who chose the digest (accounts.services.notifications_digest_send).
     "notifications-digest": {
         "task": "accounts.tasks.notifications_digest_task",

@@ -35,8 +35,11 @@ class Actor:
     name: str
     description: str  # plural, for messages and docs: "Only {description} can withdraw."
     may: Callable[[object, Submission], bool]
+    system: bool = False  # the portal itself (a scheduled job), acting with no user
 
     def __call__(self, user, submission: Submission) -> bool:
+        if self.system:
+            return user is None
         if user is None or not user.is_authenticated or not user.is_active:
             return False
         return self.may(user, submission)
@@ -51,6 +54,7 @@ SUBMITTER = Actor(
     ),
 )
 AUDITOR = Actor("auditor", "auditors", lambda user, submission: user_is_auditor(user))
+SCHEDULE = Actor("schedule", "the publication schedule", lambda user, submission: False, system=True)
 CHAIR = Actor("chair", "the chair", lambda user, submission: user_is_chair(user))
 
 
@@ -269,6 +273,17 @@ TRANSITIONS: tuple[Transition, ...] = (
         automatic=True,
         needs="notes; every error finding waived, no open objection or evidence request "
         "(review.services.attestation_record)",
+    ),
+    Transition(
+        action="publish",
+        sources=(Status.AUDITED,),
+        target=Status.PUBLISHED,
+        actors=(SUBMITTER, SCHEDULE),
+        label="Publish",
+        done="published",
+        automatic=True,
+        needs="the submitter's choice of date (now, an embargo date, the next cohort); the schedule publishes "
+        "what is due (leaderboard.services)",
     ),
     Transition(
         action="withdraw",

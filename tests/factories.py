@@ -34,6 +34,7 @@ from rest_framework.authtoken.models import Token, TokenProxy
 from accounts.models import GlobalRole, Membership, Notification, NotificationPreference, Organisation
 from audit.models import AuditEvent
 from catalog.models import Benchmark
+from leaderboard.models import Annotation, Challenge, Publication
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from submissions.models import (
     CheckRun,
@@ -618,6 +619,52 @@ class EvidenceRequestFactory(_Factory):
     auditor = factory.LazyAttribute(lambda e: GlobalRoleFactory(role=GlobalRole.Role.AUDITOR).user)
     question = "Send the power analyser log of the c64 point."
     due_at = factory.LazyFunction(lambda: timezone.now() + timedelta(days=5))
+
+
+# --- leaderboard ----------------------------------------------------------------------------------
+
+
+class PublicationFactory(_Factory):
+    """The public record of a published submission (`scheduled=True`: an audited one waiting for its date)."""
+
+    class Meta:
+        model = Publication
+
+    class Params:
+        scheduled = factory.Trait(
+            status=Publication.Status.SCHEDULED,
+            published_at=None,
+            publish_at=factory.LazyFunction(lambda: timezone.now() + timedelta(days=7)),
+            submission=factory.SubFactory(SubmissionFactory, audited=True),
+        )
+
+    submission = factory.SubFactory(SubmissionFactory, published=True)
+    version = factory.LazyAttribute(lambda p: p.submission.submitted_version)
+    public_id = factory.Sequence(lambda n: f"EP-T{n:05d}")
+    mode = Publication.Mode.NOW
+    status = Publication.Status.PUBLISHED
+    publish_at = factory.LazyFunction(timezone.now)
+    published_at = factory.LazyFunction(timezone.now)
+    chosen_by = factory.LazyAttribute(lambda p: p.submission.created_by)
+
+
+class ChallengeFactory(_Factory):
+    class Meta:
+        model = Challenge
+
+    publication = factory.SubFactory(PublicationFactory)
+    organisation = factory.SubFactory(OrganisationFactory)
+    raised_by = factory.LazyAttribute(lambda c: MembershipFactory(organisation=c.organisation).user)
+    reason = "The c64 point cannot be reproduced on the disclosed hardware."
+
+
+class AnnotationFactory(_Factory):
+    class Meta:
+        model = Annotation
+
+    publication = factory.SubFactory(PublicationFactory)
+    text = "The accuracy probe used the previous dataset revision; results remain comparable."
+    created_by = factory.LazyAttribute(lambda a: GlobalRoleFactory(role=GlobalRole.Role.CHAIR).user)
 
 
 # --- accounts: notifications ----------------------------------------------------------------------

@@ -192,6 +192,9 @@ EXPECTED = {
     "resubmit": ({"submitter", "org_admin"}, {"changes_requested"}, "in_review"),
     "complete_review": ({"assigned_reviewer", "chair"}, {"in_review"}, "peer_reviewed"),
     "attest": ({"auditor"}, {"peer_reviewed"}, "audited"),
+    # The schedule publishes what is due acting as no user (None, which this table calls "anonymous"); a web
+    # request's anonymous user is AnonymousUser, never None, and is refused (test below).
+    "publish": ({"submitter", "org_admin", "anonymous"}, {"audited"}, "published"),
     "withdraw": (
         {"submitter", "org_admin"},
         {"draft", "submitted", "in_review", "changes_requested", "peer_reviewed", "audited"},
@@ -204,7 +207,7 @@ EXPECTED = {
     ),
 }
 # Rows no button takes: the review services take them as the consequence of another step.
-AUTOMATIC = {"start_review", "request_changes", "complete_review", "attest"}
+AUTOMATIC = {"start_review", "request_changes", "complete_review", "attest", "publish"}
 ROLES = [
     "anonymous",
     "submitter",
@@ -303,7 +306,7 @@ def test_a_reason_is_required_where_the_row_says_so(people, action):
 @pytest.mark.django_db
 def test_an_unknown_action_is_refused(people):
     with pytest.raises(ApplicationError) as refused:
-        transition(submission=_submission(people, "draft"), action="publish", actor=people["chair"])
+        transition(submission=_submission(people, "draft"), action="teleport", actor=people["chair"])
     assert refused.value.code == "unknown-action"
 
 
@@ -486,3 +489,13 @@ def test_the_api_refuses_actions_with_stable_codes(people):
     submit = api_client(people["submitter"]).post(f"/api/v1/submissions/{submission.pk}/submit/")
     assert submit.status_code == 409 and submit.json()["code"] == "state-conflict"
     assert Submission.objects.get(pk=submission.pk).status == "submitted" and not _events(submission).exists()
+
+
+@pytest.mark.django_db
+def test_an_anonymous_web_user_is_not_the_schedule(people):
+    from django.contrib.auth.models import AnonymousUser
+
+    submission = _submission(people, "audited")
+    with pytest.raises(NotAllowedError):
+        transition(submission=submission, action="publish", actor=AnonymousUser())
+    assert Submission.objects.get(pk=submission.pk).status == "audited"
