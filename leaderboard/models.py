@@ -42,6 +42,14 @@ class Publication(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     retracted_at = models.DateTimeField(null=True, blank=True)
     retraction_reason = models.TextField(blank=True)
+    # A snapshot taken when published, so public pages read one row per result: the check run the numbers come
+    # from, its curve (points with official metrics, Pareto fronts, step vertices; checker.curve.build_curves)
+    # and the headline figures the leaderboard table shows.
+    check_run = models.ForeignKey(
+        "submissions.CheckRun", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    curve = models.JSONField(default=dict, blank=True)
+    headline = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-published_at", "-id"]

@@ -19,6 +19,7 @@ from leaderboard.models import Annotation, Challenge, Publication
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.lifecycle import transition
 from submissions.models import Submission
+from submissions.selectors import check_run_latest
 
 MAX_EMBARGO_DAYS = 60
 
@@ -105,6 +106,37 @@ def publication_schedule(
     return publication
 
 
+def _curve_of(check_run, submission: Submission) -> dict:
+    """The published curve: the check run's curve of the submission's system and model."""
+    curves = (check_run.curves if check_run is not None else None) or []
+    for curve in curves:
+        if (
+            curve.get("system") == submission.system.name
+            and curve.get("model") == submission.benchmark.model_id
+        ):
+            return curve
+    return curves[0] if curves else {}
+
+
+def headline_of(curve: dict) -> dict:
+    """What the leaderboard table shows of a curve: peak throughput, best interactivity, the point count, the
+    lowest TTFT P90, the best tokens/s/kW (None where no point has the metric)."""
+    points = curve.get("points") or []
+
+    def best(key: str, pick=max):
+        values = [p[key] for p in points if isinstance(p.get(key), int | float)]
+        return pick(values) if values else None
+
+    return {
+        "points": len(points),
+        "max_system_tps": best("system_tps"),
+        "max_tps_per_user": best("tps_per_user"),
+        "min_ttft_p90_ms": best("ttft_p90_ms", min),
+        "max_system_tps_per_kw": best("system_tps_per_kw"),
+        "max_concurrency": best("concurrency"),
+    }
+
+
 def _publish(publication: Publication, *, actor, now: datetime) -> bool:
     """Publish one due publication in the caller's transaction: the lifecycle's compare-and-set makes it once."""
     submission = publication.submission
@@ -114,8 +146,14 @@ def _publish(publication: Publication, *, actor, now: datetime) -> bool:
         )
         return False
     transition(submission=submission, action="publish", actor=actor)
+    check_run = check_run_latest(publication.version)
+    curve = _curve_of(check_run, submission)
     updated = Publication.objects.filter(pk=publication.pk, status=Publication.Status.SCHEDULED).update(
-        status=Publication.Status.PUBLISHED, published_at=now
+        status=Publication.Status.PUBLISHED,
+        published_at=now,
+        check_run=check_run,
+        curve=curve,
+        headline=headline_of(curve),
     )
     if not updated:
         raise ConflictError("This publication was published meanwhile.", code="state-conflict")

@@ -202,3 +202,29 @@ def test_a_challenge_ends_dismissed_annotated_or_retracted_in_public(role_users,
         AuditEvent.objects.filter(action__startswith="challenge.").values_list("action", flat=True)
     )
     assert actions == ["challenge.raised", "challenge.annotated", "challenge.raised", "challenge.retracted"]
+
+
+def test_publishing_snapshots_the_curve_and_headline_of_the_frozen_versions_check(role_users, audited):
+    from submissions.models import CheckRun
+    from submissions.selectors import check_run_latest
+
+    run = check_run_latest(audited.submitted_version)
+    points = [
+        {"point": "a", "concurrency": 1, "system_tps": 95.0, "tps_per_user": 95.0, "ttft_p90_ms": 20.0},
+        {"point": "b", "concurrency": 8, "system_tps": 640.0, "tps_per_user": 80.0, "ttft_p90_ms": 35.0},
+    ]
+    other = {"system": "Other", "model": "m", "points": []}
+    mine = {
+        "system": audited.system.name,
+        "model": audited.benchmark.model_id,
+        "points": points,
+        "pareto": {},
+    }
+    CheckRun.objects.filter(pk=run.pk).update(curves=[other, mine])
+    publication = services.publication_schedule(submission=audited, actor=role_users["submitter"], mode="now")
+    assert publication.check_run_id == run.pk and publication.curve == mine
+    assert publication.headline["max_system_tps"] == 640.0 and publication.headline["points"] == 2
+    assert (
+        publication.headline["min_ttft_p90_ms"] == 20.0
+        and publication.headline["max_system_tps_per_kw"] is None
+    )
