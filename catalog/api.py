@@ -31,6 +31,7 @@ class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
                 "workload",
                 "ruleset_version",
                 "tokenizer_is_placeholder",
+                "tokenizer_note",
             ]
 
     serializer_class = OutputSerializer

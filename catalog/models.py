@@ -6,6 +6,14 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
+from catalog.tokenizer_packages import TokenizerUnavailable, packaged
+
+PLACEHOLDER_TOKENIZER_NOTE = (
+    "Token counts for this benchmark use a placeholder tokenizer, not the model's own: input and output "
+    "token counts, TPOT and tokens per second will not match the model's real tokenizer until the chair "
+    "installs it."
+)
+
 MODEL_ID_VALIDATOR = RegexValidator(
     r"^[a-z0-9][a-z0-9_.-]{0,63}$",
     "Use lower-case letters, digits, '_', '.' and '-' (as in the bundle's results/<system>/<model>/ folder).",
@@ -55,7 +63,17 @@ class Benchmark(models.Model):
     def __str__(self) -> str:
         return self.model_id
 
+    @property
+    def tokenizer_note(self) -> str:
+        """What a reader must know about this benchmark's token counts; empty when the tokenizer is the model's."""
+        return PLACEHOLDER_TOKENIZER_NOTE if self.tokenizer_is_placeholder else ""
+
     def clean(self):
         path = self.tokenizer_path or ""
+        try:
+            if packaged(path) is not None:
+                return
+        except TokenizerUnavailable as exc:
+            raise ValidationError({"tokenizer_path": str(exc)}) from exc
         if path.startswith("/") or ".." in path.replace("\\", "/").split("/"):
             raise ValidationError({"tokenizer_path": "Must be a path inside portal_data/tokenizers/."})
