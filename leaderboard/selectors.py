@@ -1,10 +1,319 @@
-"""Reads for the public leaderboard: only published results, whoever asks."""
+"""Reads for the public leaderboard: only published results, whoever asks.
+
+Every public page reads Publication rows and their snapshot (curve, headline) with the submission, system,
+organisation and benchmark joined in, so the number of queries never grows with the number of results. A
+retracted result keeps its page (`publication_public`) and history entry, but leaves the rankings.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Exists, OuterRef, QuerySet
+from django.http import Http404
+
+from catalog.models import Benchmark
 from catalog.selectors import benchmark_list
+from leaderboard.models import Annotation, Publication
+from review.models import Attestation, Review, Waiver
+from submissions.models import PointMetric, Submission
+from submissions.selectors import check_run_official
+from submissions.system_desc import system_desc_facts
+
+COMPARE_MIN, COMPARE_MAX = 2, 4
+POWER_MEASURED, POWER_PROVISIONED, POWER_NONE = "measured", "provisioned", "none"
 
 
 def leaderboard_benchmarks():
     """Benchmarks that have (or will have) a public leaderboard."""
     return benchmark_list()
+
+
+def benchmark_public(model_id: str) -> Benchmark:
+    """One benchmark of the public catalog by its model id, or a 404."""
+    benchmark = Benchmark.objects.filter(model_id=model_id).first()
+    if benchmark is None:
+        raise Http404("No such benchmark.")
+    return benchmark
+
+
+def publications_public() -> QuerySet[Publication]:
+    """Every published result (retracted ones included), with what a page shows of it joined in: one query."""
+    has_measured_power = Exists(
+        PointMetric.objects.filter(check_run_id=OuterRef("check_run_id"), extra__power__has_key="measured")
+    )
+    return (
+        Publication.objects.filter(status=Publication.Status.PUBLISHED)
+        .select_related(
+            "submission__organisation",
+            "submission__system",
+            "submission__benchmark",
+            "version",
+            "check_run",
+        )
+        .defer(
+            "check_run__report", "check_run__curves", "check_run__point_files", "check_run__points_expected"
+        )
+        .annotate(has_measured_power=has_measured_power)
+    )
+
+
+def publications_ranked_base() -> QuerySet[Publication]:
+    """Published and not retracted: what rankings, counts and the SLO finder read."""
+    return publications_public().filter(retracted_at__isnull=True)
+
+
+# --- Filters -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeaderboardFilters:
+    """What a buyer narrows a leaderboard by; empty strings mean "any"."""
+
+    division: str = ""
+    availability: str = ""
+    organisation: str = ""  # the organisation's slug
+    accelerator: str = ""  # an accelerator model name as the system description gives it
+    power: str = ""  # measured | provisioned | none
+
+    @classmethod
+    def from_query(cls, query) -> LeaderboardFilters:
+        def one(name: str) -> str:
+            return (query.get(name) or "").strip()[:200]
+
+        return cls(
+            division=one("division"),
+            availability=one("availability"),
+            organisation=one("organisation"),
+            accelerator=one("accelerator"),
+            power=one("power"),
+        )
+
+    @property
+    def active(self) -> bool:
+        return any((self.division, self.availability, self.organisation, self.accelerator, self.power))
+
+    def as_query(self) -> dict[str, str]:
+        return {k: v for k, v in self.__dict__.items() if v}
+
+
+def publication_accelerators(publication: Publication) -> list[str]:
+    """Accelerator model names of the result's system (its system description), distinct, in order."""
+    facts = system_desc_facts(publication.submission.system.description)
+    return list(dict.fromkeys(a["model"] for a in facts["accelerators"] if a["model"] and a["model"] != "?"))
+
+
+def publication_power_kind(publication: Publication) -> str:
+    """measured (a power trace per point), provisioned (system_power.json only) or none."""
+    if getattr(publication, "has_measured_power", False):
+        return POWER_MEASURED
+    if (publication.headline or {}).get("max_system_tps_per_kw") is not None:
+        return POWER_PROVISIONED
+    return POWER_NONE
+
+
+def _matches(publication: Publication, filters: LeaderboardFilters) -> bool:
+    submission = publication.submission
+    if filters.division and submission.division != filters.division:
+        return False
+    if filters.availability and submission.availability != filters.availability:
+        return False
+    if filters.organisation and submission.organisation.slug != filters.organisation:
+        return False
+    if filters.accelerator and filters.accelerator not in publication_accelerators(publication):
+        return False
+    if filters.power == POWER_MEASURED:
+        return publication_power_kind(publication) == POWER_MEASURED
+    if filters.power == POWER_PROVISIONED:  # any official provisioned figure, measured results included
+        return (publication.headline or {}).get("max_system_tps_per_kw") is not None
+    if filters.power == POWER_NONE:
+        return publication_power_kind(publication) == POWER_NONE
+    return True
+
+
+def _rank_key(publication: Publication):
+    peak = (publication.headline or {}).get("max_system_tps")
+    return (peak is None, -(peak or 0.0), publication.public_id)
+
+
+@dataclass
+class Leaderboard:
+    """One benchmark's ranked results after the filters, and the choices the filter form offers."""
+
+    benchmark: Benchmark
+    filters: LeaderboardFilters
+    results: list[Publication]
+    total: int
+    options: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+
+def leaderboard_for(benchmark: Benchmark, filters: LeaderboardFilters | None = None) -> Leaderboard:
+    """The benchmark's published, not retracted results ranked by peak system throughput, filtered. One query:
+    the accelerator filter reads the system description of rows already loaded."""
+    filters = filters or LeaderboardFilters()
+    every = list(publications_ranked_base().filter(submission__benchmark=benchmark))
+    options = {
+        "division": sorted({(p.submission.division, p.submission.get_division_display()) for p in every}),
+        "availability": sorted(
+            {(p.submission.availability, p.submission.get_availability_display()) for p in every}
+        ),
+        "organisation": sorted(
+            {(p.submission.organisation.slug, p.submission.organisation.name) for p in every},
+            key=lambda o: o[1].lower(),
+        ),
+        "accelerator": sorted({(a, a) for p in every for a in publication_accelerators(p)}),
+        "power": [
+            (POWER_MEASURED, "Measured power"),
+            (POWER_PROVISIONED, "Provisioned power"),
+            (POWER_NONE, "No power figures"),
+        ],
+    }
+    results = sorted((p for p in every if _matches(p, filters)), key=_rank_key)
+    return Leaderboard(
+        benchmark=benchmark, filters=filters, results=results, total=len(every), options=options
+    )
+
+
+def publications_ranked(benchmark: Benchmark, filters: LeaderboardFilters | None = None) -> list[Publication]:
+    """The ranked results only (see leaderboard_for)."""
+    return leaderboard_for(benchmark, filters).results
+
+
+# --- Home, one result, history, compare -----------------------------------------------------------
+
+
+def publications_latest(limit: int = 8) -> list[Publication]:
+    """The most recently published results (retracted ones left out)."""
+    return list(publications_ranked_base().order_by("-published_at", "-id")[:limit])
+
+
+def publication_counts() -> dict[int, int]:
+    """Ranked (published, not retracted) results per benchmark id."""
+    rows = (
+        Publication.objects.filter(status=Publication.Status.PUBLISHED, retracted_at__isnull=True)
+        .values("submission__benchmark_id")
+        .annotate(n=Count("id"))
+    )
+    return {row["submission__benchmark_id"]: row["n"] for row in rows}
+
+
+def benchmarks_with_counts() -> list[Benchmark]:
+    """The public catalog, each benchmark carrying `published_count`."""
+    counts = publication_counts()
+    benchmarks = list(leaderboard_benchmarks())
+    for benchmark in benchmarks:
+        benchmark.published_count = counts.get(benchmark.pk, 0)
+    return benchmarks
+
+
+def publication_public(public_id: str) -> Publication:
+    """One published result by its public id, retracted included (it keeps its page); a 404 otherwise, also
+    for a result still under embargo or waiting for its cohort."""
+    publication = publications_public().filter(public_id=public_id).first()
+    if publication is None:
+        raise Http404("No such published result.")
+    return publication
+
+
+def system_history(system_id: int) -> list[Publication]:
+    """A system's published results over time, oldest first (retracted ones included and marked), or a 404 when
+    the system has none (a system with only unpublished work does not exist for the public)."""
+    history = list(
+        publications_public().filter(submission__system_id=system_id).order_by("published_at", "id")
+    )
+    if not history:
+        raise Http404("No published results for this system.")
+    return history
+
+
+def publications_compare(benchmark: Benchmark, public_ids: list[str]) -> list[Publication]:
+    """2-4 published results of one benchmark, in the order asked; ValueError says what is wrong."""
+    wanted = list(dict.fromkeys(i.strip() for i in public_ids if i.strip()))
+    if not COMPARE_MIN <= len(wanted) <= COMPARE_MAX:
+        raise ValueError(f"Choose {COMPARE_MIN} to {COMPARE_MAX} results to compare.")
+    found = {
+        p.public_id: p
+        for p in publications_public().filter(public_id__in=wanted, submission__benchmark=benchmark)
+    }
+    missing = [i for i in wanted if i not in found]
+    if missing:
+        raise ValueError(f"No published result of this benchmark: {', '.join(missing)}.")
+    return [found[i] for i in wanted]
+
+
+# --- What a result page shows beyond the snapshot ---------------------------------------------------
+
+
+@dataclass
+class Provenance:
+    """Where a published result's numbers come from and who checked them."""
+
+    bundle_sha256: str
+    checker_version: str
+    ruleset: str
+    recomputed_points: int
+    total_points: int
+    official: dict | None
+    waivers: list[Waiver]
+    reviewing_organisations: int
+    audited_at: object | None
+    files: list
+    annotations: list[Annotation]
+    measured_power: dict[int, dict]  # concurrency -> measured power of that point
+
+    @property
+    def recomputation(self) -> str:
+        if not self.total_points:
+            return "no points"
+        if self.recomputed_points == self.total_points:
+            return "every point recomputed from its raw log"
+        return f"{self.recomputed_points} of {self.total_points} points recomputed from raw logs"
+
+
+def publication_provenance(publication: Publication) -> Provenance:
+    """The provenance block of a result page: a fixed handful of queries whatever the result's size."""
+    points = (publication.curve or {}).get("points") or []
+    check_run = publication.check_run
+    official = None
+    measured: dict[int, dict] = {}
+    if check_run is not None:
+        official = check_run_official(check_run)
+        for concurrency, extra in PointMetric.objects.filter(
+            check_run=check_run, extra__power__has_key="measured"
+        ).values_list("concurrency", "extra"):
+            measured[concurrency] = (extra.get("power") or {}).get("measured") or {}
+    waivers = list(
+        Waiver.objects.filter(version=publication.version, status=Waiver.Status.GRANTED).order_by(
+            "rule", "point"
+        )
+    )
+    organisations = (
+        Review.objects.filter(assignment__submission=publication.submission, decision=Review.Decision.APPROVE)
+        .values("assignment__organisation_id")
+        .distinct()
+        .count()
+    )
+    attestation = (
+        Attestation.objects.filter(submission=publication.submission, version=publication.version)
+        .order_by("-created_at")
+        .first()
+    )
+    return Provenance(
+        bundle_sha256=publication.version.sha256,
+        checker_version=getattr(check_run, "checker_version", "") or "",
+        ruleset=getattr(check_run, "ruleset", "") or (publication.curve or {}).get("ruleset") or "",
+        recomputed_points=sum(1 for p in points if p.get("basis") == "recomputed"),
+        total_points=len(points),
+        official=official,
+        waivers=waivers,
+        reviewing_organisations=organisations,
+        audited_at=attestation.created_at if attestation else None,
+        files=list(publication.version.files.order_by("position")),
+        annotations=list(publication.annotations.order_by("created_at", "id")),
+        measured_power=measured,
+    )
+
+
+def submission_publication(submission: Submission) -> Publication | None:
+    """The submission's publication record (scheduled or published), for the submitter's page."""
+    return Publication.objects.filter(submission=submission).first()

@@ -1,0 +1,105 @@
+"""Published results with realistic snapshots (curve points, Pareto fronts with step vertices, headline) for the
+leaderboard tests, built with the factories."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from checker.curve import pareto_front, step_vertices
+from leaderboard.models import Publication
+from leaderboard.services import headline_of
+from tests.factories import BenchmarkFactory, PublicationFactory, SubmissionFactory, SystemFactory
+
+ACCELERATOR_DESCRIPTION = {
+    "system_name": "Test system",
+    "node_types": [
+        {
+            "number_of_nodes": 1,
+            "host_processor_model_name": "Xeon 8480",
+            "accelerator_info": [{"accelerator_model_name": "AX-1 GPU", "accelerators_per_node": 8}],
+        }
+    ],
+}
+
+
+def make_curve(
+    system: str, model: str, *, scale: float = 1.0, points: int = 8, tps_per_kw: bool = True
+) -> dict:
+    """A realistic curve: throughput grows with concurrency while interactivity falls; one point off the front."""
+    rows = []
+    for index in range(points):
+        concurrency = 2**index
+        tps_per_user = round(120.0 / (1 + index * 0.35), 3)
+        system_tps = round(scale * tps_per_user * concurrency * 0.9, 2)
+        rows.append(
+            {
+                "point": f"{system}/{model}/r{concurrency}",
+                "basis": "recomputed",
+                "concurrency": concurrency,
+                "system_tps": system_tps,
+                "tps_per_user": tps_per_user,
+                "ttft_p90_ms": round(80 + 12 * index**1.6, 1),
+                "e2e_interactivity": round(tps_per_user * 0.8, 3),
+                "system_tps_per_kw": round(system_tps / 11.2, 3) if tps_per_kw else None,
+                "region": "low_latency" if concurrency <= 32 else "high_concurrency",
+            }
+        )
+    if points > 3:  # a measured point that is not on the front (lower throughput at the same interactivity)
+        rows[2]["system_tps"] = round(rows[1]["system_tps"] * 0.9, 2)
+    fronts = {}
+    for x in ("tps_per_user", "e2e_interactivity"):
+        front = pareto_front(rows, x=x, y="system_tps")
+        fronts[x] = {
+            "x": x,
+            "y": "system_tps",
+            "points": [p["point"] for p in front],
+            "steps": step_vertices(front, x=x, y="system_tps"),
+        }
+    return {
+        "system": system,
+        "model": model,
+        "ruleset": "endpoints-v1.0",
+        "points": rows,
+        "pareto": fronts,
+        "official": "step function through measured points only; never interpolated",
+    }
+
+
+def publish(
+    *,
+    benchmark=None,
+    system=None,
+    organisation=None,
+    scale: float = 1.0,
+    days_ago: int = 0,
+    retracted: bool = False,
+    **submission_kwargs,
+) -> Publication:
+    """A published result of `system` (a new one by default) on `benchmark` with its snapshot filled in."""
+    benchmark = benchmark or BenchmarkFactory()
+    if system is None:
+        system_kwargs = {"description": dict(ACCELERATOR_DESCRIPTION)}
+        if organisation is not None:
+            system_kwargs["organisation"] = organisation
+        system = SystemFactory(**system_kwargs)
+    submission = SubmissionFactory(
+        status="published", system=system, benchmark=benchmark, **submission_kwargs
+    )
+    curve = make_curve(system.name, benchmark.model_id, scale=scale)
+    when = timezone.now() - timedelta(days=days_ago)
+    publication = PublicationFactory(
+        submission=submission,
+        curve=curve,
+        headline=headline_of(curve),
+        published_at=when,
+        publish_at=when,
+        check_run=submission.submitted_version.check_runs.order_by("-id").first(),
+    )
+    if retracted:
+        Publication.objects.filter(pk=publication.pk).update(
+            retracted_at=timezone.now(), retraction_reason="The load points do not reproduce."
+        )
+        publication.refresh_from_db()
+    return publication
