@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from access.visibility import (
+    attestations_visible_to,
     evidence_requests_visible_to,
     review_assignments_visible_to,
     submissions_visible_to,
@@ -142,6 +143,12 @@ def review_panel(user, submission: Submission) -> dict | None:
     if submission.status == Status.CHANGES_REQUESTED:
         changes = next((r for r in reversed(reviews) if r.decision == Review.Decision.REQUEST_CHANGES), None)
     thread = _thread_entries(user, submission, writes=writes and submission.status in THREAD_OPEN)
+    attestations = list(
+        attestations_visible_to(user)
+        .filter(submission=submission)
+        .select_related("auditor", "version")
+        .order_by("-created_at", "-pk")
+    )
     evidence = list(
         evidence_requests_visible_to(user)
         .filter(submission=submission)
@@ -159,6 +166,7 @@ def review_panel(user, submission: Submission) -> dict | None:
             "open_objections": [e for e in thread if e.comment.objection_status in Comment.OPEN_STATUSES],
             "can_comment": writes and submission.status in THREAD_OPEN,
             "evidence": evidence,
+            "attestations": attestations,
             "changes_review": changes,
             "new_version_waiting": latest is not None and latest.pk != frozen_id,
             "review_page": reverse("review:review_page", args=[submission.pk]),
