@@ -2,7 +2,7 @@
 
 from rest_framework.routers import BaseRouter
 
-from review import api_audit, api_chair, api_reviewer
+from review import api_audit, api_chair, api_reviewer, api_submitter
 
 
 def register(router: BaseRouter) -> None:
@@ -10,3 +10,4 @@ def register(router: BaseRouter) -> None:
     api_reviewer.register(router)  # assignments, reviews, the thread, version diff and file browser
     api_audit.register(router)  # the audit queue, attest, evidence requests, waivers
     api_chair.register(router)  # the chair's dashboard, assignment by hand or drawn, conflicts
+    api_submitter.register(router)  # who reviews a submission (for the submitting organisation)

@@ -72,6 +72,7 @@ ROUTES = {
     "api:version-list": (LIST, "get", lambda w: "/api/v1/versions/?limit=500"),
     "api:check-run-list": (LIST, "get", lambda w: "/api/v1/check-runs/?limit=500"),
     "api:upload-list": (LIST, "get", lambda w: "/api/v1/uploads/?limit=500"),
+    "api:submission-reviewer-list": (LIST, "get", lambda w: "/api/v1/submission-reviewers/?limit=500"),
     # one object of one submission: 404 outside the visibility table
     "submissions:detail": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/"),
     "submissions:check_fragment": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/versions/1/check/"),

@@ -227,3 +227,40 @@ def test_changes_requested_shows_the_reason_and_why_resubmit_waits(world):
     assert "Send the new version to the reviewers" in body
     assert "Upload a new version with the requested changes first" in body  # the blocked reason
     assert "data-upload" in body  # the upload box is open again for the new version
+
+
+# --- API: who reviews (/api/v1/submission-reviewers/) -------------------------------------------------
+
+
+def _reviewers_api(user, submission):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client.get(f"/api/v1/submission-reviewers/?submission={submission.pk}")
+
+
+@pytest.mark.parametrize(
+    ("actor", "expected"),
+    [
+        ("submitter", {"reviewer", "conflicted"}),
+        ("assigned", {"reviewer"}),
+        ("auditor", {"reviewer", "conflicted"}),
+        ("chair", {"reviewer", "conflicted"}),
+        ("other_member", set()),
+        ("unassigned", set()),
+        ("conflicted", set()),
+    ],
+)
+def test_who_reviews_through_the_api(world, actor, expected):
+    response = _reviewers_api(world[actor], world["submission"])
+    assert response.status_code == 200
+    rows = response.json()["results"]
+    assert {row["reviewer"] for row in rows} == expected
+    assert HIDDEN_NAME not in response.content.decode()
+    assert all("reason" not in row for row in rows)
+
+
+def test_who_reviews_refuses_anonymous(world):
+    assert _reviewers_api(None, world["submission"]).status_code in (401, 403)
