@@ -1,4 +1,5 @@
-"""URLs of the leaderboard app (mounted at /leaderboard/)."""
+"""URLs of the leaderboard app (mounted at /leaderboard/): benchmark leaderboards, compare, and the submitter's
+choice of publication date."""
 
 from django.urls import path
 
@@ -8,4 +9,7 @@ app_name = "leaderboard"
 
 urlpatterns = [
     path("", views.index, name="index"),
+    path("submissions/<int:pk>/publish/", views.publication_choose, name="publication_choose"),
+    path("<str:model_id>/", views.benchmark, name="benchmark"),
+    path("<str:model_id>/compare/", views.compare, name="compare"),
 ]

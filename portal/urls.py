@@ -52,4 +52,5 @@ urlpatterns = [
     path("review/", include("review.urls")),
     path("audit/", include("audit.urls")),
     path("leaderboard/", include("leaderboard.urls")),
+    path("", include("leaderboard.urls_results")),
 ]

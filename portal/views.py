@@ -2,8 +2,9 @@
 
 from django.shortcuts import render
 
-from catalog.selectors import benchmark_list
+from leaderboard.views import home_context
 
 
 def home(request):
-    return render(request, "home.html", {"benchmarks": benchmark_list()})
+    """Benchmarks with their counts of published results and the latest publications (leaderboard.selectors)."""
+    return render(request, "home.html", home_context())

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from access.permissions import can
 from access.visibility import get_visible_or_404, submissions_visible_to, systems_visible_to
 from accounts.selectors import organisations_of_user, user_is_chair, user_org_ids, user_roles
+from leaderboard.views import publication_panel
 from portal.errors import ApplicationError
 from review.views_submitter import review_panel
 from submissions import checks, lifecycle, services, uploads
@@ -165,6 +166,8 @@ def submission_detail(request, pk: int):
         "is_chair": user_is_chair(request.user),
         # The review as the submitter lives it (review.views_submitter): reviewers, thread, waivers, evidence.
         "review": review_panel(request.user, submission),
+        # After the audit: the submitter's choice of publication date, then the link to the public page.
+        "publication_panel": publication_panel(request.user, submission),
     }
     if selected is not None:
         context["check"] = check_section_context(submission, selected)

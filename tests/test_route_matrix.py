@@ -844,3 +844,83 @@ def test_review_lists_never_carry_hidden_rows(name, role_users, storage_dir):
         assert response.status_code == 200 and response.json()["results"] == [], (name, user)
     _assert_login(_request(None, "get", url(world)), name)
     assert _request(world["reviewer"], "get", url(world)).json()["results"], name
+
+
+# --- The public leaderboard (leaderboard/urls.py, leaderboard/urls_results.py) ---------------------------
+# PUBLISHED: a page of one published result (or its system): 200 for everyone, anonymous included, and a 404
+# for everyone while the result is only scheduled (under embargo, waiting for its cohort) or the system has
+# nothing published. The hidden system's name never shows, on any public page, in any format.
+PUBLISHED = "published-result"
+LEADERBOARD_ROUTES = {
+    "leaderboard:benchmark": (PUBLIC, "get", lambda w: "/leaderboard/llama3_1-8b/"),
+    "leaderboard:compare": (PUBLISHED, "get", lambda w: f"/leaderboard/{w['model']}/compare/?ids={w['ids']}"),
+    "leaderboard:publication_choose": (LOGIN, "post", lambda w: "/leaderboard/submissions/1/publish/"),
+    "results:detail": (PUBLISHED, "get", lambda w: f"/results/{w['public_id']}/"),
+    "results:data_json": (PUBLISHED, "get", lambda w: f"/results/{w['public_id']}/points.json"),
+    "results:data_csv": (PUBLISHED, "get", lambda w: f"/results/{w['public_id']}/points.csv"),
+    "results:file": (PUBLISHED, "get", lambda w: f"/results/{w['public_id']}/files/0/"),
+    "results:system_history": (PUBLISHED, "get", lambda w: f"/systems/{w['system_id']}/history/"),
+    "results:challenge": (LOGIN, "post", lambda w: "/results/EP-000001/challenge/"),
+    "results:challenge_resolve": (LOGIN, "post", lambda w: "/results/challenges/1/resolve/"),
+}
+ROUTES.update(LEADERBOARD_ROUTES)
+HIDDEN_SYSTEM_NAME = "Unreleased-Z9"
+
+
+def _publication_world(role_users) -> dict:
+    """A published result of acme's system, and Unreleased-Z9 with a result scheduled for next week."""
+    from tests.factories import PublicationFactory, SystemFactory
+
+    acme = role_users["organisations"]["acme"]
+    published = PublicationFactory(submission__system=SystemFactory(organisation=acme))
+    other = PublicationFactory(submission__benchmark=published.submission.benchmark)
+    hidden_system = SystemFactory(organisation=acme, name=HIDDEN_SYSTEM_NAME)
+    scheduled = PublicationFactory(
+        scheduled=True,
+        submission__system=hidden_system,
+        submission__benchmark=published.submission.benchmark,
+    )
+    model = published.submission.benchmark.model_id
+    return {
+        "shown": {
+            "public_id": published.public_id,
+            "system_id": published.submission.system_id,
+            "model": model,
+            "ids": f"{published.public_id},{other.public_id}",
+        },
+        "hidden": {
+            "public_id": scheduled.public_id,
+            "system_id": hidden_system.pk,
+            "model": model,
+            "ids": f"{published.public_id},{scheduled.public_id}",
+        },
+    }
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (kind, _, _) in ROUTES.items() if kind == PUBLISHED))
+def test_published_result_pages_are_public_and_scheduled_ones_do_not_exist(name, role_users, storage_dir):
+    world = _publication_world(role_users)
+    _, _, url = ROUTES[name]
+    for user in (
+        None,
+        role_users["reviewer"],
+        role_users["submitter"],
+        role_users["auditor"],
+        role_users["chair"],
+    ):
+        shown = _request(user, "get", url(world["shown"]))
+        assert shown.status_code == 200, (name, user, shown.status_code)
+        body = b"".join(shown.streaming_content) if shown.streaming else shown.content
+        assert HIDDEN_SYSTEM_NAME.encode() not in body, (name, user)
+        hidden = _request(user, "get", url(world["hidden"]))
+        assert hidden.status_code in (400, 404), (name, user, hidden.status_code)
+        assert HIDDEN_SYSTEM_NAME.encode() not in hidden.content, (name, user)
+
+
+def test_public_leaderboard_pages_never_name_an_unpublished_system(role_users, storage_dir):
+    world = _publication_world(role_users)
+    model = world["shown"]["model"]
+    for url in ("/", "/leaderboard/", f"/leaderboard/{model}/", "/leaderboard/llama3_1-8b/"):
+        for user in (None, role_users["submitter"], role_users["chair"]):
+            response = _request(user, "get", url)
+            assert response.status_code == 200 and HIDDEN_SYSTEM_NAME.encode() not in response.content, url

@@ -1,0 +1,163 @@
+"""Chart specifications of the public pages, drawn in the browser by static/js/leaderboard_chart.js (our own SVG,
+no library, no CDN) and shown beside an HTML table of the same numbers.
+
+Lines go through measured points only. Throughput against interactivity is the official step function through
+the Pareto front (the checker's step vertices, checker.curve.step_vertices); a metric against concurrency is a
+step line that holds each measured value until the next measured concurrency. Every vertex has the x of one
+measured point and the y of one measured point: nothing is interpolated.
+"""
+
+from __future__ import annotations
+
+import math
+
+from catalog.models import Benchmark
+
+SERIES_COLOURS = [
+    "#0b5cad",
+    "#c0392b",
+    "#1a7f37",
+    "#8e44ad",
+    "#b35900",
+    "#117a8b",
+    "#6b4f1d",
+    "#c2185b",
+    "#455a64",
+    "#7cb342",
+]
+
+METRICS = {
+    "concurrency": ("Concurrency", ""),
+    "system_tps": ("System throughput", "tokens/s"),
+    "tps_per_user": ("Interactivity", "tokens/s per user"),
+    "e2e_interactivity": ("End-to-end interactivity", "tokens/s per user"),
+    "ttft_p90_ms": ("TTFT P90", "ms"),
+    "system_tps_per_kw": ("Throughput per kW (provisioned)", "tokens/s/kW"),
+}
+# What hovering a point shows, in order (the point's every official metric).
+TOOLTIP_METRICS = [
+    "concurrency",
+    "system_tps",
+    "tps_per_user",
+    "e2e_interactivity",
+    "ttft_p90_ms",
+    "system_tps_per_kw",
+]
+
+
+def interactivity_metric(benchmark: Benchmark) -> str:
+    """Agentic workloads are judged on end-to-end interactivity, the others on tokens/s per user."""
+    return "e2e_interactivity" if benchmark.workload == "agentic" else "tps_per_user"
+
+
+def axis_label(metric: str) -> str:
+    name, unit = METRICS.get(metric, (metric, ""))
+    return f"{name} ({unit})" if unit else name
+
+
+def _finite(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def colour(index: int) -> str:
+    return SERIES_COLOURS[index % len(SERIES_COLOURS)]
+
+
+def _point(point: dict, on_front: set[str]) -> dict:
+    row = {key: _finite(point.get(key)) for key in TOOLTIP_METRICS}
+    row["key"] = point.get("point", "")
+    row["basis"] = point.get("basis", "")
+    row["region"] = point.get("region", "")
+    row["on_front"] = point.get("point") in on_front
+    return row
+
+
+def series_of(curve: dict, *, x: str, y: str, label: str, index: int, href: str = "", sid: str = "") -> dict:
+    """One drawable series: every measured point with all its metrics, and the step vertices to draw.
+
+    x = an interactivity metric: the Pareto front's step vertices the checker computed.
+    x = concurrency: measured points by concurrency, each value held until the next measured concurrency."""
+    points_in = [p for p in (curve or {}).get("points") or [] if isinstance(p, dict)]
+    front = ((curve or {}).get("pareto") or {}).get(x) or {}
+    on_front = set(front.get("points") or []) if x != "concurrency" else set()
+    points = [_point(p, on_front) for p in points_in]
+    points = [p for p in points if p[x] is not None and p[y] is not None]
+    for p in points:  # the chart's own coordinates, for the table beside it
+        p["x"], p["y"] = p[x], p[y]
+    if x == "concurrency":
+        ordered = sorted(points, key=lambda p: p["concurrency"])
+        steps: list[list[float]] = []
+        for i, p in enumerate(ordered):
+            if i:
+                steps.append([p["concurrency"], ordered[i - 1][y]])
+            steps.append([p["concurrency"], p[y]])
+        for p in points:
+            p["on_front"] = True
+    else:
+        steps = [
+            [float(v[0]), float(v[1])]
+            for v in front.get("steps") or []
+            if isinstance(v, list | tuple)
+            and len(v) == 2
+            and _finite(v[0]) is not None
+            and _finite(v[1]) is not None
+        ]
+    return {
+        "id": sid or f"s{index}",
+        "label": label,
+        "colour": colour(index),
+        "href": href,
+        "points": points,
+        "steps": steps,
+    }
+
+
+def chart_spec(
+    chart_id: str, title: str, *, x: str, y: str, series: list[dict], log_x: bool = False, note: str = ""
+) -> dict:
+    """Everything the browser needs to draw one chart (passed through json_script)."""
+    return {
+        "id": chart_id,
+        "title": title,
+        "x": {"key": x, "label": axis_label(x), "log": log_x},
+        "y": {"key": y, "label": axis_label(y)},
+        "series": [s for s in series if s["points"]],
+        "tooltip": [{"key": k, "label": axis_label(k)} for k in TOOLTIP_METRICS],
+        "note": note,
+    }
+
+
+def result_charts(curve: dict, *, label: str, interactivity: str) -> list[dict]:
+    """The three charts of a result page: throughput against interactivity (the official step function),
+    throughput against concurrency, TTFT P90 against concurrency."""
+    return [
+        chart_spec(
+            "chart-front",
+            f"System throughput against {axis_label(interactivity).lower()}",
+            x=interactivity,
+            y="system_tps",
+            series=[series_of(curve, x=interactivity, y="system_tps", label=label, index=0)],
+            note="Official step function through the Pareto front of measured points; hollow markers are "
+            "measured points off the front.",
+        ),
+        chart_spec(
+            "chart-concurrency",
+            "System throughput against concurrency",
+            x="concurrency",
+            y="system_tps",
+            log_x=True,
+            series=[series_of(curve, x="concurrency", y="system_tps", label=label, index=0)],
+            note="Each measured value is held until the next measured concurrency; nothing is interpolated.",
+        ),
+        chart_spec(
+            "chart-ttft",
+            "TTFT P90 against concurrency",
+            x="concurrency",
+            y="ttft_p90_ms",
+            log_x=True,
+            series=[series_of(curve, x="concurrency", y="ttft_p90_ms", label=label, index=1)],
+            note="Lower is better. Each measured value is held until the next measured concurrency.",
+        ),
+    ]

@@ -1,0 +1,18 @@
+"""Public URLs of published results (mounted at /): result pages, their data and bundle files, challenges, and a
+system's history."""
+
+from django.urls import path
+
+from leaderboard import views
+
+app_name = "results"
+
+urlpatterns = [
+    path("results/<str:public_id>/", views.result, name="detail"),
+    path("results/<str:public_id>/points.json", views.result_data, {"fmt": "json"}, name="data_json"),
+    path("results/<str:public_id>/points.csv", views.result_data, {"fmt": "csv"}, name="data_csv"),
+    path("results/<str:public_id>/files/<int:position>/", views.result_file, name="file"),
+    path("results/<str:public_id>/challenge/", views.challenge_raise, name="challenge"),
+    path("results/challenges/<int:pk>/resolve/", views.challenge_resolve, name="challenge_resolve"),
+    path("systems/<int:system_id>/history/", views.system_history, name="system_history"),
+]
