@@ -16,7 +16,7 @@ $(BIN)/python:
 
 # Reinstall only when the project's dependencies change.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,official]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,official,tokenizer-llama3]'
 	touch $(STAMP)
 
 install: $(STAMP)
