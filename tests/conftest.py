@@ -95,3 +95,16 @@ def draft(role_users, sample_catalog):
 
     benchmark, system = sample_catalog
     return submission_create(actor=role_users["submitter"], system=system, benchmark=benchmark)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Under CI=true a skipped test is a failure: every service, browser and optional extra the suite needs is
+    installed there, so a skip means something is missing, never that it may be left out."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = len(reporter.stats.get("skipped", [])) if reporter is not None else 0
+    if IN_CI and skipped and exitstatus == 0:
+        if reporter is not None:
+            reporter.write_line(
+                f"CI=true: {skipped} test(s) skipped; failing the run (see -ra above).", red=True
+            )
+        session.exitstatus = 1
