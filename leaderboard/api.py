@@ -1,7 +1,472 @@
-"""Public API of the leaderboard (arrives with the publication issue)."""
+"""The public API of the leaderboard, read-only and without login, under /api/v1/public/: benchmarks, results,
+points, curves, the SLO query and the procurement query, each as JSON or CSV (?format=csv or .csv).
 
+Every answer is the anonymous view (access.visibility.publications_visible_to(None): published results only,
+whoever asks), so it is shared: cached under the public generation (leaderboard.cache), with ETag and
+Last-Modified. Lists are paginated (limit/offset, at most MAX_PAGE_SIZE rows a page).
+"""
+
+from __future__ import annotations
+
+import django_filters
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, viewsets
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.permissions import AllowAny
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
+
+from access.visibility import annotations_visible_to, benchmarks_visible_to, publications_visible_to
+from leaderboard import exports
+from leaderboard.cache import cached_response
+from leaderboard.models import Publication
+from leaderboard.procurement import MAX_MODELS, requirements_from_query
+from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
+from portal.errors import ApplicationError
+
+MAX_PAGE_SIZE = 1000
+DEFAULT_PAGE_SIZE = 100
+
+
+def public_publications():
+    """What the public sees, whoever asks: the answers are shared through the cache."""
+    return publications_visible_to(None)
+
+
+class PublicPagination(LimitOffsetPagination):
+    default_limit = DEFAULT_PAGE_SIZE
+    max_limit = MAX_PAGE_SIZE
+
+
+class CSVRenderer(BaseRenderer):
+    """A table as CSV: a list's rows, or a single object as one row (errors included)."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        if isinstance(data, dict) and isinstance(data.get("results"), list):
+            rows = data["results"]
+        elif isinstance(data, list):
+            rows = data
+        else:
+            rows = [data or {}]
+        return exports.rows_to_csv(rows).encode("utf-8")
+
+
+class PublicViewSet(viewsets.ViewSet):
+    """No login, no session: the same answer for everyone, from the cache when it is there."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    renderer_classes = [JSONRenderer, CSVRenderer]
+    pagination_class = PublicPagination
+    table_name = "table"
+
+    def dispatch(self, request, *args, **kwargs):
+        return cached_response(request, lambda: super(PublicViewSet, self).dispatch(request, *args, **kwargs))
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if (
+            getattr(request, "accepted_renderer", None) is not None
+            and request.accepted_renderer.format == "csv"
+        ):
+            response["Content-Disposition"] = f'attachment; filename="{self.table_name}.csv"'
+        return response
+
+    def wants_csv(self) -> bool:
+        return self.request.accepted_renderer.format == "csv"
+
+    def paginated(self, rows: list, **extra) -> Response:
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(rows, self.request, view=self)
+        response = paginator.get_paginated_response(page)
+        if extra:
+            response.data = {**extra, **response.data}
+        return response
+
+
+def _not_found(what: str) -> Http404:
+    return Http404(f"No published {what}.")
+
+
+# --- Output shapes (for the OpenAPI schema; the tables are plain rows) ----------------------------------------
+
+_HEADLINE = {
+    "points": serializers.IntegerField(allow_null=True),
+    "max_system_tps": serializers.FloatField(allow_null=True),
+    "max_tps_per_user": serializers.FloatField(allow_null=True),
+    "min_ttft_p90_ms": serializers.FloatField(allow_null=True),
+    "max_system_tps_per_kw": serializers.FloatField(allow_null=True),
+    "max_concurrency": serializers.IntegerField(allow_null=True),
+}
+_PROVENANCE = {
+    "public_id": serializers.CharField(),
+    "result_url": serializers.CharField(help_text="The result page, /results/<public_id>/."),
+    "bundle_sha256": serializers.CharField(
+        help_text="SHA-256 of the published bundle the numbers come from."
+    ),
+}
+BenchmarkOut = inline_serializer(
+    "PublicBenchmark",
+    {
+        "model_id": serializers.CharField(),
+        "display_name": serializers.CharField(),
+        "workload": serializers.CharField(),
+        "interactivity_metric": serializers.CharField(),
+        "published_results": serializers.IntegerField(),
+        "ranked_results": serializers.IntegerField(help_text="Published and not retracted."),
+        "latest_published_at": serializers.DateTimeField(allow_null=True),
+    },
+)
+_RESULT_FIELDS = {
+    **_PROVENANCE,
+    "benchmark": serializers.CharField(),
+    "system": serializers.CharField(),
+    "organisation": serializers.CharField(),
+    "division": serializers.CharField(),
+    "availability": serializers.CharField(),
+    "accelerators": serializers.IntegerField(allow_null=True),
+    "published_at": serializers.DateTimeField(),
+    "retracted": serializers.BooleanField(),
+    "retracted_at": serializers.DateTimeField(allow_null=True),
+    "retraction_reason": serializers.CharField(allow_null=True),
+    **_HEADLINE,
+}
+ResultOut = inline_serializer("PublicResult", _RESULT_FIELDS)
+_POINT_FIELDS = {
+    **_PROVENANCE,
+    "benchmark": serializers.CharField(),
+    "system": serializers.CharField(),
+    "organisation": serializers.CharField(),
+    "retracted": serializers.BooleanField(),
+    "point": serializers.CharField(),
+    "basis": serializers.CharField(help_text="recomputed (from the raw log) or claimed"),
+    "concurrency": serializers.FloatField(allow_null=True),
+    "system_tps": serializers.FloatField(allow_null=True),
+    "tps_per_user": serializers.FloatField(allow_null=True),
+    "e2e_interactivity": serializers.FloatField(allow_null=True),
+    "ttft_p90_ms": serializers.FloatField(allow_null=True),
+    "system_tps_per_kw": serializers.FloatField(allow_null=True),
+    "region": serializers.CharField(allow_null=True),
+}
+PointOut = inline_serializer("PublicPoint", _POINT_FIELDS)
+ResultDetailOut = inline_serializer(
+    "PublicResultDetail",
+    {
+        **_RESULT_FIELDS,
+        "system_description": serializers.JSONField(),
+        "official": serializers.CharField(allow_null=True),
+        "ruleset": serializers.CharField(allow_null=True),
+        "annotations": inline_serializer(
+            "PublicAnnotation",
+            {"text": serializers.CharField(), "created_at": serializers.DateTimeField()},
+            many=True,
+        ),
+        "points": PointOut.__class__(many=True),
+        "pareto": serializers.JSONField(
+            help_text="Per interactivity axis: the front's points and step vertices."
+        ),
+    },
+)
+CurveOut = inline_serializer(
+    "PublicCurveVertex",
+    {
+        **_PROVENANCE,
+        "benchmark": serializers.CharField(),
+        "system": serializers.CharField(),
+        "retracted": serializers.BooleanField(),
+        "x_metric": serializers.CharField(),
+        "y_metric": serializers.CharField(),
+        "vertex": serializers.IntegerField(),
+        "x": serializers.FloatField(),
+        "y": serializers.FloatField(),
+    },
+)
+SloRowOut = inline_serializer(
+    "SloRow",
+    {
+        **_PROVENANCE,
+        "rank": serializers.IntegerField(),
+        "system": serializers.CharField(),
+        "organisation": serializers.CharField(),
+        "accelerators": serializers.IntegerField(allow_null=True),
+        "point": serializers.CharField(),
+        "basis": serializers.CharField(),
+        "concurrency": serializers.FloatField(),
+        "system_tps": serializers.FloatField(),
+        "tps_per_user": serializers.FloatField(allow_null=True),
+        "e2e_interactivity": serializers.FloatField(allow_null=True),
+        "ttft_p90_ms": serializers.FloatField(),
+        "system_tps_per_kw": serializers.FloatField(allow_null=True),
+        "power_kw": serializers.FloatField(
+            allow_null=True, help_text="Provisioned kW of the point's configuration"
+        ),
+    },
+)
+ProcurementRowOut = inline_serializer(
+    "ProcurementRow",
+    {
+        **_PROVENANCE,
+        "model": serializers.CharField(),
+        "system": serializers.CharField(),
+        "organisation": serializers.CharField(),
+        "accelerators": serializers.IntegerField(allow_null=True),
+        "point": serializers.CharField(),
+        "concurrency": serializers.FloatField(),
+        "ttft_p90_ms": serializers.FloatField(),
+        "interactivity": serializers.FloatField(allow_null=True),
+        "tpot_p90_ms": serializers.FloatField(allow_null=True, help_text="1000 / interactivity"),
+        "system_tps": serializers.FloatField(),
+        "system_tps_per_kw": serializers.FloatField(allow_null=True),
+        "power_kw": serializers.FloatField(allow_null=True),
+        "meets_delivery": serializers.BooleanField(),
+        "meets_expansion": serializers.BooleanField(allow_null=True),
+    },
+)
+ProcurementOut = inline_serializer(
+    "ProcurementReport",
+    {
+        "note": serializers.CharField(),
+        "models": inline_serializer(
+            "ProcurementSection",
+            {
+                "model": serializers.CharField(),
+                "known_model": serializers.BooleanField(),
+                "interactivity_metric": serializers.CharField(),
+                "requirements": serializers.JSONField(),
+                "systems": ProcurementRowOut.__class__(many=True),
+            },
+            many=True,
+        ),
+    },
+)
+
+FILTER_PARAMETERS = [
+    OpenApiParameter("benchmark", OpenApiTypes.STR, description="A benchmark's model_id"),
+    OpenApiParameter("organisation", OpenApiTypes.STR, description="An organisation's slug"),
+    OpenApiParameter("system", OpenApiTypes.STR, description="A system's name"),
+    OpenApiParameter("division", OpenApiTypes.STR),
+    OpenApiParameter("availability", OpenApiTypes.STR),
+    OpenApiParameter("result", OpenApiTypes.STR, description="A result's public id"),
+    OpenApiParameter("retracted", OpenApiTypes.BOOL, description="true: retracted only; false: ranked only"),
+]
+FORMAT_PARAMETER = OpenApiParameter(
+    "format", OpenApiTypes.STR, enum=["json", "csv"], description="json (default) or csv (the same table)"
+)
+
+
+# --- Filters ---------------------------------------------------------------------------------------------------
+
+
+class PublicResultFilter(django_filters.FilterSet):
+    benchmark = django_filters.CharFilter(field_name="submission__benchmark__model_id")
+    organisation = django_filters.CharFilter(field_name="submission__organisation__slug")
+    system = django_filters.CharFilter(field_name="submission__system__name")
+    division = django_filters.CharFilter(field_name="submission__division")
+    availability = django_filters.CharFilter(field_name="submission__availability")
+    result = django_filters.CharFilter(field_name="public_id", help_text="A result's public id.")
+    retracted = django_filters.BooleanFilter(
+        field_name="retracted_at", lookup_expr="isnull", exclude=True, help_text="true: retracted only"
+    )
+
+    class Meta:
+        model = Publication
+        fields: list[str] = []
+
+
+def _filtered(request, queryset):
+    filterset = PublicResultFilter(request.query_params, queryset=queryset)
+    if not filterset.is_valid():
+        raise ApplicationError(
+            "; ".join(f"{k}: {' '.join(v)}" for k, v in filterset.errors.items()), code="invalid"
+        )
+    return filterset.qs
+
+
+# --- Endpoints -------------------------------------------------------------------------------------------------
+
+
+class PublicBenchmarkViewSet(PublicViewSet):
+    """Benchmarks with their counts of published results."""
+
+    lookup_field = "model_id"
+    table_name = "benchmarks"
+
+    def _rows(self):
+        return exports.benchmark_rows(benchmarks_visible_to(None), public_publications())
+
+    @extend_schema(responses=BenchmarkOut.__class__(many=True), parameters=[FORMAT_PARAMETER])
+    def list(self, request, **kwargs):
+        return self.paginated(self._rows())
+
+    @extend_schema(responses=BenchmarkOut, parameters=[FORMAT_PARAMETER])
+    def retrieve(self, request, model_id=None, **kwargs):
+        row = next((r for r in self._rows() if r["model_id"] == model_id), None)
+        if row is None:
+            raise _not_found("benchmark")
+        return Response(row)
+
+
+class PublicResultViewSet(PublicViewSet):
+    """Published results (retracted ones flagged: they keep their page but leave the rankings)."""
+
+    lookup_field = "public_id"
+    lookup_value_regex = r"[A-Za-z0-9_-]+"
+    table_name = "results"
+
+    @extend_schema(
+        responses=ResultOut.__class__(many=True), parameters=[*FILTER_PARAMETERS, FORMAT_PARAMETER]
+    )
+    def list(self, request, **kwargs):
+        queryset = _filtered(request, exports.published_only(public_publications()).defer("curve"))
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response([exports.result_row(p) for p in page])
+
+    @extend_schema(
+        responses=ResultDetailOut,
+        parameters=[FORMAT_PARAMETER],
+        description="One published result with its points, curve and annotations; as CSV: its points.",
+    )
+    def retrieve(self, request, public_id=None, **kwargs):
+        publication = exports.published_only(public_publications()).filter(public_id=public_id).first()
+        if publication is None:
+            raise _not_found("result")
+        if self.wants_csv():
+            self.table_name = public_id
+            return Response(exports.point_rows(publication))
+        annotations = list(annotations_visible_to(None).filter(publication=publication))
+        return Response(exports.result_detail(publication, annotations))
+
+
+class PublicPointViewSet(PublicViewSet):
+    """Every measured point of the published results (filter by benchmark or result)."""
+
+    table_name = "points"
+
+    @extend_schema(responses=PointOut.__class__(many=True), parameters=[*FILTER_PARAMETERS, FORMAT_PARAMETER])
+    def list(self, request, **kwargs):
+        queryset = _filtered(request, exports.published_only(public_publications()))
+        return self.paginated([row for p in queryset for row in exports.point_rows(p)])
+
+
+class PublicCurveViewSet(PublicViewSet):
+    """The published step functions (one row per vertex) of the published results."""
+
+    table_name = "curves"
+
+    @extend_schema(responses=CurveOut.__class__(many=True), parameters=[*FILTER_PARAMETERS, FORMAT_PARAMETER])
+    def list(self, request, **kwargs):
+        queryset = _filtered(request, exports.published_only(public_publications()))
+        return self.paginated([row for p in queryset for row in exports.curve_rows(p)])
+
+
+class SloQuery(serializers.Serializer):
+    benchmark = serializers.CharField(help_text="The benchmark's model_id.")
+    ttft_p90_ms_max = serializers.FloatField(min_value=0.001, help_text="TTFT P90 at most (ms).")
+    interactivity_min = serializers.FloatField(
+        min_value=0, help_text="Interactivity at least (tokens/s/user; agentic workloads: end-to-end)."
+    )
+    power_kw_max = serializers.FloatField(
+        min_value=0.001, required=False, allow_null=True, help_text="Provisioned power at most (kW)."
+    )
+    accelerators_max = serializers.IntegerField(
+        min_value=1, required=False, allow_null=True, help_text="Accelerators in the system at most."
+    )
+
+
+def slo_answer(query: dict) -> dict:
+    """The SLO finder's answer to validated query values (shared with the page)."""
+    benchmark = benchmarks_visible_to(None).filter(model_id=query["benchmark"]).first()
+    if benchmark is None:
+        raise ApplicationError(f"No benchmark {query['benchmark']!r}.", code="unknown-benchmark")
+    metric = interactivity_metric_for(benchmark.workload)
+    targets = SloTargets(
+        ttft_p90_ms_max=query["ttft_p90_ms_max"],
+        interactivity_min=query["interactivity_min"],
+        power_kw_max=query.get("power_kw_max"),
+        accelerators_max=query.get("accelerators_max"),
+        interactivity_metric=metric,
+    )
+    return {
+        "benchmark": benchmark,
+        "interactivity_metric": metric,
+        "rows": exports.slo_query(public_publications(), benchmark, targets),
+    }
+
+
+class PublicSloViewSet(PublicViewSet):
+    """The SLO finder: per published, non-retracted curve, the best measured point meeting every target,
+    ranked by system_tps. No interpolation between points."""
+
+    table_name = "slo"
+
+    @extend_schema(
+        parameters=[SloQuery, FORMAT_PARAMETER],
+        responses=SloRowOut.__class__(many=True),
+        description=NO_INTERPOLATION,
+    )
+    def list(self, request, **kwargs):
+        query = SloQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        answer = slo_answer(query.validated_data)
+        return self.paginated(
+            answer["rows"],
+            benchmark=answer["benchmark"].model_id,
+            interactivity_metric=answer["interactivity_metric"],
+            note=NO_INTERPOLATION,
+        )
+
+
+def _procurement_parameters() -> list[OpenApiParameter]:
+    described = {
+        "model": "Model id (benchmark)",
+        "ttft_p90_ms_max": "TTFT P90 at most (ms)",
+        "tpot_ms_max": "TPOT P90 at most (ms): interactivity >= 1000 / TPOT",
+        "interactivity_min": "Interactivity at least (tokens/s/user)",
+        "delivery_system_tps_min": "Throughput for the delivery phase, at least (tokens/s)",
+        "expansion_system_tps_min": "Throughput for the promised expansion (tokens/s): reported per system",
+    }
+    return [
+        OpenApiParameter(
+            f"{name}_{index}",
+            OpenApiTypes.STR if name == "model" else OpenApiTypes.NUMBER,
+            required=(name == "model" and index == 1),
+            description=f"{text} (model {index})",
+        )
+        for index in range(1, MAX_MODELS + 1)
+        for name, text in described.items()
+    ]
+
+
+class PublicProcurementViewSet(PublicViewSet):
+    """The procurement report: per model, the systems whose verified points meet the requirements; as CSV one
+    row per model and system."""
+
+    table_name = "procurement"
+
+    @extend_schema(parameters=[*_procurement_parameters(), FORMAT_PARAMETER], responses=ProcurementOut)
+    def list(self, request, **kwargs):
+        try:
+            requirements = requirements_from_query(request.query_params)
+        except ValueError as error:
+            raise ApplicationError(str(error), code="invalid") from None
+        report = exports.procurement_query(public_publications(), requirements)
+        if self.wants_csv():
+            return Response(exports.procurement_rows(report))
+        return Response({"note": NO_INTERPOLATION, "models": report})
 
 
 def register(router: BaseRouter) -> None:
-    """Add this app's viewsets to the /api/v1/ router; none yet."""
+    router.register("public/benchmarks", PublicBenchmarkViewSet, basename="public-benchmark")
+    router.register("public/results", PublicResultViewSet, basename="public-result")
+    router.register("public/points", PublicPointViewSet, basename="public-point")
+    router.register("public/curves", PublicCurveViewSet, basename="public-curve")
+    router.register("public/slo", PublicSloViewSet, basename="public-slo")
+    router.register("public/procurement", PublicProcurementViewSet, basename="public-procurement")

@@ -15,6 +15,7 @@ from accounts.selectors import chairs, user_is_chair, user_org_ids
 from accounts.services import notify
 from audit.services import audit_event_record
 from catalog.cohorts import next_cohort
+from leaderboard.cache import public_cache_invalidate_on_commit
 from leaderboard.models import Annotation, Challenge, Publication
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.lifecycle import transition
@@ -157,6 +158,7 @@ def _publish(publication: Publication, *, actor, now: datetime) -> bool:
     )
     if not updated:
         raise ConflictError("This publication was published meanwhile.", code="state-conflict")
+    public_cache_invalidate_on_commit()  # the public tables and API answers change once this commits
     audit_event_record(
         actor=actor,
         action="publication.published",
@@ -244,6 +246,7 @@ def challenge_resolve(*, challenge: Challenge, actor, outcome: str, text: str) -
         Annotation.objects.create(
             publication=publication, challenge=challenge, text=text.strip(), created_by=actor
         )
+        public_cache_invalidate_on_commit()
     elif outcome == Challenge.Status.RETRACTED:
         publication_retract(publication=publication, actor=actor, reason=text.strip(), challenge=challenge)
     audit_event_record(
@@ -279,6 +282,7 @@ def publication_retract(
     Annotation.objects.create(
         publication=publication, challenge=challenge, text=f"Retracted: {reason.strip()}", created_by=actor
     )
+    public_cache_invalidate_on_commit()
     audit_event_record(
         actor=actor,
         action="publication.retracted",
@@ -296,6 +300,7 @@ def annotation_add(*, publication: Publication, actor, text: str) -> Annotation:
     if not (text or "").strip():
         raise ApplicationError("An annotation needs a text.", code="invalid")
     annotation = Annotation.objects.create(publication=publication, text=text.strip(), created_by=actor)
+    public_cache_invalidate_on_commit()
     audit_event_record(
         actor=actor, action="publication.annotated", obj=annotation, data={"public_id": publication.public_id}
     )

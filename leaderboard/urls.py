@@ -1,7 +1,7 @@
 """URLs of the leaderboard app (mounted at /leaderboard/): benchmark leaderboards, compare, and the submitter's
 choice of publication date."""
 
-from django.urls import path
+from django.urls import include, path
 
 from leaderboard import views
 
@@ -9,6 +9,7 @@ app_name = "leaderboard"
 
 urlpatterns = [
     path("", views.index, name="index"),
+    path("", include("leaderboard.urls_query")),  # slo/, procurement/: before <model_id>/
     path("submissions/<int:pk>/publish/", views.publication_choose, name="publication_choose"),
     path("<str:model_id>/", views.benchmark, name="benchmark"),
     path("<str:model_id>/compare/", views.compare, name="compare"),

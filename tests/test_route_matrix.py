@@ -924,3 +924,112 @@ def test_public_leaderboard_pages_never_name_an_unpublished_system(role_users, s
         for user in (None, role_users["submitter"], role_users["chair"]):
             response = _request(user, "get", url)
             assert response.status_code == 200 and HIDDEN_SYSTEM_NAME.encode() not in response.content, url
+
+
+# --- The public API and the buyer's pages (leaderboard/api.py, leaderboard/views_query.py) -------------------
+# Read-only, no login, the anonymous view whoever asks: the lists and queries answer everyone and never carry an
+# unpublished row in any format (the embargoed Unreleased-Z9 included); one result by its public id is a 404 for
+# everyone, its owner, auditors and the chair included, until it is published (PUBLISHED_ONLY).
+PUBLISHED_ONLY = "published-only"
+_SLO_QUERY = "benchmark=llama3_1-8b&ttft_p90_ms_max=100000&interactivity_min=0"
+_PROCUREMENT_QUERY = "model_1=llama3_1-8b&ttft_p90_ms_max_1=100000"
+PUBLIC_QUERY_ROUTES = {
+    "api:public-benchmark-list": (PUBLIC, "get", lambda w: "/api/v1/public/benchmarks/"),
+    "api:public-benchmark-detail": (PUBLIC, "get", lambda w: "/api/v1/public/benchmarks/llama3_1-8b/"),
+    "api:public-result-list": (PUBLIC, "get", lambda w: "/api/v1/public/results/"),
+    "api:public-point-list": (PUBLIC, "get", lambda w: "/api/v1/public/points/"),
+    "api:public-curve-list": (PUBLIC, "get", lambda w: "/api/v1/public/curves/"),
+    "api:public-slo-list": (PUBLIC, "get", lambda w: f"/api/v1/public/slo/?{_SLO_QUERY}"),
+    "api:public-procurement-list": (
+        PUBLIC,
+        "get",
+        lambda w: f"/api/v1/public/procurement/?{_PROCUREMENT_QUERY}",
+    ),
+    "leaderboard:slo": (PUBLIC, "get", lambda w: f"/leaderboard/slo/?{_SLO_QUERY}"),
+    "leaderboard:procurement": (PUBLIC, "get", lambda w: f"/leaderboard/procurement/?{_PROCUREMENT_QUERY}"),
+    "api:public-result-detail": (
+        PUBLISHED_ONLY,
+        "get",
+        lambda w: f"/api/v1/public/results/{w['embargoed'].public_id}/",
+    ),
+}
+ROUTES.update(PUBLIC_QUERY_ROUTES)
+_SECRETS = ("Unreleased-Z9", "EP-EMBARGO1", "Audited-Secret", "Draft-Secret")
+
+
+@pytest.fixture
+def _public_world(role_users):
+    from leaderboard.cache import public_cache_bump
+    from tests.factories import BenchmarkFactory, PublicationFactory, SubmissionFactory, SystemFactory
+    from tests.leaderboard.support import make_curve, publish
+
+    public_cache_bump()  # this test's database, not an earlier test's cached answers
+    acme = role_users["organisations"]["acme"]
+    benchmark = BenchmarkFactory(sample=True)
+    embargoed = PublicationFactory(
+        scheduled=True,
+        submission__benchmark=benchmark,
+        submission__system=SystemFactory(organisation=acme, name="Unreleased-Z9"),
+        curve=make_curve("Unreleased-Z9", benchmark.model_id, scale=40.0),
+        public_id="EP-EMBARGO1",
+    )
+    SubmissionFactory(
+        audited=True, benchmark=benchmark, system=SystemFactory(organisation=acme, name="Audited-Secret")
+    )
+    SubmissionFactory(
+        draft=True, benchmark=benchmark, system=SystemFactory(organisation=acme, name="Draft-Secret")
+    )
+    return {"embargoed": embargoed, "shown": publish(benchmark=benchmark), "role_users": role_users}
+
+
+def _with_format(url: str, fmt: str) -> str:
+    return url if fmt == "html" else f"{url}{'&' if '?' in url else '?'}format={fmt}"
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, (kind, _, _) in PUBLIC_QUERY_ROUTES.items() if kind == PUBLIC)
+)
+def test_public_queries_never_show_an_unpublished_result_in_any_format(name, _public_world):
+    _, _, url = ROUTES[name]
+    formats = ("html",) if name.startswith("leaderboard:") else ("json", "csv")
+    users = [
+        "anonymous",
+        "submitter",
+        "auditor",
+        "chair",
+    ]  # the owner, auditors and the chair see it elsewhere
+    for fmt in formats:
+        for who in users:
+            client = Client()
+            if who != "anonymous":
+                client.force_login(_public_world["role_users"][who])
+            response = client.get(_with_format(url(_public_world), fmt))
+            assert response.status_code == 200, (name, fmt, who, response.status_code)
+            body = response.content.decode()
+            assert not [s for s in _SECRETS if s in body], (name, fmt, who)
+            if "benchmark" not in name:
+                assert _public_world["shown"].public_id in body, (name, fmt, who)
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, (k, _, _) in PUBLIC_QUERY_ROUTES.items() if k == PUBLISHED_ONLY)
+)
+def test_a_public_result_is_404_for_everyone_until_published(name, _public_world):
+    from leaderboard.cache import public_cache_bump
+    from leaderboard.models import Publication
+
+    _, _, url = ROUTES[name]
+    for fmt in ("json", "csv"):
+        for who in ("anonymous", "submitter", "auditor", "chair"):
+            client = Client()
+            if who != "anonymous":
+                client.force_login(_public_world["role_users"][who])
+            response = client.get(_with_format(url(_public_world), fmt))
+            assert response.status_code == 404, (name, fmt, who)
+            assert "Unreleased-Z9" not in response.content.decode()
+    Submission.objects.filter(pk=_public_world["embargoed"].submission_id).update(status="published")
+    Publication.objects.filter(pk=_public_world["embargoed"].pk).update(
+        status="published", published_at=timezone.now()
+    )
+    public_cache_bump()
+    assert Client().get(url(_public_world)).status_code == 200

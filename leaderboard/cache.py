@@ -1,0 +1,135 @@
+"""The public read cache: every public table, query answer and API response is cached under a generation
+counter that the leaderboard services bump after a publication, an annotation or a retraction commits.
+
+Keys carry the database name as well, so two deployments (or two test processes) sharing one Redis never read
+each other's entries. Responses carry an ETag (SHA-256 of the body) and a Last-Modified (when the generation
+last changed) and answer a conditional GET with 304.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
+from django.utils.http import http_date, parse_http_date_safe
+
+ENTRY_TIMEOUT_S = 24 * 3600
+_MEMO_SIZE = 32
+_memo: OrderedDict[tuple, Any] = OrderedDict()
+
+
+def _namespace() -> str:
+    return f"leaderboard:public:{connection.settings_dict.get('NAME')}"
+
+
+def public_generation() -> tuple[int, int]:
+    """(generation, when it last changed as a Unix time); started at 1 and now when the cache has neither."""
+    generation_key, changed_key = f"{_namespace()}:generation", f"{_namespace()}:changed"
+    values = cache.get_many([generation_key, changed_key])
+    if generation_key not in values or changed_key not in values:
+        cache.add(generation_key, 1, None)
+        cache.add(changed_key, int(time.time()), None)
+        values = cache.get_many([generation_key, changed_key])
+    return int(values.get(generation_key, 1)), int(values.get(changed_key, time.time()))
+
+
+def public_cache_bump() -> None:
+    """Start a new generation: every entry cached so far is no longer read (and expires on its own)."""
+    generation_key = f"{_namespace()}:generation"
+    try:
+        cache.incr(generation_key)
+    except ValueError:  # evicted or never read: any value other than the old one will do
+        cache.set(generation_key, int(time.time() * 1000), None)
+    cache.set(f"{_namespace()}:changed", int(time.time()), None)
+
+
+def public_cache_invalidate_on_commit() -> None:
+    """Called by the services that change what the public sees, inside their transaction: the new generation
+    starts once the change is committed (a rolled-back change leaves the cache alone)."""
+    transaction.on_commit(public_cache_bump)
+
+
+def public_cached(name: str, build: Callable[[], Any], *, generation: int | None = None) -> Any:
+    """`build()` cached under this generation, in this process (a few entries) and in the shared cache."""
+    if generation is None:
+        generation, _ = public_generation()
+    memo_key = (_namespace(), generation, name)
+    if memo_key in _memo:
+        _memo.move_to_end(memo_key)
+        return _memo[memo_key]
+    key = f"{_namespace()}:{generation}:data:{hashlib.sha256(name.encode()).hexdigest()}"
+    value = cache.get(key)
+    if value is None:
+        value = build()
+        cache.set(key, value, ENTRY_TIMEOUT_S)
+    _memo[memo_key] = value
+    while len(_memo) > _MEMO_SIZE:
+        _memo.popitem(last=False)
+    return value
+
+
+def _etag_matches(header: str, etag: str) -> bool:
+    if header.strip() == "*":
+        return True
+    return any(candidate.strip().removeprefix("W/") == etag for candidate in header.split(","))
+
+
+def _not_modified(request: HttpRequest, etag: str, changed_at: int) -> bool:
+    if_none_match = request.headers.get("If-None-Match")
+    if if_none_match is not None:  # RFC 9110: If-None-Match wins over If-Modified-Since
+        return _etag_matches(if_none_match, etag)
+    since = parse_http_date_safe(request.headers.get("If-Modified-Since") or "")
+    return since is not None and changed_at <= since
+
+
+def cached_response(request: HttpRequest, respond: Callable[[], HttpResponse]) -> HttpResponse:
+    """A public GET answered from the cache (built by `respond()` on a miss); 200s only are cached. Sets ETag,
+    Last-Modified and Cache-Control, and answers 304 when the client's copy is current."""
+    if request.method not in ("GET", "HEAD"):
+        return respond()
+    generation, changed_at = public_generation()
+    variant = "|".join(
+        (
+            request.get_full_path(),
+            request.headers.get("Accept", ""),
+            request.headers.get("Accept-Encoding", ""),
+        )
+    )
+    key = f"{_namespace()}:{generation}:response:{hashlib.sha256(variant.encode()).hexdigest()}"
+    entry = cache.get(key)
+    if entry is None:
+        response = respond()
+        if hasattr(response, "render"):
+            response.render()
+        if response.status_code != 200 or response.streaming:
+            return response
+        entry = {
+            "content": response.content,
+            "headers": {
+                name: response[name]
+                for name in ("Content-Type", "Content-Disposition", "Link", "Vary")
+                if response.has_header(name)
+            },
+            "etag": f'"{hashlib.sha256(response.content).hexdigest()[:40]}"',
+        }
+        cache.set(key, entry, ENTRY_TIMEOUT_S)
+    headers = {
+        "ETag": entry["etag"],
+        "Last-Modified": http_date(changed_at),
+        "Cache-Control": "public, no-cache",
+    }
+    if _not_modified(request, entry["etag"], changed_at):
+        response = HttpResponseNotModified()
+    else:
+        response = HttpResponse(entry["content"])
+        for name, value in entry["headers"].items():
+            response[name] = value
+    for name, value in headers.items():
+        response[name] = value
+    return response

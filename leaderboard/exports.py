@@ -1,0 +1,243 @@
+"""The public tables (benchmarks, results, points, curves) and the SLO and procurement answers, read from the
+published snapshots (Publication.curve and .headline: one row per result), as rows for JSON and CSV.
+
+Callers pass the publications the public may see (access.visibility.publications_visible_to(None)); this
+module narrows them further to published results of published submissions, so nothing else can reach a row.
+Every row names the result (public id, its page) and the SHA-256 of the bundle its numbers come from.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from django.db.models import Count, Max, Q, QuerySet
+
+from catalog.models import Benchmark
+from leaderboard.cache import public_cached
+from leaderboard.models import Annotation, Publication
+from leaderboard.procurement import ModelRequirement, procurement_report
+from leaderboard.slo import SloTargets, accelerator_count, interactivity_metric_for, number, slo_rank
+from submissions.models import Submission
+
+HEADLINE_FIELDS = (
+    "points",
+    "max_system_tps",
+    "max_tps_per_user",
+    "min_ttft_p90_ms",
+    "max_system_tps_per_kw",
+    "max_concurrency",
+)
+POINT_FIELDS = (
+    "point",
+    "basis",
+    "concurrency",
+    "system_tps",
+    "tps_per_user",
+    "e2e_interactivity",
+    "ttft_p90_ms",
+    "system_tps_per_kw",
+    "region",
+)
+
+
+def result_url(public_id: str) -> str:
+    return f"/results/{public_id}/"
+
+
+def published_only(publications: QuerySet[Publication]) -> QuerySet[Publication]:
+    """Published publications of published submissions, with what a row shows joined in (one query)."""
+    return (
+        publications.filter(
+            status=Publication.Status.PUBLISHED, submission__status=Submission.Status.PUBLISHED
+        )
+        .select_related("submission__organisation", "submission__system", "submission__benchmark", "version")
+        .order_by("-published_at", "-id")
+    )
+
+
+def result_row(publication: Publication) -> dict[str, Any]:
+    """The summary of one published result (its headline figures, not its points)."""
+    submission = publication.submission
+    headline = publication.headline or {}
+    return {
+        "public_id": publication.public_id,
+        "result_url": result_url(publication.public_id),
+        "benchmark": submission.benchmark.model_id,
+        "system": submission.system.name,
+        "organisation": submission.organisation.name,
+        "division": submission.division,
+        "availability": submission.availability,
+        "accelerators": accelerator_count(submission.system.description),
+        "published_at": publication.published_at.isoformat() if publication.published_at else None,
+        "retracted": publication.retracted_at is not None,
+        "retracted_at": publication.retracted_at.isoformat() if publication.retracted_at else None,
+        "retraction_reason": publication.retraction_reason or None,
+        "bundle_sha256": publication.version.sha256,
+        **{name: headline.get(name) for name in HEADLINE_FIELDS},
+    }
+
+
+def _point_row(publication: Publication, point: dict) -> dict[str, Any]:
+    submission = publication.submission
+    row = {
+        "public_id": publication.public_id,
+        "result_url": result_url(publication.public_id),
+        "bundle_sha256": publication.version.sha256,
+        "benchmark": submission.benchmark.model_id,
+        "system": submission.system.name,
+        "organisation": submission.organisation.name,
+        "retracted": publication.retracted_at is not None,
+    }
+    for name in POINT_FIELDS:
+        value = point.get(name)
+        row[name] = value if name in ("point", "basis", "region") else number(value)
+    return row
+
+
+def point_rows(publication: Publication) -> list[dict[str, Any]]:
+    return [_point_row(publication, point) for point in (publication.curve or {}).get("points") or []]
+
+
+def curve_rows(publication: Publication) -> list[dict[str, Any]]:
+    """The published step functions as a table: one row per vertex, per interactivity axis. Every vertex has
+    the x of one measured point and the y of one measured point (checker.curve.step_vertices)."""
+    rows = []
+    for axis, front in sorted(((publication.curve or {}).get("pareto") or {}).items()):
+        for index, (x, y) in enumerate(front.get("steps") or []):
+            rows.append(
+                {
+                    "public_id": publication.public_id,
+                    "result_url": result_url(publication.public_id),
+                    "bundle_sha256": publication.version.sha256,
+                    "benchmark": publication.submission.benchmark.model_id,
+                    "system": publication.submission.system.name,
+                    "retracted": publication.retracted_at is not None,
+                    "x_metric": axis,
+                    "y_metric": front.get("y", "system_tps"),
+                    "vertex": index,
+                    "x": number(x),
+                    "y": number(y),
+                }
+            )
+    return rows
+
+
+def result_detail(publication: Publication, annotations: list[Annotation]) -> dict[str, Any]:
+    curve = publication.curve or {}
+    return {
+        **result_row(publication),
+        "system_description": publication.submission.system.description,
+        "official": curve.get("official"),
+        "ruleset": curve.get("ruleset"),
+        "annotations": [{"text": a.text, "created_at": a.created_at.isoformat()} for a in annotations],
+        "points": point_rows(publication),
+        "pareto": curve.get("pareto") or {},
+    }
+
+
+def benchmark_rows(benchmarks: QuerySet[Benchmark], publications: QuerySet[Publication]) -> list[dict]:
+    """Benchmarks with their counts of published results (retracted ones counted apart) in one query."""
+    visible = published_only(publications).values("pk")
+    in_view = Q(submissions__publication__in=visible)
+    annotated = benchmarks.annotate(
+        published_results=Count("submissions__publication", filter=in_view),
+        ranked_results=Count(
+            "submissions__publication",
+            filter=in_view & Q(submissions__publication__retracted_at__isnull=True),
+        ),
+        latest_published_at=Max("submissions__publication__published_at", filter=in_view),
+    ).order_by("model_id")
+    return [
+        {
+            "model_id": b.model_id,
+            "display_name": b.display_name,
+            "workload": b.workload,
+            "interactivity_metric": interactivity_metric_for(b.workload),
+            "published_results": b.published_results,
+            "ranked_results": b.ranked_results,
+            "latest_published_at": b.latest_published_at.isoformat() if b.latest_published_at else None,
+        }
+        for b in annotated
+    ]
+
+
+# --- The SLO finder and the procurement report over the snapshots -----------------------------------------
+
+
+def snapshot_results(publications: QuerySet[Publication], model_id: str) -> list[dict]:
+    """The ranked (non-retracted) results of one benchmark as leaderboard.slo reads them."""
+    rows = published_only(publications).filter(
+        submission__benchmark__model_id=model_id, retracted_at__isnull=True
+    )
+    return [
+        {
+            "public_id": publication.public_id,
+            "system": publication.submission.system.name,
+            "organisation": publication.submission.organisation.name,
+            "accelerators": accelerator_count(publication.submission.system.description),
+            "bundle_sha256": publication.version.sha256,
+            "retracted": False,
+            "points": (publication.curve or {}).get("points") or [],
+        }
+        for publication in rows
+    ]
+
+
+def snapshot_results_cached(publications: QuerySet[Publication], model_id: str) -> list[dict]:
+    """snapshot_results under the public cache generation (publication and retraction start a new one)."""
+    return public_cached(f"snapshot:public:{model_id}", lambda: snapshot_results(publications, model_id))
+
+
+def slo_query(publications: QuerySet[Publication], benchmark: Benchmark, targets: SloTargets) -> list[dict]:
+    rows = slo_rank(snapshot_results_cached(publications, benchmark.model_id), targets)
+    for row in rows:
+        row["result_url"] = result_url(row["public_id"])
+    return rows
+
+
+def procurement_query(
+    publications: QuerySet[Publication], requirements: list[ModelRequirement]
+) -> list[dict]:
+    models = sorted({r.model for r in requirements})
+    workloads = dict(Benchmark.objects.filter(model_id__in=models).values_list("model_id", "workload"))
+    results = {model: snapshot_results_cached(publications, model) for model in workloads}
+    return procurement_report(requirements, results, workloads)
+
+
+def procurement_rows(report: list[dict]) -> list[dict]:
+    """The report as one table (a row per model and system; a model nobody meets gets one empty row)."""
+    rows = []
+    for section in report:
+        requirements = {f"required_{k}": v for k, v in section["requirements"].items()}
+        for system in section["systems"] or [{"model": section["model"]}]:
+            rows.append({**requirements, **system, "model": section["model"]})
+    return rows
+
+
+# --- CSV ---------------------------------------------------------------------------------------------------
+
+
+def rows_to_csv(rows: list[dict]) -> str:
+    """A table as CSV: columns in first-seen order, nested values as JSON, None as an empty cell."""
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(row.get(column)) for column in columns])
+    return out.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        value = json.dumps(value, sort_keys=True)
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value  # a spreadsheet would read it as a formula
+    return value

@@ -1,0 +1,97 @@
+"""The buyer's pages: the SLO finder and the procurement report (printable), over the same answers as the public
+API (leaderboard.api), which also serves their CSV and JSON."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.shortcuts import render
+
+from access.visibility import benchmarks_visible_to
+from leaderboard.api import SloQuery, public_publications, slo_answer
+from leaderboard.cache import cached_response
+from leaderboard.exports import procurement_query
+from leaderboard.procurement import MAX_MODELS, requirements_from_query
+from leaderboard.slo import NO_INTERPOLATION
+from portal.errors import ApplicationError
+
+PROCUREMENT_FIELDS = (
+    ("ttft_p90_ms_max", "TTFT P90 ≤ (ms)"),
+    ("tpot_ms_max", "TPOT P90 ≤ (ms)"),
+    ("interactivity_min", "Interactivity ≥ (tok/s/user)"),
+    ("delivery_system_tps_min", "Delivery throughput ≥ (tok/s)"),
+    ("expansion_system_tps_min", "Expansion throughput ≥ (tok/s)"),
+)
+
+
+def _public_page(view):
+    """Anonymous visitors share one cached copy per URL (the page shows nothing of a signed-in user then)."""
+
+    def wrapped(request, *args, **kwargs):
+        if request.user.is_authenticated:
+            return view(request, *args, **kwargs)
+        return cached_response(request, lambda: view(request, *args, **kwargs))
+
+    wrapped.__name__ = view.__name__
+    wrapped.__doc__ = view.__doc__
+    return wrapped
+
+
+@_public_page
+def slo(request):
+    """The SLO finder: TTFT P90 at most X ms, interactivity at least Y, optional power and accelerator caps."""
+    benchmarks = list(benchmarks_visible_to(None))
+    context = {"benchmarks": benchmarks, "note": NO_INTERPOLATION, "values": request.GET, "asked": False}
+    if request.GET.get("benchmark"):
+        context["asked"] = True
+        query = SloQuery(data=request.GET)
+        if not query.is_valid():
+            context["errors"] = {name: " ".join(str(e) for e in errs) for name, errs in query.errors.items()}
+        else:
+            try:
+                answer = slo_answer(query.validated_data)
+            except ApplicationError as error:
+                context["errors"] = {"benchmark": error.detail}
+            else:
+                params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
+                context.update(
+                    answer=answer,
+                    json_url="/api/v1/public/slo/?" + urlencode(params),
+                    csv_url="/api/v1/public/slo/?" + urlencode({**params, "format": "csv", "limit": 1000}),
+                )
+    status = 400 if context.get("errors") else 200
+    return render(request, "leaderboard/slo.html", context, status=status)
+
+
+@_public_page
+def procurement(request):
+    """The procurement report: per model, the systems whose verified points meet the buyer's requirements."""
+    benchmarks = list(benchmarks_visible_to(None))
+    filled = [i for i in range(1, MAX_MODELS + 1) if request.GET.get(f"model_{i}")]
+    shown = min(MAX_MODELS, max(3, (filled[-1] if filled else 0) + 1))
+    rows = [
+        {
+            "index": i,
+            "model": request.GET.get(f"model_{i}", ""),
+            "fields": [
+                (f"{name}_{i}", label, request.GET.get(f"{name}_{i}", ""))
+                for name, label in PROCUREMENT_FIELDS
+            ],
+        }
+        for i in range(1, shown + 1)
+    ]
+    context = {"benchmarks": benchmarks, "rows": rows, "note": NO_INTERPOLATION, "asked": bool(filled)}
+    if filled:
+        try:
+            requirements = requirements_from_query(request.GET)
+        except ValueError as error:
+            context["error"] = str(error)
+        else:
+            params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
+            context.update(
+                report=procurement_query(public_publications(), requirements),
+                json_url="/api/v1/public/procurement/?" + urlencode(params),
+                csv_url="/api/v1/public/procurement/?" + urlencode({**params, "format": "csv"}),
+            )
+    status = 400 if context.get("error") else 200
+    return render(request, "leaderboard/procurement.html", context, status=status)

@@ -1,0 +1,730 @@
+"""The generated permission matrix over the demo world: every role x every route of the URL conf x every state.
+
+The world is `manage.py seed_demo` (every review state through the real services, Zephyr Silicon's embargoed
+Unreleased-Z9 in review), plus a withdrawn and a published submission, built once for the module and committed
+(the checks and e-mails run after commit, as in the demo); every test and every request runs in a transaction
+rolled back after it, so POSTs change nothing for the next cell. When the module ends the database is flushed and
+given back the state the migrations left (serialized_rollback's copy), for the tests that follow.
+
+Roles are relative to each submission: anonymous, a member of the submitting organisation, a member of another,
+a reviewer of an organisation in conflict with it, its assigned reviewer, a reviewer nobody assigned, an auditor,
+the chair. What each may see is DESIGN.md's visibility table, written out below (never asked of access/). A
+route the table does not declare fails `test_every_route_is_declared`: declare it here when it lands.
+
+Every body is searched for what the role may not see: the name Unreleased-Z9, and each hidden submission's title
+and id (as /submissions/<id>/, /audit/<id>/, "submission #<id>", "submission": <id>).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+
+import pytest
+from django.core import mail
+from django.core.management import call_command
+from django.db import transaction
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+Z9 = "Unreleased-Z9"
+
+# serialized_rollback: pytest-django keeps a copy of the migrated database, which the module restores at its end.
+pytestmark = pytest.mark.django_db(serialized_rollback=True)
+
+ANON, OWN, OTHER, CONFLICTED, ASSIGNED, UNASSIGNED, AUDITOR, CHAIR = (
+    "anonymous",
+    "own member",
+    "other member",
+    "conflicted reviewer",
+    "assigned reviewer",
+    "unassigned reviewer",
+    "auditor",
+    "chair",
+)
+ROLES = (ANON, OWN, OTHER, CONFLICTED, ASSIGNED, UNASSIGNED, AUDITOR, CHAIR)
+REVIEWERS = (CONFLICTED, ASSIGNED, UNASSIGNED)
+OVERSIGHT = (AUDITOR, CHAIR)
+STATES = (
+    "draft",
+    "submitted",
+    "in_review",
+    "changes_requested",
+    "peer_reviewed",
+    "audited",
+    "published",
+    "withdrawn",
+    "rejected",
+)
+
+
+def expected_visible(role: str, status: str) -> bool:
+    """DESIGN.md "Visibility", written out independently of access/visibility.py."""
+    if status == "published":
+        return True
+    return {
+        ANON: False,
+        OWN: True,  # all of its own organisation's submissions in every state
+        OTHER: False,
+        CONFLICTED: False,  # a conflict hides the submission, assigned or not
+        ASSIGNED: status != "draft",  # assigned submissions from `submitted` on; never drafts
+        UNASSIGNED: False,
+        AUDITOR: status != "draft",  # every non-draft submission
+        CHAIR: status != "draft",
+    }[role]
+
+
+# --- The route table ----------------------------------------------------------------------------
+# kind: PUBLIC (200 for all), FLOW (account flows: anyone, nothing about submissions), LOGIN (any signed-in
+# user: 200; anonymous to the login page), ONLY (signed-in roles in `who`: 200, others 403/404), LIST (signed-in:
+# 200, filtered), SUBJECT (one submission's object: hidden -> 404; visible -> 200 for `who`, or 403/404 for the
+# others), SUBJECT_WRITE (a POST on one submission's object: hidden -> 404; visible -> anything but 404 and 5xx
+# for `who`, 403/404/409/400 for the others).
+# `pk`: what the route's object id is (submission, version, check_run, upload, assignment, comment, waiver,
+# evidence, notification, conflict, system).
+PUBLIC, FLOW, LOGIN, ONLY, LIST, SUBJECT, SUBJECT_WRITE = (
+    "public",
+    "flow",
+    "login",
+    "only",
+    "list",
+    "subject",
+    "subject-write",
+)
+ALL_SIGNED_IN = (OWN, OTHER, CONFLICTED, ASSIGNED, UNASSIGNED, AUDITOR, CHAIR)
+SEES = ALL_SIGNED_IN  # `who` default: everyone who may see the submission
+
+
+@dataclass(frozen=True)
+class Route:
+    kind: str
+    method: str = "get"
+    pk: str = "submission"
+    who: tuple = SEES
+    query: str = ""
+    ok: tuple = (200,)  # what `who` gets when the submission is visible (GET)
+
+
+def _g(kind, **kw):
+    return Route(kind, "get", **kw)
+
+
+def _p(kind, **kw):
+    return Route(kind, "post", **kw)
+
+
+ROUTES: dict[str, Route] = {
+    "home": _g(PUBLIC),
+    "healthz": _g(PUBLIC),
+    "leaderboard:index": _g(PUBLIC),
+    "submissions:rules": _g(PUBLIC),
+    "api-schema": _g(PUBLIC),
+    "api-docs": _g(PUBLIC),
+    "api-redoc": _g(PUBLIC),
+    "api:api-root": _g(PUBLIC),
+    "api:benchmark-list": _g(PUBLIC),
+    "api:benchmark-detail": _g(PUBLIC, pk="benchmark"),
+    "login": _g(FLOW),
+    "logout": _p(FLOW),
+    "password_reset": _g(FLOW),
+    "password_reset_done": _g(FLOW),
+    "password_reset_confirm": _g(FLOW, pk="reset"),
+    "password_reset_complete": _g(FLOW),
+    "password_change": _g(FLOW),
+    "password_change_done": _g(FLOW),
+    "submissions:dashboard": _g(LOGIN),
+    "submissions:create": _p(LOGIN),
+    "submissions:systems": _g(LOGIN),
+    "submissions:system_register": _p(LOGIN),
+    "accounts:notifications": _g(LOGIN),
+    "accounts:notifications_read": _p(LOGIN),
+    "accounts:notification_preference": _p(LOGIN),
+    "api:me": _g(LOGIN),
+    "api:notification-preference": _g(LOGIN),
+    "api:notification-list": _g(LIST),
+    "api:notification-read-all": _p(LOGIN),
+    "api:notification-detail": _g(SUBJECT, pk="notification", who=()),
+    "api:notification-read": _p(SUBJECT_WRITE, pk="notification", who=()),
+    "review:queue": _g(ONLY, who=REVIEWERS),
+    "review:audit_queue": _g(ONLY, who=OVERSIGHT),
+    "review:chair_dashboard": _g(ONLY, who=(CHAIR,)),
+    "review:conflicts": _g(ONLY, who=ALL_SIGNED_IN),
+    "review:conflict_declare": _p(LOGIN),
+    "review:conflict_remove": _p(SUBJECT_WRITE, pk="conflict", who=(CHAIR,)),
+    "audit:event_list": _g(ONLY, who=OVERSIGHT),
+    # lists: filtered by visibility
+    "api:submission-list": _g(LIST, query="?limit=500"),
+    "api:version-list": _g(LIST, query="?limit=500"),
+    "api:check-run-list": _g(LIST, query="?limit=500"),
+    "api:upload-list": _g(LIST, query="?limit=500"),
+    "api:system-list": _g(LIST, query="?limit=500"),
+    "api:review-assignment-list": _g(LIST),
+    "api:review-list": _g(LIST),
+    "api:comment-list": _g(LIST),
+    "api:audit-list": _g(LIST),
+    "api:evidence-request-list": _g(LIST),
+    "api:waiver-list": _g(LIST),
+    "api:chair-assignment-list": _g(LIST),
+    "api:chair-dashboard-list": _g(LIST),
+    "api:conflict-list": _g(LIST),
+    "api:waiver-grant": _p(LOGIN),
+    "api:chair-assignment-draw": _p(LOGIN),
+    # one submission's pages, API answers and downloads
+    "submissions:detail": _g(SUBJECT),
+    "submissions:check_fragment": _g(SUBJECT, pk="version_number"),
+    "submissions:download": _g(SUBJECT, pk="file"),
+    "submissions:submit": _p(SUBJECT_WRITE, who=(OWN,)),
+    "submissions:resubmit": _p(SUBJECT_WRITE, who=(OWN,)),
+    "submissions:withdraw": _p(SUBJECT_WRITE, who=(OWN,)),
+    "submissions:reject": _p(SUBJECT_WRITE, who=OVERSIGHT),
+    "submissions:recheck": _p(SUBJECT_WRITE, pk="version_number", who=(OWN, *OVERSIGHT)),
+    "api:submission-detail": _g(SUBJECT),
+    "api:submission-submit": _p(SUBJECT_WRITE, who=(OWN,)),
+    "api:submission-withdraw": _p(SUBJECT_WRITE, who=(OWN,)),
+    "api:submission-reject": _p(SUBJECT_WRITE, who=OVERSIGHT),
+    "api:version-detail": _g(SUBJECT, pk="version"),
+    "api:version-file": _g(SUBJECT, pk="version_file"),
+    "api:version-recheck": _p(SUBJECT_WRITE, pk="version", who=(OWN, *OVERSIGHT)),
+    "api:check-run-detail": _g(SUBJECT, pk="check_run"),
+    # upload sessions stay with the organisation, even once published
+    "api:upload-detail": _g(SUBJECT, pk="upload", who=(OWN,)),
+    "api:upload-finish": _p(SUBJECT_WRITE, pk="upload", who=(OWN,)),
+    "api:upload-part": Route(SUBJECT_WRITE, "put", pk="upload_part", who=(OWN,)),
+    "submissions:system_detail": _g(SUBJECT, pk="system"),
+    "submissions:system_update_description": _p(SUBJECT_WRITE, pk="system", who=(OWN,)),
+    "api:system-detail": _g(SUBJECT, pk="system"),
+    "api:system-update-description": _p(SUBJECT_WRITE, pk="system", who=(OWN,)),
+    # the reviewer's pages and API
+    "review:review_page": _g(SUBJECT, who=(ASSIGNED, *OVERSIGHT)),
+    "review:review_create": _p(SUBJECT_WRITE, who=(ASSIGNED,)),
+    # the submitter writes through review:submitter_comment; a draft has no thread (404 for its own members too)
+    "review:comment_create": _p(SUBJECT_WRITE, who=(ASSIGNED, *OVERSIGHT)),
+    "review:objection_close": _p(SUBJECT_WRITE, pk="comment", who=(ASSIGNED, CHAIR)),
+    "review:file_browser": _g(SUBJECT, pk="file", who=(ASSIGNED, *OVERSIGHT)),
+    "review:assignment_accept": _p(SUBJECT_WRITE, pk="assignment", who=(ASSIGNED,)),
+    "review:assignment_decline": _p(SUBJECT_WRITE, pk="assignment", who=(ASSIGNED,)),
+    "api:review-assignment-detail": _g(SUBJECT, pk="assignment", who=(ASSIGNED,)),
+    "api:review-assignment-accept": _p(SUBJECT_WRITE, pk="assignment", who=(ASSIGNED,)),
+    "api:review-assignment-decline": _p(SUBJECT_WRITE, pk="assignment", who=(ASSIGNED,)),
+    "api:comment-detail": _g(SUBJECT, pk="comment", who=(OWN, ASSIGNED, *OVERSIGHT)),
+    "api:comment-close": _p(SUBJECT_WRITE, pk="comment", who=(ASSIGNED, CHAIR)),
+    # 400 no-version-to-compare on a first version
+    "api:review-version-diff": _g(SUBJECT, pk="version", who=(ASSIGNED, *OVERSIGHT), ok=(200, 400)),
+    "api:review-version-files": _g(SUBJECT, pk="version", who=(ASSIGNED, *OVERSIGHT)),
+    "api:review-version-lines": _g(
+        SUBJECT, pk="version_file", who=(ASSIGNED, *OVERSIGHT), query="?path=c1/report.txt", ok=(200, 400)
+    ),
+    # the submitter's side of the thread: comments and answers, waiver requests, evidence answers
+    "review:submitter_comment": _p(SUBJECT_WRITE, who=(OWN,)),
+    "review:waiver_request": _p(SUBJECT_WRITE, who=(OWN,)),
+    "review:evidence_answer": _p(SUBJECT_WRITE, pk="evidence", who=(OWN,)),
+    # the auditor's and the chair's
+    "review:attestation": _g(SUBJECT, who=OVERSIGHT),
+    "review:attest": _p(SUBJECT_WRITE, who=(AUDITOR,)),
+    "review:evidence_request": _p(SUBJECT_WRITE, who=(AUDITOR,)),
+    "review:audit_reject": _p(SUBJECT_WRITE, who=OVERSIGHT),
+    "review:audit_recheck": _p(SUBJECT_WRITE, who=OVERSIGHT),
+    "review:waiver_grant": _p(SUBJECT_WRITE, who=OVERSIGHT),
+    "review:waiver_decide": _p(SUBJECT_WRITE, pk="waiver", who=OVERSIGHT),
+    "review:chair_submission": _g(SUBJECT, who=(CHAIR,)),
+    "review:chair_assign": _p(SUBJECT_WRITE, who=(CHAIR,)),
+    "review:chair_draw": _p(SUBJECT_WRITE, who=(CHAIR,)),
+    "review:chair_release": _p(SUBJECT_WRITE, pk="assignment", who=(CHAIR,)),
+    "api:audit-detail": _g(SUBJECT, who=OVERSIGHT),
+    "api:audit-attest": _p(SUBJECT_WRITE, who=(AUDITOR,)),
+    "api:audit-recheck": _p(SUBJECT_WRITE, who=OVERSIGHT),
+    "api:audit-request-evidence": _p(SUBJECT_WRITE, who=(AUDITOR,)),
+    "api:evidence-request-detail": _g(SUBJECT, pk="evidence", who=(OWN, *OVERSIGHT)),
+    "api:evidence-request-answer": _p(SUBJECT_WRITE, pk="evidence", who=(OWN,)),
+    "api:waiver-detail": _g(SUBJECT, pk="waiver"),
+    "api:waiver-decide": _p(SUBJECT_WRITE, pk="waiver", who=OVERSIGHT),
+    "api:chair-assignment-release": _p(SUBJECT_WRITE, pk="assignment", who=(CHAIR,)),
+    "api:conflict-detail": _g(SUBJECT, pk="conflict", who=(CHAIR, AUDITOR)),
+}
+
+
+def _route_names(patterns, namespace: str | None = None):
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            inner = pattern.namespace or namespace
+            if inner == "admin":
+                continue  # the Django admin: staff only, guarded by Django itself
+            yield from _route_names(pattern.url_patterns, inner if pattern.namespace else namespace)
+        elif isinstance(pattern, URLPattern) and pattern.name:
+            yield f"{namespace}:{pattern.name}" if namespace else pattern.name
+
+
+SERVED = set(_route_names(get_resolver().url_patterns))
+
+
+def test_every_route_is_declared():
+    undeclared = SERVED - set(ROUTES)
+    assert not undeclared, f"routes with no expectation in the permission matrix: {sorted(undeclared)}"
+
+
+# --- The world ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Subject:
+    """One submission of the world and the ids its routes take."""
+
+    status: str
+    pk: int
+    title: str
+    organisation_id: int
+    users: dict  # role -> user (None: anonymous)
+    ids: dict = field(default_factory=dict)  # `pk` kind -> url kwargs
+
+
+@dataclass
+class World:
+    subjects: dict  # status -> [Subject]
+    users: list  # every user a request is made as (None included)
+    hidden: dict  # user pk (None: anonymous) -> [(Subject)] that user may not see
+    emails: list
+    clients: dict = field(default_factory=dict)
+
+
+def _relation(user, submission, *, members, reviewers, conflicts, assigned, roles) -> str:
+    """The role `user` holds towards `submission`, read from the world's rows (memberships, conflicts,
+    assignments, global roles): the matrix's own bookkeeping, not access/."""
+    if user is None:
+        return ANON
+    own_orgs = members.get(user.pk, set())
+    if submission.organisation_id in own_orgs:
+        return OWN
+    if "chair" in roles.get(user.pk, set()):
+        return CHAIR
+    if "auditor" in roles.get(user.pk, set()):
+        return AUDITOR
+    blocked = {b for a, b in conflicts if a == submission.organisation_id} | {
+        a for a, b in conflicts if b == submission.organisation_id
+    }
+    if own_orgs & blocked:
+        return CONFLICTED
+    if (user.pk, submission.pk) in assigned:
+        return ASSIGNED
+    return UNASSIGNED if user.pk in reviewers else OTHER
+
+
+def _build_world() -> World:
+    from django.contrib.auth import get_user_model
+
+    from accounts.models import GlobalRole, Membership, Notification, Organisation
+    from review import services as review_services
+    from review.demo import Z9_TITLE
+    from review.models import Comment, Conflict, EvidenceRequest, ReviewAssignment, Waiver
+    from submissions.lifecycle import transition
+    from submissions.models import Submission, Upload
+    from tests.factories import (
+        BenchmarkFactory,
+        MembershipFactory,
+        OrganisationFactory,
+        ReviewAssignmentFactory,
+        SubmissionFactory,
+        UserFactory,
+    )
+
+    BenchmarkFactory(sample=True)  # the catalog migration ships it; transactional tests flush it
+    mail.outbox = []
+    call_command("seed_demo", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    emails = list(mail.outbox)
+
+    User = get_user_model()
+    demo = {user.username: user for user in User.objects.filter(username__startswith="demo-")}
+    acme = Organisation.objects.get(slug="acmecompute")
+    zephyr = Organisation.objects.get(slug="zephyr-silicon")
+    chair = demo["demo-chair"]
+    # Roles the demo does not hold for every submission: a reviewer nobody assigns (Quill University) and one
+    # whose organisation the chair declared in conflict with both submitters.
+    unassigned = UserFactory(username="matrix-unassigned", email="matrix-unassigned@example.com")
+    MembershipFactory(
+        user=unassigned, organisation=Organisation.objects.get(slug="quill-university"), role="reviewer"
+    )
+    rival = OrganisationFactory(name="Rival Accelerators", slug="rival-accelerators")
+    conflicted = UserFactory(username="matrix-conflicted", email="matrix-conflicted@example.com")
+    MembershipFactory(user=conflicted, organisation=rival, role="reviewer")
+    for organisation in (acme, zephyr):
+        review_services.conflict_declare(
+            organisation=rival, other=organisation, kind="competitor", reason="matrix", actor=chair
+        )
+    # The two states the demo does not show: withdrawn (after submitting and being assigned) and published.
+    system = Submission.objects.filter(organisation=acme).first().system
+    withdrawn = SubmissionFactory(submitted=True, system=system, title="Matrix: withdrawn after assignment")
+    review_services.assignment_create(submission=withdrawn, reviewer=demo["demo-reviewer"], actor=chair)
+    transition(submission=withdrawn, action="withdraw", actor=demo["demo-submitter"], reason="matrix")
+    published = SubmissionFactory(published=True, system=system, title="Matrix: published result")
+    ReviewAssignmentFactory(
+        submission=published,
+        reviewer=demo["demo-reviewer"],
+        organisation=Organisation.objects.get(slug="nimbuscloud"),
+        assigned_by=chair,
+        accepted=True,
+    )
+
+    members: dict[int, set] = {}
+    reviewers = set()
+    for user_id, organisation_id, role in Membership.objects.values_list(
+        "user_id", "organisation_id", "role"
+    ):
+        members.setdefault(user_id, set()).add(organisation_id)
+        if role == "reviewer":
+            reviewers.add(user_id)
+    roles: dict[int, set] = {}
+    for user_id, role in GlobalRole.objects.values_list("user_id", "role"):
+        roles.setdefault(user_id, set()).add(role)
+    conflicts = set(Conflict.objects.values_list("organisation_id", "other_id"))
+    assigned = set(
+        ReviewAssignment.objects.filter(status__in=("invited", "accepted")).values_list(
+            "reviewer_id", "submission_id"
+        )
+    )
+    relation_of = dict(
+        members=members, reviewers=reviewers, conflicts=conflicts, assigned=assigned, roles=roles
+    )
+
+    subjects: dict[str, list] = {}
+    for submission in Submission.objects.select_related("system").order_by("pk"):
+        own, other = (demo["demo-zephyr"], demo["demo-submitter"])
+        if submission.organisation_id == acme.pk:
+            own, other = other, own
+        assignment = (
+            ReviewAssignment.objects.filter(submission=submission, status__in=("invited", "accepted"))
+            .order_by("reviewer__username")
+            .first()
+        )
+        users = {
+            ANON: None,
+            OWN: own,
+            OTHER: other,
+            CONFLICTED: conflicted,
+            ASSIGNED: assignment.reviewer if assignment else demo["demo-reviewer"],  # drafts: nobody can be
+            UNASSIGNED: unassigned,
+            AUDITOR: demo["demo-auditor"],
+            CHAIR: chair,
+        }
+        for role, user in users.items():  # the world really gives each user that role
+            if role != ASSIGNED or submission.status != "draft":
+                assert _relation(user, submission, **relation_of) == role, (submission.title, role, user)
+        subject = Subject(
+            submission.status, submission.pk, submission.title, submission.organisation_id, users
+        )
+        version = submission.versions.order_by("-number").first()
+        ids = subject.ids
+        ids["submission"] = {"pk": submission.pk}
+        ids["system"] = {"pk": submission.system_id}
+        if version is not None:
+            ids["version_number"] = {"pk": submission.pk, "number": version.number}
+            ids["file"] = {"pk": submission.pk, "number": version.number, "position": 0}
+            ids["version"] = {"pk": version.pk}
+            ids["version_file"] = {"pk": version.pk, "position": 0}
+            run = version.check_runs.order_by("-pk").first()
+            if run is not None:
+                ids["check_run"] = {"pk": run.pk}
+        upload = Upload.objects.filter(submission=submission).order_by("created_at").first()
+        if upload is not None:
+            ids["upload"] = {"pk": upload.pk}
+            ids["upload_part"] = {"pk": upload.pk, "index": 0}
+        if assignment is not None:
+            ids["assignment"] = {"pk": assignment.pk, "assignment_id": assignment.pk}
+        comment = Comment.objects.filter(submission=submission).order_by("pk").first()
+        if comment is not None:
+            ids["comment"] = {"pk": comment.pk, "comment_pk": comment.pk}
+        waiver = Waiver.objects.filter(version__submission=submission).order_by("pk").first()
+        if waiver is not None:
+            ids["waiver"] = {"pk": waiver.pk, "waiver_id": waiver.pk}
+        evidence = EvidenceRequest.objects.filter(submission=submission).first()
+        if evidence is not None:
+            ids["evidence"] = {"pk": evidence.pk}
+        subjects.setdefault(submission.status, []).append(subject)
+    assert set(subjects) == set(STATES), sorted(subjects)
+    (z9,) = [s for s in subjects["in_review"] if s.title == Z9_TITLE]
+    assert z9.users[OWN] == demo["demo-zephyr"]
+
+    everyone = [
+        None,
+        *User.objects.filter(
+            pk__in={u.pk for s in sum(subjects.values(), []) for u in s.users.values() if u}
+        ),
+    ]
+    hidden: dict = {}
+    all_subjects = sum(subjects.values(), [])
+    by_pk = {s.pk: s for s in all_subjects}
+    submissions = {s.pk: s for s in Submission.objects.all()}
+    for user in [None, *User.objects.all()]:
+        hidden[getattr(user, "pk", None)] = [
+            by_pk[pk]
+            for pk, submission in submissions.items()
+            if not expected_visible(_relation(user, submission, **relation_of), submission.status)
+        ]
+    # Per-user ids: a notification of the own member, and a conflict the chair declared.
+    world = World(subjects=subjects, users=everyone, hidden=hidden, emails=emails)
+    world.notification_of = {
+        user.pk: Notification.objects.filter(user=user).values_list("pk", flat=True).first()
+        for user in everyone
+        if user
+    }
+    world.conflict_id = Conflict.objects.filter(organisation=rival).values_list("pk", flat=True).first()
+    world.z9 = z9
+    world.relation_of = relation_of
+    for user in everyone:  # logged in once, committed: each test's rollback keeps the sessions and tokens
+        _client(world, user, api=True)
+        _client(world, user, api=False)
+    return world
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker, tmp_path_factory):
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    media = tmp_path_factory.mktemp("matrix-media")
+    storages = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(media)},
+        },
+    }
+    with (
+        override_settings(STORAGES=storages, CELERY_TASK_ALWAYS_EAGER=True),
+        django_db_blocker.unblock(),
+    ):
+        try:
+            yield _build_world()
+        finally:
+            from django.db import connection
+
+            call_command("flush", interactive=False, verbosity=0, inhibit_post_migrate=True)
+            connection.creation.deserialize_db_from_string(connection._test_serialized_contents)
+
+
+def _client(world: World, user, api: bool):
+    key = (getattr(user, "pk", None), api)
+    if key not in world.clients:
+        if api:
+            client = APIClient()
+            if user is not None:
+                token, _ = Token.objects.get_or_create(user=user)
+                client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        else:
+            client = Client()
+            if user is not None:
+                client.force_login(user)
+        world.clients[key] = client
+    return world.clients[key]
+
+
+def _request(world: World, user, method: str, url: str, *, fresh: bool = False):
+    """One request, rolled back: a POST that succeeds changes nothing for the next cell of the matrix. `fresh`: a
+    client of its own (logout and password flows end the shared client's session)."""
+    api = url.startswith("/api/")
+    with transaction.atomic():
+        if fresh:
+            client = Client()
+            if user is not None:
+                client.force_login(user)
+        else:
+            client = _client(world, user, api)
+        if method == "put":
+            response = client.put(url, b"x", content_type="application/octet-stream")
+        elif method == "post":
+            data = {"reason": "matrix", "body": "matrix", "notes": "matrix", "question": "matrix"}
+            response = client.post(url, data, format="json") if api else client.post(url, data)
+        else:
+            response = client.get(url)
+        transaction.set_rollback(True)
+    return response
+
+
+def _body(response) -> str:
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content).decode("utf-8", "replace")
+    return response.content.decode("utf-8", "replace")
+
+
+def _leaks(world: World, user, body: str) -> list[str]:
+    """What the body shows that `user` may not see."""
+    found = []
+    for subject in world.hidden[getattr(user, "pk", None)]:
+        if subject is world.z9 and Z9 in body:
+            found.append(Z9)
+        for title in {subject.title, html.escape(subject.title)}:
+            if title in body:
+                found.append(f"title of #{subject.pk} ({subject.status})")
+        pk = subject.pk
+        pattern = rf'/submissions/{pk}/|/audit/{pk}/|submission #{pk}\b|"submission(?:_id)?":\s*{pk}\b'
+        if re.search(pattern, body, flags=re.IGNORECASE):
+            found.append(f"id of #{pk} ({subject.status})")
+    return found
+
+
+def _login_redirect(response) -> bool:
+    return response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def _kwarg_names(name: str) -> set[str]:
+    from django.urls import get_resolver
+
+    namespace, _, short = name.rpartition(":")
+    resolver = get_resolver()
+    for part in filter(None, namespace.split(":")):
+        resolver = resolver.namespace_dict[part][1]
+    names = set()
+    for possibility, _pattern, _defaults, _converters in resolver.reverse_dict.getlist(short):
+        for _result, params in possibility:
+            names |= set(params)
+    return names - {"format"}
+
+
+def _subject_kwargs(name: str, route: Route, subject: Subject, world: World, user):
+    if route.pk == "notification":
+        pk = world.notification_of.get(getattr(user, "pk", None)) or world.notification_of.get(
+            subject.users[OWN].pk
+        )
+        return {"pk": pk}
+    if route.pk == "conflict":
+        return {"pk": world.conflict_id, "conflict_id": world.conflict_id}
+    return subject.ids.get(route.pk)
+
+
+def _kwargs_for(name: str, kwargs: dict, subject: Subject) -> dict:
+    """The route's own kwargs: an object named by `<object>_id` / `<object>_pk`; `pk` beside one of them is the
+    submission's (review/submissions/<pk>/comments/<comment_pk>/close/)."""
+    names = _kwarg_names(name)
+    named_object = any(key.endswith(("_id", "_pk")) for key in names)
+    out = {}
+    for key in names:
+        if key == "pk" and named_object:
+            out[key] = subject.pk
+        elif key in kwargs:
+            out[key] = kwargs[key]
+        elif key.endswith(("_id", "_pk")):
+            out[key] = kwargs.get("pk")
+    return out
+
+
+# --- The matrix ----------------------------------------------------------------------------------
+
+DECLARED = sorted(name for name in ROUTES if name in SERVED)
+NON_SUBJECT = [n for n in DECLARED if ROUTES[n].kind not in (SUBJECT, SUBJECT_WRITE)]
+SUBJECT_ROUTES = [n for n in DECLARED if ROUTES[n].kind in (SUBJECT, SUBJECT_WRITE)]
+
+
+def _fixed_url(name: str, route: Route) -> str:
+    if route.pk == "benchmark":
+        return reverse(name, kwargs={"model_id": "llama3_1-8b"})
+    if route.pk == "reset":
+        return reverse(name, kwargs={"uidb64": "MQ", "token": "set-password"})
+    return reverse(name) + route.query
+
+
+@pytest.mark.parametrize("name", NON_SUBJECT)
+def test_non_object_routes_per_role(name, world):
+    route = ROUTES[name]
+    url = _fixed_url(name, route)
+    failures = []
+    for state in STATES:
+        subject = world.subjects[state][0]
+        for role in ROLES:
+            user = subject.users[role]
+            response = _request(world, user, route.method, url, fresh=route.kind == FLOW)
+            code = response.status_code
+            ok = code < 500
+            if route.kind == PUBLIC:
+                ok = code == 200
+            elif route.kind in (LOGIN, LIST, ONLY) and user is None:
+                ok = _login_redirect(response) or code in (401, 403) or (route.kind == LIST and code == 200)
+            elif route.kind == LOGIN and route.method == "get":
+                ok = code == 200
+            elif route.kind == LIST:
+                ok = code in (200, 403)
+            elif route.kind == ONLY and route.method == "get":
+                ok = code == 200 if role in route.who else code in (403, 404)
+            if not ok:
+                failures.append(f"{role} ({state}): {code}")
+            leaks = _leaks(world, user, _body(response))
+            if leaks:
+                failures.append(f"{role} ({state}) sees {leaks}")
+        if route.kind == PUBLIC:
+            break  # the same for every state: once is enough
+    assert not failures, f"{name}: " + "; ".join(failures)
+
+
+def _object_expectation(
+    route: Route, role: str, subject: Subject, user, world: World, kwargs, response
+) -> bool:
+    code = response.status_code
+    page = route.kind == SUBJECT_WRITE and not response.get("Content-Type", "").startswith("application/json")
+    refused = (302, 400, 403, 404, 409) if page else (400, 403, 404, 409)
+    if (
+        route.pk == "system"
+    ):  # a system is public once it has a published result; only its organisation writes
+        return code < 500 and (route.kind == SUBJECT or role == OWN or code in (*refused, 401))
+    if route.pk == "notification":  # each user's own, whatever the submission
+        mine = world.notification_of.get(getattr(user, "pk", None)) == kwargs["pk"]
+        visible, allowed = mine, mine
+    elif route.pk == "conflict":  # not a submission's: `who` alone decides
+        visible, allowed = user is not None, role in route.who
+    else:
+        visible, allowed = expected_visible(role, subject.status), role in route.who
+    if user is None:
+        return _login_redirect(response) or code in (401, 403, 404) or (code == 200 and visible)
+    if not visible:
+        return code == 404
+    if route.kind == SUBJECT:
+        return code in route.ok if allowed else code in (*route.ok, 403, 404)
+    return code < 500 and (code != 404 if allowed else code in refused)
+
+
+@pytest.mark.parametrize("state", STATES)
+@pytest.mark.parametrize("name", SUBJECT_ROUTES)
+def test_object_routes_per_role_and_state(name, state, world):
+    route = ROUTES[name]
+    failures = []
+    checked = 0
+    for subject in world.subjects[state]:
+        for role in ROLES:
+            user = subject.users[role]
+            kwargs = _subject_kwargs(name, route, subject, world, user)
+            if not kwargs or any(value is None for value in kwargs.values()):
+                continue
+            url = reverse(name, kwargs=_kwargs_for(name, kwargs, subject)) + route.query
+            response = _request(world, user, route.method, url)
+            code = response.status_code
+            checked += 1
+            ok = _object_expectation(route, role, subject, user, world, kwargs, response)
+            if not ok:
+                failures.append(f"#{subject.pk} {role}: {code} {_body(response)[:120]!r}")
+            leaks = _leaks(world, user, _body(response))
+            if leaks:
+                failures.append(f"#{subject.pk} {role} sees {leaks}")
+    assert not failures, f"{name} [{state}]: " + "; ".join(failures)
+
+
+def test_seeding_emails_carry_z9_only_to_those_who_may_see_it(world):
+    from django.contrib.auth import get_user_model
+
+    from submissions.models import Submission
+
+    z9 = Submission.objects.get(pk=world.z9.pk)
+    allowed = set()
+    for user in get_user_model().objects.exclude(email=""):
+        relation = _relation(user, z9, **world.relation_of)
+        if relation in (OWN, ASSIGNED, AUDITOR, CHAIR):
+            allowed.add(user.email)
+    assert world.emails, "the demo sends notification e-mails"
+    carrying = [m for m in world.emails if Z9 in m.subject or Z9 in m.body]
+    assert carrying, "the reviewer's comment naming Unreleased-Z9 reaches its thread by e-mail"
+    for message in carrying:
+        outside = set(message.to + message.cc + message.bcc) - allowed
+        assert not outside, (message.subject, outside)
+    # No e-mail anywhere names a hidden submission's title to someone who may not see it.
+    for message in world.emails:
+        for address in message.to:
+            user = get_user_model().objects.filter(email=address).first()
+            assert not _leaks(world, user, message.subject + message.body), (address, message.subject)
