@@ -159,13 +159,15 @@
     el("rect", { x: left - 6, y: top - 6, width: right - left + 12, height: bottom - top + 12 }, clip);
     var layer = el("g", { "clip-path": "url(#" + spec.id + "-clip)" }, svg);
     var targets = [];
-    series.forEach(function (s) {
-      var ok = function (x, y) { return (!self.logX || x > 0) && (!self.logY || y > 0); };
+    var ok = function (x, y) { return (!self.logX || x > 0) && (!self.logY || y > 0); };
+    series.forEach(function (s) {  // every line first, then every marker above them
       var steps = s.steps.filter(function (v) { return ok(v[0], v[1]); });
       if (steps.length >= 2) {
         var d = steps.map(function (v, i) { return (i ? "L" : "M") + sx(v[0]).toFixed(1) + "," + sy(v[1]).toFixed(1); }).join(" ");
         el("path", { d: d, class: "step-line", stroke: s.colour, "data-series": s.id }, layer);
       }
+    });
+    series.forEach(function (s) {
       s.points.forEach(function (p) {
         if (!ok(p[xKey], p[yKey])) return;
         var cx = sx(p[xKey]), cy = sy(p[yKey]);

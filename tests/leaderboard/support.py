@@ -31,7 +31,8 @@ def make_curve(
     rows = []
     for index in range(points):
         concurrency = 2**index
-        tps_per_user = round(120.0 / (1 + index * 0.35), 3)
+        # faster systems keep more interactivity per user at the same concurrency
+        tps_per_user = round(120.0 * (0.75 + 0.15 * scale) * (1 - 0.09 * index), 3)
         system_tps = round(scale * tps_per_user * concurrency * 0.9, 2)
         rows.append(
             {
