@@ -15,6 +15,8 @@ from leaderboard.procurement import MAX_MODELS, requirements_from_query
 from leaderboard.slo import NO_INTERPOLATION
 from portal.errors import ApplicationError
 
+PAGE_ROWS = 100  # the page shows the top of the ranking; the CSV and JSON have all of it
+
 PROCUREMENT_FIELDS = (
     ("ttft_p90_ms_max", "TTFT P90 ≤ (ms)"),
     ("tpot_ms_max", "TPOT P90 ≤ (ms)"),
@@ -56,6 +58,7 @@ def slo(request):
                 params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
                 context.update(
                     answer=answer,
+                    shown_rows=answer["rows"][:PAGE_ROWS],
                     json_url="/api/v1/public/slo/?" + urlencode(params),
                     csv_url="/api/v1/public/slo/?" + urlencode({**params, "format": "csv", "limit": 1000}),
                 )

@@ -1,0 +1,381 @@
+"""Load benchmark of the public leaderboard: 1,000 published results of 10-20 points in a throwaway PostgreSQL
+database, served by gunicorn with the Redis cache, measured under 64 concurrent clients with locust (headless).
+
+    .venv/bin/python bench/leaderboard_load.py [--results 1000] [--users 64] [--duration 30]
+        [--workers 4] [--postgres postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379/3] [--keep]
+
+Scenarios, each its own locust run after one warm-up request per URL (so "cached" means the steady state):
+the benchmark's leaderboard page (/leaderboard/<model>/, or the public API list when the page does not exist),
+a result page (/results/<id>/, else the API detail) over 50 results, the SLO query over a grid of 400
+distinct targets (mostly answer-cache misses: the ranking is recomputed from the cached snapshot), and the
+public API (results list, points of a result, curves). Prints p50/p95/p99 (ms) and requests/s per scenario.
+A script, not a test: nothing asserts a time. The database is dropped at the end unless --keep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = "llama3_1-8b"
+
+LOCUSTFILE = """
+import os, random
+from locust import FastHttpUser, between, constant, task
+
+PATHS = os.environ["BENCH_PATHS"].split("|")
+
+
+class Client(FastHttpUser):
+    THINK = float(os.environ["BENCH_THINK_S"])
+    wait_time = between(THINK * 0.5, THINK * 1.5) if THINK > 0 else constant(0)
+
+    @task
+    def get(self):
+        path = random.choice(PATHS)
+        with self.client.get(path, name=os.environ["BENCH_NAME"], catch_response=True) as response:
+            if response.status_code != 200:
+                response.failure(f"{response.status_code} {path}")
+"""
+
+
+def _curve(system: str, rng: random.Random, points: int) -> dict:
+    from checker.curve import pareto_front, step_vertices
+
+    scale = rng.uniform(0.3, 6.0)
+    rows = []
+    for index in range(points):
+        concurrency = max(1, int(1.6**index))
+        tps_per_user = round(150.0 / (1 + index * rng.uniform(0.2, 0.5)), 3)
+        system_tps = round(scale * tps_per_user * concurrency * 0.9, 2)
+        rows.append(
+            {
+                "point": f"{system}/{MODEL}/r{concurrency}",
+                "basis": "recomputed",
+                "concurrency": concurrency,
+                "system_tps": system_tps,
+                "tps_per_user": tps_per_user,
+                "ttft_p90_ms": round(60 + rng.uniform(5, 20) * index**1.5, 1),
+                "e2e_interactivity": round(tps_per_user * 0.8, 3),
+                "system_tps_per_kw": round(system_tps / rng.uniform(5, 40), 3),
+                "region": "low_latency" if concurrency <= 32 else "high_concurrency",
+            }
+        )
+    fronts = {}
+    for x in ("tps_per_user", "e2e_interactivity"):
+        front = pareto_front(rows, x=x, y="system_tps")
+        fronts[x] = {
+            "x": x,
+            "y": "system_tps",
+            "points": [p["point"] for p in front],
+            "steps": step_vertices(front, x=x, y="system_tps"),
+        }
+    return {
+        "system": system,
+        "model": MODEL,
+        "ruleset": "endpoints-v1.0",
+        "points": rows,
+        "pareto": fronts,
+        "official": "step function through measured points only; never interpolated",
+    }
+
+
+def load(results: int) -> list[str]:
+    """Bulk-create `results` published results (organisations, systems, submissions, versions, check runs,
+    publications with their snapshot); returns their public ids."""
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from accounts.models import Organisation
+    from catalog.models import Benchmark
+    from leaderboard.models import Publication
+    from leaderboard.services import headline_of
+    from submissions.models import CheckRun, Submission, SubmissionVersion, System
+
+    rng = random.Random(20261130)
+    benchmark = Benchmark.objects.get(model_id=MODEL)
+    now = timezone.now()
+    organisations = Organisation.objects.bulk_create(
+        [Organisation(name=f"Bench Org {i}", slug=f"bench-org-{i}") for i in range(50)]
+    )
+    User = get_user_model()
+    users = User.objects.bulk_create([User(username=f"bench-user-{i}") for i in range(50)])
+    systems = System.objects.bulk_create(
+        [
+            System(
+                organisation=organisations[i % 50],
+                name=f"Bench_System_{i:04d}",
+                description={
+                    "system_name": f"Bench System {i}",
+                    "node_types": [
+                        {
+                            "system_node_ensemble_id": 0,
+                            "number_of_nodes": rng.choice([1, 1, 2, 4]),
+                            "host_processor_model_name": "Bench CPU",
+                            "accelerator_info": [
+                                {
+                                    "accelerator_model_name": rng.choice(["AX-1", "BX-2", "CX-3"]),
+                                    "accelerators_per_node": 8,
+                                }
+                            ],
+                            "cooling": "air",
+                        }
+                    ],
+                },
+            )
+            for i in range(results)
+        ]
+    )
+    submissions = Submission.objects.bulk_create(
+        [
+            Submission(
+                organisation=systems[i].organisation,
+                system=systems[i],
+                benchmark=benchmark,
+                created_by=users[i % 50],
+                title=f"Bench result {i}",
+                status=Submission.Status.PUBLISHED,
+                status_changed_at=now,
+            )
+            for i in range(results)
+        ]
+    )
+    versions = SubmissionVersion.objects.bulk_create(
+        [
+            SubmissionVersion(
+                submission=s,
+                number=1,
+                kind="bundle",
+                size_bytes=1000,
+                sha256=hashlib.sha256(s.title.encode()).hexdigest(),
+                uploader=s.created_by,
+            )
+            for s in submissions
+        ]
+    )
+    curves = [_curve(s.system.name, rng, rng.randint(10, 20)) for s in submissions]
+    runs = CheckRun.objects.bulk_create(
+        [CheckRun(version=v, checker_version="bench", ruleset="endpoints-v1.0") for v in versions]
+    )
+    CheckRun.objects.filter(pk__in=[r.pk for r in runs]).update(status="passed", finished_at=now, curves=[])
+    for submission, version in zip(submissions, versions, strict=True):
+        submission.submitted_version = version
+    Submission.objects.bulk_update(submissions, ["submitted_version"])
+    publications = Publication.objects.bulk_create(
+        [
+            Publication(
+                submission=s,
+                version=v,
+                public_id=f"EP-B{i:05d}",
+                mode="now",
+                status="published",
+                publish_at=now,
+                published_at=now,
+                chosen_by=s.created_by,
+                check_run=r,
+                curve=c,
+                headline=headline_of(c),
+            )
+            for i, (s, v, r, c) in enumerate(zip(submissions, versions, runs, curves, strict=True))
+        ]
+    )
+    return [p.public_id for p in publications]
+
+
+def _wait_up(base: str, deadline_s: float = 60) -> None:
+    end = time.time() + deadline_s
+    while time.time() < end:
+        try:
+            urllib.request.urlopen(f"{base}/healthz", timeout=2)
+            return
+        except OSError:
+            time.sleep(0.5)
+    raise SystemExit("gunicorn did not come up")
+
+
+def _status(url: str) -> int:
+    try:
+        return urllib.request.urlopen(url, timeout=120).status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except TimeoutError:
+        return 0
+
+
+def _run_locust(
+    name: str, base: str, paths: list[str], users: int, duration: int, out: Path, think_s: float
+) -> dict:
+    for path in set(paths[:60]):  # warm the cache: what a steady state serves
+        _status(base + path)
+    locustfile = out / "locustfile.py"
+    locustfile.write_text(LOCUSTFILE)
+    prefix = out / name
+    env = {**os.environ, "BENCH_PATHS": "|".join(paths), "BENCH_NAME": name, "BENCH_THINK_S": str(think_s)}
+    command = [
+        str(ROOT / ".venv/bin/locust"),
+        "-f",
+        str(locustfile),
+        "--headless",
+        "-u",
+        str(users),
+        "-r",
+        str(users),
+        "-t",
+        f"{duration}s",
+        "--host",
+        base,
+        "--csv",
+        str(prefix),
+        "--only-summary",
+        "--loglevel",
+        "WARNING",
+    ]
+    subprocess.run(command, env=env, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(f"{prefix}_stats.csv") as handle:
+        row = next(r for r in csv.DictReader(handle) if r["Name"] == name)
+    return {
+        "scenario": name,
+        "requests": int(row["Request Count"]),
+        "failures": int(row["Failure Count"]),
+        "p50": row["50%"],
+        "p95": row["95%"],
+        "p99": row["99%"],
+        "rps": float(row["Requests/s"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", type=int, default=1000)
+    parser.add_argument("--users", type=int, default=64)
+    parser.add_argument("--duration", type=int, default=30)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=1.0,
+        help="mean seconds a client waits between requests (0: back to back, the saturation throughput)",
+    )
+    parser.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/3")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--keep", action="store_true", help="keep the throwaway database")
+    args = parser.parse_args()
+
+    import psycopg
+
+    database = f"bench_leaderboard_{os.getpid()}"
+    with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{database}"')
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"{args.postgres}/{database}",
+        "REDIS_URL": args.redis,
+        "SECRET_KEY": "bench-only-secret-key-0123456789-abcdefghijklmnop",
+        "DEBUG": "0",
+        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "PORTAL_VAR_DIR": tempfile.mkdtemp(prefix="bench-leaderboard-var-"),
+    }
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    gunicorn = None
+    try:
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+        import django
+
+        django.setup()
+        started = time.time()
+        public_ids = load(args.results)
+        print(f"loaded {len(public_ids)} published results in {time.time() - started:.1f} s into {database}")
+        from django.db import connection
+
+        connection.close()
+        base = f"http://127.0.0.1:{args.port}"
+        gunicorn = subprocess.Popen(
+            [
+                str(ROOT / ".venv/bin/gunicorn"),
+                "portal.wsgi",
+                "-w",
+                str(args.workers),
+                "-b",
+                f"127.0.0.1:{args.port}",
+                "--timeout",
+                "120",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+        )
+        _wait_up(base)
+        rng = random.Random(7)
+        sample = rng.sample(public_ids, 50)
+        page = f"/leaderboard/{MODEL}/"
+        leaderboard = (
+            [page] if _status(base + page) == 200 else [f"/api/v1/public/results/?benchmark={MODEL}"]
+        )
+        result_page = (
+            "/results/{}/" if _status(f"{base}/results/{sample[0]}/") == 200 else "/api/v1/public/results/{}/"
+        )
+        slo = [
+            f"/api/v1/public/slo/?benchmark={MODEL}&ttft_p90_ms_max={ttft}&interactivity_min={inter}"
+            for ttft in range(100, 2100, 100)
+            for inter in range(5, 105, 5)
+        ]
+        rng.shuffle(slo)
+        scenarios = [
+            ("leaderboard page" if leaderboard[0] == page else "leaderboard (API list)", leaderboard),
+            (
+                "result page" if result_page.startswith("/results") else "result (API detail)",
+                [result_page.format(p) for p in sample],
+            ),
+            ("SLO query (400 targets)", slo),
+            ("SLO page (400 targets)", [p.replace("/api/v1/public/slo/", "/leaderboard/slo/") for p in slo]),
+            (
+                "public API",
+                [f"/api/v1/public/results/?limit=100&offset={o}" for o in range(0, 1000, 100)]
+                + [f"/api/v1/public/points/?result={p}" for p in sample]
+                + [f"/api/v1/public/curves/?result={p}" for p in sample[:10]]
+                + ["/api/v1/public/benchmarks/"],
+            ),
+        ]
+        out = Path(tempfile.mkdtemp(prefix="bench-locust-"))
+        print(
+            f"{args.users} concurrent clients (think time {args.think} s), {args.duration} s per scenario, "
+            f"gunicorn -w {args.workers}"
+        )
+        print(
+            f"{'scenario':32} {'requests':>9} {'fail':>5} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'req/s':>8}"
+        )
+        for name, paths in scenarios:
+            r = _run_locust(name, base, paths, args.users, args.duration, out, args.think)
+            print(
+                f"{name:32} {r['requests']:>9} {r['failures']:>5} {r['p50']:>7} {r['p95']:>7} {r['p99']:>7} {r['rps']:>8.1f}"
+            )
+    finally:
+        if gunicorn is not None:
+            os.killpg(gunicorn.pid, signal.SIGTERM)
+            gunicorn.wait(timeout=30)
+        if not args.keep:
+            from django.db import connections
+
+            connections.close_all()
+            with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            print(f"dropped {database}")
+
+
+if __name__ == "__main__":
+    main()
