@@ -304,18 +304,7 @@ class WaiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     @idempotent
     def create(self, request):
         """Ask for a waiver of an error finding of your organisation's version, saying why."""
-        data = WaiverRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
-        waiver = services.waiver_request(
-            version=self._version(values["version"]),
-            actor=request.user,
-            rule=values["rule"],
-            point=values["point"],
-            file=values["file"],
-            reason=values["reason"],
-        )
-        return Response(WaiverSerializer(waiver).data, status=status.HTTP_201_CREATED)
+        return self._waive(request, services.waiver_request)
 
     @extend_schema(
         request=WaiverRequestSerializer, responses={201: WaiverSerializer}, parameters=[IDEMPOTENCY_PARAMETER]
@@ -324,10 +313,14 @@ class WaiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     @idempotent
     def grant(self, request):
         """The chair or an auditor waives an error finding directly (no request needed), with a reason."""
+        return self._waive(request, services.waiver_grant_directly)
+
+    def _waive(self, request, service):
+        """One finding (version, rule, point, file) and a reason, through `service`."""
         data = WaiverRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        waiver = services.waiver_grant_directly(
+        waiver = service(
             version=self._version(values["version"]),
             actor=request.user,
             rule=values["rule"],

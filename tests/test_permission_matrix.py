@@ -185,6 +185,7 @@ ROUTES: dict[str, Route] = {
     "api:submission-submit": _p(SUBJECT_WRITE, who=(OWN,)),
     "api:submission-withdraw": _p(SUBJECT_WRITE, who=(OWN,)),
     "api:submission-reject": _p(SUBJECT_WRITE, who=OVERSIGHT),
+    "api:submission-resubmit": _p(SUBJECT_WRITE, who=(OWN,)),
     "api:version-detail": _g(SUBJECT, pk="version"),
     "api:version-file": _g(SUBJECT, pk="version_file"),
     "api:version-recheck": _p(SUBJECT_WRITE, pk="version", who=(OWN, *OVERSIGHT)),

@@ -183,3 +183,13 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     def reject(self, request, pk=None):
         """A submission under review or audit -> rejected (auditors and the chair), with a reason."""
         return self._transition(request, "reject")
+
+    @extend_schema(
+        request=None, responses={200: SubmissionDetailSerializer}, parameters=[IDEMPOTENCY_PARAMETER]
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def resubmit(self, request, pk=None):
+        """changes_requested -> in_review (the organisation's submitters; needs a new version whose check
+        passed): the same reviewers see what changed."""
+        return self._transition(request, "resubmit")

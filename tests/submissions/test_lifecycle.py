@@ -499,3 +499,23 @@ def test_an_anonymous_web_user_is_not_the_schedule(people):
     with pytest.raises(NotAllowedError):
         transition(submission=submission, action="publish", actor=AnonymousUser())
     assert Submission.objects.get(pk=submission.pk).status == "audited"
+
+
+@pytest.mark.django_db
+def test_resubmit_through_the_api_needs_a_new_version(people):
+    from tests.factories import SubmissionVersionFactory
+
+    submission = _submission(people, "in_review")
+    Submission.objects.filter(pk=submission.pk).update(status="changes_requested")
+    client = api_client(people["submitter"])
+    refused = client.post(f"/api/v1/submissions/{submission.pk}/resubmit/")
+    assert refused.status_code == 409 and refused.json()["code"] == "no-new-version"
+    assert (
+        api_client(people["reviewer"]).post(f"/api/v1/submissions/{submission.pk}/resubmit/").status_code
+        == 404
+    )
+    new = SubmissionVersionFactory(submission=submission, check_run="passed")
+    done = client.post(f"/api/v1/submissions/{submission.pk}/resubmit/")
+    assert done.status_code == 200 and done.json()["status"] == "in_review"
+    submission.refresh_from_db()
+    assert submission.submitted_version == new
