@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import uuid
 
+from django.shortcuts import render
+
 from portal.request_context import reset_request_id, set_request_id
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -29,3 +31,47 @@ class RequestIDMiddleware:
             reset_request_id(token)
         response[REQUEST_ID_HEADER] = request_id
         return response
+
+
+class MethodNotAllowedPageMiddleware:
+    """A page address opened with the wrong method (a GET on a form's POST-only target) gets the portal's 405 page.
+
+    Django's `require_POST` and class-based views answer with an empty `HttpResponseNotAllowed`, which a browser
+    shows as a blank "HTTP ERROR 405". The API keeps its JSON errors: only empty, non-API answers are replaced.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if response.status_code != 405 or request.path.startswith("/api/") or response.content:
+            return response
+        page = render(
+            request,
+            "405.html",
+            {
+                "method": request.method,
+                "allowed": response.get("Allow", ""),
+                "back": _back_link(request.path),
+            },
+            status=405,
+        )
+        if response.has_header("Allow"):
+            page["Allow"] = response["Allow"]
+        return page
+
+
+_ACTION_PATH = re.compile(r"^/submissions/(\d+)/")
+
+
+def _back_link(path: str) -> tuple[str, str]:
+    """Where a lost user most likely wanted to be: the submission an action belongs to, else the dashboard."""
+    match = _ACTION_PATH.match(path)
+    if match:
+        return f"/submissions/{match.group(1)}/", "Back to the submission"
+    if path.startswith("/systems/"):
+        return "/systems/", "Back to your systems"
+    if path.startswith("/accounts/logout"):
+        return "/", "Back to the home page"
+    return "/dashboard/", "Go to your dashboard"
