@@ -148,10 +148,15 @@ def submission_detail(request, pk: int):
         ).order_by("-number")
     )
     selected = versions[0] if versions else None
-    if request.GET.get("version", "").isdigit():
-        selected = next((v for v in versions if v.number == int(request.GET["version"])), None)
+    asked = request.GET.get("version", "").strip()
+    if asked:
+        # A version that is not a number, or not one of this submission's, is a 404 that says so: never the latest.
+        selected = next((v for v in versions if asked.isdigit() and v.number == int(asked)), None)
         if selected is None:
-            raise Http404("No such version.")
+            known = ", ".join(str(v.number) for v in reversed(versions)) or "none yet"
+            detail = f"This submission has no version “{asked[:20]}” (its versions: {known})."
+            context = {"detail": detail, "back": reverse("submissions:detail", args=[submission.pk])}
+            return render(request, "404.html", context, status=404)
     for version in versions:
         version.latest_check = check_run_latest(version)
     context = {

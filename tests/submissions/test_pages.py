@@ -19,7 +19,13 @@ from submissions.models import (
     SubmissionVersion,
     VersionFile,
 )
-from tests.factories import MembershipFactory, SystemFactory, UserFactory
+from tests.factories import (
+    MembershipFactory,
+    SubmissionFactory,
+    SubmissionVersionFactory,
+    SystemFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -362,3 +368,17 @@ def test_submitter_of_another_org_member_sees_no_upload_box(client, people):
     client.force_login(outsider)
     html = client.get(f"/submissions/{submission.pk}/").content.decode()
     assert "upload.js" not in html and "Submit for review" not in html
+
+
+@pytest.mark.parametrize("asked", ["abc", "7", "-1", "1.0"])
+def test_unknown_version_parameter_says_so_instead_of_showing_the_latest(client, role_users, asked):
+    submission = SubmissionFactory(system__organisation=role_users["organisations"]["acme"])
+    SubmissionVersionFactory(submission=submission)
+    SubmissionVersionFactory(submission=submission)
+    client.force_login(role_users["submitter"])
+    response = client.get(f"/submissions/{submission.pk}/?version={asked}")
+    assert response.status_code == 404
+    html = response.content.decode()
+    assert f"This submission has no version “{asked}” (its versions: 1, 2)." in html
+    assert f'href="/submissions/{submission.pk}/"' in html
+    assert client.get(f"/submissions/{submission.pk}/?version=1").status_code == 200
