@@ -8,12 +8,12 @@ from accounts.models import Organisation
 from catalog.models import Benchmark
 from catalog.selectors import benchmark_list
 from submissions.models import Submission, System
-from submissions.selectors import systems_submittable_by
+from submissions.selectors import systems_for_new_drafts
 
 
 def systems_user_can_submit_for(user):
-    """Systems of the organisations where the user is a submitter or org admin (all of them for the chair)."""
-    return systems_submittable_by(user)
+    """Systems the user may open a draft for: their own organisations' (the chair's too, never every one)."""
+    return systems_for_new_drafts(user)
 
 
 class SystemChoiceField(forms.ModelChoiceField):

@@ -7,7 +7,7 @@ from django.db.models import Case, Exists, IntegerField, OuterRef, Prefetch, Q, 
 
 from accounts.models import Membership, Organisation
 from accounts.selectors import user_is_chair, user_org_ids
-from submissions.models import CheckRun, SubmissionVersion, System
+from submissions.models import CheckRun, Submission, SubmissionVersion, System
 
 SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
 
@@ -22,6 +22,25 @@ def systems_submittable_by(user) -> QuerySet[System]:
     if user_is_chair(user):
         return systems
     return systems.filter(organisation_id__in=user_org_ids(user, roles=SUBMITTER_ROLES))
+
+
+def systems_for_new_drafts(user) -> QuerySet[System]:
+    """Systems the user may open a draft for: of the organisations where they are a submitter or org admin.
+
+    Not every system for the chair: a draft is its organisation's own (DESIGN.md, visibility), so a draft the
+    chair opened for another organisation would be hidden from the chair right away."""
+    return (
+        System.objects.select_related("organisation")
+        .filter(organisation_id__in=user_org_ids(user, roles=SUBMITTER_ROLES))
+        .order_by("organisation__name", "name")
+    )
+
+
+def drafts_of(system: System, benchmark) -> QuerySet[Submission]:
+    """The drafts of one system on one benchmark, newest first: what a new draft of the pair would duplicate."""
+    return Submission.objects.filter(
+        system=system, benchmark=benchmark, status=Submission.Status.DRAFT
+    ).order_by("-created_at", "-id")
 
 
 def organisations_registering_systems(user) -> QuerySet[Organisation]:

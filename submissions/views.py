@@ -39,6 +39,7 @@ from submissions.pages import check_section_context
 from submissions.rules_catalog import markdown_inline, rule_catalog
 from submissions.selectors import (
     check_run_latest,
+    drafts_of,
     organisations_registering_systems,
     submissions_with_latest,
     system_description_revisions,
@@ -89,7 +90,7 @@ def _dashboard_rows(submissions):
 
 
 @login_required
-def dashboard(request, form: SubmissionCreateForm | None = None):
+def dashboard(request, form: SubmissionCreateForm | None = None, duplicates=()):
     user = request.user
     visible = submissions_visible_to(user).order_by("-created_at", "-id")
     own_org_ids = user_org_ids(user)
@@ -107,6 +108,8 @@ def dashboard(request, form: SubmissionCreateForm | None = None):
             "other_rows": others,
             "can_create": can_create,
             "form": form or (SubmissionCreateForm(user=user) if can_create else None),
+            # Drafts of the same system x benchmark the form would duplicate: shown, created only on request.
+            "duplicates": duplicates,
         },
         status=400 if form is not None and form.errors else 200,
     )
@@ -120,6 +123,14 @@ def submission_create(request):
         messages.error(request, "The new submission was not created: see the form below.")
         return dashboard(request, form=form)
     data = form.cleaned_data
+    duplicates = list(drafts_of(data["system"], data["benchmark"]))
+    if duplicates and request.POST.get("create_another") != "1":
+        messages.warning(
+            request,
+            f"{data['system'].name} already has a draft on {data['benchmark'].display_name}: "
+            "upload a new version to it, or create another draft on purpose.",
+        )
+        return dashboard(request, form=form, duplicates=duplicates)
     try:
         submission = services.submission_create(
             actor=request.user,

@@ -17,7 +17,7 @@ from submissions.api.common import IDEMPOTENCY_PARAMETER, ReadAnyoneWriteAuthent
 from submissions.api.serializers import SubmissionSerializer
 from submissions.idempotency import idempotent
 from submissions.models import Submission
-from submissions.selectors import submissions_with_latest, systems_submittable_by
+from submissions.selectors import submissions_with_latest, systems_for_new_drafts
 
 
 class AllowedActionSerializer(serializers.Serializer):
@@ -69,7 +69,7 @@ class SubmissionCreateSerializer(serializers.Serializer):
 
 
 def submission_create_from(user, data) -> Submission:
-    systems = systems_submittable_by(user)
+    systems = systems_for_new_drafts(user)
     system_ref = str(data["system"])
     matches = list(systems.filter(pk=int(system_ref))) if system_ref.isdigit() else []
     if not matches:

@@ -17,6 +17,7 @@ from submissions.models import (
     PointMetric,
     Submission,
     SubmissionVersion,
+    System,
     VersionFile,
 )
 from tests.factories import (
@@ -382,3 +383,67 @@ def test_unknown_version_parameter_says_so_instead_of_showing_the_latest(client,
     assert f"This submission has no version “{asked}” (its versions: 1, 2)." in html
     assert f'href="/submissions/{submission.pk}/"' in html
     assert client.get(f"/submissions/{submission.pk}/?version=1").status_code == 200
+
+
+def test_chair_is_not_offered_a_draft_for_another_organisation(client, role_users):
+    acme = role_users["organisations"]["acme"]
+    SystemFactory(organisation=acme)
+    Benchmark.objects.get_or_create(model_id="llama3_1-8b", defaults={"display_name": "Llama 3.1 8B"})
+    client.force_login(role_users["chair"])
+    html = client.get("/dashboard/").content.decode()
+    assert "Create draft" not in html and 'href="#new-submission"' not in html
+    assert "Drafts are their organisation's own" in html
+    # Posting the form anyway creates nothing and never lands on "Not found".
+    system = System.objects.get(organisation=acme)
+    response = client.post(
+        "/submissions/new/",
+        {
+            "system": system.pk,
+            "benchmark": Benchmark.objects.first().pk,
+            "division": "standardized",
+            "availability": "available",
+        },
+        follow=True,
+    )
+    assert not Submission.objects.exists()
+    assert b"Not found" not in response.content
+
+
+def test_submitter_still_creates_a_draft_for_their_own_organisation(client, role_users):
+    acme = role_users["organisations"]["acme"]
+    system = SystemFactory(organisation=acme)
+    benchmark, _ = Benchmark.objects.get_or_create(model_id="llama3_1-8b", defaults={"display_name": "Llama"})
+    client.force_login(role_users["submitter"])
+    assert "Create draft" in client.get("/dashboard/").content.decode()
+    data = {
+        "system": system.pk,
+        "benchmark": benchmark.pk,
+        "division": "standardized",
+        "availability": "available",
+    }
+    response = client.post("/submissions/new/", data)
+    assert response.status_code == 302 and Submission.objects.filter(organisation=acme).count() == 1
+
+
+def test_a_second_draft_of_the_same_pair_warns_and_links_to_the_first(client, role_users):
+    acme = role_users["organisations"]["acme"]
+    system = SystemFactory(organisation=acme)
+    benchmark, _ = Benchmark.objects.get_or_create(model_id="llama3_1-8b", defaults={"display_name": "Llama"})
+    client.force_login(role_users["submitter"])
+    data = {
+        "system": system.pk,
+        "benchmark": benchmark.pk,
+        "division": "standardized",
+        "availability": "available",
+    }
+    assert client.post("/submissions/new/", data).status_code == 302
+    first = Submission.objects.get()
+
+    again = client.post("/submissions/new/", data)
+    assert again.status_code == 200 and Submission.objects.count() == 1
+    html = again.content.decode()
+    assert "already has a draft on" in html
+    assert f'href="/submissions/{first.pk}/"' in html and "Create another draft anyway" in html
+
+    anyway = client.post("/submissions/new/", {**data, "create_another": "1"})
+    assert anyway.status_code == 302 and Submission.objects.count() == 2
