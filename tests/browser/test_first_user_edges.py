@@ -1,0 +1,97 @@
+"""The rough edges a first-time user hits, in Chromium: a POST-only address opened by hand, an unknown
+version, the chair's dashboard, a duplicate draft, a blocked "Submit for review". Screenshots go to
+docs/screenshots/ (PORTAL_SCREENSHOT_DIR overrides; "" skips them)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from submissions.models import CheckRun
+from tests.browser.test_submitter_upload import _login
+from tests.factories import SubmissionFactory, SubmissionVersionFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+_DEFAULT_SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+SHOTS_DIR = os.environ.get("PORTAL_SCREENSHOT_DIR", str(_DEFAULT_SHOTS))
+
+
+def _shot(page, name: str, **kwargs) -> None:
+    if SHOTS_DIR:
+        page.screenshot(path=str(Path(SHOTS_DIR) / name), **kwargs)
+
+
+@pytest.fixture
+def draft(plain_http, storage_dir, browser_catalog, role_users):
+    benchmark, system = browser_catalog
+    return SubmissionFactory(
+        system=system, benchmark=benchmark, created_by=role_users["submitter"], title="AX-8000 release 2.1"
+    )
+
+
+def test_wrong_method_and_unknown_version_are_pages(chromium, live_server, draft):
+    page = chromium.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    base = live_server.url
+    _login(page, base, "submitter")
+    response = page.goto(f"{base}/submissions/{draft.pk}/submit/")
+    assert response.status == 405
+    assert page.get_by_role("heading", name="This address is the target of a button").is_visible()
+    assert page.get_by_role("link", name="Back to the submission").get_attribute("href") == (
+        f"/submissions/{draft.pk}/"
+    )
+    _shot(page, "method-not-allowed.png")
+
+    SubmissionVersionFactory(submission=draft, check_run__findings=[], check_run__point_metrics=[])
+    response = page.goto(f"{base}/submissions/{draft.pk}/?version=abc")
+    assert response.status == 404
+    assert "has no version “abc” (its versions: 1)" in page.inner_text("main")
+    _shot(page, "version-not-found.png")
+
+
+def test_blocked_submit_does_not_look_clickable(chromium, live_server, draft):
+    SubmissionVersionFactory(
+        submission=draft,
+        check_run=CheckRun.Status.FAILED,
+        check_run__findings=[],
+        check_run__point_metrics=[],
+    )
+    page = chromium.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    base = live_server.url
+    _login(page, base, "submitter")
+    page.goto(f"{base}/submissions/{draft.pk}/")
+    lifecycle = page.locator("section[aria-label=Lifecycle]")
+    submit = lifecycle.get_by_role("button", name="Submit for review")
+    assert submit.is_disabled()
+    style = submit.evaluate(
+        "b => { const s = getComputedStyle(b); return [s.backgroundColor, s.cursor, s.borderStyle, s.color]; }"
+    )
+    accent = "rgb(11, 92, 173)"
+    assert style[0] != accent and style[3] != "rgb(255, 255, 255)", style  # not the blue call to action
+    assert style[1] == "not-allowed" and style[2] == "dashed", style
+    _shot(lifecycle, "lifecycle-submit-blocked.png")
+
+
+def test_duplicate_draft_warns_and_chair_has_no_create(chromium, live_server, draft, role_users):
+    page = chromium.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    base = live_server.url
+    _login(page, base, "submitter")
+    page.select_option("#id_system", str(draft.system.pk))
+    page.select_option("#id_benchmark", str(draft.benchmark.pk))
+    page.get_by_role("button", name="Create draft").click()
+    warning = page.locator("#duplicate-drafts")
+    assert warning.is_visible()
+    assert warning.get_by_role("link").first.get_attribute("href") == f"/submissions/{draft.pk}/"
+    page.locator("#new-submission").scroll_into_view_if_needed()
+    _shot(page, "dashboard-duplicate-draft.png", full_page=True)
+    page.get_by_role("button", name="Create another draft anyway").click()
+    page.wait_for_url(f"{base}/submissions/*/#upload")
+    assert draft.system.submissions.count() == 2
+
+    chair = chromium.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    _login(chair, base, "chair")
+    assert chair.get_by_role("button", name="Create draft").count() == 0
+    assert chair.locator("#no-drafts-for-chair").is_visible()
+    _shot(chair, "chair-dashboard-no-draft.png", full_page=True)
