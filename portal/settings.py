@@ -209,6 +209,7 @@ STORAGES = {
 }
 # Serve straight from the source folders too, so the demo works before collectstatic has run.
 WHITENOISE_USE_FINDERS = True
+WHITENOISE_ROOT = BASE_DIR / "static" / "root"  # /favicon.ico, served at the site's root like a browser asks
 WHITENOISE_AUTOREFRESH = DEBUG
 
 # Upload caps (bytes): one bundle, and everything one organisation keeps.

@@ -41,3 +41,15 @@ def test_api_keeps_json_405(client, role_users):
     response = client.delete("/api/v1/benchmarks/")
     assert response.status_code == 405
     assert response["Content-Type"].startswith("application/json")
+
+
+def test_favicon_is_served_and_linked_from_every_page(client, role_users):
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200
+    assert b"".join(icon.streaming_content if icon.streaming else [icon.content])[:4] == b"\x00\x00\x01\x00"
+    assert client.get("/static/img/favicon.svg").status_code == 200
+    client.force_login(role_users["submitter"])
+    for page in ["/dashboard/", "/rules/", "/accounts/notifications/"]:
+        html = client.get(page).content.decode()
+        assert '<link rel="icon" href="/favicon.ico"' in html, page
+        assert 'rel="icon" href="/static/img/favicon.svg"' in html, page
