@@ -82,10 +82,12 @@ def expected_visible(role: str, status: str) -> bool:
 # user: 200; anonymous to the login page), ONLY (signed-in roles in `who`: 200, others 403/404), LIST (signed-in:
 # 200, filtered), SUBJECT (one submission's object: hidden -> 404; visible -> 200 for `who`, or 403/404 for the
 # others), SUBJECT_WRITE (a POST on one submission's object: hidden -> 404; visible -> anything but 404 and 5xx
-# for `who`, 403/404/409/400 for the others).
+# for `who`, 403/404/409/400 for the others), RESULT (a published result's public page, data, file or history:
+# 200 to everyone once published, 404 to everyone before, the submitting organisation included; a POST on one:
+# anonymous to the login page, anything but 404 and 5xx once published).
 # `pk`: what the route's object id is (submission, version, check_run, upload, assignment, comment, waiver,
 # evidence, notification, conflict, system).
-PUBLIC, FLOW, LOGIN, ONLY, LIST, SUBJECT, SUBJECT_WRITE = (
+PUBLIC, FLOW, LOGIN, ONLY, LIST, SUBJECT, SUBJECT_WRITE, RESULT = (
     "public",
     "flow",
     "login",
@@ -93,6 +95,7 @@ PUBLIC, FLOW, LOGIN, ONLY, LIST, SUBJECT, SUBJECT_WRITE = (
     "list",
     "subject",
     "subject-write",
+    "result",
 )
 ALL_SIGNED_IN = (OWN, OTHER, CONFLICTED, ASSIGNED, UNASSIGNED, AUDITOR, CHAIR)
 SEES = ALL_SIGNED_IN  # `who` default: everyone who may see the submission
@@ -244,6 +247,32 @@ ROUTES: dict[str, Route] = {
     "api:waiver-decide": _p(SUBJECT_WRITE, pk="waiver", who=OVERSIGHT),
     "api:chair-assignment-release": _p(SUBJECT_WRITE, pk="assignment", who=(CHAIR,)),
     "api:conflict-detail": _g(SUBJECT, pk="conflict", who=(CHAIR, AUDITOR)),
+    "api:submission-reviewer-list": _g(LIST),
+    # the public leaderboard: published results only, to everyone (DESIGN.md "Visibility", anonymous row)
+    "leaderboard:benchmark": _g(PUBLIC, pk="benchmark"),
+    "leaderboard:compare": _g(PUBLIC, pk="compare"),
+    "leaderboard:slo": _g(PUBLIC, query="?benchmark=llama3_1-8b&ttft_p90_ms_max=1000000&interactivity_min=0"),
+    "leaderboard:procurement": _g(PUBLIC, query="?model_1=llama3_1-8b"),
+    "api:public-benchmark-list": _g(PUBLIC),
+    "api:public-benchmark-detail": _g(PUBLIC, pk="benchmark"),
+    "api:public-result-list": _g(PUBLIC, query="?limit=500"),
+    "api:public-point-list": _g(PUBLIC, query="?limit=500"),
+    "api:public-curve-list": _g(PUBLIC, query="?limit=500"),
+    "api:public-slo-list": _g(
+        PUBLIC, query="?benchmark=llama3_1-8b&ttft_p90_ms_max=1000000&interactivity_min=0"
+    ),
+    "api:public-procurement-list": _g(PUBLIC, query="?model_1=llama3_1-8b"),
+    "api:public-result-detail": _g(RESULT, pk="public_id"),
+    "results:detail": _g(RESULT, pk="public_id"),
+    "results:data_json": _g(RESULT, pk="public_id"),
+    "results:data_csv": _g(RESULT, pk="public_id"),
+    "results:file": _g(RESULT, pk="public_file"),
+    "results:system_history": _g(RESULT, pk="system_history"),
+    "results:challenge": _p(RESULT, pk="public_id"),
+    # the chair resolves; the challenger's and the challenged organisations see it (a redirect with a message)
+    "results:challenge_resolve": _p(SUBJECT_WRITE, pk="challenge", who=(CHAIR,)),
+    # the publication date is chosen by the submitting organisation's submitters, on an audited submission
+    "leaderboard:publication_choose": _p(SUBJECT_WRITE, who=(OWN,)),
 }
 
 
@@ -279,6 +308,8 @@ class Subject:
     organisation_id: int
     users: dict  # role -> user (None: anonymous)
     ids: dict = field(default_factory=dict)  # `pk` kind -> url kwargs
+    published: bool = False  # its publication is published (retracted ones keep their page)
+    system_public: bool = False  # its system has a published result (the public history exists)
 
 
 @dataclass
@@ -316,6 +347,7 @@ def _build_world() -> World:
     from django.contrib.auth import get_user_model
 
     from accounts.models import GlobalRole, Membership, Notification, Organisation
+    from leaderboard.models import Challenge, Publication
     from review import services as review_services
     from review.demo import Z9_TITLE
     from review.models import Comment, Conflict, EvidenceRequest, ReviewAssignment, Waiver
@@ -323,8 +355,10 @@ def _build_world() -> World:
     from submissions.models import Submission, Upload
     from tests.factories import (
         BenchmarkFactory,
+        ChallengeFactory,
         MembershipFactory,
         OrganisationFactory,
+        PublicationFactory,
         ReviewAssignmentFactory,
         SubmissionFactory,
         UserFactory,
@@ -358,14 +392,19 @@ def _build_world() -> World:
     withdrawn = SubmissionFactory(submitted=True, system=system, title="Matrix: withdrawn after assignment")
     review_services.assignment_create(submission=withdrawn, reviewer=demo["demo-reviewer"], actor=chair)
     transition(submission=withdrawn, action="withdraw", actor=demo["demo-submitter"], reason="matrix")
-    published = SubmissionFactory(published=True, system=system, title="Matrix: published result")
-    ReviewAssignmentFactory(
-        submission=published,
-        reviewer=demo["demo-reviewer"],
-        organisation=Organisation.objects.get(slug="nimbuscloud"),
-        assigned_by=chair,
-        accepted=True,
-    )
+    publications = []
+    llama = BenchmarkFactory(sample=True)
+    for title in ("Matrix: published result", "Matrix: second published result"):
+        published = SubmissionFactory(published=True, system=system, title=title, benchmark=llama)
+        ReviewAssignmentFactory(
+            submission=published,
+            reviewer=demo["demo-reviewer"],
+            organisation=Organisation.objects.get(slug="nimbuscloud"),
+            assigned_by=chair,
+            accepted=True,
+        )
+        publications.append(PublicationFactory(submission=published, chosen_by=demo["demo-submitter"]))
+    ChallengeFactory(publication=publications[0], organisation=zephyr, raised_by=demo["demo-zephyr"])
 
     members: dict[int, set] = {}
     reviewers = set()
@@ -388,6 +427,11 @@ def _build_world() -> World:
         members=members, reviewers=reviewers, conflicts=conflicts, assigned=assigned, roles=roles
     )
 
+    public_systems = set(
+        Publication.objects.filter(status=Publication.Status.PUBLISHED).values_list(
+            "submission__system_id", flat=True
+        )
+    )
     subjects: dict[str, list] = {}
     for submission in Submission.objects.select_related("system").order_by("pk"):
         own, other = (demo["demo-zephyr"], demo["demo-submitter"])
@@ -441,6 +485,16 @@ def _build_world() -> World:
         evidence = EvidenceRequest.objects.filter(submission=submission).first()
         if evidence is not None:
             ids["evidence"] = {"pk": evidence.pk}
+        publication = Publication.objects.filter(submission=submission).first()
+        if publication is not None:
+            ids["public_id"] = {"public_id": publication.public_id}
+            ids["public_file"] = {"public_id": publication.public_id, "position": 0}
+            subject.published = publication.status == Publication.Status.PUBLISHED
+        ids["system_history"] = {"system_id": submission.system_id}
+        subject.system_public = submission.system_id in public_systems
+        challenge = Challenge.objects.filter(publication__submission=submission).order_by("pk").first()
+        if challenge is not None:
+            ids["challenge"] = {"pk": challenge.pk}
         subjects.setdefault(submission.status, []).append(subject)
     assert set(subjects) == set(STATES), sorted(subjects)
     (z9,) = [s for s in subjects["in_review"] if s.title == Z9_TITLE]
@@ -471,6 +525,12 @@ def _build_world() -> World:
     }
     world.conflict_id = Conflict.objects.filter(organisation=rival).values_list("pk", flat=True).first()
     world.z9 = z9
+    model_id, public_ids = None, []
+    for pub in Publication.objects.filter(status=Publication.Status.PUBLISHED).order_by("pk"):
+        model_id = model_id or pub.submission.benchmark.model_id
+        if pub.submission.benchmark.model_id == model_id:
+            public_ids.append(pub.public_id)
+    world.compare = (model_id, public_ids[:4])
     world.relation_of = relation_of
     for user in everyone:  # logged in once, committed: each test's rollback keeps the sessions and tokens
         _client(world, user, api=True)
@@ -612,11 +672,15 @@ def _kwargs_for(name: str, kwargs: dict, subject: Subject) -> dict:
 # --- The matrix ----------------------------------------------------------------------------------
 
 DECLARED = sorted(name for name in ROUTES if name in SERVED)
-NON_SUBJECT = [n for n in DECLARED if ROUTES[n].kind not in (SUBJECT, SUBJECT_WRITE)]
-SUBJECT_ROUTES = [n for n in DECLARED if ROUTES[n].kind in (SUBJECT, SUBJECT_WRITE)]
+NON_SUBJECT = [n for n in DECLARED if ROUTES[n].kind not in (SUBJECT, SUBJECT_WRITE, RESULT)]
+SUBJECT_ROUTES = [n for n in DECLARED if ROUTES[n].kind in (SUBJECT, SUBJECT_WRITE, RESULT)]
 
 
-def _fixed_url(name: str, route: Route) -> str:
+def _fixed_url(name: str, route: Route, world: World) -> str:
+    if route.pk == "compare":  # 2-4 published results of one benchmark
+        model_id, public_ids = world.compare
+        assert len(public_ids) >= 2, public_ids
+        return reverse(name, kwargs={"model_id": model_id}) + "?ids=" + ",".join(public_ids)
     if route.pk == "benchmark":
         return reverse(name, kwargs={"model_id": "llama3_1-8b"})
     if route.pk == "reset":
@@ -627,7 +691,7 @@ def _fixed_url(name: str, route: Route) -> str:
 @pytest.mark.parametrize("name", NON_SUBJECT)
 def test_non_object_routes_per_role(name, world):
     route = ROUTES[name]
-    url = _fixed_url(name, route)
+    url = _fixed_url(name, route, world)
     failures = []
     # Not one submission's route: what it answers depends on who asks, and every state's users are asked once
     # (each body is still searched for every submission that user may not see, in every state).
@@ -672,6 +736,15 @@ def _object_expectation(
     route: Route, role: str, subject: Subject, user, world: World, kwargs, response
 ) -> bool:
     code = response.status_code
+    if (
+        route.kind == RESULT
+    ):  # public once published, to everyone; before that to nobody, its own members included
+        public = subject.system_public if route.pk == "system_history" else subject.published
+        if route.method != "get":
+            if user is None:
+                return _login_redirect(response)
+            return code < 500 and code != 404 if public else code == 404
+        return code == 200 if public else code == 404
     page = route.kind == SUBJECT_WRITE and not response.get("Content-Type", "").startswith("application/json")
     refused = (302, 400, 403, 404, 409) if page else (400, 403, 404, 409)
     if (
@@ -741,3 +814,39 @@ def test_seeding_emails_carry_z9_only_to_those_who_may_see_it(world):
         for address in message.to:
             user = get_user_model().objects.filter(email=address).first()
             assert not _leaks(world, user, message.subject + message.body), (address, message.subject)
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_publication_choice_is_the_own_submitters_on_an_audited_submission(state, world):
+    """Choosing "now" publishes only when the submitting organisation's submitter asks on an audited submission;
+    for anyone else and in any other state nothing is published (rolled back after each request)."""
+    from leaderboard.models import Publication
+
+    failures = []
+    for subject in world.subjects[state]:
+        url = reverse("leaderboard:publication_choose", kwargs={"pk": subject.pk})
+        for role in ROLES:
+            user = subject.users[role]
+            published = Publication.objects.filter(
+                submission_id=subject.pk, status=Publication.Status.PUBLISHED
+            )
+            with transaction.atomic():
+                before = published.exists()
+                scheduled = Publication.objects.filter(submission_id=subject.pk).exists()
+                response = _client(world, user, api=False).post(url, {"mode": "now"})
+                after = published.exists()
+                transaction.set_rollback(True)
+            chooser = role == OWN and state == "audited"
+            if user is None:
+                ok = _login_redirect(response) and after == before
+            elif chooser and not scheduled:
+                ok = after and response.status_code == 302
+            elif chooser:
+                ok = response.status_code == 302  # an existing choice: rescheduling is the service's business
+            else:
+                ok = after == before and response.status_code in (302, 403, 404)
+            if not ok:
+                failures.append(
+                    f"#{subject.pk} {role}: {response.status_code}, published {before} -> {after}"
+                )
+    assert not failures, f"publication_choose [{state}]: " + "; ".join(failures)
