@@ -9,14 +9,17 @@ last changed) and answer a conditional GET with 304.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from django.contrib.messages import get_messages
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
+from django.utils.cache import patch_vary_headers
 from django.utils.http import http_date, parse_http_date_safe
 
 ENTRY_TIMEOUT_S = 24 * 3600
@@ -55,8 +58,15 @@ def public_cache_invalidate_on_commit() -> None:
     transaction.on_commit(public_cache_bump)
 
 
-def public_cached(name: str, build: Callable[[], Any], *, generation: int | None = None) -> Any:
-    """`build()` cached under this generation, in this process (a few entries) and in the shared cache."""
+def public_cached(
+    name: str,
+    build: Callable[[], Any],
+    *,
+    generation: int | None = None,
+    keep: Callable[[Any], bool] | None = None,
+) -> Any:
+    """`build()` cached under this generation, in this process (a few entries) and in the shared cache; a value
+    `keep` refuses (an error page, say) is returned but not stored."""
     if generation is None:
         generation, _ = public_generation()
     memo_key = (_namespace(), generation, name)
@@ -67,6 +77,8 @@ def public_cached(name: str, build: Callable[[], Any], *, generation: int | None
     value = cache.get(key)
     if value is None:
         value = build()
+        if keep is not None and not keep(value):
+            return value
         cache.set(key, value, ENTRY_TIMEOUT_S)
     _memo[memo_key] = value
     while len(_memo) > _MEMO_SIZE:
@@ -133,3 +145,51 @@ def cached_response(request: HttpRequest, respond: Callable[[], HttpResponse]) -
     for name, value in headers.items():
         response[name] = value
     return response
+
+
+_CSRF_INPUT = re.compile(rb'<input type="hidden" name="csrfmiddlewaretoken" value="[^"]*">')
+
+
+def private_conditional(request: HttpRequest, response: HttpResponse, changed_at: int) -> HttpResponse:
+    """A public page rendered for one visitor (their header around the cached body): ETag of the bytes sent,
+    Last-Modified of the public data, `private, no-cache`, and a 304 when the visitor's If-None-Match is that
+    ETag. If-Modified-Since alone is not trusted here: the header can change while the public data does not."""
+    if hasattr(response, "render") and not getattr(response, "is_rendered", True):
+        response.render()
+    if response.status_code != 200 or response.streaming:
+        return response
+    # the CSRF token in a form is masked afresh on every render; any mask of the visitor's secret will do
+    etag = f'"{hashlib.sha256(_CSRF_INPUT.sub(b"", response.content)).hexdigest()[:40]}"'
+    if_none_match = request.headers.get("If-None-Match")
+    if if_none_match is not None and _etag_matches(if_none_match, etag):
+        response = HttpResponseNotModified()
+    response["ETag"] = etag
+    response["Last-Modified"] = http_date(changed_at)
+    response["Cache-Control"] = "private, no-cache"
+    patch_vary_headers(response, ("Cookie",))
+    return response
+
+
+def _messages_pending(request: HttpRequest) -> bool:
+    """Messages waiting for this visitor (after a log-out, say): never to be cached into a shared copy."""
+    try:
+        return len(get_messages(request)) > 0
+    except Exception:  # no messages middleware on this request
+        return False
+
+
+def public_page(request: HttpRequest, respond: Callable[[], HttpResponse]) -> HttpResponse:
+    """A public HTML page. Anonymous visitors with no message waiting share one cached response per URL
+    (cached_response: ETag, Last-Modified, 304); everyone else gets `respond()` rendered for them — whose body
+    fragment the view reads from the cache too — with an ETag of what is sent (private_conditional)."""
+    user = getattr(request, "user", None)
+    if (
+        request.method in ("GET", "HEAD")
+        and not (user and user.is_authenticated)
+        and not _messages_pending(request)
+    ):
+        response = cached_response(request, respond)
+        patch_vary_headers(response, ("Cookie",))  # a signed-in visitor's copy differs (the header)
+        return response
+    _, changed_at = public_generation()
+    return private_conditional(request, respond(), changed_at)

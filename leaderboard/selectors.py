@@ -147,11 +147,17 @@ class Leaderboard:
     options: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
-def leaderboard_for(benchmark: Benchmark, filters: LeaderboardFilters | None = None) -> Leaderboard:
+def leaderboard_for(
+    benchmark: Benchmark, filters: LeaderboardFilters | None = None, *, with_curves: bool = True
+) -> Leaderboard:
     """The benchmark's published, not retracted results ranked by peak system throughput, filtered. One query:
-    the accelerator filter reads the system description of rows already loaded."""
+    the accelerator filter reads the system description of rows already loaded. `with_curves=False` leaves the
+    curves (the bulk of a row) in the database: `publication_curves` reads those a page draws."""
     filters = filters or LeaderboardFilters()
-    every = list(publications_ranked_base().filter(submission__benchmark=benchmark))
+    rows = publications_ranked_base().filter(submission__benchmark=benchmark)
+    if not with_curves:
+        rows = rows.defer("curve")
+    every = list(rows)
     options = {
         "division": sorted({(p.submission.division, p.submission.get_division_display()) for p in every}),
         "availability": sorted(
@@ -172,6 +178,13 @@ def leaderboard_for(benchmark: Benchmark, filters: LeaderboardFilters | None = N
     return Leaderboard(
         benchmark=benchmark, filters=filters, results=results, total=len(every), options=options
     )
+
+
+def publication_curves(publications: list[Publication]) -> dict[int, dict]:
+    """The curves of a few publications by id, in one query (for rows loaded without them)."""
+    if not publications:
+        return {}
+    return dict(Publication.objects.filter(pk__in=[p.pk for p in publications]).values_list("pk", "curve"))
 
 
 def publications_ranked(benchmark: Benchmark, filters: LeaderboardFilters | None = None) -> list[Publication]:

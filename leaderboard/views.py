@@ -6,14 +6,18 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from datetime import datetime, time, timedelta
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from access.visibility import challenges_visible_to, submissions_visible_to
@@ -21,6 +25,7 @@ from accounts.models import Membership
 from accounts.selectors import user_is_chair, user_org_ids
 from catalog.cohorts import COHORT_ZONE, next_cohort
 from leaderboard import selectors, services
+from leaderboard.cache import public_cached, public_page
 from leaderboard.charts import (
     axis_label,
     chart_spec,
@@ -55,6 +60,51 @@ def _result_url(publication: Publication) -> str:
     return reverse("results:detail", args=[publication.public_id])
 
 
+# --- Cached public pages -----------------------------------------------------------------------------
+#
+# Every public page is the same for everyone but for the site header (and, on a result page, a member's
+# challenge form): the body is rendered once per generation of the public data (leaderboard.cache: bumped when a
+# publication, annotation or retraction commits) and kept as an HTML fragment; the page around it is rendered
+# per request. Anonymous visitors share whole cached responses (leaderboard.cache.public_page).
+
+
+def public_fragment(name: str, template: str, build: Callable[[], dict]) -> dict:
+    """`template` rendered with `build()`, cached under the public generation as a dict: title, body (HTML),
+    status, charts (whether the page draws charts) and `meta` (what the per-request part needs). Pages other
+    than 200 (a compare that asks for one result, say) are rendered each time and not kept."""
+
+    def make() -> dict:
+        context = build()
+        return {
+            "title": context.pop("page_title"),
+            "status": context.pop("page_status", 200),
+            "charts": context.pop("page_charts", True),
+            "meta": context.pop("page_meta", {}),
+            "body": render_to_string(template, context),
+        }
+
+    return public_cached(name, make, keep=lambda fragment: fragment["status"] == 200)
+
+
+def render_fragment(
+    request, fragment: dict, *, before: str = "", after: str = "", context: dict | None = None
+):
+    """The page around a cached fragment: base.html with this visitor's header, and optional per-request
+    templates before and after the body."""
+    return render(
+        request,
+        "leaderboard/_public_page.html",
+        {
+            "fragment": fragment,
+            "fragment_body": mark_safe(fragment["body"]),  # rendered (and escaped) by our own template
+            "before": before,
+            "after": after,
+            **(context or {}),
+        },
+        status=fragment["status"],
+    )
+
+
 # --- Home and the benchmark list ---------------------------------------------------------------------
 
 
@@ -66,46 +116,88 @@ def home_context() -> dict:
     }
 
 
+def home_fragment() -> dict:
+    """The home page's body below its greeting (which depends on who is signed in)."""
+    return public_fragment(
+        "page:home",
+        "leaderboard/_home_body.html",
+        lambda: {**home_context(), "page_title": "Home", "page_charts": False},
+    )
+
+
+def home(request):
+    """Benchmarks with their counts of published results and the latest publications."""
+    return public_page(
+        request, lambda: render_fragment(request, home_fragment(), before="leaderboard/_home_hero.html")
+    )
+
+
 @require_GET
 def index(request):
-    return render(request, "leaderboard/index.html", home_context())
+    def respond():
+        fragment = public_fragment(
+            "page:index",
+            "leaderboard/index.html",
+            lambda: {**home_context(), "page_title": "Leaderboard", "page_charts": False},
+        )
+        return render_fragment(request, fragment)
+
+    return public_page(request, respond)
 
 
 # --- One benchmark -------------------------------------------------------------------------------
 
 
-@require_GET
-def benchmark(request, model_id: str):
-    """Every published curve of the benchmark as a step function, the filters, a system picker and the table."""
-    bench = selectors.benchmark_public(model_id)
-    filters = selectors.LeaderboardFilters.from_query(request.GET)
-    board = selectors.leaderboard_for(bench, filters)
+BOARD_DRAWN = 10  # curves drawn (and embedded) at first: the top of the ranking
+BOARD_PAGE_ROWS = 50  # rows of the table a page; the picker offers these and the drawn ones
+
+
+def _page_number(value: str | None) -> int:
+    try:
+        return max(1, int(value or 1))
+    except ValueError:
+        return 1
+
+
+def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> dict:
+    """The board's top BOARD_DRAWN curves (embedded), one page of the ranked table, and the picker: what the
+    page carries does not grow with the number of results; other curves come from the public API on demand."""
+    board = selectors.leaderboard_for(bench, filters, with_curves=False)
+    results = board.results
+    pages = max(1, -(-len(results) // BOARD_PAGE_ROWS))
+    page = min(page, pages)
+    start = (page - 1) * BOARD_PAGE_ROWS
+    drawn = results[:BOARD_DRAWN]
+    curves = selectors.publication_curves(drawn)
     x = interactivity_metric(bench)
-    rows = []
-    series = []
-    for index, publication in enumerate(board.results):
-        sid = publication.public_id
-        series.append(
-            series_of(
-                publication.curve,
-                x=x,
-                y="system_tps",
-                label=_label(publication),
-                index=index,
-                href=_result_url(publication),
-                sid=sid,
-            )
+    series = [
+        series_of(
+            curves.get(publication.pk) or {},
+            x=x,
+            y="system_tps",
+            label=_label(publication),
+            index=index,
+            href=_result_url(publication),
+            sid=publication.public_id,
         )
-        rows.append(
-            {
-                "publication": publication,
-                "colour": colour(index),
-                "sid": sid,
-                "plotted": index < 10,  # the ten best are drawn at first; the picker adds the others
-                "accelerators": ", ".join(selectors.publication_accelerators(publication)),
-                "power": selectors.publication_power_kind(publication),
-            }
-        )
+        for index, publication in enumerate(drawn)
+    ]
+
+    def row(rank: int, publication: Publication) -> dict:
+        return {
+            "publication": publication,
+            "rank": rank + 1,
+            "colour": colour(rank),
+            "sid": publication.public_id,
+            "label": _label(publication),
+            "href": _result_url(publication),
+            "plotted": rank < BOARD_DRAWN,
+            "accelerators": ", ".join(selectors.publication_accelerators(publication)),
+            "power": selectors.publication_power_kind(publication),
+        }
+
+    rows = [row(start + i, p) for i, p in enumerate(results[start : start + BOARD_PAGE_ROWS])]
+    picker = [row(i, p) for i, p in enumerate(drawn)] + [r for r in rows if not r["plotted"]]
     spec = chart_spec(
         "chart-board",
         f"{bench.display_name}: system throughput against {axis_label(x).lower()}",
@@ -115,42 +207,65 @@ def benchmark(request, model_id: str):
         note="Official step functions through the Pareto front of measured points only; nothing is "
         "interpolated. Hollow markers are measured points off the front.",
     )
-    return render(
-        request,
-        "leaderboard/benchmark.html",
-        {
-            "benchmark": bench,
-            "board": board,
-            "rows": rows,
-            "spec": spec,
-            "x_label": axis_label(x),
-            "plotted": sum(1 for r in rows if r["plotted"]),
-            "filter_query": "&".join(f"{k}={v}" for k, v in filters.as_query().items()),
-        },
-    )
+    query = filters.as_query()
+    return {
+        "benchmark": bench,
+        "board": board,
+        "rows": rows,
+        "picker": picker,
+        "spec": spec,
+        "x_label": axis_label(x),
+        "plotted": len(series),
+        "drawn_max": BOARD_DRAWN,
+        "page": page,
+        "pages": pages,
+        "first_rank": start + 1,
+        "last_rank": start + len(rows),
+        "previous_url": f"?{urlencode({**query, 'page': page - 1})}" if page > 1 else "",
+        "next_url": f"?{urlencode({**query, 'page': page + 1})}" if page < pages else "",
+        "results_json": "/api/v1/public/results/?"
+        + urlencode({"benchmark": bench.model_id, "retracted": "false"}),
+        "results_csv": "/api/v1/public/results/?"
+        + urlencode({"benchmark": bench.model_id, "retracted": "false", "format": "csv", "limit": 1000}),
+        "page_title": f"{bench.display_name} leaderboard",
+    }
 
 
 @require_GET
-def compare(request, model_id: str):
-    """2-4 published results of one benchmark on one chart, with their headline figures side by side."""
+def benchmark(request, model_id: str):
+    """The benchmark's top curves as step functions, the filters, a system picker and the ranked table, a page
+    at a time; the body is cached under the public generation."""
+    filters = selectors.LeaderboardFilters.from_query(request.GET)
+    page = _page_number(request.GET.get("page"))
+
+    def respond():
+        fragment = public_fragment(
+            f"page:board:{model_id}:{sorted(filters.as_query().items())}:{page}",
+            "leaderboard/benchmark.html",
+            lambda: _board_context(selectors.benchmark_public(model_id), filters, page),
+        )
+        return render_fragment(request, fragment)
+
+    return public_page(request, respond)
+
+
+def _compare_context(model_id: str, ids: list[str]) -> dict:
     bench = selectors.benchmark_public(model_id)
-    ids = [i for value in request.GET.getlist("ids") for i in value.split(",")]
+    title = f"Compare · {bench.display_name}"
     try:
         results = selectors.publications_compare(bench, ids)
     except ValueError as exc:
-        return render(
-            request, "leaderboard/compare.html", {"benchmark": bench, "problem": str(exc)}, status=400
-        )
+        return {"benchmark": bench, "problem": str(exc), "page_title": title, "page_status": 400}
     x = interactivity_metric(bench)
     charts = []
-    for chart_id, cx, cy, title, log_x in (
+    for chart_id, cx, cy, title_of, log_x in (
         ("chart-compare", x, "system_tps", f"System throughput against {axis_label(x).lower()}", False),
         ("chart-compare-ttft", "concurrency", "ttft_p90_ms", "TTFT P90 against concurrency", True),
     ):
         charts.append(
             chart_spec(
                 chart_id,
-                title,
+                title_of,
                 x=cx,
                 y=cy,
                 log_x=log_x,
@@ -168,16 +283,29 @@ def compare(request, model_id: str):
                 ],
             )
         )
-    return render(
-        request,
-        "leaderboard/compare.html",
-        {
-            "benchmark": bench,
-            "results": [{"publication": p, "colour": colour(i)} for i, p in enumerate(results)],
-            "charts": charts,
-            "point_columns": POINT_COLUMNS,
-        },
-    )
+    return {
+        "benchmark": bench,
+        "results": [{"publication": p, "colour": colour(i)} for i, p in enumerate(results)],
+        "charts": charts,
+        "point_columns": POINT_COLUMNS,
+        "page_title": title,
+    }
+
+
+@require_GET
+def compare(request, model_id: str):
+    """2-4 published results of one benchmark on one chart, with their headline figures side by side."""
+    ids = [i.strip() for value in request.GET.getlist("ids") for i in value.split(",") if i.strip()]
+
+    def respond():
+        fragment = public_fragment(
+            f"page:compare:{model_id}:{','.join(ids)}",
+            "leaderboard/compare.html",
+            lambda: _compare_context(model_id, ids),
+        )
+        return render_fragment(request, fragment)
+
+    return public_page(request, respond)
 
 
 # --- One result ------------------------------------------------------------------------------------
@@ -192,42 +320,63 @@ def _measured_rows(points: list[dict], measured: dict[int, dict]) -> list[dict]:
     return rows
 
 
-@require_GET
-def result(request, public_id: str):
-    """A published result (retracted ones too, marked): the system, charts, points, power, provenance."""
+def _result_context(public_id: str) -> dict:
     publication = selectors.publication_public(public_id)
     provenance = selectors.publication_provenance(publication)
     submission = publication.submission
     x = interactivity_metric(submission.benchmark)
     points = sorted((publication.curve or {}).get("points") or [], key=lambda p: p.get("concurrency") or 0)
-    user = request.user
-    member = bool(user.is_authenticated and user_org_ids(user))
-    is_chair = user_is_chair(user)
-    challenges = (
-        list(challenges_visible_to(user).filter(publication=publication).select_related("organisation"))
-        if user.is_authenticated
-        else []
-    )
-    return render(
-        request,
-        "leaderboard/result.html",
-        {
-            "publication": publication,
-            "submission": submission,
-            "facts": system_desc_facts(submission.system.description),
-            "charts": result_charts(publication.curve, label=_label(publication), interactivity=x),
-            "points": points,
-            "point_columns": POINT_COLUMNS,
-            "provenance": provenance,
-            "measured_rows": _measured_rows(points, provenance.measured_power),
-            "headline": publication.headline or {},
-            "power_kind": selectors.publication_power_kind(publication),
-            "can_challenge": member and not publication.is_retracted,
-            "is_chair": is_chair,
-            "challenges": challenges,
-            "outcomes": [c for c in Challenge.Status.choices if c[0] != Challenge.Status.OPEN],
+    return {
+        "publication": publication,
+        "submission": submission,
+        "facts": system_desc_facts(submission.system.description),
+        "charts": result_charts(publication.curve, label=_label(publication), interactivity=x),
+        "points": points,
+        "point_columns": POINT_COLUMNS,
+        "provenance": provenance,
+        "measured_rows": _measured_rows(points, provenance.measured_power),
+        "headline": publication.headline or {},
+        "power_kind": selectors.publication_power_kind(publication),
+        "page_title": f"{publication.public_id} {submission.system.name}",
+        "page_meta": {
+            "pk": publication.pk,
+            "public_id": publication.public_id,
+            "retracted": publication.is_retracted,
         },
-    )
+    }
+
+
+@require_GET
+def result(request, public_id: str):
+    """A published result (retracted ones too, marked): the system, charts, points, power, provenance; the body
+    cached under the public generation, the challenges (a member's and the chair's) per visitor."""
+
+    def respond():
+        fragment = public_fragment(
+            f"page:result:{public_id}", "leaderboard/result.html", lambda: _result_context(public_id)
+        )
+        meta = fragment["meta"]
+        user = request.user
+        member = bool(user.is_authenticated and user_org_ids(user))
+        challenges = (
+            list(challenges_visible_to(user).filter(publication_id=meta["pk"]).select_related("organisation"))
+            if user.is_authenticated
+            else []
+        )
+        return render_fragment(
+            request,
+            fragment,
+            after="leaderboard/_challenges.html",
+            context={
+                "public_id": meta["public_id"],
+                "can_challenge": member and not meta["retracted"],
+                "is_chair": user_is_chair(user),
+                "challenges": challenges,
+                "outcomes": [c for c in Challenge.Status.choices if c[0] != Challenge.Status.OPEN],
+            },
+        )
+
+    return public_page(request, respond)
 
 
 def _data_rows(publication: Publication) -> list[dict]:
@@ -283,9 +432,7 @@ def result_file(request, public_id: str, position: int):
     return version_file_response(version_file)
 
 
-@require_GET
-def system_history(request, system_id: int):
-    """A system's published curves over time (retracted ones marked), on one chart per benchmark."""
+def _history_context(system_id: int) -> dict:
     history = selectors.system_history(system_id)
     system = history[0].submission.system
     groups: dict[int, dict] = {}
@@ -315,16 +462,26 @@ def system_history(request, system_id: int):
             ],
         )
         group["rows"] = [{"publication": p, "colour": colour(i)} for i, p in enumerate(group["publications"])]
-    return render(
-        request,
-        "leaderboard/history.html",
-        {
-            "system": system,
-            "organisation": history[0].submission.organisation,
-            "groups": list(groups.values()),
-            "facts": system_desc_facts(system.description),
-        },
-    )
+    return {
+        "system": system,
+        "organisation": history[0].submission.organisation,
+        "groups": list(groups.values()),
+        "facts": system_desc_facts(system.description),
+        "page_title": f"{system.name} · history",
+    }
+
+
+@require_GET
+def system_history(request, system_id: int):
+    """A system's published curves over time (retracted ones marked), on one chart per benchmark."""
+
+    def respond():
+        fragment = public_fragment(
+            f"page:history:{system_id}", "leaderboard/history.html", lambda: _history_context(system_id)
+        )
+        return render_fragment(request, fragment)
+
+    return public_page(request, respond)
 
 
 # --- Challenges ----------------------------------------------------------------------------------

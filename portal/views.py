@@ -1,10 +1,9 @@
 """Project-level pages that belong to no single app: the home page."""
 
-from django.shortcuts import render
-
-from leaderboard.views import home_context
+from leaderboard.views import home as leaderboard_home
 
 
 def home(request):
-    """Benchmarks with their counts of published results and the latest publications (leaderboard.selectors)."""
-    return render(request, "home.html", home_context())
+    """Benchmarks with their counts of published results and the latest publications (leaderboard.selectors),
+    the body cached under the public generation (leaderboard.views.home)."""
+    return leaderboard_home(request)

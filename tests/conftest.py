@@ -40,6 +40,16 @@ def redis_url() -> str:
     return url
 
 
+@pytest.fixture(autouse=True)
+def _fresh_public_cache():
+    """Each test's database starts over, its public pages and answers too: a new generation of the public
+    cache (leaderboard.cache, keyed by the database name, which every test shares) so that no test reads pages
+    another test cached."""
+    from leaderboard.cache import public_cache_bump
+
+    public_cache_bump()
+
+
 @pytest.fixture
 def role_users(db):
     """One user per role of the visibility table, in two organisations (None = anonymous)."""

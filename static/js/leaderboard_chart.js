@@ -93,12 +93,21 @@
       });
     });
     var picker = root.dataset.picker ? document.getElementById(root.dataset.picker) : root;
+    var status = picker.querySelector("[data-picker-status]");
+    var redraw = function () {
+      self.draw();
+      var count = picker.querySelector("[data-plotting]");
+      if (count) count.textContent = self.visible().length;
+    };
     picker.querySelectorAll("[data-series-toggle]").forEach(function (box) {
       box.addEventListener("change", function () {
-        self.hidden[box.dataset.seriesToggle] = !box.checked;
-        self.draw();
-        var count = picker.querySelector("[data-plotting]");
-        if (count) count.textContent = self.visible().length;
+        var id = box.dataset.seriesToggle;
+        self.hidden[id] = !box.checked;
+        if (box.checked && box.dataset.seriesSrc && !self.has(id)) {
+          self.load(box, status, redraw);  // a curve the page does not carry: from the public API
+          return;
+        }
+        redraw();
       });
       self.hidden[box.dataset.seriesToggle] = !box.checked;
     });
@@ -106,6 +115,62 @@
     window.addEventListener("resize", function () { clearTimeout(timer); timer = setTimeout(function () { self.draw(); }, 120); });
     this.draw();
   }
+
+  Chart.prototype.has = function (id) {
+    return this.spec.series.some(function (s) { return s.id === id; });
+  };
+
+  function number(value) {
+    return typeof value === "number" && isFinite(value) ? value : null;
+  }
+
+  // The same series leaderboard/charts.py series_of() builds, from the public API's result detail
+  // (/api/v1/public/results/<id>/: every measured point and the checker's Pareto front with its step vertices).
+  Chart.prototype.seriesFrom = function (detail, meta) {
+    var xKey = this.spec.x.key, yKey = this.spec.y.key, tooltip = this.spec.tooltip;
+    var front = (detail.pareto || {})[xKey] || {};
+    var onFront = {};
+    (front.points || []).forEach(function (key) { onFront[key] = true; });
+    var points = (detail.points || []).map(function (p) {
+      var row = {};
+      tooltip.forEach(function (metric) { row[metric.key] = number(p[metric.key]); });
+      row.key = p.point || "";
+      row.basis = p.basis || "";
+      row.region = p.region || "";
+      row.on_front = !!onFront[p.point];
+      return row;
+    }).filter(function (p) { return p[xKey] !== null && p[yKey] !== null; });
+    points.forEach(function (p) { p.x = p[xKey]; p.y = p[yKey]; });
+    var steps = (front.steps || []).filter(function (v) {
+      return Array.isArray(v) && v.length === 2 && number(v[0]) !== null && number(v[1]) !== null;
+    }).map(function (v) { return [v[0], v[1]]; });
+    return { id: meta.seriesToggle, label: meta.seriesLabel, colour: meta.seriesColour, href: meta.seriesHref,
+      points: points, steps: steps };
+  };
+
+  Chart.prototype.load = function (box, status, done) {
+    var self = this;
+    box.disabled = true;
+    if (status) status.textContent = "Loading " + box.dataset.seriesLabel + "…";
+    fetch(box.dataset.seriesSrc, { headers: { Accept: "application/json" }, credentials: "omit" })
+      .then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.json();
+      })
+      .then(function (detail) {
+        if (!self.has(box.dataset.seriesToggle)) self.spec.series.push(self.seriesFrom(detail, box.dataset));
+        if (status) status.textContent = "";
+      })
+      .catch(function (error) {
+        box.checked = false;
+        self.hidden[box.dataset.seriesToggle] = true;
+        if (status) status.textContent = "Could not load " + box.dataset.seriesLabel + " (" + error.message + ").";
+      })
+      .then(function () {
+        box.disabled = false;
+        done();
+      });
+  };
 
   Chart.prototype.visible = function () {
     var hidden = this.hidden;

@@ -13,6 +13,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from leaderboard.cache import public_cache_bump
 from leaderboard.models import Challenge, Publication
 from tests.factories import (
     AttestationFactory,
@@ -189,23 +190,48 @@ def test_history_lists_a_systems_published_results_over_time(world):
     ]
 
 
-def test_queries_per_page_do_not_grow_with_the_number_of_results(world):
+def _query_counts(pages: list[str], client: Client) -> list[int]:
+    out = []
+    for url in pages:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url).status_code == 200, url
+        out.append(len(queries))
+    return out
+
+
+@pytest.mark.parametrize("actor", ["anonymous", "reviewer"])
+def test_queries_per_page_do_not_grow_with_the_number_of_results(actor, role_users, world):
     b = world["benchmark"]
-    pages = ["/", "/leaderboard/", f"/leaderboard/{b.model_id}/", f"/results/{world['first'].public_id}/"]
-
-    def counts():
-        out = []
-        for url in pages:
-            with CaptureQueriesContext(connection) as queries:
-                assert _client().get(url).status_code == 200
-            out.append(len(queries))
-        return out
-
-    before = counts()
-    for _ in range(5):
+    first, second = world["first"], world["second"]
+    pages = [
+        "/",
+        "/leaderboard/",
+        f"/leaderboard/{b.model_id}/",
+        f"/leaderboard/{b.model_id}/?division=open&page=2",
+        f"/leaderboard/{b.model_id}/compare/?ids={first.public_id},{second.public_id}",
+        f"/results/{first.public_id}/",
+        f"/systems/{first.submission.system_id}/history/",
+    ]
+    client = _client(role_users[actor])
+    client.get("/leaderboard/")  # the session and the user are loaded once for every page alike
+    public_cache_bump()  # uncached renders
+    before = _query_counts(pages, client)
+    cached_before = _query_counts(pages, client)
+    for _ in range(12):  # past the ten drawn curves
         publish(benchmark=b)
-    after = counts()
-    assert after == before and max(after) <= 10, (before, after)
+    publish(benchmark=b, system=first.submission.system)
+    public_cache_bump()
+    after = _query_counts(pages, client)
+    cached_after = _query_counts(pages, client)
+    assert after == before and cached_after == cached_before, (before, after, cached_before, cached_after)
+    if actor == "anonymous":  # a whole cached response: not one query
+        assert max(after) <= 10 and max(cached_after) == 0, (after, cached_after)
+    else:  # the visitor's header (session, user, organisations, roles, unread count) around the cached body
+        header = cached_after[0]
+        body = [u - c for u, c in zip(after, cached_after, strict=True)]
+        assert min(body) > 0 and max(body) <= 10, (after, cached_after)
+        # per visitor besides the header: a result page's challenges (who may see, raise and resolve them)
+        assert max(c - header for c in cached_after) <= 6, cached_after
 
 
 # --- The submitter's choice, challenges ---------------------------------------------------------------
@@ -243,7 +269,9 @@ def test_others_cannot_choose_the_date(role_users, storage_dir):
     assert not Publication.objects.filter(submission=submission).exists()
 
 
-def test_a_member_challenges_and_the_chair_retracts_from_the_page(role_users, world):
+def test_a_member_challenges_and_the_chair_retracts_from_the_page(
+    role_users, world, django_capture_on_commit_callbacks
+):
     publication = world["first"]
     url = f"/results/{publication.public_id}/"
     assert "Challenge this result" not in _client().get(url).content.decode()
@@ -258,11 +286,141 @@ def test_a_member_challenges_and_the_chair_retracts_from_the_page(role_users, wo
     )
     challenge.refresh_from_db()
     assert challenge.status == "open"
-    _client(role_users["chair"]).post(
-        f"/results/challenges/{challenge.pk}/resolve/", {"outcome": "retracted", "text": "Not reproducible."}
-    )
+    with django_capture_on_commit_callbacks(execute=True):  # the public cache's new generation, on commit
+        _client(role_users["chair"]).post(
+            f"/results/challenges/{challenge.pk}/resolve/",
+            {"outcome": "retracted", "text": "Not reproducible."},
+        )
     publication.refresh_from_db()
     assert publication.is_retracted
     assert "Retracted on" in _client().get(url).content.decode()
     board = _client().get(f"/leaderboard/{world['benchmark'].model_id}/").context["spec"]
     assert publication.public_id not in [s["id"] for s in board["series"]]
+
+
+# --- A large board: the top curves drawn, the table a page at a time, the rest from the public API ------
+
+
+@pytest.fixture
+def small_pages(monkeypatch):
+    """A board of 3 drawn curves and 5 rows a page, so a few results show what 1,000 would."""
+    from leaderboard import views
+
+    monkeypatch.setattr(views, "BOARD_DRAWN", 3)
+    monkeypatch.setattr(views, "BOARD_PAGE_ROWS", 5)
+
+
+def test_the_board_draws_the_top_curves_and_pages_the_table(world, small_pages):
+    b = world["benchmark"]
+    for scale in range(10):
+        publish(benchmark=b, scale=0.1 + scale / 100)  # below the world's two
+    public_cache_bump()
+    response = _client().get(f"/leaderboard/{b.model_id}/")
+    page = response.content.decode()
+    ranked = response.context["board"].results
+    assert len(ranked) == 12
+    spec = response.context["spec"]
+    assert [s["id"] for s in spec["series"]] == [p.public_id for p in ranked[:3]]  # only these are embedded
+    assert "The chart draws the top 3 curves by peak system throughput" in page
+    assert "The table lists results 1–5 of 12, 5 a page" in page
+    assert [r["rank"] for r in response.context["rows"]] == [1, 2, 3, 4, 5]
+    # the picker offers the drawn curves and this page's others, whose curves come from the public API
+    assert f'data-series-src="/api/v1/public/results/{ranked[3].public_id}/"' in page
+    assert ranked[5].public_id not in page  # on page 2
+    detail = _client().get(f"/api/v1/public/results/{ranked[3].public_id}/")
+    assert detail.status_code == 200 and detail.json()["pareto"]["tps_per_user"]["steps"]
+    second = _client().get(f"/leaderboard/{b.model_id}/?page=2")
+    assert [r["rank"] for r in second.context["rows"]] == [6, 7, 8, 9, 10]
+    assert [s["id"] for s in second.context["spec"]["series"]] == [p.public_id for p in ranked[:3]]
+    assert len(second.context["picker"]) == 3 + 5
+    assert 'rel="prev"' in second.content.decode() and 'rel="next"' in second.content.decode()
+    last = _client().get(f"/leaderboard/{b.model_id}/?page=99")  # past the end: the last page
+    assert [r["rank"] for r in last.context["rows"]] == [11, 12]
+    filtered = _client().get(f"/leaderboard/{b.model_id}/?power=provisioned").content.decode()
+    assert 'href="?power=provisioned&amp;page=2" rel="next"' in filtered  # the filters stay on every page
+
+
+def test_the_board_does_not_grow_with_the_number_of_results(world, small_pages):
+    b = world["benchmark"]
+    for _ in range(8):
+        publish(benchmark=b, scale=0.5)
+    public_cache_bump()
+    before = _client().get(f"/leaderboard/{b.model_id}/")
+    for _ in range(20):
+        publish(benchmark=b, scale=0.5)
+    public_cache_bump()
+    after = _client().get(f"/leaderboard/{b.model_id}/")
+    for key in ("rows", "picker"):
+        assert len(after.context[key]) == len(before.context[key]), key
+    assert len(after.context["spec"]["series"]) == 3
+    assert abs(len(after.content) - len(before.content)) < 0.1 * len(before.content)
+
+
+# --- Cached renders: the same body for everyone, the visitor's own header ----------------------------------
+
+
+def _pages_of(w) -> list[str]:
+    b = w["benchmark"].model_id
+    return [
+        "/",
+        "/leaderboard/",
+        f"/leaderboard/{b}/",
+        f"/leaderboard/{b}/compare/?ids={w['first'].public_id},{w['second'].public_id}",
+        f"/results/{w['first'].public_id}/",
+        f"/systems/{w['first'].submission.system_id}/history/",
+    ]
+
+
+@pytest.mark.parametrize("actor", ["anonymous", "reviewer"])
+def test_public_pages_carry_etag_and_last_modified_and_answer_304(actor, role_users, world):
+    client = _client(role_users[actor])
+    for url in _pages_of(world):
+        response = client.get(url)
+        etag, modified = response["ETag"], response["Last-Modified"]
+        assert etag and modified, url
+        assert "no-cache" in response["Cache-Control"]
+        assert ("private" in response["Cache-Control"]) == (actor != "anonymous"), url
+        assert "Cookie" in response["Vary"], url
+        again = client.get(url, HTTP_IF_NONE_MATCH=etag)
+        assert again.status_code == 304 and again["ETag"] == etag, url
+        assert client.get(url, HTTP_IF_NONE_MATCH='"other"').status_code == 200, url
+
+
+def test_pages_are_cached_until_the_public_data_changes(world):
+    """A row added behind the services' back is not seen until a new generation starts (the services start one
+    when a publication, annotation or retraction commits: test_public_api)."""
+    b = world["benchmark"]
+    urls = _pages_of(world)
+    first = {url: _client().get(url).content for url in urls}
+    later = publish(benchmark=b, system=world["first"].submission.system, scale=9.0)
+    Publication.objects.filter(pk=world["first"].pk).update(retraction_reason="edited behind the cache")
+    assert {url: _client().get(url).content for url in urls} == first
+    public_cache_bump()
+    assert later.public_id in _client().get(f"/leaderboard/{b.model_id}/").content.decode()
+    assert later.public_id in _client().get("/").content.decode()
+    history = _client().get(f"/systems/{world['first'].submission.system_id}/history/").content.decode()
+    assert later.public_id in history
+
+
+def test_signed_in_visitors_get_the_cached_body_under_their_own_header(role_users, world):
+    url = f"/results/{world['first'].public_id}/"
+    anonymous = _client().get(url).content.decode()
+    reviewer = _client(role_users["reviewer"]).get(url).content.decode()
+    chair = _client(role_users["chair"]).get(url).content.decode()
+    assert role_users["reviewer"].username not in anonymous and "Log out" not in anonymous
+    assert role_users["reviewer"].username in reviewer and "Challenge this result" in reviewer
+    assert role_users["chair"].username in chair and role_users["reviewer"].username not in chair
+    body = anonymous.split('<nav class="crumbs"')[1].split("No annotations.</p>")[0]
+    assert len(body) > 1000 and body in reviewer and body in chair  # the same cached fragment
+    home = _client(role_users["submitter"]).get("/").content.decode()
+    assert "Your dashboard" in home and "Log in to submit" in _client().get("/").content.decode()
+
+
+def test_a_message_is_never_cached_into_the_shared_page(role_users, world):
+    client = _client(role_users["submitter"])
+    response = client.post("/accounts/logout/", follow=True)  # -> home, with or without a message
+    page = response.content.decode()
+    for message in response.context["messages"] if response.context else []:
+        assert str(message) in page
+    shared = _client().get("/").content.decode()
+    assert 'class="messages"' not in shared
