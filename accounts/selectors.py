@@ -49,6 +49,24 @@ def user_roles(user) -> dict[str, object]:
     }
 
 
+ROLE_HINTS = {
+    Membership.Role.SUBMITTER: "creates drafts, uploads and submits",
+    Membership.Role.REVIEWER: "reviews other organisations' submissions when assigned",
+    Membership.Role.ORG_ADMIN: "submits, and manages the organisation's members",
+}
+
+
+def membership_labels(user) -> list[dict[str, object]]:
+    """The user's memberships for people: [{"organisation": name, "roles": [(label, hint), ...]}], by name."""
+    by_org: dict[str, list[tuple[str, str]]] = {}
+    if user is not None and user.is_authenticated:
+        memberships = Membership.objects.filter(user=user).select_related("organisation")
+        for membership in memberships.order_by("organisation__name", "role"):
+            role = Membership.Role(membership.role)
+            by_org.setdefault(membership.organisation.name, []).append((role.label, ROLE_HINTS.get(role, "")))
+    return [{"organisation": name, "roles": roles} for name, roles in by_org.items()]
+
+
 def organisations_of_user(user) -> QuerySet[Organisation]:
     return Organisation.objects.filter(pk__in=user_org_ids(user)).order_by("name")
 

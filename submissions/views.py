@@ -22,7 +22,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from access.permissions import can
 from access.visibility import get_visible_or_404, submissions_visible_to, systems_visible_to
-from accounts.selectors import organisations_of_user, user_is_chair, user_org_ids, user_roles
+from accounts.selectors import (
+    membership_labels,
+    organisations_of_user,
+    user_is_chair,
+    user_org_ids,
+    user_roles,
+)
 from leaderboard.views import publication_panel
 from portal.errors import ApplicationError
 from review.views_submitter import review_panel
@@ -104,6 +110,7 @@ def dashboard(request, form: SubmissionCreateForm | None = None, duplicates=()):
         {
             "organisations": organisations_of_user(user),
             "roles": user_roles(user),
+            "memberships": membership_labels(user),
             "own_rows": _dashboard_rows(visible.filter(organisation_id__in=own_org_ids)),
             "other_rows": others,
             "can_create": can_create,

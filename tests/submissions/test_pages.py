@@ -393,6 +393,7 @@ def test_chair_is_not_offered_a_draft_for_another_organisation(client, role_user
     html = client.get("/dashboard/").content.decode()
     assert "Create draft" not in html and 'href="#new-submission"' not in html
     assert "Drafts are their organisation's own" in html
+    assert "Create one below" not in html  # no "own submissions" table for the chair without an organisation
     # Posting the form anyway creates nothing and never lands on "Not found".
     system = System.objects.get(organisation=acme)
     response = client.post(
@@ -447,3 +448,14 @@ def test_a_second_draft_of_the_same_pair_warns_and_links_to_the_first(client, ro
 
     anyway = client.post("/submissions/new/", {**data, "create_another": "1"})
     assert anyway.status_code == 302 and Submission.objects.count() == 2
+
+
+def test_your_roles_reads_as_words_not_slugs(client, role_users):
+    acme = role_users["organisations"]["acme"]
+    admin = UserFactory(username="orgadmin")
+    MembershipFactory(user=admin, organisation=acme, role="org_admin")
+    client.force_login(admin)
+    html = client.get("/dashboard/").content.decode()
+    roles = html[html.index('id="roles-heading"') :]
+    assert "<strong>AcmeCompute</strong>: Organisation admin" in roles
+    assert "org_admin" not in roles and "acmecompute" not in roles
