@@ -95,3 +95,27 @@ def test_duplicate_draft_warns_and_chair_has_no_create(chromium, live_server, dr
     assert chair.get_by_role("button", name="Create draft").count() == 0
     assert chair.locator("#no-drafts-for-chair").is_visible()
     _shot(chair, "chair-dashboard-no-draft.png", full_page=True)
+
+
+def test_rules_are_linked_and_filter_as_you_type(chromium, live_server, draft):
+    SubmissionVersionFactory(submission=draft, check_run=CheckRun.Status.FAILED)
+    page = chromium.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    base = live_server.url
+    _login(page, base, "submitter")
+    page.goto(f"{base}/submissions/{draft.pk}/")
+    page.locator("#findings").get_by_role("link", name="every rule, searchable").click()
+    page.wait_for_url(f"{base}/rules/")
+    assert page.get_by_role("navigation", name="Main").get_by_role("link", name="Rules").is_visible()
+    rules = page.locator("section.rule")
+    total = rules.count()
+    assert total > 20
+    page.fill("#rule-filter", "power")
+    shown = page.locator("section.rule:visible").count()
+    assert 0 < shown < total
+    assert page.inner_text("#rule-filter-count") == f"{shown} of {total} rules"
+    assert "?q=power" in page.url
+    _shot(page, "rules-filter.png")
+    page.fill("#rule-filter", "zzzz-no-such-rule")
+    assert page.locator("#rule-filter-empty").is_visible()
+    page.fill("#rule-filter", "")
+    assert page.locator("section.rule:visible").count() == total

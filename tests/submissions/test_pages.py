@@ -459,3 +459,12 @@ def test_your_roles_reads_as_words_not_slugs(client, role_users):
     roles = html[html.index('id="roles-heading"') :]
     assert "<strong>AcmeCompute</strong>: Organisation admin" in roles
     assert "org_admin" not in roles and "acmecompute" not in roles
+
+
+def test_rules_page_is_linked_and_has_a_filter_box(client, role_users):
+    home = client.get("/").content.decode()
+    assert 'href="/rules/">Rules</a>' in home  # header, for everyone
+    rules = client.get("/rules/?q=ttft").content.decode()
+    assert '<input type="search" id="rule-filter" name="q" value="ttft"' in rules
+    assert '<script src="/static/js/rules_filter.js" defer></script>' in rules
+    assert client.get("/static/js/rules_filter.js").status_code == 200
