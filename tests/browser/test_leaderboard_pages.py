@@ -195,3 +195,42 @@ def test_public_pages_in_chromium(chromium, live_server, plain_http, scene):
     page.screenshot(path=str(SHOTS / "public-result-phone.png"), full_page=True)
     phone.close()
     assert not errors, errors
+
+
+def test_the_board_loads_more_curves_from_the_public_api(
+    chromium, live_server, plain_http, scene, monkeypatch
+):
+    """With fewer curves drawn than ranked, the page carries only the drawn ones; ticking another system in the
+    picker fetches its curve from the public API and draws it as a step function with hoverable points."""
+    from leaderboard import views
+
+    monkeypatch.setattr(views, "BOARD_DRAWN", 2)
+    model = scene["benchmark"].model_id
+    context = chromium.new_context(viewport={"width": 1360, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{live_server.url}/leaderboard/{model}/")
+    lines = page.locator("#chart-board path.step-line")
+    assert lines.count() == 2
+    assert "The chart draws the top 2 curves" in page.locator("[data-board-shown]").inner_text()
+    extra = page.locator("#system-picker [data-series-src]").first
+    sid = extra.get_attribute("data-series-toggle")
+    with page.expect_response(f"**/api/v1/public/results/{sid}/") as answer:
+        extra.check()
+    assert answer.value.ok
+    page.wait_for_function("document.querySelectorAll('#chart-board path.step-line').length === 3")
+    assert page.locator("[data-plotting]").inner_text() == "3"
+    d = page.locator(f'#chart-board path.step-line[data-series="{sid}"]').get_attribute("d")
+    coords = [tuple(map(float, c[1:].split(","))) for c in d.split()]
+    assert all(a[0] == b[0] or a[1] == b[1] for a, b in zip(coords, coords[1:], strict=False)), d
+    page.locator(f'#chart-board circle.marker[data-series="{sid}"]').nth(1).hover()
+    tip = page.locator("#chart-board .chart-tip")
+    tip.wait_for(state="visible")
+    assert "Concurrency" in tip.inner_text() and "TTFT P90" in tip.inner_text()
+    extra.uncheck()
+    assert lines.count() == 2
+    extra.check()  # already loaded: drawn again without another request
+    assert lines.count() == 3
+    context.close()
+    assert not errors, errors
