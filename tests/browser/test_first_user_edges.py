@@ -119,3 +119,45 @@ def test_rules_are_linked_and_filter_as_you_type(chromium, live_server, draft):
     assert page.locator("#rule-filter-empty").is_visible()
     page.fill("#rule-filter", "")
     assert page.locator("section.rule:visible").count() == total
+
+
+def _ax8000_point(concurrency: int, *, tps: float) -> dict:
+    """A point as the AX-8000 demo has them: every metric, power, accuracy; system tokens/s recomputed lower."""
+    claimed = {
+        "system_tps": tps,
+        "tps_per_user": 99.71,
+        "ttft_p90_ms": 136.2,
+        "n_samples_completed": 19_200,
+        "n_samples_failed": 0,
+        "duration_ns": 612_345_678_901,
+    }
+    extra = {
+        "region": "med_concurrency",
+        "power": {"point_power_kw": 10.42, "system_tps_per_kw": 241.1},
+        "accuracy": {"scores": {"rouge1": 38.7812, "rouge2": 15.9131, "rougeL": 24.4955}},
+    }
+    return {
+        "concurrency": concurrency,
+        "claimed": claimed,
+        "recomputed": {**claimed, "system_tps": tps * 0.83},
+        "extra": extra,
+    }
+
+
+def test_points_table_fits_at_1400_px(chromium, live_server, draft):
+    points = [_ax8000_point(c, tps=25_124.4 * c) for c in (1, 8, 64)]
+    SubmissionVersionFactory(
+        submission=draft,
+        check_run=CheckRun.Status.PASSED,
+        check_run__findings=[],
+        check_run__point_metrics=points,
+    )
+    page = chromium.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    base = live_server.url
+    _login(page, base, "submitter")
+    page.goto(f"{base}/submissions/{draft.pk}/")
+    scroller = page.locator("table.points").locator("xpath=..")
+    widths = scroller.evaluate("d => [d.scrollWidth, d.clientWidth, d.querySelectorAll('tbody tr').length]")
+    assert widths[2] >= 1, widths
+    assert widths[0] <= widths[1], f"the points table scrolls sideways at 1400 px: {widths}"
+    _shot(scroller, "submission-points-1400.png")
