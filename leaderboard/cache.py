@@ -64,13 +64,15 @@ def public_cached(
     *,
     generation: int | None = None,
     keep: Callable[[Any], bool] | None = None,
+    memo: bool = True,
 ) -> Any:
     """`build()` cached under this generation, in this process (a few entries) and in the shared cache; a value
-    `keep` refuses (an error page, say) is returned but not stored."""
+    `keep` refuses (an error page, say) is returned but not stored. `memo=False` keeps it out of the in-process
+    entries (page fragments: many, small and cheap to read, which would push out the large snapshots)."""
     if generation is None:
         generation, _ = public_generation()
     memo_key = (_namespace(), generation, name)
-    if memo_key in _memo:
+    if memo and memo_key in _memo:
         _memo.move_to_end(memo_key)
         return _memo[memo_key]
     key = f"{_namespace()}:{generation}:data:{hashlib.sha256(name.encode()).hexdigest()}"
@@ -80,6 +82,8 @@ def public_cached(
         if keep is not None and not keep(value):
             return value
         cache.set(key, value, ENTRY_TIMEOUT_S)
+    if not memo:
+        return value
     _memo[memo_key] = value
     while len(_memo) > _MEMO_SIZE:
         _memo.popitem(last=False)

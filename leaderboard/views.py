@@ -83,7 +83,7 @@ def public_fragment(name: str, template: str, build: Callable[[], dict]) -> dict
             "body": render_to_string(template, context),
         }
 
-    return public_cached(name, make, keep=lambda fragment: fragment["status"] == 200)
+    return public_cached(name, make, keep=lambda fragment: fragment["status"] == 200, memo=False)
 
 
 def render_fragment(
