@@ -12,6 +12,8 @@ from accounts.models import Organisation
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from audit.selectors import audit_chain_verify
+from leaderboard.demo import ANNOTATED_TITLE, AX4000_TITLE, AX8000_TITLE, RETRACTED_TITLE
+from leaderboard.models import Challenge, Publication
 from review.demo import AUDITED_TITLE, Z9_SYSTEM, Z9_TITLE
 from review.models import Comment, Conflict, ReviewAssignment, Waiver
 from review.selectors import open_objections
@@ -70,6 +72,7 @@ def test_seed_demo_is_idempotent_and_shows_every_state(capsys):
             "peer_reviewed",
             "audited",
             "rejected",
+            *["published"] * 4,
         ]
     )
     # Reviewers of four organisations: the chair's draw had a choice (and took the least loaded one).
@@ -109,10 +112,47 @@ def test_seed_demo_is_idempotent_and_shows_every_state(capsys):
     assert not z9_run.findings.filter(rule="submission-scope").exists()  # its points are the Z9's own
 
     # The sample drafts keep their real uploads and curves (submissions.demo_submissions).
-    ax4000 = Submission.objects.get(organisation=acme, system__name="Acme_AX-4000")
+    ax4000 = Submission.objects.get(organisation=acme, system__name="Acme_AX-4000", status="draft")
     ax4000_run = ax4000.versions.get().check_runs.get()
     assert ax4000_run.findings.filter(rule="raw-log-missing", severity="error").count() == 7
     assert ax4000_run.curves[0]["points"][0]["basis"] == "claimed"
     assert audited.versions.get().files.count() == 7
     assert all(m.recomputed for m in run.point_metrics.all()) and run.curves
+    assert audit_chain_verify().ok
+
+
+def test_seed_demo_publishes_both_sample_systems_and_shows_cohort_annotation_and_retraction():
+    BenchmarkFactory(sample=True)
+    call_command("seed_demo", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    acme = Organisation.objects.get(name="AcmeCompute")
+    published = Publication.objects.filter(status=Publication.Status.PUBLISHED)
+    # Both sample systems ranked: published, not retracted, through review (waivers granted) and audit.
+    for system, title in (("Acme_AX-8000", AX8000_TITLE), ("Acme_AX-4000", AX4000_TITLE)):
+        publication = published.get(submission__title=title)
+        submission = publication.submission
+        assert submission.system.name == system and submission.organisation == acme
+        assert submission.status == "published" and publication.retracted_at is None
+        assert publication.version == submission.submitted_version and publication.curve["points"]
+        assert submission.attestations.exists()
+        assert ReviewAssignment.objects.filter(submission=submission, status="accepted").count() == 2
+        waivers = set(Waiver.objects.filter(version=publication.version).values_list("status", flat=True))
+        assert waivers == {"granted"}
+        assert not publication.annotations.exists()
+    # Annotated: challenged by another organisation's member, resolved "annotated" by the chair; still ranked.
+    annotated = published.get(submission__title=ANNOTATED_TITLE)
+    (challenge,) = annotated.challenges.all()
+    assert challenge.status == Challenge.Status.ANNOTATED
+    assert challenge.organisation.slug == "zephyr-silicon" and challenge.organisation != acme
+    assert user_is_chair(challenge.resolved_by)
+    assert annotated.annotations.get().challenge == challenge and annotated.retracted_at is None
+    # Retracted: keeps its publication (and page), marked, out of the rankings.
+    retracted = published.get(submission__title=RETRACTED_TITLE)
+    assert retracted.retracted_at is not None and retracted.retraction_reason
+    assert retracted.challenges.get().status == Challenge.Status.RETRACTED
+    # One more audited result waits for its cohort; the embargoed Unreleased-Z9 is never published.
+    waiting = Publication.objects.get(submission__title=AUDITED_TITLE)
+    assert waiting.mode == "cohort" and waiting.status == Publication.Status.SCHEDULED
+    assert waiting.submission.status == "audited" and waiting.publish_at > waiting.created_at
+    assert not Publication.objects.filter(submission__title=Z9_TITLE).exists()
+    assert published.count() == 4
     assert audit_chain_verify().ok

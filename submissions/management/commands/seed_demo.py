@@ -1,5 +1,6 @@
-"""manage.py seed_demo: demo organisations, users (printed passwords), systems and a submission in every state of
-review and audit (review.demo); safe to run again."""
+"""manage.py seed_demo: demo organisations, users (printed passwords), systems, a submission in every state of
+review and audit (review.demo) and published, annotated, retracted and cohort-bound results (leaderboard.demo);
+safe to run again."""
 
 from django.conf import settings
 from django.core import mail
@@ -7,6 +8,7 @@ from django.core.management.base import BaseCommand
 from django.db import connection
 from django.test.utils import override_settings
 
+from leaderboard.demo import seed_demo_publications
 from review.demo import seed_demo_review
 from submissions.demo import DEMO_USERS, seed_demo
 
@@ -31,6 +33,7 @@ class Command(BaseCommand):
             sent_before = len(getattr(mail, "outbox", []))
             seed = seed_demo()
             submissions = seed_demo_review(seed)
+            submissions.update(seed_demo_publications(seed))
             sent = len(getattr(mail, "outbox", [])) - sent_before
             if quiet and sent:
                 del mail.outbox[sent_before:]

@@ -1,0 +1,103 @@
+"""The publication part of `manage.py seed_demo`: results on the public leaderboard, through the real process.
+
+| title (the marker) | state | how |
+|---|---|---|
+| AX-8000 from its seven run archives | audited, awaiting its cohort | review.demo's audited flow; `cohort` chosen |
+| AX-8000 first results, annotated | published | audited, published now; Zephyr challenges, the chair annotates |
+| AX-8000 published | published | audited (waivers granted, attested), published now |
+| AX-4000 preview, retracted | published, retracted | bundle; published now; challenged, the chair retracts |
+| AX-4000 published | published | the sample bundle, audited, published now |
+
+Every step goes through review.services and leaderboard.services (waiver requests and grants, two approvals,
+evidence, attestation, publication_schedule, challenge_raise, challenge_resolve), in publication order, so the
+systems' histories read oldest first. Each step is skipped when it was already taken: safe to run again.
+Unreleased-Z9 stays in review, unpublished.
+"""
+
+from __future__ import annotations
+
+from leaderboard import services
+from leaderboard.models import Challenge, Publication
+from review.demo import AUDITED_TITLE, _submission, audited_through_review
+from submissions.demo_submissions import bundle_archive_for_system, run_archive_files
+from submissions.models import Submission
+
+Status = Submission.Status
+
+ANNOTATED_TITLE = "Demo: AX-8000 first results (annotated after a challenge)"
+AX8000_TITLE = "Demo: AX-8000 published"
+RETRACTED_TITLE = "Demo: AX-4000 preview (retracted after a challenge)"
+AX4000_TITLE = "Demo: AX-4000 published from the sample bundle"
+
+CHALLENGES = {
+    ANNOTATED_TITLE: (
+        "The c64 point's TTFT P90 is lower than at c32: was the c64 run warmed up differently?",
+        Challenge.Status.ANNOTATED,
+        "The c64 run used a longer warm-up, disclosed in the system description; the numbers stand, read them "
+        "with that in mind.",
+    ),
+    RETRACTED_TITLE: (
+        "The preview's bundle carries no raw logs: its metrics cannot be recomputed.",
+        Challenge.Status.RETRACTED,
+        "Retracted: a preview without raw logs should not have been ranked. The AX-4000 result published "
+        "afterwards replaces it.",
+    ),
+}
+
+
+def _bundle_ax4000():
+    return [bundle_archive_for_system("Acme_AX-4000")]
+
+
+# title, system, files, upload kind, official checker verdict read (about 1.5 s a version), publication mode
+RESULTS = (
+    (ANNOTATED_TITLE, "Acme_AX-8000", run_archive_files, "run_archives", False, Publication.Mode.NOW),
+    (RETRACTED_TITLE, "Acme_AX-4000", _bundle_ax4000, "bundle", False, Publication.Mode.NOW),
+    (AX8000_TITLE, "Acme_AX-8000", run_archive_files, "run_archives", True, Publication.Mode.NOW),
+    (AX4000_TITLE, "Acme_AX-4000", _bundle_ax4000, "bundle", True, Publication.Mode.NOW),
+)
+
+
+def _publish(submission: Submission, actor, mode: str) -> Publication:
+    publication = Publication.objects.filter(submission=submission).first()
+    if publication is None:
+        publication = services.publication_schedule(submission=submission, actor=actor, mode=mode)
+    return publication
+
+
+def _challenge(publication: Publication, users, reason: str, outcome: str, resolution: str) -> None:
+    """Zephyr Silicon's member challenges the result; the chair resolves it in public."""
+    challenge = Challenge.objects.filter(publication=publication).order_by("pk").first()
+    if challenge is None:
+        challenge = services.challenge_raise(
+            publication=publication, actor=users["demo-zephyr"], reason=reason
+        )
+    if challenge.status == Challenge.Status.OPEN:
+        services.challenge_resolve(
+            challenge=challenge, actor=users["demo-chair"], outcome=outcome, text=resolution
+        )
+
+
+def seed_demo_publications(seed) -> dict[str, Submission]:
+    """Publish the demo results (see the module docstring); title -> submission."""
+    users = seed.users
+    submitter = users["demo-submitter"]
+    made = {}
+    for title, system_name, files, kind, official, mode in RESULTS:
+        submission = _submission(system=seed.systems[system_name], title=title, actor=submitter)
+        if submission.status != Status.PUBLISHED:
+            submission = audited_through_review(submission, users, files, kind=kind, official=official)
+            publication = _publish(submission, submitter, mode)
+        else:
+            publication = submission.publication
+        if title in CHALLENGES:
+            _challenge(publication, users, *CHALLENGES[title])
+        submission.refresh_from_db()
+        made[title] = submission
+    # The audited AX-8000 (review.demo) waits for the next cohort (1st and 3rd Wednesday, 08:00 US Pacific).
+    audited = Submission.objects.get(system=seed.systems["Acme_AX-8000"], title=AUDITED_TITLE)
+    _publish(audited, submitter, Publication.Mode.COHORT)
+    for title, submission in made.items():
+        if submission.status != Status.PUBLISHED:
+            raise RuntimeError(f"Demo result {title!r} is {submission.status}, not published.")
+    return made
