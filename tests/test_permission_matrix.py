@@ -1,7 +1,8 @@
 """The generated permission matrix over the demo world: every role x every route of the URL conf x every state.
 
 The world is `manage.py seed_demo` (every review state through the real services, Zephyr Silicon's embargoed
-Unreleased-Z9 in review), plus a withdrawn and a published submission, built once for the module and committed
+Unreleased-Z9 in review; AX-8000 and AX-4000 published, one annotated and one retracted result, the audited one
+waiting for its cohort: results pages 404 for it), plus a withdrawn submission, built once for the module and committed
 (the checks and e-mails run after commit, as in the demo); every test and every request runs in a transaction
 rolled back after it, so POSTs change nothing for the next cell. When the module ends the database is flushed and
 given back the state the migrations left (serialized_rollback's copy), for the tests that follow.
@@ -357,11 +358,8 @@ def _build_world() -> World:
     from submissions.models import Submission, Upload
     from tests.factories import (
         BenchmarkFactory,
-        ChallengeFactory,
         MembershipFactory,
         OrganisationFactory,
-        PublicationFactory,
-        ReviewAssignmentFactory,
         SubmissionFactory,
         UserFactory,
     )
@@ -389,25 +387,12 @@ def _build_world() -> World:
         review_services.conflict_declare(
             organisation=rival, other=organisation, kind="competitor", reason="matrix", actor=chair
         )
-    # The two states the demo does not show: withdrawn (after submitting and being assigned) and published.
+    # The state the demo does not show: withdrawn (after submitting and being assigned). Published ones are the
+    # demo's: AX-8000 and AX-4000, one annotated and one retracted after challenges (leaderboard.demo).
     system = Submission.objects.filter(organisation=acme).first().system
     withdrawn = SubmissionFactory(submitted=True, system=system, title="Matrix: withdrawn after assignment")
     review_services.assignment_create(submission=withdrawn, reviewer=demo["demo-reviewer"], actor=chair)
     transition(submission=withdrawn, action="withdraw", actor=demo["demo-submitter"], reason="matrix")
-    publications = []
-    llama = BenchmarkFactory(sample=True)
-    for title in ("Matrix: published result", "Matrix: second published result"):
-        published = SubmissionFactory(published=True, system=system, title=title, benchmark=llama)
-        ReviewAssignmentFactory(
-            submission=published,
-            reviewer=demo["demo-reviewer"],
-            organisation=Organisation.objects.get(slug="nimbuscloud"),
-            assigned_by=chair,
-            accepted=True,
-        )
-        publications.append(PublicationFactory(submission=published, chosen_by=demo["demo-submitter"]))
-    ChallengeFactory(publication=publications[0], organisation=zephyr, raised_by=demo["demo-zephyr"])
-
     members: dict[int, set] = {}
     reviewers = set()
     for user_id, organisation_id, role in Membership.objects.values_list(
@@ -528,7 +513,8 @@ def _build_world() -> World:
     world.conflict_id = Conflict.objects.filter(organisation=rival).values_list("pk", flat=True).first()
     world.z9 = z9
     model_id, public_ids = None, []
-    for pub in Publication.objects.filter(status=Publication.Status.PUBLISHED).order_by("pk"):
+    ranked = Publication.objects.filter(status=Publication.Status.PUBLISHED, retracted_at__isnull=True)
+    for pub in ranked.order_by("pk"):
         model_id = model_id or pub.submission.benchmark.model_id
         if pub.submission.benchmark.model_id == model_id:
             public_ids.append(pub.public_id)
