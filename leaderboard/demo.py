@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from leaderboard import services
 from leaderboard.models import Challenge, Publication
-from review.demo import AUDITED_TITLE, _submission, audited_through_review
+from review.demo import AUDITED_TITLE, audited_through_review, demo_submission
 from submissions.demo_submissions import bundle_archive_for_system, run_archive_files
 from submissions.models import Submission
 
@@ -84,7 +84,7 @@ def seed_demo_publications(seed) -> dict[str, Submission]:
     submitter = users["demo-submitter"]
     made = {}
     for title, system_name, files, kind, official, mode in RESULTS:
-        submission = _submission(system=seed.systems[system_name], title=title, actor=submitter)
+        submission = demo_submission(system=seed.systems[system_name], title=title, actor=submitter)
         if submission.status != Status.PUBLISHED:
             submission = audited_through_review(submission, users, files, kind=kind, official=official)
             publication = _publish(submission, submitter, mode)

@@ -87,7 +87,8 @@ STAGES = (
 )
 
 
-def _submission(*, system: System, title: str, actor) -> Submission:
+def demo_submission(*, system: System, title: str, actor) -> Submission:
+    """The demo submission of that title (created as a draft through the service the first time)."""
     submission = Submission.objects.filter(
         organisation=system.organisation, system=system, title=title
     ).first()
@@ -340,7 +341,7 @@ def _zephyr_z9(seed: DemoSeed) -> Submission:
             organisation=zephyr, name=Z9_SYSTEM, description=system_description_of(files()), actor=submitter
         )
     seed.systems[Z9_SYSTEM] = system
-    submission = _submission(system=system, title=Z9_TITLE, actor=submitter)
+    submission = demo_submission(system=system, title=Z9_TITLE, actor=submitter)
     _version(submission, 1, files, submitter)
     first, _ = _reviewed_in_review(
         submission, submitter, [users["demo-reviewer"], users["demo-reviewer2"]], chair
@@ -372,7 +373,7 @@ def seed_demo_review(seed: DemoSeed) -> dict[str, Submission]:
         ).order_by("pk")
     }
     for stage in STAGES:
-        submission = _submission(system=system, title=stage.title, actor=users["demo-submitter"])
+        submission = demo_submission(system=system, title=stage.title, actor=users["demo-submitter"])
         _version(submission, 1, stage.versions[0], users["demo-submitter"], official=stage.official)
         if stage.state == Status.CHANGES_REQUESTED:
             _changes_requested(submission, users, stage)
