@@ -540,7 +540,6 @@ def publication_panel(user, submission: Submission, *, now: datetime | None = No
         "publication": publication,
         "can_choose": can_choose,
         "cohort": cohort,
-        "cohort_local": cohort.astimezone(COHORT_ZONE),
         "min_date": (now + timedelta(days=1)).date().isoformat(),
         "max_date": (now + timedelta(days=services.MAX_EMBARGO_DAYS)).date().isoformat(),
         "max_days": services.MAX_EMBARGO_DAYS,

@@ -232,6 +232,13 @@ def unwaived_errors(
     return [finding for finding in error_findings(check_run) if _identity(finding) not in covered]
 
 
+def waived_error_count(version: SubmissionVersion | None, check_run: CheckRun | None) -> int:
+    """How many error findings of the run have a granted waiver (the status badge says "N waived")."""
+    if version is None or check_run is None or check_run.status != CheckRun.Status.FAILED:
+        return 0
+    return error_findings(check_run).count() - len(unwaived_errors(version, check_run, granted_only=True))
+
+
 def waivers_of(version: SubmissionVersion) -> QuerySet[Waiver]:
     return Waiver.objects.filter(version=version).select_related("requested_by", "decided_by")
 

@@ -31,6 +31,7 @@ from accounts.selectors import (
 )
 from leaderboard.views import publication_panel
 from portal.errors import ApplicationError
+from review.selectors import waived_error_count
 from review.views_submitter import review_panel
 from submissions import checks, lifecycle, services, uploads
 from submissions.forms import (
@@ -194,6 +195,7 @@ def submission_detail(request, pk: int):
     }
     if selected is not None:
         context["check"] = check_section_context(submission, selected)
+        context["waived_errors"] = waived_error_count(selected, context["check"]["check_run"])
     return render(request, "submissions/detail.html", context)
 
 

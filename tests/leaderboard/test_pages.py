@@ -242,7 +242,7 @@ def test_the_submitter_chooses_the_cohort_and_then_sees_the_public_link(role_use
     submission = SubmissionFactory(status="audited", system=SystemFactory(organisation=acme))
     client = _client(role_users["submitter"])
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
-    assert "In the next cohort" in page and "US Pacific" in page
+    assert "In the next cohort" in page and ", 08:00 US Pacific (" in page  # shown in Pacific time, not UTC
     assert (
         "When should this audited result"
         not in _client(role_users["auditor"]).get(f"/submissions/{submission.pk}/").content.decode()

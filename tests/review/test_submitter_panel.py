@@ -264,3 +264,49 @@ def test_who_reviews_through_the_api(world, actor, expected):
 
 def test_who_reviews_refuses_anonymous(world):
     assert _reviewers_api(None, world["submission"]).status_code in (401, 403)
+
+
+def test_the_status_badge_says_how_many_errors_are_waived(client, role_users):
+    """A failed check whose errors were all waived reads "check: failed · N errors · all N waived", never just
+    "failed" (and never "passed")."""
+    from review import services
+    from submissions.models import CheckRun
+    from tests.factories import CheckRunFactory, SubmissionFactory, SubmissionVersionFactory, SystemFactory
+
+    acme = role_users["organisations"]["acme"]
+    submission = SubmissionFactory(
+        status="draft", system=SystemFactory(organisation=acme), created_by=role_users["submitter"]
+    )
+    version = SubmissionVersionFactory(submission=submission)
+    CheckRunFactory(
+        version=version,
+        status=CheckRun.Status.FAILED,
+        findings=[
+            {"rule": "accuracy-sample-count", "point": "S/m/r1", "file": "a"},
+            {"rule": "accuracy-sample-count", "point": "S/m/r2", "file": "b"},
+        ],
+    )
+    for point, file in (("S/m/r1", "a"), ("S/m/r2", "b")):
+        services.waiver_request(
+            version=version,
+            actor=role_users["submitter"],
+            rule="accuracy-sample-count",
+            point=point,
+            file=file,
+            reason="short demo runs",
+        )
+    from submissions.lifecycle import transition
+
+    transition(submission=submission, action="submit", actor=role_users["submitter"])
+    client.force_login(role_users["submitter"])
+    page = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert "2 errors" in page and " waived</span>" not in page  # asked for, not yet granted
+    waivers = list(version.waivers.all())
+    services.waiver_decide(
+        waiver=waivers[0], actor=role_users["chair"], grant=True, reason="fits the rule's intent"
+    )
+    page = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert ">1 waived</span>" in page
+    services.waiver_decide(waiver=waivers[1], actor=role_users["chair"], grant=True, reason="same")
+    page = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert ">all 2 waived</span>" in page and "check: failed" in page
