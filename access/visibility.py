@@ -23,7 +23,7 @@ from audit.models import AuditEvent
 from catalog.models import Benchmark
 from leaderboard.models import Annotation, Challenge, Publication
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
-from review.selectors import comment_visibilities_for, conflicted_organisation_ids
+from review.selectors import conflicted_organisation_ids
 from submissions.models import (
     CheckRun,
     Finding,
@@ -177,17 +177,20 @@ def reviews_visible_to(user) -> QuerySet[Review]:
 
 
 def comments_visible_to(user) -> QuerySet[Comment]:
-    """The thread at the visibility levels the user reads on each submission they may see."""
+    """The thread at the levels the user reads (review.selectors.comment_visibilities_for, as two queries):
+    the submitting organisation reads `all`; an invited or accepted reviewer `all` and `reviewers`; auditors and
+    the chair every level; always only on submissions the user may see."""
     if not _signed_in(user):
         return Comment.objects.none()
     if _oversees(user):
         return Comment.objects.exclude(submission__status=Submission.Status.DRAFT)
-    allowed = Q(pk__in=[])
-    for submission in submissions_visible_to(user):
-        levels = comment_visibilities_for(user, submission)
-        if levels:
-            allowed |= Q(submission=submission, visibility__in=levels)
-    return Comment.objects.filter(allowed)
+    assigned = ReviewAssignment.objects.filter(
+        reviewer=user, status__in=ReviewAssignment.ACTIVE_STATUSES
+    ).values("submission_id")
+    readable = Q(visibility=Comment.Visibility.ALL, submission__organisation_id__in=user_org_ids(user)) | Q(
+        visibility__in=(Comment.Visibility.ALL, Comment.Visibility.REVIEWERS), submission_id__in=assigned
+    )
+    return Comment.objects.filter(readable, submission__in=submissions_visible_to(user))
 
 
 def waivers_visible_to(user) -> QuerySet[Waiver]:

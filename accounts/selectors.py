@@ -77,3 +77,23 @@ def chairs() -> list:
     return list(users.filter(global_roles__role=GlobalRole.Role.CHAIR).distinct()) or list(
         users.filter(is_superuser=True)
     )
+
+
+def auditors() -> list:
+    """Active users holding the auditor role."""
+    return list(
+        get_user_model().objects.filter(is_active=True, global_roles__role=GlobalRole.Role.AUDITOR).distinct()
+    )
+
+
+def organisation_submitters(organisation_id: int) -> list:
+    """Active submitters and org admins of an organisation: who hears about its submissions."""
+    return list(
+        get_user_model()
+        .objects.filter(
+            is_active=True,
+            memberships__organisation_id=organisation_id,
+            memberships__role__in=(Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN),
+        )
+        .distinct()
+    )

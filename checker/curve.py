@@ -66,25 +66,31 @@ def build_curves(report: Report, *, ruleset: Any = None) -> list[dict[str, Any]]
             power = pr.extra.get("power") if isinstance(pr.extra.get("power"), dict) else {}
             point["system_tps_per_kw"] = finite(power.get("system_tps_per_kw"))
             points.append(point)
-        fronts = {}
-        for x in ("tps_per_user", "e2e_interactivity"):
-            front = pareto_front(points, x=x, y="system_tps")
-            if not front:
-                continue
-            fronts[x] = {
-                "x": x,
-                "y": "system_tps",
-                "points": [p["point"] for p in front],
-                "steps": step_vertices(front, x=x, y="system_tps"),
-            }
         curves.append(
-            {
-                "system": system,
-                "model": model,
-                "ruleset": getattr(ruleset, "name", ruleset),
-                "points": points,
-                "pareto": fronts,
-                "official": "step function through measured points only; never interpolated",
-            }
+            curve_of(system=system, model=model, points=points, ruleset=getattr(ruleset, "name", ruleset))
         )
     return curves
+
+
+def curve_of(*, system: str, model: str, points: list[dict[str, Any]], ruleset: str | None) -> dict[str, Any]:
+    """One curve as build_curves gives it: the points (each with "point", "concurrency" and the official
+    metrics), the Pareto front and step vertices for each interactivity axis the points have."""
+    fronts = {}
+    for x in ("tps_per_user", "e2e_interactivity"):
+        front = pareto_front(points, x=x, y="system_tps")
+        if not front:
+            continue
+        fronts[x] = {
+            "x": x,
+            "y": "system_tps",
+            "points": [p["point"] for p in front],
+            "steps": step_vertices(front, x=x, y="system_tps"),
+        }
+    return {
+        "system": system,
+        "model": model,
+        "ruleset": ruleset,
+        "points": points,
+        "pareto": fronts,
+        "official": "step function through measured points only; never interpolated",
+    }

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db.models import Count, Q, QuerySet
 
 from accounts.models import Membership
@@ -55,8 +56,6 @@ def reviewer_organisation_for(user, submission: Submission) -> int | None:
 
 def eligible_reviewers(submission: Submission) -> list[tuple[object, int]]:
     """(user, organisation id) of every reviewer without a conflict and without an active assignment here."""
-    from django.contrib.auth import get_user_model
-
     blocked = conflicted_organisation_ids(submission.organisation_id)
     already = set(
         ReviewAssignment.objects.filter(submission=submission, status__in=ACTIVE).values_list(

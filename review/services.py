@@ -11,12 +11,20 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Membership, Organisation
-from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
+from accounts.selectors import (
+    auditors,
+    chairs,
+    organisation_submitters,
+    user_is_auditor,
+    user_is_chair,
+    user_org_ids,
+)
 from accounts.services import notify
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from review import selectors
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
+from submissions import lifecycle
 from submissions.lifecycle import Ready, transition
 from submissions.models import Finding, Submission, SubmissionVersion
 from submissions.selectors import check_run_latest
@@ -25,39 +33,8 @@ Status = Submission.Status
 REVIEWABLE = (Status.SUBMITTED, Status.IN_REVIEW, Status.CHANGES_REQUESTED)
 
 
-def _chairs():
-    from django.contrib.auth import get_user_model
-
-    from accounts.models import GlobalRole
-
-    users = get_user_model().objects.filter(is_active=True)
-    return list(users.filter(global_roles__role=GlobalRole.Role.CHAIR).distinct()) or list(
-        users.filter(is_superuser=True)
-    )
-
-
-def _auditors():
-    from django.contrib.auth import get_user_model
-
-    from accounts.models import GlobalRole
-
-    return list(
-        get_user_model().objects.filter(is_active=True, global_roles__role=GlobalRole.Role.AUDITOR).distinct()
-    )
-
-
 def _submitters(submission: Submission):
-    from django.contrib.auth import get_user_model
-
-    return list(
-        get_user_model()
-        .objects.filter(
-            is_active=True,
-            memberships__organisation_id=submission.organisation_id,
-            memberships__role__in=(Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN),
-        )
-        .distinct()
-    )
+    return organisation_submitters(submission.organisation_id)
 
 
 def _reviewers(submission: Submission, *, accepted_only: bool = True):
@@ -318,7 +295,7 @@ def assignment_decline(*, assignment: ReviewAssignment, actor, reason: str) -> R
         data={"submission": assignment.submission_id, "reason": reason.strip()},
     )
     notify(
-        users=_chairs(),
+        users=chairs(),
         kind="review.declined",
         subject=f"{actor} declined to review {_label(assignment.submission)}",
         body=reason.strip(),
@@ -359,7 +336,7 @@ def _release(assignment: ReviewAssignment, *, actor, reason: str) -> bool:
         url="/review/",
     )
     notify(
-        users=_chairs(),
+        users=chairs(),
         kind="review.released",
         subject=f"{assignment.reviewer} was released from {_label(assignment.submission)}",
         body=reason,
@@ -396,7 +373,7 @@ def _try_complete_review(submission: Submission, actor) -> bool:
         return False
     transition(submission=submission, action="complete_review", actor=actor)
     notify(
-        users=_submitters(submission) + _auditors(),
+        users=_submitters(submission) + auditors(),
         kind="review.peer_reviewed",
         subject=f"{_label(submission)} is peer reviewed",
         body="A quorum of reviewers approved it; it waits for an auditor.",
@@ -576,7 +553,7 @@ def comment_post(
 
 
 def _thread_readers(submission: Submission, visibility: str) -> list:
-    readers = _auditors() + _chairs()
+    readers = auditors() + chairs()
     if visibility in (Comment.Visibility.ALL, Comment.Visibility.REVIEWERS):
         readers += _reviewers(submission)
     if visibility == Comment.Visibility.ALL:
@@ -656,7 +633,7 @@ def waiver_request(
     )
     if submission.status != Status.DRAFT:
         notify(
-            users=_chairs() + _auditors(),
+            users=chairs() + auditors(),
             kind="waiver.requested",
             subject=f"Waiver of {rule} asked for on {_label(submission)}",
             body=reason.strip(),
@@ -747,7 +724,7 @@ def attestation_record(*, submission: Submission, actor, notes: str) -> Attestat
         submission=submission, version=submission.submitted_version, auditor=actor, notes=notes.strip()
     )
     notify(
-        users=_submitters(submission) + _chairs(),
+        users=_submitters(submission) + chairs(),
         kind="audit.attested",
         subject=f"{_label(submission)} is audited",
         body="Choose when to publish it.",
@@ -874,7 +851,7 @@ def deadlines_run(*, now: datetime | None = None) -> dict[str, int]:
         with transaction.atomic():
             if Comment.objects.filter(pk=objection.pk, escalated_at__isnull=True).update(escalated_at=now):
                 notify(
-                    users=_chairs(),
+                    users=chairs(),
                     kind="review.objection_overdue",
                     subject=f"An objection on {_label(objection.submission)} is overdue",
                     body=objection.body[:2000],
@@ -897,7 +874,7 @@ def deadlines_run(*, now: datetime | None = None) -> dict[str, int]:
                 reminded_at=now
             ):
                 notify(
-                    users=_chairs() + [request.auditor],
+                    users=chairs() + [request.auditor],
                     kind="audit.evidence_overdue",
                     subject=f"Evidence on {_label(request.submission)} is overdue",
                     url=_url(request.submission),
@@ -909,8 +886,6 @@ def deadlines_run(*, now: datetime | None = None) -> dict[str, int]:
 
 def plug_lifecycle_rules() -> None:
     """Install the review app's rules in the submissions lifecycle table (review.apps.ReviewConfig.ready)."""
-    from submissions import lifecycle
-
     lifecycle.plug("assigned_reviewer", selectors.user_is_assigned_reviewer)
     lifecycle.plug(
         "unwaived_errors", lambda version, check_run: selectors.unwaived_errors(version, check_run)

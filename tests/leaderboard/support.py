@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from checker.curve import pareto_front, step_vertices
+from checker.curve import curve_of
 from leaderboard.models import Publication
 from leaderboard.services import headline_of
 from tests.factories import BenchmarkFactory, PublicationFactory, SubmissionFactory, SystemFactory
@@ -49,23 +49,7 @@ def make_curve(
         )
     if points > 3:  # a measured point that is not on the front (lower throughput at the same interactivity)
         rows[2]["system_tps"] = round(rows[1]["system_tps"] * 0.9, 2)
-    fronts = {}
-    for x in ("tps_per_user", "e2e_interactivity"):
-        front = pareto_front(rows, x=x, y="system_tps")
-        fronts[x] = {
-            "x": x,
-            "y": "system_tps",
-            "points": [p["point"] for p in front],
-            "steps": step_vertices(front, x=x, y="system_tps"),
-        }
-    return {
-        "system": system,
-        "model": model,
-        "ruleset": "endpoints-v1.0",
-        "points": rows,
-        "pareto": fronts,
-        "official": "step function through measured points only; never interpolated",
-    }
+    return curve_of(system=system, model=model, points=rows, ruleset="endpoints-v1.0")
 
 
 def publish(
