@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 import zstandard
 
+from checker.inputs.archive import name_problem
 from portal.errors import ApplicationError
 
 MiB = 1024 * 1024
@@ -100,12 +101,11 @@ def member_name_checked(name: str) -> str:
     """The member name as given, or PathRefused when it could point outside the archive."""
     if not name or len(name) > 4096:
         raise PathRefused("Give the name of a file inside the archive.")
-    if "\x00" in name or "\\" in name or any(ord(ch) < 32 or ord(ch) == 0x7F for ch in name):
-        raise PathRefused("A file name inside an archive has no NUL, backslash or control characters.")
-    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-        raise PathRefused("Absolute paths point outside the archive: give the name of a file inside it.")
-    if ".." in name.split("/"):
-        raise PathRefused("'..' points outside the archive: give the name of a file inside it.")
+    problem = name_problem(
+        name
+    )  # the checker's own rule for member names (absolute, '..', NUL, backslash...)
+    if problem is not None:
+        raise PathRefused(f"That name {problem[1]}: give the name of a file inside the archive.")
     return name
 
 

@@ -113,7 +113,7 @@ class _GuardedTarInfo(tarfile.TarInfo):
         return super()._proc_member(tarfile_obj)  # type: ignore[misc]  # tarfile's private hook, absent from the stubs
 
 
-def _name_problem(name: str) -> tuple[str, str] | None:
+def name_problem(name: str) -> tuple[str, str] | None:
     """(rule, reason) when an archive member name must not be written, else None."""
     if "\x00" in name:
         return "archive-bad-name", "contains a NUL byte"
@@ -173,7 +173,7 @@ class _Extractor:
         return True
 
     def check_name(self, name: str) -> list[str] | None:
-        problem = _name_problem(name)
+        problem = name_problem(name)
         if problem:
             rule, reason = problem
             fixes = {
