@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from urllib.parse import urlencode
 
 import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from submissions.models import Submission, System
-from tests.factories import SubmissionVersionFactory
+from tests.factories import SubmissionFactory, SubmissionVersionFactory
 from tests.submissions.support import api_client
 from tests.submissions.test_systems import sample_system_desc
 
@@ -306,3 +308,63 @@ def test_a_server_error_keeps_its_traceback(role_users, monkeypatch, caplog):
         _api(role_users["submitter"]).get("/api/v1/me/")
     (record,) = [r for r in caplog.records if r.name == "django.request"]
     assert record.exc_info is not None and record.exc_info[0] is ZeroDivisionError
+
+
+# --- pages: any page, any query or form value ------------------------------------------------------------------
+
+PAGE_PARAMS = (
+    "page version line diff member anchor_line show ids benchmark status object_id object_type actor action "
+    "per_page model_1 reason body parent finding reviewer id mode date outcome text decision rule point file "
+    "answer next kind visibility organisation name title system"
+).split()
+
+
+def _page_routes() -> list[str]:
+    """Every page route of the URL conf (the API and the admin aside), parameters filled in later."""
+    found = []
+
+    def walk(patterns, prefix):
+        for pattern in patterns:
+            route = prefix + str(pattern.pattern)
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, route)
+            else:
+                found.append(route)
+
+    walk(get_resolver().url_patterns, "")
+    # (logging out would end the signed-in client's session for every route after it)
+    return [
+        route for route in found if not route.startswith(("api/", "admin/", "^")) and "logout" not in route
+    ]
+
+
+def test_every_page_survives_unicode_digits_and_huge_numbers_in_its_query_and_form(
+    role_users, draft, sample_catalog
+):
+    SubmissionVersionFactory(submission=draft)
+    in_review = SubmissionFactory(in_review=True, system=sample_catalog[1], benchmark=sample_catalog[0])
+    routes = _page_routes()
+    assert "submissions/<int:pk>/" in routes and "systems/<int:pk>/description/" in routes
+    failures = []
+    for who, submission in (("submitter", draft), ("chair", in_review)):
+        client = _web(role_users[who])
+        fills = {"pk": str(submission.pk), "number": "1", "position": "0", "model_id": "llama3_1-8b"}
+        for route in routes:
+            url = "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m, fills=fills: fills.get(m.group(1), "1"), route)
+            for value in ("99999999999999999999", "²", "2147483648"):
+                data = {name: value for name in PAGE_PARAMS}
+                for method in ("GET", "POST"):
+                    with (
+                        transaction.atomic()
+                    ):  # each request sees the same objects (no withdrawal in between)
+                        if method == "GET":
+                            response = client.get(url, data)
+                        else:
+                            form = urlencode(data)
+                            response = client.post(
+                                url, form, content_type="application/x-www-form-urlencoded"
+                            )
+                        transaction.set_rollback(True)
+                    if response.status_code >= 500:
+                        failures.append(f"{who} {method} {url} {value}")
+    assert not failures, "\n".join(failures)
