@@ -368,3 +368,17 @@ def test_every_page_survives_unicode_digits_and_huge_numbers_in_its_query_and_fo
                     if response.status_code >= 500:
                         failures.append(f"{who} {method} {url} {value}")
     assert not failures, "\n".join(failures)
+
+
+def test_oversized_multipart_or_form_api_bodies_are_json_400s(role_users, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
+    settings.PORTAL_API_BODY_MAX_BYTES = 64 * 1024
+    client = _api(role_users["submitter"])
+    multipart = client.post("/api/v1/systems/", {"name": "x" * 5000}, format="multipart")
+    assert multipart.status_code == 400 and multipart.json()["code"] == "body-too-large"
+    form = client.post(
+        "/api/v1/submissions/",
+        urlencode({"title": "x" * 70_000}),
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert form.status_code == 400 and form.json()["code"] == "body-too-large"
