@@ -14,6 +14,7 @@ from access.visibility import notifications_visible_to
 from accounts.models import NotificationPreference
 from accounts.services import notification_preference_of, notification_preference_set, notifications_mark_read
 from portal.errors import ApplicationError
+from portal.parsers import parse_id
 
 
 class PreferenceForm(forms.Form):
@@ -43,7 +44,7 @@ def notifications(request):
 @require_POST
 def mark_read(request):
     """Mark one notification (`id`) or all of them read; someone else's id changes nothing."""
-    ids = [int(value) for value in request.POST.getlist("id") if value.isdigit()]
+    ids = [number for number in map(parse_id, request.POST.getlist("id")) if number is not None]
     changed = notifications_mark_read(user=request.user, notification_ids=ids or None)
     if not ids:
         messages.success(request, f"{changed} notification{'s' if changed != 1 else ''} marked read.")

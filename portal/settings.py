@@ -95,6 +95,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "portal.middleware.MethodNotAllowedPageMiddleware",
+    "portal.middleware.StorableInputMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -284,7 +285,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "portal.pagination.PortalPagination",
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.parsers.SafeJSONParser",
+        "portal.parsers.SafeFormParser",
+        "portal.parsers.SafeMultiPartParser",
+    ],
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "portal.api.exception_handler",
     "DEFAULT_RENDERER_CLASSES": [
@@ -309,11 +315,30 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# --- HTTP edge (docs/http-edge.md) -------------------------------------------------------------
+# An API JSON or form body larger than this is refused (body-too-large); files go through the upload API.
+PORTAL_API_BODY_MAX_BYTES = env_int("PORTAL_API_BODY_MAX_BYTES", 4 * 1024**2, minimum=64 * 1024)
+if PORTAL_API_BODY_MAX_BYTES < 2 * PORTAL_SYSTEM_DESC_MAX_BYTES:
+    raise EnvError("PORTAL_API_BODY_MAX_BYTES must be at least twice PORTAL_SYSTEM_DESC_MAX_BYTES.")
+# Arrays/objects nested deeper than this in an API JSON body are refused (json-too-deep).
+PORTAL_API_JSON_MAX_DEPTH = env_int("PORTAL_API_JSON_MAX_DEPTH", 32, minimum=4, maximum=200)
+# The largest ?limit= of an API list (a larger one is clamped).
+PORTAL_API_MAX_PAGE_SIZE = env_int("PORTAL_API_MAX_PAGE_SIZE", 1000, minimum=100)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # An expected 4xx (403, 404, a refused request) is logged on one line; only 5xx keep their traceback.
+    "filters": {"client_errors_one_line": {"()": "portal.log_filters.ExpectedClientErrorsOneLine"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["client_errors_one_line"],
+        }
+    },
+    "loggers": {"django.request": {"filters": ["client_errors_one_line"]}},
     "root": {
         "handlers": ["console"],
         "level": env_choice("LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "INFO"),

@@ -54,3 +54,9 @@ urlpatterns = [
     path("leaderboard/", include("leaderboard.urls")),
     path("", include("leaderboard.urls_results")),
 ]
+
+# Under /api/ every error is JSON in the API's shape; elsewhere the portal's pages (portal.errorpages).
+handler400 = "portal.errorpages.bad_request"
+handler403 = "portal.errorpages.permission_denied"
+handler404 = "portal.errorpages.page_not_found"
+handler500 = "portal.errorpages.server_error"

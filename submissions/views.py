@@ -31,6 +31,7 @@ from accounts.selectors import (
 )
 from leaderboard.views import publication_panel
 from portal.errors import ApplicationError
+from portal.parsers import parse_id
 from review.selectors import waived_error_count
 from review.views_submitter import review_panel
 from submissions import checks, lifecycle, services, uploads
@@ -170,7 +171,8 @@ def submission_detail(request, pk: int):
     asked = request.GET.get("version", "").strip()
     if asked:
         # A version that is not a number, or not one of this submission's, is a 404 that says so: never the latest.
-        selected = next((v for v in versions if asked.isdigit() and v.number == int(asked)), None)
+        number = parse_id(asked)
+        selected = next((v for v in versions if v.number == number), None)
         if selected is None:
             known = ", ".join(str(v.number) for v in reversed(versions)) or "none yet"
             detail = f"This submission has no version “{asked[:20]}” (its versions: {known})."
