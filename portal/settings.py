@@ -342,6 +342,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT 
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = CELERY_BROKER_TRANSPORT_OPTIONS
 # Queue of the check tasks (a deployment may give heavy checks their own workers: -Q checks).
 PORTAL_CHECK_QUEUE = env_str("PORTAL_CHECK_QUEUE", "celery")
+# Start messages of checks committed while the broker was down wait in the outbox (submissions.CheckOutbox);
+# this task sends them once the broker is back. On the check queue: the check workers drain it.
+PORTAL_CHECK_OUTBOX_EVERY_S = env_int("PORTAL_CHECK_OUTBOX_EVERY_S", 10, minimum=1)
+CELERY_BEAT_SCHEDULE["check-outbox-send"] = {
+    "task": "submissions.tasks.check_outbox_send_task",
+    "schedule": float(PORTAL_CHECK_OUTBOX_EVERY_S),
+    "options": {"queue": PORTAL_CHECK_QUEUE, "expires": float(PORTAL_CHECK_OUTBOX_EVERY_S) * 3},
+}
 # A running check whose heartbeat is older than this is re-queued (or failed after the last attempt).
 PORTAL_CHECK_HEARTBEAT_TIMEOUT_S = env_int("PORTAL_CHECK_HEARTBEAT_TIMEOUT_S", 300, minimum=5)
 PORTAL_CHECK_MAX_ATTEMPTS = env_int("PORTAL_CHECK_MAX_ATTEMPTS", 3, minimum=1)

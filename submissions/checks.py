@@ -37,7 +37,7 @@ from pathlib import Path
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from tokenizers import Tokenizer
 
@@ -58,7 +58,7 @@ from checker.portal_rules import SubmissionScope
 from checker.report import PointResult, json_safe
 from checker.tokens import TokenCounter
 from portal.errors import NotAllowedError
-from submissions.models import CheckRun, Finding, PointMetric, SubmissionVersion
+from submissions.models import CheckOutbox, CheckRun, Finding, PointMetric, SubmissionVersion
 from submissions.storage import StoredFile, fetch_to_folder
 
 logger = logging.getLogger(__name__)
@@ -73,12 +73,68 @@ HEARTBEAT_EVERY_S = 2.0
 CHECK_RUN_START_TASK = "submissions.tasks.check_run_start_task"
 
 
+# A sender holds an outbox row this long; a sender that died meanwhile leaves it to the next one.
+OUTBOX_LEASE_S = 60
+OUTBOX_BATCH = 100
+
+
 def _queue_start(check_run: CheckRun) -> None:
-    run_id, attempt = check_run.pk, check_run.attempts
-    start = current_app.signature(
+    """Queue the run's start message through the outbox: the row commits with the run (so a committed run always
+    has its message, whatever happens to the broker) and is sent after commit; if the broker is down then, the
+    beat task sends it once the broker is back (check_outbox_send)."""
+    message = CheckOutbox.objects.create(check_run=check_run, attempt=check_run.attempts)
+    transaction.on_commit(functools.partial(check_outbox_send, ids=[message.pk]))
+
+
+def _send_start(run_id: int, attempt: int) -> None:
+    current_app.signature(
         CHECK_RUN_START_TASK, args=[run_id, attempt], queue=settings.PORTAL_CHECK_QUEUE
-    )
-    transaction.on_commit(start.apply_async)
+    ).apply_async(retry=False)
+
+
+def check_outbox_send(*, ids: list[int] | None = None, now=None) -> int:
+    """Send the pending start messages (those in `ids`, or all), oldest first; returns how many were sent.
+
+    Each row is claimed (a lease, compare-and-set) before it is sent and deleted after, so two senders never
+    send one row at once; a sender that dies between send and delete leaves a duplicate, which the run's
+    compare-and-set on (status, attempt) ignores. The first broker error stops the pass: the rows wait for the
+    next one (the beat task, every few seconds). Never raises."""
+    now = now or timezone.now()
+    free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    pending = CheckOutbox.objects.filter(free)
+    if ids is not None:
+        pending = pending.filter(pk__in=ids)
+    sent = 0
+    for row_id, run_id, attempt in pending.order_by("created_at", "pk").values_list(
+        "pk", "check_run_id", "attempt"
+    )[:OUTBOX_BATCH]:
+        claimed = CheckOutbox.objects.filter(free, pk=row_id).update(
+            claimed_until=now + timedelta(seconds=OUTBOX_LEASE_S), send_attempts=F("send_attempts") + 1
+        )
+        if not claimed:
+            continue  # another sender has it
+        try:
+            _send_start(run_id, attempt)
+        except Exception as exc:  # noqa: BLE001 - the broker is down or refuses: the row waits for the next pass
+            logger.warning(
+                "check run %s attempt %s: start message not sent (%s); it stays queued", run_id, attempt, exc
+            )
+            CheckOutbox.objects.filter(pk=row_id).update(
+                claimed_until=None, last_error=f"{type(exc).__name__}: {exc}"[:500]
+            )
+            break
+        # The queued deadline (check_runs_reconcile) counts from now, when the queue got the message.
+        CheckRun.objects.filter(pk=run_id, attempts=attempt, status=CheckRun.Status.QUEUED).update(
+            heartbeat_at=timezone.now()
+        )
+        CheckOutbox.objects.filter(pk=row_id).delete()
+        sent += 1
+    return sent
+
+
+def check_start_pending(version: SubmissionVersion) -> bool:
+    """True while a check of `version` waits for its start message to reach the queue (the broker is down)."""
+    return CheckOutbox.objects.filter(check_run__version=version).exists()
 
 
 def check_run_create(*, version: SubmissionVersion, actor=None) -> CheckRun:
@@ -458,8 +514,12 @@ def check_runs_reconcile(*, now=None) -> list[int]:
     silent = Q(status=CheckRun.Status.RUNNING, heartbeat_at__lt=heartbeat_deadline)
     queued_deadline = now - timedelta(seconds=settings.PORTAL_CHECK_QUEUED_TIMEOUT_S)
     # A first attempt was queued at created_at; a re-queued attempt at heartbeat_at (set when re-queued).
-    never_started = Q(status=CheckRun.Status.QUEUED) & (
-        Q(heartbeat_at__lt=queued_deadline) | Q(heartbeat_at__isnull=True, created_at__lt=queued_deadline)
+    # A run whose message still waits in the outbox was never sent, not lost: the outbox sends it.
+    waiting = Exists(CheckOutbox.objects.filter(check_run=OuterRef("pk")))
+    never_started = (
+        Q(status=CheckRun.Status.QUEUED)
+        & (Q(heartbeat_at__lt=queued_deadline) | Q(heartbeat_at__isnull=True, created_at__lt=queued_deadline))
+        & ~waiting
     )
     stuck = [
         (pk, attempt, "worker lost", silent)

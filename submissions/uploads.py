@@ -311,6 +311,36 @@ def upload_finish(
     waits, verified, to join a later finish through include_uploads (a set of run archives).
     """
     _require_submitter(actor, upload.submission)
+    refusal: ApplicationError | None = None
+    with transaction.atomic():
+        # One finish of an upload at a time: a concurrent finish waits here, then finds the upload verified or
+        # done and answers the same version (the parts it would read are gone by then).
+        upload = Upload.objects.select_for_update().select_related("submission").get(pk=upload.pk)
+        try:
+            version = _upload_finish_locked(
+                upload=upload,
+                sha256=sha256,
+                actor=actor,
+                create_version=create_version,
+                include_uploads=include_uploads,
+                kind=kind,
+            )
+        except ApplicationError as exc:  # what was decided before the refusal (aborted, verified) stays
+            refusal = exc
+    if refusal is not None:
+        raise refusal
+    return version
+
+
+def _upload_finish_locked(
+    *,
+    upload: Upload,
+    sha256: str,
+    actor,
+    create_version: bool,
+    include_uploads: Iterable[Upload],
+    kind: str | None,
+) -> SubmissionVersion | None:
     sha256 = (sha256 or "").lower()
     if upload.status in (Upload.Status.VERIFIED, Upload.Status.DONE):
         if sha256 != upload.sha256:
@@ -343,11 +373,10 @@ def upload_finish(
         reader.close()
         actual = reader.sha256.hexdigest()
         if reader.size != upload.size_bytes or actual != upload.sha256:
-            with transaction.atomic():
-                Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
-                    status=Upload.Status.ABORTED
-                )
-                _discard_parts(upload)
+            Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
+                status=Upload.Status.ABORTED
+            )
+            _discard_parts(upload)
             raise UploadHashMismatchError(
                 f"The received bytes ({reader.size} bytes, SHA-256 {actual}) do not match the file announced "
                 f"({upload.size_bytes} bytes, SHA-256 {upload.sha256}). Nothing was stored; upload the file again.",
@@ -363,12 +392,10 @@ def upload_finish(
         if not default_storage.exists(key):
             with io.BufferedReader(_ConcatReader(keys), buffer_size=COPY_CHUNK_BYTES) as stream:
                 key = storage_save_exact(key, stream)
-        with transaction.atomic():
-            updated = Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
-                status=Upload.Status.VERIFIED, storage_key=key, updated_at=timezone.now()
-            )
-            if updated:
-                _discard_parts(upload)
+        if Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
+            status=Upload.Status.VERIFIED, storage_key=key, updated_at=timezone.now()
+        ):
+            _discard_parts(upload)
         upload.refresh_from_db()
         if not create_version:
             return None
