@@ -133,8 +133,9 @@ def check_outbox_send(*, ids: list[int] | None = None, now=None) -> int:
 
 
 def check_start_pending(version: SubmissionVersion) -> bool:
-    """True while a check of `version` waits for its start message to reach the queue (the broker is down)."""
-    return CheckOutbox.objects.filter(check_run__version=version).exists()
+    """True while a check of `version` waits for its start message because sending it failed (the broker is
+    down); a message being sent right now (a concurrent request's) does not count."""
+    return CheckOutbox.objects.filter(check_run__version=version).exclude(last_error="").exists()
 
 
 def check_run_create(*, version: SubmissionVersion, actor=None) -> CheckRun:
