@@ -243,27 +243,52 @@ def _scope_of(submission) -> SubmissionScope:
     )
 
 
+def storable_text(text: str) -> str:
+    """Text PostgreSQL can store (text and jsonb hold no NUL and only valid UTF-8): a NUL shows as \\u0000 and a
+    lone surrogate (bytes that were not UTF-8) as its escape. The checker already escapes what it quotes; this
+    keeps one overlooked character from failing the whole check."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\\u0000")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def _finding_rows(check_run: CheckRun, step: str, findings) -> list[Finding]:
     return [
         Finding(
             check_run=check_run,
             step=step,
-            rule=f.rule,
+            rule=storable_text(f.rule),
             severity=f.severity,
-            file=f.file or "",
+            file=storable_text(f.file or ""),
             line=f.line,
-            pointer=f.pointer or "",
-            point=f.point or "",
-            message=f.message,
-            fix=f.fix or "",
+            pointer=storable_text(f.pointer or ""),
+            point=storable_text(f.point or ""),
+            message=storable_text(f.message),
+            fix=storable_text(f.fix or ""),
         )
         for f in findings
     ]
 
 
+def _storable(value):
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {storable_text(str(k)): _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    return value
+
+
 def _json_safe(value):
     return (
-        json.loads(json.dumps(json_safe(value), default=str, allow_nan=False)) if value is not None else None
+        _storable(json.loads(json.dumps(json_safe(value), default=str, allow_nan=False)))
+        if value is not None
+        else None
     )
 
 
@@ -462,6 +487,7 @@ def check_run_attempt_failed(
         check_run = runs.first()
         if check_run is None:
             return None
+        reason = storable_text(reason)
         now = timezone.now()
         if attempt < check_run.max_attempts:
             message = f"{reason}; re-queued (attempt {attempt + 1} of {check_run.max_attempts})"

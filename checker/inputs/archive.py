@@ -113,6 +113,26 @@ class _GuardedTarInfo(tarfile.TarInfo):
         return super()._proc_member(tarfile_obj)  # type: ignore[misc]  # tarfile's private hook, absent from the stubs
 
 
+def printable_name(name: str) -> str:
+    """A member name as findings show it: bytes that are not UTF-8 as \\xNN (tar hands them over as surrogate
+    escapes), NUL and other control characters as \\xNN or \\uNNNN; a plain name is unchanged."""
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that does not stand for a byte
+        raw = name.encode("utf-8", "backslashreplace")
+    text = raw.decode("utf-8", "backslashreplace")
+    return "".join(
+        ch if ch.isprintable() else (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+        for ch in text
+    )
+
+
+def quoted_name(name: str) -> str:
+    """How messages quote a member name: repr() for a plain name, the escaped bytes in quotes otherwise."""
+    shown = printable_name(name)
+    return repr(name) if shown == name else f"'{shown}'"
+
+
 def name_problem(name: str) -> tuple[str, str] | None:
     """(rule, reason) when an archive member name must not be written, else None."""
     if "\x00" in name:
@@ -154,8 +174,8 @@ class _Extractor:
     def refuse(self, rule: str, member: str, reason: str, fix: str) -> None:
         self.findings.error(
             rule,
-            f"{self.name}: member {member!r} {reason}; it was not extracted",
-            file=f"{self.name}:{member}",
+            f"{self.name}: member {quoted_name(member)} {reason}; it was not extracted",
+            file=f"{self.name}:{printable_name(member)}",
             fix=fix,
         )
 
@@ -357,8 +377,8 @@ class _Extractor:
                     # one bad member (CRC, unsupported method) does not spoil the others in a zip
                     self.findings.error(
                         "archive-corrupt",
-                        f"{self.name}: member {info.filename!r} cannot be read ({exc}); it was skipped",
-                        file=f"{self.name}:{info.filename}",
+                        f"{self.name}: member {quoted_name(info.filename)} cannot be read ({exc}); it was skipped",
+                        file=f"{self.name}:{printable_name(info.filename)}",
                         fix="Re-create the archive and upload it again.",
                     )
             self.current = ""
@@ -433,7 +453,8 @@ def sniff_archive(path: Path) -> str | None:
 def extract_archive(path: Path, kind: str, dest: Path, *, budget: Budget, findings: Findings) -> bool:
     """Extract into dest; False when nothing could be read (the container itself is broken)."""
     extractor = _Extractor(path, dest, budget=budget, findings=findings)
-    at = lambda: f" at member {extractor.current!r}" if extractor.current else ""  # noqa: E731
+    at = lambda: f" at member {quoted_name(extractor.current)}" if extractor.current else ""  # noqa: E731
+    where = lambda: f"{path.name}:{printable_name(extractor.current)}" if extractor.current else path.name  # noqa: E731
     try:
         if kind == "zip":
             extractor.extract_zip()
@@ -444,7 +465,7 @@ def extract_archive(path: Path, kind: str, dest: Path, *, budget: Budget, findin
         findings.error(
             exc.rule,
             message,
-            file=f"{path.name}:{extractor.current}" if extractor.current else path.name,
+            file=where(),
             fix=exc.fix,
         )
     except (
@@ -460,7 +481,7 @@ def extract_archive(path: Path, kind: str, dest: Path, *, budget: Budget, findin
         findings.error(
             "archive-corrupt",
             f"{path.name} is truncated or corrupt{at()} ({exc}); files after that point were not read",
-            file=f"{path.name}:{extractor.current}" if extractor.current else path.name,
+            file=where(),
             fix="Upload the archive again; check that the copy finished and that its checksum matches.",
         )
     except (struct.error, OverflowError, UnicodeError, KeyError, IndexError, TypeError) as exc:
@@ -468,7 +489,7 @@ def extract_archive(path: Path, kind: str, dest: Path, *, budget: Budget, findin
         findings.error(
             "archive-corrupt",
             f"{path.name} has malformed headers{at()} ({type(exc).__name__}: {exc}); files after that point were not read",
-            file=f"{path.name}:{extractor.current}" if extractor.current else path.name,
+            file=where(),
             fix="Re-create the archive with a standard tool and upload it again.",
         )
     finally:

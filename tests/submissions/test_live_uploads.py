@@ -36,7 +36,9 @@ def test_twenty_parallel_finishes_of_one_upload_make_one_version_and_get_the_sam
     version = SubmissionVersion.objects.get(submission=draft)
     assert version.sha256 == sha256_of(data)
     assert CheckRun.objects.filter(version=version).count() == 1
-    assert {(body["upload"]["status"], body["upload"]["version"]) for _, body in answers} == {("done", version.pk)}
+    assert {(body["upload"]["status"], body["upload"]["version"]) for _, body in answers} == {
+        ("done", version.pk)
+    }
     assert "Traceback" not in web.tail()
 
 
