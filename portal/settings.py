@@ -364,6 +364,10 @@ PORTAL_CHECK_CACHE_DIR = Path(env_str("PORTAL_CHECK_CACHE_DIR", str(VAR_DIR / "c
 if not PORTAL_CHECK_CACHE_DIR.is_absolute():
     PORTAL_CHECK_CACHE_DIR = BASE_DIR / PORTAL_CHECK_CACHE_DIR
 PORTAL_CHECK_CACHE_MAX_BYTES = env_int("PORTAL_CHECK_CACHE_MAX_BYTES", 20 * 1024**3, minimum=0)
+# A version whose archives inflate to more than this many times its size fails its check at the start with an
+# `archive-inflation` finding (real result files compress 5 to 20 times; the per-member cap of 1000 x still
+# lets a 19 MB archive inflate to 19 GB). Every step reads with the same cap.
+PORTAL_CHECK_MAX_INFLATION = env_int("PORTAL_CHECK_MAX_INFLATION", 100, minimum=2)
 # Test hook only: each per-point task sleeps this long (heart-beating) before checking its point.
 PORTAL_CHECK_TEST_POINT_DELAY_S = env_int("PORTAL_CHECK_TEST_POINT_DELAY_S", 0, minimum=0)
 # Chunked uploads: every part but the last has exactly this size.

@@ -25,6 +25,7 @@ message never reached a worker is handled the same way after PORTAL_CHECK_QUEUED
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -53,9 +54,10 @@ from checker.pipeline import (
     judge_version,
     list_points,
     open_version,
+    unique_sorted,
 )
 from checker.portal_rules import SubmissionScope
-from checker.report import PointResult, json_safe
+from checker.report import PointResult, Report, json_safe
 from checker.tokens import TokenCounter
 from portal.errors import NotAllowedError
 from submissions.models import CheckOutbox, CheckRun, Finding, PointMetric, SubmissionVersion
@@ -295,6 +297,42 @@ def _json_safe(value):
 # --- the steps: each calls one step of checker.pipeline ----------------------------------------
 
 
+def _limits(version: SubmissionVersion) -> Limits:
+    """The checker's caps for every step of a check of `version`; the inflation cap is taken of the version's size
+    (every step, whichever files it opens, has the same cap)."""
+    return Limits(
+        max_inflation=float(settings.PORTAL_CHECK_MAX_INFLATION), inflation_basis_bytes=version.size_bytes
+    )
+
+
+def _end_inflated(check_run: CheckRun, attempt: int, findings, *, inputs: list[str]) -> None:
+    """The version inflates past PORTAL_CHECK_MAX_INFLATION: the run ends `failed` at its start, with that finding
+    (no point is recomputed from an archive that was not read to its end)."""
+    report = Report(checker_version=checker_version, ruleset=check_run.ruleset, inputs=inputs)
+    report.findings.extend(unique_sorted(findings))
+    counts = report.counts()
+    with transaction.atomic():
+        if _is_current(check_run.pk, attempt, lock=True) is None:
+            return
+        Finding.objects.filter(check_run=check_run).delete()
+        Finding.objects.bulk_create(_finding_rows(check_run, "", report.findings))
+        now = timezone.now()
+        CheckRun.objects.filter(pk=check_run.pk, attempts=attempt, status=CheckRun.Status.RUNNING).update(
+            status=CheckRun.Status.FAILED,
+            finished_at=now,
+            heartbeat_at=now,
+            counts=counts,
+            report=_json_safe(report.to_dict()),
+            progress_stage="done",
+        )
+        audit_event_record(
+            actor=None,
+            action="check.finished",
+            obj=check_run,
+            data={"version": check_run.version_id, "status": "failed", "attempt": attempt, "counts": counts},
+        )
+
+
 def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
     """queued -> running; list the version's points (pipeline.list_points, file by file, so each point
     task later fetches only the files it needs). Returns the point keys to fan out, or None when this
@@ -317,10 +355,17 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
     beat = _Beat(check_run_id, attempt)
     first_file_of: dict[str, int] = {}
     pointless: list[int] = []
+    inflated = 0
     with _fetched(check_run.version, beat=beat) as (files, folder):
         for position, path in files:
-            with open_version([path], limits=Limits(), workdir=folder) as opened:
+            limits = dataclasses.replace(_limits(check_run.version), inflated_before=inflated)
+            with open_version([path], limits=limits, workdir=folder) as opened:
                 keys = list_points(opened.layout)
+                inflated = opened.layout.inflated_bytes
+                too_inflated = [f for f in opened.findings if f.rule == "archive-inflation"]
+            if too_inflated:  # the whole version is over the cap: no step reads it further
+                _end_inflated(check_run, attempt, too_inflated, inputs=[p.name for _, p in files])
+                return None
             if not keys:
                 pointless.append(position)
             for key in keys:
@@ -355,7 +400,7 @@ def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:
             time.sleep(0.5)
     positions = set(check_run.point_files.get(point_key) or []) or None
     token_counter = _token_counter_for(check_run.version)
-    limits = Limits()
+    limits = _limits(check_run.version)
     with _fetched(check_run.version, positions=positions, beat=beat) as (files, folder):
         with open_version([path for _, path in files], limits=limits, workdir=folder) as opened:
             outcome = check_point(
@@ -420,7 +465,7 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
         raise RuntimeError(f"{len(missing)} load point(s) have no result: {', '.join(missing[:5])}")
     _heartbeat(check_run_id, attempt, progress_stage="rules")
     beat = _Beat(check_run_id, attempt)
-    limits = Limits()
+    limits = _limits(check_run.version)
     with _fetched(check_run.version, beat=beat) as (files, folder):
         with open_version([path for _, path in files], limits=limits, workdir=folder) as opened:
             opened.inputs = [path.name for _, path in files]

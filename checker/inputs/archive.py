@@ -49,10 +49,29 @@ class _Refusal(Exception):
 class Budget:
     """Caps shared by every archive of one open_inputs call."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, *, inflation_basis: int = 0) -> None:
         self.limits = limits
         self.bytes_written = 0
         self.members = 0
+        self.inflated = limits.inflated_before  # bytes read out of archives (tar streams, zip members)
+        self.inflation_basis = limits.inflation_basis_bytes or inflation_basis
+        self.inflation_cap = (
+            int(limits.max_inflation * max(self.inflation_basis, RATIO_FLOOR_BYTES))
+            if limits.max_inflation is not None
+            else None
+        )
+
+    def inflate(self, count: int, archive: str) -> None:
+        """Count `count` more bytes read out of `archive`; a _Refusal past the inputs' inflation cap."""
+        self.inflated += count
+        if self.inflation_cap is not None and self.inflated > self.inflation_cap:
+            raise _Refusal(
+                "archive-inflation",
+                f"{archive}: the inputs expand to more than {self.limits.max_inflation:g} times their "
+                f"{self.inflation_basis} compressed bytes (the cap is {self.inflation_cap} bytes); reading stopped",
+                "Real result files compress 5 to 20 times: leave out padding, repeated content and files the "
+                "checker does not need, or split the upload.",
+            )
 
 
 class _CountingReader:
@@ -77,6 +96,8 @@ class _CountingReader:
             size = 16 * MiB  # tarfile never needs more at once; larger asks are served in pieces
         data = self.inner.read(size)
         self.count += len(data)
+        if self.budget is not None:
+            self.budget.inflate(len(data), self.archive)
         if self.compressed is not None and self.budget is not None:
             limits = self.budget.limits
             basis = max(self.compressed.count, RATIO_FLOOR_BYTES)
@@ -295,6 +316,8 @@ class _Extractor:
                     f"compressed size of {compressed_size} bytes; reading stopped (possible zip bomb)",
                     "Pack the files without padding or repeated content; real result files never compress this well.",
                 )
+            if compressed_size is not None:  # a zip member (a tar stream is counted as it is read)
+                self.budget.inflate(len(chunk), self.name)
             self.budget.bytes_written += len(chunk)
             out.write(chunk)
 

@@ -17,6 +17,7 @@ Display paths (what findings print in `file`), always "/"-separated:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -110,6 +111,9 @@ class Layout:
     cli_metadata: Path | None = None
     displays: dict[Path, str] = field(default_factory=dict)  # any sandbox path -> display path
     readable_inputs: int = 0  # how many of the given paths could be opened at all
+    inflated_bytes: int = (
+        0  # bytes read out of archives, with Limits.inflated_before (the inflation cap's count)
+    )
 
     def display_for(self, path: Path) -> str:
         """The display path of any file the layout found (falls back to the file name)."""
@@ -402,7 +406,13 @@ def open_inputs(paths: list[str | Path], *, workdir: Path, limits: Limits, findi
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    budget = Budget(limits)
+    archive_bytes = 0
+    for given in paths:
+        with contextlib.suppress(OSError):
+            info = os.stat(given)
+            if stat.S_ISREG(info.st_mode):
+                archive_bytes += info.st_size
+    budget = Budget(limits, inflation_basis=archive_bytes)
     builder = _LayoutBuilder(limits, findings)
     for index, given in enumerate(paths):
         path = Path(given)
@@ -488,4 +498,6 @@ def open_inputs(paths: list[str | Path], *, workdir: Path, limits: Limits, findi
                 )
             continue
         builder.layout.readable_inputs += 1
-    return builder.finish()
+    layout = builder.finish()
+    layout.inflated_bytes = budget.inflated
+    return layout
