@@ -359,7 +359,7 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
     with _fetched(check_run.version, beat=beat) as (files, folder):
         for position, path in files:
             limits = dataclasses.replace(_limits(check_run.version), inflated_before=inflated)
-            with open_version([path], limits=limits, workdir=folder) as opened:
+            with open_version([path], limits=limits, workdir=folder, raw_logs=False) as opened:
                 keys = list_points(opened.layout)
                 inflated = opened.layout.inflated_bytes
                 too_inflated = [f for f in opened.findings if f.rule == "archive-inflation"]
@@ -467,7 +467,10 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
     beat = _Beat(check_run_id, attempt)
     limits = _limits(check_run.version)
     with _fetched(check_run.version, beat=beat) as (files, folder):
-        with open_version([path for _, path in files], limits=limits, workdir=folder) as opened:
+        # The join needs the descriptors only: the points' raw logs were read by their own tasks.
+        with open_version(
+            [path for _, path in files], limits=limits, workdir=folder, raw_logs=False
+        ) as opened:
             opened.inputs = [path.name for _, path in files]
             report = judge_version(
                 opened,

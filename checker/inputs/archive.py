@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import os
 import re
 import stat
@@ -31,6 +32,11 @@ ARCHIVE_READ_BYTES = MiB  # copy granularity for archive members
 RATIO_FLOOR_BYTES = 64 * 1024  # compressed sizes below this count as this much when checking ratios
 MAX_HEADER_BYTES = MiB  # largest pax / GNU long-name header we agree to read into memory
 MAX_NAME_PARTS = 64
+
+# The raw logs: the largest members by far, read only by the per-point recompute. Reading with raw_logs=False
+# streams them through (every cap and corruption check still applies, their SHA-256 is taken) but writes each
+# as an empty placeholder: the steps that only need the descriptors save the disk and the writes.
+RAW_LOG_NAMES = ("events.jsonl", "events.jsonl.zst")
 
 _MAGIC_GZIP = b"\x1f\x8b"
 _MAGIC_ZSTD = b"\x28\xb5\x2f\xfd"
@@ -55,6 +61,10 @@ class Budget:
         self.members = 0
         self.inflated = limits.inflated_before  # bytes read out of archives (tar streams, zip members)
         self.inflation_basis = limits.inflation_basis_bytes or inflation_basis
+        self.raw_logs = True  # False: raw logs are read through, not written (open_inputs(raw_logs=False))
+        self.raw_log_digests: dict[
+            Path, tuple[str, int]
+        ] = {}  # real path of a placeholder -> (SHA-256, size)
         self.inflation_cap = (
             int(limits.max_inflation * max(self.inflation_basis, RATIO_FLOOR_BYTES))
             if limits.max_inflation is not None
@@ -115,6 +125,17 @@ class _CountingReader:
                     "Split the upload or leave out files the checker does not need.",
                 )
         return data
+
+
+class _HashSink:
+    """Where a raw log read through goes: its SHA-256, not the disk."""
+
+    def __init__(self) -> None:
+        self.digest = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return len(data)
 
 
 class _GuardedTarInfo(tarfile.TarInfo):
@@ -282,7 +303,13 @@ class _Extractor:
             ok = False
             try:
                 with os.fdopen(fd, "wb") as out:
-                    self._copy(name, src, out, compressed_size)
+                    if self.budget.raw_logs or parts[-1] not in RAW_LOG_NAMES:
+                        self._copy(name, src, out, compressed_size)
+                    else:  # read through, hashed, not written
+                        sink = _HashSink()
+                        size = self._copy(name, src, sink, compressed_size)
+                        path = os.path.realpath(self.dest.joinpath(*parts))
+                        self.budget.raw_log_digests[Path(path)] = (sink.digest.hexdigest(), size)
                 ok = True
             finally:
                 if not ok:
@@ -292,13 +319,14 @@ class _Extractor:
         finally:
             os.close(parent)
 
-    def _copy(self, name: str, src: Any, out: Any, compressed_size: int | None) -> None:
+    def _copy(self, name: str, src: Any, out: Any, compressed_size: int | None) -> int:
+        """Copy to `out` (a file, or a hash when only read through); returns the member's size."""
         limits = self.budget.limits
         written = 0
         while True:
             chunk = src.read(ARCHIVE_READ_BYTES)
             if not chunk:
-                return
+                return written
             written += len(chunk)
             if self.budget.bytes_written + len(chunk) > limits.max_total_bytes:
                 raise _Refusal(
