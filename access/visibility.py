@@ -25,6 +25,7 @@ from leaderboard.models import Annotation, Challenge, Publication
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from review.selectors import conflicted_organisation_ids
 from submissions.models import (
+    CheckOutbox,
     CheckRun,
     Finding,
     IdempotencyKey,
@@ -132,6 +133,11 @@ def findings_visible_to(user) -> QuerySet[Finding]:
 
 def point_metrics_visible_to(user) -> QuerySet[PointMetric]:
     return PointMetric.objects.filter(check_run__version__submission__in=submissions_visible_to(user))
+
+
+def check_outbox_visible_to(user) -> QuerySet[CheckOutbox]:
+    """A run's start message waiting for the broker: visible exactly where its run is."""
+    return CheckOutbox.objects.filter(check_run__in=check_runs_visible_to(user))
 
 
 def uploads_visible_to(user) -> QuerySet[Upload]:
@@ -342,6 +348,7 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     Upload: uploads_visible_to,
     UploadPart: upload_parts_visible_to,
     CheckRun: check_runs_visible_to,
+    CheckOutbox: check_outbox_visible_to,
     Finding: findings_visible_to,
     PointMetric: point_metrics_visible_to,
     IdempotencyKey: idempotency_keys_visible_to,

@@ -367,6 +367,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT 
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = CELERY_BROKER_TRANSPORT_OPTIONS
 # Queue of the check tasks (a deployment may give heavy checks their own workers: -Q checks).
 PORTAL_CHECK_QUEUE = env_str("PORTAL_CHECK_QUEUE", "celery")
+# Start messages of checks committed while the broker was down wait in the outbox (submissions.CheckOutbox);
+# this task sends them once the broker is back. On the check queue: the check workers drain it.
+PORTAL_CHECK_OUTBOX_EVERY_S = env_int("PORTAL_CHECK_OUTBOX_EVERY_S", 10, minimum=1)
+CELERY_BEAT_SCHEDULE["check-outbox-send"] = {
+    "task": "submissions.tasks.check_outbox_send_task",
+    "schedule": float(PORTAL_CHECK_OUTBOX_EVERY_S),
+    "options": {"queue": PORTAL_CHECK_QUEUE, "expires": float(PORTAL_CHECK_OUTBOX_EVERY_S) * 3},
+}
 # A running check whose heartbeat is older than this is re-queued (or failed after the last attempt).
 PORTAL_CHECK_HEARTBEAT_TIMEOUT_S = env_int("PORTAL_CHECK_HEARTBEAT_TIMEOUT_S", 300, minimum=5)
 PORTAL_CHECK_MAX_ATTEMPTS = env_int("PORTAL_CHECK_MAX_ATTEMPTS", 3, minimum=1)
@@ -381,6 +389,10 @@ PORTAL_CHECK_CACHE_DIR = Path(env_str("PORTAL_CHECK_CACHE_DIR", str(VAR_DIR / "c
 if not PORTAL_CHECK_CACHE_DIR.is_absolute():
     PORTAL_CHECK_CACHE_DIR = BASE_DIR / PORTAL_CHECK_CACHE_DIR
 PORTAL_CHECK_CACHE_MAX_BYTES = env_int("PORTAL_CHECK_CACHE_MAX_BYTES", 20 * 1024**3, minimum=0)
+# A version whose archives inflate to more than this many times its size fails its check at the start with an
+# `archive-inflation` finding (real result files compress 5 to 20 times; the per-member cap of 1000 x still
+# lets a 19 MB archive inflate to 19 GB). Every step reads with the same cap.
+PORTAL_CHECK_MAX_INFLATION = env_int("PORTAL_CHECK_MAX_INFLATION", 100, minimum=2)
 # Test hook only: each per-point task sleeps this long (heart-beating) before checking its point.
 PORTAL_CHECK_TEST_POINT_DELAY_S = env_int("PORTAL_CHECK_TEST_POINT_DELAY_S", 0, minimum=0)
 # Chunked uploads: every part but the last has exactly this size.

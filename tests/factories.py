@@ -37,6 +37,7 @@ from catalog.models import Benchmark
 from leaderboard.models import Annotation, Challenge, Publication
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from submissions.models import (
+    CheckOutbox,
     CheckRun,
     Finding,
     IdempotencyKey,
@@ -501,6 +502,18 @@ class CheckRunFactory(_Factory):
             extracted = [{}] if obj.status in (RunStatus.PASSED, RunStatus.FAILED) else []
         for item in extracted:
             PointMetricFactory(check_run=obj, **item)
+
+
+class CheckOutboxFactory(_Factory):
+    """A queued run's start message still waiting for the broker (it was down when the run was committed)."""
+
+    class Meta:
+        model = CheckOutbox
+
+    check_run = factory.SubFactory(CheckRunFactory, queued=True)
+    attempt = factory.SelfAttribute("check_run.attempts")
+    send_attempts = 1
+    last_error = "OperationalError: Error 111 connecting to 127.0.0.1:6379. Connection refused."
 
 
 class IdempotencyKeyFactory(_Factory):
