@@ -45,7 +45,7 @@ class Checkpoint:
         return self.sequence, self.hash
 
     def __str__(self) -> str:
-        return f"checkpoint {self.name} (#{self.sequence}, written {self.created_at})"
+        return f"signed checkpoint {self.name} (#{self.sequence}, written {self.created_at})"
 
 
 def _storage():

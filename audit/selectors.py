@@ -44,7 +44,7 @@ def audit_chain_verify(
     batch_size: int = 2000,
     expect_head: tuple[int, str] | None = None,
     checkpoint_head: tuple[int, str] | None = None,
-    checkpoint_label: str = "the signed checkpoint",
+    checkpoint_label: str = "signed checkpoint",
 ) -> ChainVerification:
     """Walk the chain in sequence order: each hash must match its content and carry the HMAC of the audit key,
     link to its predecessor, and sequences must run 1, 2, 3... without gaps (a gap means a removed event).
@@ -52,7 +52,7 @@ def audit_chain_verify(
     audit.checkpoints), the chain must still reach that event with that hash: a truncated log, or one
     rewritten with every hash recomputed, does not."""
     result = _walk_chain(batch_size=batch_size)
-    for head, source in ((checkpoint_head, checkpoint_label), (expect_head, "the published head")):
+    for head, source in ((checkpoint_head, checkpoint_label), (expect_head, "published head")):
         if result.ok and head is not None:
             result = _reaches(result, head, source)
     return result
@@ -68,7 +68,7 @@ def _reaches(result: ChainVerification, head: tuple[int, str], source: str) -> C
             ChainBreak(
                 sequence,
                 0,
-                f"the chain ends at #{result.checked}, but #{sequence} was recorded as its head by {source}: "
+                f"the chain ends at #{result.checked}, but #{sequence} was recorded as its head by the {source}: "
                 "the log was truncated or the newest events were removed",
             ),
         )
@@ -79,7 +79,7 @@ def _reaches(result: ChainVerification, head: tuple[int, str], source: str) -> C
             ChainBreak(
                 sequence,
                 event[0] if event else 0,
-                f"the hash differs from {source}: the chain was rewritten",
+                f"the hash differs from the {source}: the chain was rewritten",
             ),
         )
     return result

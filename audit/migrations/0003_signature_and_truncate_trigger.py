@@ -27,6 +27,7 @@ def sign_existing_events(apps, schema_editor):
     for pk, digest in unsigned:
         AuditEvent.objects.filter(pk=pk).update(signature=event_signature(digest))
     if postgres:
+        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no pending trigger events before ALTER TABLE
         schema_editor.execute("ALTER TABLE audit_auditevent ENABLE TRIGGER audit_event_append_only")
 
 
