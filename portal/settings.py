@@ -92,6 +92,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "portal.middleware.RequestIDMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "portal.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -292,9 +293,25 @@ SECURE_SSL_REDIRECT = env_bool("PORTAL_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("PORTAL_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("PORTAL_HSTS_INCLUDE_SUBDOMAINS", False)
 SECURE_HSTS_PRELOAD = env_bool("PORTAL_HSTS_PRELOAD", False)
+# Forwarded headers are trusted only when these say so (gunicorn itself trusts none: deploy/gunicorn.conf.py).
 if env_bool("PORTAL_BEHIND_TLS_PROXY", False):
     # Only safe when a proxy in front always sets (and strips client-sent) X-Forwarded-Proto.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Reverse proxies in front that each append the client's address to X-Forwarded-For (deploy/nginx.conf: 1).
+# 0: the header is ignored and the client is REMOTE_ADDR (portal.middleware.client_ip, DRF's throttles).
+PORTAL_TRUSTED_PROXIES = env_int("PORTAL_TRUSTED_PROXIES", 0, minimum=0)
+# Scripts only from the portal's own files (no inline script or handler, no eval); styles may be inline (series
+# colours are style attributes); nothing from other sites; no framing.
+PORTAL_CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'self'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+# Browser features no page of the portal uses.
+PORTAL_PERMISSIONS_POLICY = (
+    "accelerometer=(), autoplay=(), camera=(), display-capture=(), geolocation=(), gyroscope=(), "
+    "magnetometer=(), microphone=(), midi=(), payment=(), serial=(), usb=(), xr-spatial-tracking=()"
+)
 
 # --- Internationalisation -------------------------------------------------------------------
 LANGUAGE_CODE = "en-gb"
@@ -314,6 +331,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "portal.api.exception_handler",
+    # Throttles key anonymous clients by address: X-Forwarded-For only behind trusted proxies.
+    "NUM_PROXIES": PORTAL_TRUSTED_PROXIES,
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
