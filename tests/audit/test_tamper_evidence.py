@@ -259,3 +259,12 @@ def test_db_roles_refuses_the_owner_and_sqlite_names(capsys):
         call_command("db_roles", "--app-role", "app; DROP TABLE x", "--no-login")
     with pytest.raises(CommandError, match="PORTAL_DB_APP_PASSWORD"):
         call_command("db_roles", "--app-role", f"portal_app_test_{os.getpid()}")
+
+
+def test_deploy_check_warns_unless_the_portal_runs_as_the_app_role(app_role):
+    from audit.checks import audit_log_role_check
+
+    assert [w.id for w in audit_log_role_check()] == ["audit.W001"]  # the suite's role owns everything
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL ROLE {app_role}")
+        assert audit_log_role_check() == []
