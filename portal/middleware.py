@@ -1,11 +1,13 @@
-"""Request-id middleware: accepts a sane X-Request-ID from the proxy or makes one, and echoes it back; the 405
-page; refusing request text the database cannot store."""
+"""Request-id middleware (a sane X-Request-ID from the proxy, or a new one, echoed back), the 405 page,
+refusing request text the database cannot store, the security headers (CSP, Permissions-Policy) and the client
+address behind trusted proxies."""
 
 from __future__ import annotations
 
 import re
 import uuid
 
+from django.conf import settings
 from django.shortcuts import render
 
 from portal import errorpages
@@ -104,3 +106,38 @@ class StorableInputMiddleware:
                 return errorpages.api_error(refused.code, refused.detail, 400, field=refused.field)
             return render(request, "400.html", {"detail": refused.detail}, status=400)
         return self.get_response(request)
+
+
+class SecurityHeadersMiddleware:
+    """Content-Security-Policy and Permissions-Policy on every response (settings.PORTAL_CONTENT_SECURITY_POLICY,
+    settings.PORTAL_PERMISSIONS_POLICY). Scripts come only from the portal's own files: no inline <script>, no
+    onclick=, no eval. A view that sets its own header keeps it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        csp = settings.PORTAL_CONTENT_SECURITY_POLICY
+        if csp and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = csp
+        policy = settings.PORTAL_PERMISSIONS_POLICY
+        if policy and "Permissions-Policy" not in response:
+            response["Permissions-Policy"] = policy
+        return response
+
+
+def client_ip(request) -> str:
+    """The client's address: REMOTE_ADDR, or - behind settings.PORTAL_TRUSTED_PROXIES reverse proxies, each
+    appending to X-Forwarded-For - the address the outermost trusted proxy saw. With no trusted proxy (the
+    default) a client-sent X-Forwarded-For is ignored; DRF's throttles follow the same setting (NUM_PROXIES)."""
+    remote = request.META.get("REMOTE_ADDR", "")
+    hops = settings.PORTAL_TRUSTED_PROXIES
+    if hops <= 0:
+        return remote
+    forwarded = [
+        part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()
+    ]
+    if not forwarded:
+        return remote
+    return forwarded[-min(hops, len(forwarded))]

@@ -29,19 +29,14 @@ if not VAR_DIR.is_absolute():
 DEBUG = env_bool("DEBUG", False)
 
 
-def _secret_key() -> str:
-    key = env_secret("SECRET_KEY")
-    if key:
-        if len(key) < 32:
-            raise EnvError("SECRET_KEY is shorter than 32 characters: generate a long random value.")
-        return key
-    # Zero-config: a per-checkout key kept outside git (var/ is ignored), so sessions survive restarts.
-    # Written owner-only to a private file, then linked into place (atomic, never overwrites), so processes
-    # starting together (runserver's reloader, gunicorn workers) all read back the same complete key.
-    key_file = VAR_DIR / "secret_key"
+def _generated_secret(name: str) -> str:
+    """A random secret generated once into VAR_DIR/name (outside git: var/ is ignored), so it survives restarts.
+    Written owner-only to a private file, then linked into place (atomic, never overwrites), so processes
+    starting together (runserver's reloader, gunicorn workers) all read back the same complete value."""
+    key_file = VAR_DIR / name
     if not key_file.exists():
         VAR_DIR.mkdir(parents=True, exist_ok=True)
-        draft = VAR_DIR / f"secret_key.{os.getpid()}.tmp"
+        draft = VAR_DIR / f"{name}.{os.getpid()}.tmp"
         with os.fdopen(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
             handle.write(secrets.token_urlsafe(50))
         try:
@@ -51,6 +46,16 @@ def _secret_key() -> str:
         finally:
             draft.unlink()
     return key_file.read_text(encoding="utf-8").strip()
+
+
+def _secret_key() -> str:
+    key = env_secret("SECRET_KEY")
+    if key:
+        if len(key) < 32:
+            raise EnvError("SECRET_KEY is shorter than 32 characters: generate a long random value.")
+        return key
+    # Zero-config: a per-checkout key kept outside git.
+    return _generated_secret("secret_key")
 
 
 SECRET_KEY = _secret_key()
@@ -87,6 +92,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "portal.middleware.RequestIDMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "portal.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -156,7 +162,11 @@ CELERY_TIMEZONE = "UTC"
 # The hour (UTC) the daily notification digest leaves.
 PORTAL_DIGEST_HOUR_UTC = env_int("PORTAL_DIGEST_HOUR_UTC", 7, minimum=0, maximum=23)
 CELERY_BEAT_SCHEDULE = {
-    "audit-chain-verify-daily": {"task": "audit.tasks.audit_chain_verify_task", "schedule": 24 * 3600.0},
+    # Verify the audit chain, then write a signed checkpoint of its head (audit.tasks.audit_checkpoint_task).
+    "audit-checkpoint-daily": {
+        "task": "audit.tasks.audit_checkpoint_task",
+        "schedule": crontab(minute=5, hour=0),
+    },
     "check-runs-reconcile": {"task": "submissions.tasks.check_runs_reconcile_task", "schedule": 60.0},
     "uploads-cleanup": {"task": "submissions.tasks.uploads_cleanup_task", "schedule": 900.0},
     "review-deadlines": {"task": "review.tasks.review_deadlines_task", "schedule": 900.0},
@@ -204,9 +214,27 @@ else:
         "BACKEND": "django.core.files.storage.FileSystemStorage",
         "OPTIONS": {"location": str(MEDIA_ROOT), "base_url": MEDIA_URL},
     }
+# Signed daily checkpoints of the audit log's head (audit.checkpoints): outside the database, so that whoever
+# rewrites or empties the log cannot rewrite them too. The bundle store, in a folder of its own (for S3 a bucket
+# with versioning or Object Lock keeps even the storage's credentials from removing them).
+if STORAGE_BACKEND == "s3":
+    _checkpoint_storage = {
+        **_default_storage,
+        "OPTIONS": {**_default_storage["OPTIONS"], "location": "audit-checkpoints"},
+    }
+else:
+    _checkpoint_storage = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {
+            "location": str(
+                BASE_DIR / env_str("PORTAL_AUDIT_CHECKPOINT_DIR", str(VAR_DIR / "audit-checkpoints"))
+            )
+        },
+    }
 STORAGES = {
     "default": _default_storage,
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    "audit_checkpoints": _checkpoint_storage,
 }
 # Serve straight from the source folders too, so the demo works before collectstatic has run.
 WHITENOISE_USE_FINDERS = True
@@ -266,9 +294,25 @@ SECURE_SSL_REDIRECT = env_bool("PORTAL_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("PORTAL_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("PORTAL_HSTS_INCLUDE_SUBDOMAINS", False)
 SECURE_HSTS_PRELOAD = env_bool("PORTAL_HSTS_PRELOAD", False)
+# Forwarded headers are trusted only when these say so (gunicorn itself trusts none: deploy/gunicorn.conf.py).
 if env_bool("PORTAL_BEHIND_TLS_PROXY", False):
     # Only safe when a proxy in front always sets (and strips client-sent) X-Forwarded-Proto.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Reverse proxies in front that each append the client's address to X-Forwarded-For (deploy/nginx.conf: 1).
+# 0: the header is ignored and the client is REMOTE_ADDR (portal.middleware.client_ip, DRF's throttles).
+PORTAL_TRUSTED_PROXIES = env_int("PORTAL_TRUSTED_PROXIES", 0, minimum=0)
+# Scripts only from the portal's own files (no inline script or handler, no eval); styles may be inline (series
+# colours are style attributes); nothing from other sites; no framing.
+PORTAL_CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'self'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+# Browser features no page of the portal uses.
+PORTAL_PERMISSIONS_POLICY = (
+    "accelerometer=(), autoplay=(), camera=(), display-capture=(), geolocation=(), gyroscope=(), "
+    "magnetometer=(), microphone=(), midi=(), payment=(), serial=(), usb=(), xr-spatial-tracking=()"
+)
 
 # --- Internationalisation -------------------------------------------------------------------
 LANGUAGE_CODE = "en-gb"
@@ -293,6 +337,8 @@ REST_FRAMEWORK = {
     ],
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "portal.api.exception_handler",
+    # Throttles key anonymous clients by address: X-Forwarded-For only behind trusted proxies.
+    "NUM_PROXIES": PORTAL_TRUSTED_PROXIES,
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
@@ -357,6 +403,15 @@ PORTAL_REVIEW_DEADLINE_DAYS = env_int("PORTAL_REVIEW_DEADLINE_DAYS", 14, minimum
 PORTAL_OBJECTION_ANSWER_BUSINESS_DAYS = env_int("PORTAL_OBJECTION_ANSWER_BUSINESS_DAYS", 3, minimum=1)
 # Days the submitter has to answer an auditor's evidence request.
 PORTAL_EVIDENCE_DAYS = env_int("PORTAL_EVIDENCE_DAYS", 5, minimum=1)
+
+# --- Audit log (audit app) ------------------------------------------------------------------------
+# Key of the HMAC every audit event carries (audit.hashing.event_signature), kept outside the database: whoever
+# can write the audit table but lacks this key cannot forge or rewrite an event unnoticed. Unset: generated once
+# into VAR_DIR/audit_hmac_key (shared by web, worker and beat through the var volume). Never change it: events
+# signed with the old key no longer verify.
+PORTAL_AUDIT_HMAC_KEY = env_secret("PORTAL_AUDIT_HMAC_KEY") or _generated_secret("audit_hmac_key")
+if len(PORTAL_AUDIT_HMAC_KEY) < 32:
+    raise EnvError("PORTAL_AUDIT_HMAC_KEY is shorter than 32 characters: generate a long random value.")
 
 # --- Check pipeline and uploads (submissions app) -------------------------------------------
 # Chords (one task per load point, joined by one task per version) need a result backend.

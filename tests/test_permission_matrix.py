@@ -125,6 +125,7 @@ def _p(kind, **kw):
 ROUTES: dict[str, Route] = {
     "home": _g(PUBLIC),
     "healthz": _g(PUBLIC),
+    "audit:head": _g(PUBLIC),
     "leaderboard:index": _g(PUBLIC),
     "submissions:rules": _g(PUBLIC),
     "api-schema": _g(PUBLIC),

@@ -43,6 +43,7 @@ SYSTEM = "system"
 ROUTES = {
     "home": (PUBLIC, "get", lambda w: "/"),
     "healthz": (PUBLIC, "get", lambda w: "/healthz"),
+    "audit:head": (PUBLIC, "get", lambda w: "/audit/head"),
     "leaderboard:index": (PUBLIC, "get", lambda w: "/leaderboard/"),
     "submissions:rules": (PUBLIC, "get", lambda w: "/rules/"),
     "api-schema": (PUBLIC, "get", lambda w: "/api/schema/"),

@@ -41,7 +41,7 @@ def _database_url_for_test_db() -> str:
     from django.db import connection
 
     db = connection.settings_dict
-    if db["ENGINE"] != "django.db.backends.postgresql":
+    if connection.vendor != "postgresql":
         _missing("the worker tests need PostgreSQL (DATABASE_URL=postgres://...)")
     user = db.get("USER") or "postgres"
     password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
