@@ -101,9 +101,9 @@ def test_multipart_system_desc_file_with_unstorable_text_is_refused_at_its_point
     assert response.status_code == 400, response.content
     answer = response.json()
     assert answer["code"] == "system-desc-invalid"
-    assert answer["problems"][0]["rule"] == "text-unstorable"
+    # NUL: the checker's own rule for a descriptor file (the file is not used); a lone surrogate: the edge's
+    assert answer["problems"][0]["rule"] == ("json-nul" if escape == "\\u0000" else "text-unstorable")
     assert answer["problems"][0]["pointer"] == "/system_name"
-    assert "system_name contains a" in answer["detail"]
     system.refresh_from_db()
     assert system.description == sample_system_desc()
 
@@ -113,7 +113,7 @@ def test_description_pages_refuse_unstorable_text_with_a_400_page(role_users, sy
     text = json.dumps(sample_system_desc()).replace('"division": "', '"division": "\\u0000', 1)
     page = client.post(f"/systems/{system.pk}/description/", {"system_desc": _json_file(text)})
     assert page.status_code == 400
-    assert "text-unstorable" in page.content.decode() and "/division" in page.content.decode()
+    assert "json-nul" in page.content.decode() and "/division" in page.content.decode()
     registered = client.post(
         "/systems/new/",
         {
