@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework import permissions, routers
 
 from accounts import api as accounts_api
+from accounts import views_auth as accounts_auth
 from audit import api as audit_api
 from catalog import api as catalog_api
 from leaderboard import api as leaderboard_api
@@ -41,6 +42,10 @@ api_v1 = [
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", health.healthz, name="healthz"),
+    # The portal's sign-in (username or e-mail, throttled, two-factor) and audited password change, in place of
+    # Django's views of the same names; the rest of django.contrib.auth.urls (logout, password reset) as they are.
+    path("accounts/login/", accounts_auth.login_view, name="login"),
+    path("accounts/password_change/", accounts_auth.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("accounts/", include("accounts.urls")),
     path("admin/", admin.site.urls),

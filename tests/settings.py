@@ -18,6 +18,11 @@ from portal.settings import *  # noqa: E402,F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 
+# Sign-in failure counters in this process's memory (cleared before each test by tests/conftest.py): every test
+# signs in from 127.0.0.1, and concurrent test runs share one Redis.
+CACHES = {**CACHES, "login-throttle": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}  # noqa: F405
+PORTAL_LOGIN_THROTTLE_CACHE = "login-throttle"
+
 # One test database per pytest process, so concurrent runs on one server never drop each other's.
 if DATABASES["default"]["ENGINE"].endswith("postgresql"):  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
