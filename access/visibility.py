@@ -293,7 +293,9 @@ def invitations_visible_to(user) -> QuerySet[Invitation]:
         return Invitation.objects.none()
     if user_is_chair(user):
         return Invitation.objects.all()
-    return Invitation.objects.filter(organisation_id__in=user_org_ids(user, roles=(Membership.Role.ORG_ADMIN,)))
+    return Invitation.objects.filter(
+        organisation_id__in=user_org_ids(user, roles=(Membership.Role.ORG_ADMIN,))
+    )
 
 
 def sign_ins_visible_to(user) -> QuerySet[SignIn]:

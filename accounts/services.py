@@ -530,6 +530,18 @@ def two_factor_disable(*, user, actor) -> None:
     audit_event_record(actor=actor, action="two_factor.disabled", obj=user, data={"user": user.username})
 
 
+def second_factor_wait(*, user):
+    """When the authenticator refuses codes after wrong ones (django-otp doubles the wait each time): the time
+    it accepts one again, else None."""
+    from accounts.selectors import totp_device_of
+
+    device = totp_device_of(user)
+    if device is None:
+        return None
+    allowed, info = device.verify_is_allowed()
+    return None if allowed else (info or {}).get("locked_until")
+
+
 def second_factor_match(*, user, code: str):
     """The device (authenticator, else a one-time recovery code, used up) that accepts `code`; None if none."""
     from django_otp.plugins.otp_static.models import StaticDevice
@@ -538,11 +550,13 @@ def second_factor_match(*, user, code: str):
     code = (code or "").strip().replace(" ", "").replace("-", "")
     if not code or len(code) > 32:
         return None
+    # Six digits are the app's code; anything else a recovery code (so a recovery code never counts as a
+    # wrong app code, which would make the app's codes wait).
+    model = TOTPDevice if code.isdigit() and len(code) <= 8 else StaticDevice
     with transaction.atomic():
-        for model in (TOTPDevice, StaticDevice):
-            for device in model.objects.select_for_update().filter(user=user, confirmed=True):
-                if device.verify_token(code.lower() if model is StaticDevice else code):
-                    return device
+        for device in model.objects.select_for_update().filter(user=user, confirmed=True):
+            if device.verify_token(code if model is TOTPDevice else code.lower()):
+                return device
     return None
 
 

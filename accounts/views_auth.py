@@ -39,6 +39,7 @@ from accounts.services import (
     password_changed_record,
     recovery_codes_regenerate,
     second_factor_match,
+    second_factor_wait,
     sign_in_record,
     totp_device_confirm,
     totp_device_start,
@@ -206,7 +207,13 @@ def verify_view(request):
     if request.method == "POST":
         account = throttle.account_key(user, user.get_username())
         lock = throttle.lock_of(account=account, address=_address(request) or "")
-        if lock is not None:
+        wait = second_factor_wait(user=user) if lock is None else None
+        if wait is not None:
+            error = (
+                f"Too many wrong codes in a row: wait until {wait:%H:%M:%S} UTC, then type the code your app "
+                "shows then."
+            )
+        elif lock is not None:
             sign_in_record(
                 user=user,
                 outcome=SignIn.Outcome.LOCKED,

@@ -26,9 +26,12 @@ def totp_device_for(user) -> TOTPDevice:
 
 
 def totp_code(device: TOTPDevice) -> str:
-    """The code the device accepts now. It forgets the last code used first (django-otp refuses a code twice,
-    and a test may sign in twice within one 30-second step)."""
-    TOTPDevice.objects.filter(pk=device.pk).update(last_t=-1)
+    """The code the device accepts now. It forgets the last code used and the wrong ones first (django-otp
+    refuses a code twice, and for a growing delay after wrong ones; a test may sign in twice within one
+    30-second step)."""
+    TOTPDevice.objects.filter(pk=device.pk).update(
+        last_t=-1, throttling_failure_count=0, throttling_failure_timestamp=None
+    )
     code = totp(device.bin_key, step=device.step, t0=device.t0, digits=device.digits, drift=device.drift)
     return str(code).zfill(device.digits)
 
