@@ -3,6 +3,7 @@ password hashing."""
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 
 from accounts.selectors import user_find
@@ -17,7 +18,7 @@ class UsernameOrEmailBackend(ModelBackend):
         user = user_find(str(username))
         if user is None:
             # Hash anyway, so an unknown name takes as long as a wrong password (no user enumeration by timing).
-            self.user_model().set_password(password)
+            get_user_model()().set_password(password)
             return None
         if user.check_password(password) and self.user_can_authenticate(user):
             return user
