@@ -264,6 +264,8 @@ PORTAL_LOGIN_WINDOW_S = env_int("PORTAL_LOGIN_WINDOW_S", 900, minimum=1)
 PORTAL_LOGIN_LOCKOUT_S = env_int("PORTAL_LOGIN_LOCKOUT_S", 900, minimum=1)
 # The cache alias holding the counters (a shared one, Redis, when several web processes serve the site).
 PORTAL_LOGIN_THROTTLE_CACHE = env_str("PORTAL_LOGIN_THROTTLE_CACHE", "default")
+if PORTAL_LOGIN_THROTTLE_CACHE not in CACHES:
+    raise EnvError(f"PORTAL_LOGIN_THROTTLE_CACHE names no cache: use one of {', '.join(CACHES)}.")
 # Invitations to an organisation: the signed link works once, for this many days.
 PORTAL_INVITATION_DAYS = env_int("PORTAL_INVITATION_DAYS", 7, minimum=1)
 # The name authenticator apps show next to the six-digit codes.
