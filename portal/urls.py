@@ -47,6 +47,8 @@ urlpatterns = [
     path("accounts/login/", accounts_auth.login_view, name="login"),
     path("accounts/password_change/", accounts_auth.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/", include("django.contrib.auth.urls")),
+    # The admin signs in through the same throttled, two-factor sign-in (Django's admin login would bypass both).
+    path("admin/login/", accounts_auth.login_view, name="admin_login"),
     path("accounts/", include("accounts.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"), namespace="api")),

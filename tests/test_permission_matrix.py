@@ -151,6 +151,7 @@ ROUTES: dict[str, Route] = {
     # the account page, two-factor sign-in, e-mail change; organisations' pages for their admins and the chair
     # (the demo has no organisation admin), global roles for the chair. pk="account": fixed ids (_fixed_url).
     "accounts:account": _g(LOGIN),
+    "admin_login": _g(FLOW),
     "accounts:verify": _g(FLOW),
     "accounts:two_factor": _g(LOGIN),
     "accounts:recovery_codes": _p(LOGIN),

@@ -119,6 +119,7 @@ ROUTES = {
     # the account page, two-factor sign-in, e-mail change, organisations run by their admins, global roles
     # (tests/accounts/test_organisations.py and test_two_factor.py hold who may do what on each)
     "accounts:account": (LOGIN, "get", lambda w: "/accounts/"),
+    "admin_login": (FLOW, "get", lambda w: "/admin/login/"),
     "accounts:verify": (FLOW, "get", lambda w: "/accounts/login/verify/"),
     "accounts:two_factor": (LOGIN, "get", lambda w: "/accounts/two-factor/"),
     "accounts:recovery_codes": (LOGIN, "post", lambda w: "/accounts/two-factor/recovery-codes/"),

@@ -74,6 +74,16 @@ def test_sixty_wrong_passwords_then_the_right_one_is_refused(role_users):
     assert response.status_code == 200 and "Too many failed sign-ins" in response.content.decode()
 
 
+def test_the_admin_login_is_the_same_throttled_sign_in(role_users, settings):
+    settings.PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT = 2
+    client = Client()
+    for _ in range(2):
+        client.post("/admin/login/", {"username": "chair", "password": "wrong", "next": "/admin/"})
+    refused = client.post("/admin/login/", {"username": "chair", "password": PASSWORD, "next": "/admin/"})
+    assert "this account is locked" in refused.content.decode()
+    assert client.get("/admin/").status_code == 302  # not signed in
+
+
 def test_an_address_trying_many_accounts_is_locked_out(role_users, settings):
     settings.PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS = 6
     for index in range(6):
