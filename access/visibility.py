@@ -17,7 +17,15 @@ from collections.abc import Callable
 from django.db.models import Exists, Model, OuterRef, Q, QuerySet
 from django.http import Http404
 
-from accounts.models import GlobalRole, Membership, Notification, NotificationPreference, Organisation
+from accounts.models import (
+    GlobalRole,
+    Invitation,
+    Membership,
+    Notification,
+    NotificationPreference,
+    Organisation,
+    SignIn,
+)
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from catalog.models import Benchmark
@@ -285,6 +293,24 @@ def global_roles_visible_to(user) -> QuerySet[GlobalRole]:
     return GlobalRole.objects.filter(user=user)
 
 
+def invitations_visible_to(user) -> QuerySet[Invitation]:
+    """An organisation's invitations: its admins and the chair (the invitee holds the link, not a row)."""
+    if not _signed_in(user):
+        return Invitation.objects.none()
+    if user_is_chair(user):
+        return Invitation.objects.all()
+    return Invitation.objects.filter(
+        organisation_id__in=user_org_ids(user, roles=(Membership.Role.ORG_ADMIN,))
+    )
+
+
+def sign_ins_visible_to(user) -> QuerySet[SignIn]:
+    """Each user sees their own sign-ins (when, from where, with what), nobody else's."""
+    if not _signed_in(user):
+        return SignIn.objects.none()
+    return SignIn.objects.filter(user=user)
+
+
 def benchmarks_visible_to(user) -> QuerySet[Benchmark]:
     """The benchmark catalog is public."""
     return Benchmark.objects.all()
@@ -364,6 +390,8 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     Challenge: challenges_visible_to,
     Annotation: annotations_visible_to,
     NotificationPreference: notification_preferences_visible_to,
+    Invitation: invitations_visible_to,
+    SignIn: sign_ins_visible_to,
     AuditEvent: audit_events_visible_to,
 }
 

@@ -79,6 +79,9 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     # Lowest layer first (docs/portal.md): each app's models import only the apps listed before it.
     "audit",
     "accounts",
@@ -98,6 +101,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
+    # The chair and auditors act only from a session verified by their second factor (docs/accounts.md).
+    "accounts.middleware.SecondFactorRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "portal.middleware.MethodNotAllowedPageMiddleware",
@@ -274,9 +280,25 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = ["accounts.backends.UsernameOrEmailBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "submissions:dashboard"
 LOGOUT_REDIRECT_URL = "home"
+# Sign-in throttling (accounts.throttle): failed sign-ins counted per account and per client address within the
+# window; at the limit, that account (or address) is locked out for PORTAL_LOGIN_LOCKOUT_S, the right password
+# included, and the account's owner gets an e-mail.
+PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT = env_int("PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT", 5, minimum=1)
+PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1)
+PORTAL_LOGIN_WINDOW_S = env_int("PORTAL_LOGIN_WINDOW_S", 900, minimum=1)
+PORTAL_LOGIN_LOCKOUT_S = env_int("PORTAL_LOGIN_LOCKOUT_S", 900, minimum=1)
+# The cache alias holding the counters (a shared one, Redis, when several web processes serve the site).
+PORTAL_LOGIN_THROTTLE_CACHE = env_str("PORTAL_LOGIN_THROTTLE_CACHE", "default")
+if PORTAL_LOGIN_THROTTLE_CACHE not in CACHES:
+    raise EnvError(f"PORTAL_LOGIN_THROTTLE_CACHE names no cache: use one of {', '.join(CACHES)}.")
+# Invitations to an organisation: the signed link works once, for this many days.
+PORTAL_INVITATION_DAYS = env_int("PORTAL_INVITATION_DAYS", 7, minimum=1)
+# The name authenticator apps show next to the six-digit codes.
+OTP_TOTP_ISSUER = "Endpoints Portal"
 
 # --- Security -------------------------------------------------------------------------------
 # Secure cookies unless DEBUG; PORTAL_SECURE_COOKIES=0 lets the demo log in over plain http.
@@ -323,7 +345,8 @@ USE_TZ = True
 # --- API ------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # A chair's or auditor's token acts only once its owner has set up two-factor sign-in.
+        "accounts.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
