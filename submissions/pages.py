@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from checker.portal_rules import PORTAL_ONLY_RULES, finding_origin
+from checker.regions import region_label
 from submissions.charts import chart_legend, step_chart_svg
 from submissions.models import CheckRun, Submission
 from submissions.rules_catalog import rule_catalog
@@ -33,14 +35,6 @@ POINT_METRICS = [
 ]
 # As the checker compares (docs/report-format.md): integers exactly, floats within this relative tolerance.
 RELATIVE_TOLERANCE = 1e-9
-
-REGION_NAMES = {
-    "low_latency": "ultra-low",
-    "low_concurrency": "low",
-    "med_concurrency": "medium",
-    "high_concurrency": "high",
-    "margin": "margin",
-}
 
 
 def _number(value):
@@ -94,7 +88,8 @@ class MetricCell:
 class PointRow:
     key: str
     concurrency: int
-    region: str
+    region: str  # the official region id (point.yaml `region`), shown with region_label beside it
+    region_label: str
     source: str
     has_raw_log: bool
     cells: list[MetricCell] = field(default_factory=list)
@@ -117,7 +112,8 @@ def point_rows(check_run: CheckRun, *, errors_by_point: dict[str, int] | None = 
         row = PointRow(
             key=metric.key,
             concurrency=metric.concurrency,
-            region=REGION_NAMES.get(extra.get("region"), extra.get("region") or "—"),
+            region=str(extra.get("region") or "—"),
+            region_label=region_label(extra.get("region")),
             source=metric.source,
             has_raw_log=recomputed is not None,
             error_count=(errors_by_point or {}).get(metric.key, 0),
@@ -150,6 +146,45 @@ def point_rows(check_run: CheckRun, *, errors_by_point: dict[str, int] | None = 
 
 
 @dataclass
+class PortalOnlyCounts:
+    """Why the page's counts differ from `portal check` on the same files: what only the portal adds."""
+
+    portal: dict[str, int]  # severity -> findings of the portal-only rules
+    official: dict[str, int]  # severity -> notes of the official checker's cross-check
+    local: dict[str, int]  # severity -> what `portal check` (without --official) reports
+    rules: tuple[str, ...] = PORTAL_ONLY_RULES
+
+    @property
+    def differs(self) -> bool:
+        return any(self.portal.values()) or any(self.official.values())
+
+    @staticmethod
+    def _say(counts: dict[str, int]) -> str:
+        words = {"error": "error", "warning": "warning", "info": "note"}
+        parts = [f"{n} {words.get(sev, sev)}{'s' if n != 1 else ''}" for sev, n in counts.items() if n]
+        return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+
+    @property
+    def portal_text(self) -> str:
+        return self._say({sev: self.portal.get(sev, 0) for sev in ("error", "warning", "info")})
+
+    @property
+    def official_text(self) -> str:
+        return self._say({sev: self.official.get(sev, 0) for sev in ("error", "warning", "info")})
+
+
+def portal_only_counts(groups: list[FindingGroup]) -> PortalOnlyCounts:
+    portal: dict[str, int] = {}
+    official: dict[str, int] = {}
+    local: dict[str, int] = {}
+    for group in groups:
+        for finding in group.findings:
+            target = {"portal": portal, "official": official}.get(finding.origin, local)
+            target[finding.severity] = target.get(finding.severity, 0) + 1
+    return PortalOnlyCounts(portal=portal, official=official, local=local)
+
+
+@dataclass
 class FindingGroup:
     severity: str
     title: str
@@ -164,6 +199,7 @@ def finding_groups(check_run: CheckRun) -> list[FindingGroup]:
     for finding in check_run_findings(check_run):
         finding.documented = finding.rule in catalog
         finding.point_label = finding.point.rsplit("/", 1)[-1] if finding.point else ""
+        finding.origin = finding_origin(finding.rule)
         by_severity.setdefault(finding.severity, []).append(finding)
     groups = [
         FindingGroup(sev, title, help_text, by_severity.pop(sev, [])) for sev, title, help_text in SEVERITIES
@@ -211,6 +247,7 @@ def check_section_context(submission: Submission, version) -> dict:
             "chart_svg": step_chart_svg(curves),
             "chart_legend": chart_legend(curves),
             "counts": {sev: len(g.findings) for g in groups for sev in [g.severity]},
+            "portal_only": portal_only_counts(groups),
         }
     )
     return context
