@@ -16,6 +16,7 @@ from submissions.selectors import (
     check_run_latest,
     check_run_official,
     check_run_point_metrics,
+    check_run_report,
 )
 
 SEVERITIES = [
@@ -251,3 +252,142 @@ def check_section_context(submission: Submission, version) -> dict:
         }
     )
     return context
+
+
+# --- the report as a document: JSON download, printable summary, two versions compared --------------------------
+
+FINDING_FIELDS = ("rule", "severity", "file", "line", "pointer", "point", "message", "fix")
+COMPARED_METRICS = [
+    ("system_tps", "System tokens/s", "float1"),
+    ("tps_per_user", "Tokens/s per user", "float2"),
+    ("ttft_p90_ms", "TTFT p90 (ms)", "float1"),
+]
+
+
+def report_document(submission: Submission, version, check_run: CheckRun, *, url: str) -> dict:
+    """The portal's report of one check run (docs/report-format.md): the checker's stored report, each finding
+    marked `portal_only`, and a `portal` block saying which submission, version and run it is."""
+    report = check_run_report(check_run)
+    findings = [
+        {name: getattr(f, name) or (None if name != "message" else "") for name in FINDING_FIELDS}
+        for f in check_run_findings(check_run)
+    ]
+    if report is None:  # a run that could not finish keeps no report: what it stored, in the same shape
+        report = {
+            "format": "endpoints-portal-report/1",
+            "verdict": "fail" if any(f["severity"] == "error" for f in findings) else "pass",
+            "checker_version": check_run.checker_version or "",
+            "ruleset": check_run.ruleset or None,
+            "counts": check_run.counts or {},
+            "points": [],
+            "curves": check_run.curves or [],
+        }
+    document = dict(report)
+    # The run's rows are the report's findings (submissions.checks); they are read back so both always agree.
+    document["findings"] = [{**f, "portal_only": f["rule"] in PORTAL_ONLY_RULES} for f in findings]
+    document["portal"] = {
+        "submission": submission.pk,
+        "system": submission.system.name,
+        "benchmark": submission.benchmark.model_id,
+        "version": version.number,
+        "version_sha256": version.sha256,
+        "check_run": check_run.pk,
+        "status": check_run.status,
+        "finished_at": check_run.finished_at.isoformat() if check_run.finished_at else None,
+        "url": url,
+        "portal_only_rules": list(PORTAL_ONLY_RULES),
+    }
+    return document
+
+
+def _finding_identity(finding) -> tuple:
+    return (finding.rule, finding.severity, finding.point or "", finding.file or "", finding.message)
+
+
+@dataclass
+class ComparedPoint:
+    key: str
+    label: str
+    region_a: str
+    region_b: str
+    cells: list[tuple[str, str, str]]  # (value in A, value in B, relative change)
+
+
+@dataclass
+class VersionComparison:
+    a: object
+    b: object
+    run_a: CheckRun | None
+    run_b: CheckRun | None
+    added: list = field(default_factory=list)
+    removed: list = field(default_factory=list)
+    unchanged: int = 0
+    points: list[ComparedPoint] = field(default_factory=list)
+    headings: list[str] = field(default_factory=list)
+
+
+def _metrics_by_key(check_run: CheckRun | None) -> dict:
+    if check_run is None or check_run_is_live(check_run):
+        return {}
+    return {metric.key: metric for metric in check_run_point_metrics(check_run)}
+
+
+def _shown(metric) -> dict:
+    recomputed = metric.recomputed if isinstance(metric.recomputed, dict) else None
+    claimed = metric.claimed if isinstance(metric.claimed, dict) else {}
+    return recomputed or claimed
+
+
+def _region_of(metric) -> str:
+    extra = metric.extra if metric is not None and isinstance(metric.extra, dict) else {}
+    return str(extra.get("region") or "—")
+
+
+def compare_versions(a, b) -> VersionComparison:
+    """Version a against version b: findings b has and a had not (added), the other way (removed), and every
+    load point's official metrics side by side (recomputed where the raw log was there, else claimed)."""
+    run_a, run_b = check_run_latest(a), check_run_latest(b)
+    comparison = VersionComparison(a=a, b=b, run_a=run_a, run_b=run_b)
+    comparison.headings = [heading for _key, heading, _kind in COMPARED_METRICS]
+    finished = [run for run in (run_a, run_b) if run is not None and not check_run_is_live(run)]
+    if len(finished) == 2:
+        before = {_finding_identity(f): f for f in check_run_findings(run_a)}
+        after = {_finding_identity(f): f for f in check_run_findings(run_b)}
+        for finding in [*before.values(), *after.values()]:
+            finding.origin = finding_origin(finding.rule)
+            finding.point_label = finding.point.rsplit("/", 1)[-1] if finding.point else ""
+        comparison.added = [f for key, f in after.items() if key not in before]
+        comparison.removed = [f for key, f in before.items() if key not in after]
+        comparison.unchanged = len(set(before) & set(after))
+    metrics_a, metrics_b = _metrics_by_key(run_a), _metrics_by_key(run_b)
+
+    def order(key: str) -> tuple:
+        head, _, tail = key.rpartition("/r")
+        return (head, int(tail) if tail.isdigit() else 0)
+
+    for key in sorted(set(metrics_a) | set(metrics_b), key=order):
+        ma, mb = metrics_a.get(key), metrics_b.get(key)
+        va, vb = (_shown(ma) if ma else {}), (_shown(mb) if mb else {})
+        cells = []
+        for metric, _heading, kind in COMPARED_METRICS:
+            x, y = _number(va.get(metric)), _number(vb.get(metric))
+            change = ""
+            if x is not None and y is not None and x != 0 and x != y:
+                change = f"{(y - x) / abs(x):+.1%}"
+            cells.append(
+                (
+                    format_metric(x, kind) if ma else "absent",
+                    format_metric(y, kind) if mb else "absent",
+                    change,
+                )
+            )
+        comparison.points.append(
+            ComparedPoint(
+                key=key,
+                label=key.rsplit("/", 1)[-1],
+                region_a=_region_of(ma),
+                region_b=_region_of(mb),
+                cells=cells,
+            )
+        )
+    return comparison

@@ -15,7 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Q
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -42,7 +42,7 @@ from submissions.forms import (
     systems_user_can_submit_for,
 )
 from submissions.models import Submission, System
-from submissions.pages import check_section_context
+from submissions.pages import check_run_is_live, check_section_context, compare_versions, report_document
 from submissions.rules_catalog import markdown_inline, rule_catalog
 from submissions.selectors import (
     check_run_latest,
@@ -221,6 +221,79 @@ def version_file_download(request, pk: int, number: int, position: int):
     version = _version_or_404(submission, number)
     version_file = get_object_or_404(version.files, position=position)
     return uploads.version_file_response(version_file)
+
+
+@_with_login_redirect
+@require_GET
+def version_report_json(request, pk: int, number: int):
+    """The portal's report of the version's latest finished check, as a JSON download (docs/report-format.md);
+    409 `check-not-finished` while it is queued or running (or was never run)."""
+    submission = _visible_submission(request, pk)
+    version = _version_or_404(submission, number)
+    run = check_run_latest(version)
+    if run is None or check_run_is_live(run):
+        return JsonResponse(
+            {
+                "code": "check-not-finished",
+                "detail": f"Version {version.number} has no finished check yet: download the report once the "
+                "check has ended (the submission page shows its progress).",
+            },
+            status=409,
+        )
+    url = request.build_absolute_uri(
+        reverse("submissions:detail", args=[submission.pk]) + f"?version={version.number}"
+    )
+    response = JsonResponse(
+        report_document(submission, version, run, url=url), json_dumps_params={"indent": 2}
+    )
+    response["Content-Disposition"] = (
+        f'attachment; filename="submission-{submission.pk}-v{version.number}-report.json"'
+    )
+    return response
+
+
+@_with_login_redirect
+@require_GET
+def version_summary(request, pk: int, number: int):
+    """One printable page: the verdict, the curve, the point table and the findings of one version's check."""
+    submission = _visible_submission(request, pk)
+    version = _version_or_404(submission, number)
+    return render(
+        request,
+        "submissions/summary.html",
+        {"submission": submission, "version": version, "check": check_section_context(submission, version)},
+    )
+
+
+@_with_login_redirect
+@require_GET
+def version_compare(request, pk: int):
+    """Two versions of the submission side by side: ?a=&b= (default: the one before the latest, and the latest)."""
+    submission = _visible_submission(request, pk)
+    versions = list(submission.versions.order_by("number"))
+    numbers = [v.number for v in versions]
+    asked: dict[str, int] = {}
+    for side in ("b", "a"):
+        value = request.GET.get(side, "").strip()
+        if value:
+            if not value.isdigit() or int(value) not in numbers:
+                known = ", ".join(map(str, numbers)) or "none yet"
+                detail = f"This submission has no version “{value[:20]}” (its versions: {known})."
+                back = reverse("submissions:detail", args=[submission.pk])
+                return render(request, "404.html", {"detail": detail, "back": back}, status=404)
+            asked[side] = int(value)
+        elif side == "b" and numbers:
+            asked["b"] = numbers[-1]
+        elif side == "a" and "b" in asked:
+            earlier = [n for n in numbers if n < asked["b"]]
+            later = [n for n in numbers if n > asked["b"]]
+            if earlier or later:
+                asked["a"] = earlier[-1] if earlier else later[0]
+    context = {"submission": submission, "versions": versions}
+    if "a" in asked and "b" in asked:
+        by_number = {v.number: v for v in versions}
+        context["comparison"] = compare_versions(by_number[asked["a"]], by_number[asked["b"]])
+    return render(request, "submissions/compare.html", context)
 
 
 def _back(submission: Submission):
