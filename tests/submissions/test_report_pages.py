@@ -43,7 +43,9 @@ def test_points_and_regions_use_the_official_names_with_a_label(client, people):
     submission = make_submission(people)
     client.force_login(people["submitter"])
     html = client.get(f"/submissions/{submission.pk}/").content.decode()
-    table = html[html.index('<table class="points">') : html.index("</table>", html.index('<table class="points">'))]
+    table = html[
+        html.index('<table class="points">') : html.index("</table>", html.index('<table class="points">'))
+    ]
     assert re.search(r'<th scope="row"[^>]*>r16', table)
     assert ">c16" not in table and "ultra-low" not in html
     assert "<code>med_concurrency</code>" in table and "medium concurrency" in table
@@ -224,7 +226,10 @@ def test_compare_with_one_version_says_there_is_nothing_to_compare(client, peopl
     client.force_login(people["submitter"])
     html = client.get(f"/submissions/{submission.pk}/compare/").content.decode()
     assert "nothing to compare yet" in html
-    assert f"/submissions/{submission.pk}/compare/" not in client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert (
+        f"/submissions/{submission.pk}/compare/"
+        not in client.get(f"/submissions/{submission.pk}/").content.decode()
+    )
 
 
 def test_new_pages_follow_the_submission_page_visibility(client, people):
