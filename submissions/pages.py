@@ -325,6 +325,23 @@ class VersionComparison:
     points: list[ComparedPoint] = field(default_factory=list)
     headings: list[str] = field(default_factory=list)
 
+    # Errors and warnings are listed; the notes (passed checks) are folded away under their count.
+    @property
+    def added_main(self) -> list:
+        return [f for f in self.added if f.severity != "info"]
+
+    @property
+    def added_notes(self) -> list:
+        return [f for f in self.added if f.severity == "info"]
+
+    @property
+    def removed_main(self) -> list:
+        return [f for f in self.removed if f.severity != "info"]
+
+    @property
+    def removed_notes(self) -> list:
+        return [f for f in self.removed if f.severity == "info"]
+
 
 def _metrics_by_key(check_run: CheckRun | None) -> dict:
     if check_run is None or check_run_is_live(check_run):

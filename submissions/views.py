@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
@@ -29,6 +30,7 @@ from accounts.selectors import (
     user_org_ids,
     user_roles,
 )
+from checker.portal_rules import PORTAL_ONLY_RULES
 from leaderboard.views import publication_panel
 from portal.errors import ApplicationError
 from review.selectors import waived_error_count
@@ -43,7 +45,7 @@ from submissions.forms import (
 )
 from submissions.models import Submission, System
 from submissions.pages import check_run_is_live, check_section_context, compare_versions, report_document
-from submissions.rules_catalog import markdown_inline, rule_catalog
+from submissions.rules_catalog import markdown_inline, rule_areas, rule_catalog
 from submissions.selectors import (
     check_run_latest,
     drafts_of,
@@ -188,6 +190,8 @@ def submission_detail(request, pk: int):
         "can_upload": submission.status in uploads.UPLOADABLE_STATUSES
         and user_can_submit_for(request.user, submission.organisation),
         "is_chair": user_is_chair(request.user),
+        # No worker (the demo): the upload's last request runs the whole check, and the page says so meanwhile.
+        "inline_check": bool(settings.CELERY_TASK_ALWAYS_EAGER),
         # The review as the submitter lives it (review.views_submitter): reviewers, thread, waivers, evidence.
         "review": review_panel(request.user, submission),
         # After the audit: the submitter's choice of publication date, then the link to the public page.
@@ -340,24 +344,28 @@ def version_recheck(request, pk: int, number: int):
 
 @require_GET
 def rules(request):
-    """Every documented rule id with its documentation rows (the links from findings land here)."""
+    """Every documented rule id with its documentation rows, grouped by area (the links from findings land here)."""
     catalog = rule_catalog()
-    entries = []
-    for rule, doc in catalog.items():
-        entries.append(
-            {
-                "rule": rule,
-                "rows": [
-                    {
-                        "doc": e.doc,
-                        "section": e.section,
-                        "cells": [(header, markdown_inline(text)) for header, text in e.cells],
-                    }
-                    for e in doc.entries
-                ],
-            }
-        )
-    return render(request, "submissions/rules.html", {"entries": entries})
+    areas = []
+    for area in rule_areas():
+        entries = []
+        for rule in area.rules:
+            entries.append(
+                {
+                    "rule": rule,
+                    "portal_only": rule in PORTAL_ONLY_RULES,
+                    "rows": [
+                        {
+                            "doc": e.doc,
+                            "section": e.section,
+                            "cells": [(header, markdown_inline(text)) for header, text in e.cells],
+                        }
+                        for e in catalog[rule].entries
+                    ],
+                }
+            )
+        areas.append({"title": area.title, "slug": area.slug, "entries": entries})
+    return render(request, "submissions/rules.html", {"areas": areas, "rule_count": len(catalog)})
 
 
 # --- Systems ---------------------------------------------------------------------------------

@@ -247,3 +247,39 @@ def test_new_pages_follow_the_submission_page_visibility(client, people):
     client.force_login(people["submitter"])
     for url in urls:
         assert client.get(url).status_code == 200, url
+
+
+def test_rules_page_groups_rules_by_area_and_marks_portal_only_ones(client):
+    from submissions.rules_catalog import rule_catalog
+
+    html = client.get("/rules/").content.decode()
+    areas = re.findall(r'<section class="rule-area" id="area-([a-z0-9-]+)"', html)
+    assert len(areas) >= 8 and len(set(areas)) == len(areas)
+    assert areas[0] == "structure"  # docs/rules.md first, in its order
+    assert {"accuracy", "power", "input-safety-archives-names-and-sizes"} <= set(areas)
+    # Every documented rule sits in exactly one area, under the area's heading.
+    chunks = html.split('<section class="rule-area" id="area-')[1:]
+    placed = [
+        rule
+        for chunk in chunks
+        for rule in re.findall(r'<section class="rule card" id="rule-([^"]+)"', chunk)
+    ]
+    assert sorted(placed) == sorted(rule_catalog())
+    power = next(chunk for chunk in chunks if chunk.startswith("power"))
+    assert 'id="rule-power-descriptor"' in power
+    scope = html[html.index('id="rule-system-desc-mismatch"') :]
+    assert "portal only</span>" in scope[: scope.index("</h3>")]
+    index = html[
+        html.index('<nav class="rule-index"') : html.index("</nav>", html.index('<nav class="rule-index"'))
+    ]
+    assert 'href="#area-power"' in index and 'href="#rule-power-descriptor"' in index
+
+
+def test_every_finding_links_to_the_rules_page(client, people):
+    submission = make_submission(people)
+    run = CheckRun.objects.get(version__submission=submission)
+    Finding.objects.create(check_run=run, rule="not-a-documented-rule", severity="info", message="x")
+    client.force_login(people["submitter"])
+    html = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert 'href="/rules/#rule-raw-log-consistency"' in html
+    assert 'href="/rules/?q=not-a-documented-rule"' in html  # no anchor of its own: the search for it
