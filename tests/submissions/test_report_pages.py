@@ -283,3 +283,13 @@ def test_every_finding_links_to_the_rules_page(client, people):
     html = client.get(f"/submissions/{submission.pk}/").content.decode()
     assert 'href="/rules/#rule-raw-log-consistency"' in html
     assert 'href="/rules/?q=not-a-documented-rule"' in html  # no anchor of its own: the search for it
+
+
+def test_benchmarks_link_to_their_leaderboard_page(client, people):
+    submission = make_submission(people)
+    client.force_login(people["submitter"])
+    link = 'href="/leaderboard/llama3_1-8b/" class="benchmark-link"'
+    assert link in client.get("/dashboard/").content.decode()  # the submissions table's benchmark
+    assert link in client.get(f"/submissions/{submission.pk}/").content.decode()  # the page's heading
+    assert link in client.get(f"/systems/{submission.system_id}/").content.decode()
+    assert client.get("/leaderboard/llama3_1-8b/").status_code == 200  # the page it names exists
