@@ -128,3 +128,63 @@ def test_submit_says_where_to_create_a_token(portal_env):
     status = _portal("status", "1", env={"PORTAL_URL": url, "PORTAL_TOKEN": "not-a-token"})
     assert status.returncode == 2 and f"{url}/accounts/tokens/" in status.stderr
     assert not Submission.objects.exists()
+
+
+def test_submit_draws_a_progress_bar_on_a_terminal(portal_env):
+    import pty
+    import select
+
+    leader, follower = pty.openpty()  # stderr is a terminal here, stdout is not
+    process = subprocess.Popen(
+        [sys.executable, "-m", "checker.cli", "submit", *map(str, RUN_ARCHIVES[:2]), "--wait"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env={**os.environ, **portal_env},
+    )
+    os.close(follower)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([leader], [], [], 300)
+        if not ready:
+            break
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    stdout, _ = process.communicate(timeout=300)
+    os.close(leader)
+    assert process.returncode in (0, 1), seen.decode(errors="replace")
+    text = seen.decode(errors="replace")
+    assert f"\r{RUN_ARCHIVES[0].name}" in text and "100%" in text and "[####" in text  # the bar, redrawn
+    assert "uploading " not in text  # not the plain lines meant for logs
+    assert "on the web: " in stdout.decode()
+
+
+def test_submit_wait_shows_the_checks_progress_from_a_real_worker(
+    role_users, live_server, live_pipeline, settings
+):
+    from rest_framework.authtoken.models import Token
+
+    settings.PORTAL_UPLOAD_PART_BYTES = 64 * 1024
+    make_catalog(role_users["organisations"]["acme"])
+    env = {
+        "PORTAL_URL": live_server.url,
+        "PORTAL_TOKEN": Token.objects.create(user=role_users["submitter"]).key,
+    }
+    live_pipeline(PORTAL_CHECK_TEST_POINT_DELAY_S=2)  # each point takes a moment: the client sees it running
+    result = _portal("submit", *map(str, RUN_ARCHIVES[:2]), "--wait", "--timeout", "240", env=env)
+    run = CheckRun.objects.get()
+    assert result.returncode == {"passed": 0, "failed": 1}[run.status], result.stderr
+    # Not a terminal: one plain line per change of the check's state, then the result on stdout.
+    lines = [line for line in result.stderr.splitlines() if line.startswith("checking: ")]
+    assert lines, result.stderr
+    assert all(a != b for a, b in zip(lines, lines[1:], strict=False)), (
+        lines
+    )  # a line per change, not per poll
+    assert any("recomputing load points" in line or "waiting for a worker" in line for line in lines), lines
+    assert f"check run {run.pk}: {run.status}" in result.stdout
+    assert f"/submissions/{run.version.submission_id}/?version=1#check" in result.stdout
