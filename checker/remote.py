@@ -732,9 +732,8 @@ def cmd_submit(args) -> int:
         if refused:
             print(f"portal submit: {refused}", file=sys.stderr)
             return EXIT_USAGE
-        system = (args.system or "") if exc.code == "unknown-system" else ""
         if exc.code == "unknown-system":
-            system = system or str((exc.body or {}).get("system") or "")
+            system = args.system or str((exc.body or {}).get("system") or "")
             print(f"portal submit: {register_system_hint(base_url, system)}", file=sys.stderr)
             return EXIT_USAGE
         print(f"portal submit: {exc}", file=sys.stderr)

@@ -293,3 +293,12 @@ def test_benchmarks_link_to_their_leaderboard_page(client, people):
     assert link in client.get(f"/submissions/{submission.pk}/").content.decode()  # the page's heading
     assert link in client.get(f"/systems/{submission.system_id}/").content.decode()
     assert client.get("/leaderboard/llama3_1-8b/").status_code == 200  # the page it names exists
+
+
+def test_public_result_names_regions_by_official_id_with_the_label(client, storage_dir):
+    from tests.leaderboard.support import publish
+
+    publication = publish()
+    html = client.get(f"/results/{publication.public_id}/").content.decode()
+    assert '<code>low_latency</code> <span class="muted">low latency</span>' in html
+    assert '<code>high_concurrency</code> <span class="muted">high concurrency</span>' in html
