@@ -201,6 +201,9 @@ ROUTES: dict[str, Route] = {
     "submissions:detail": _g(SUBJECT),
     "submissions:check_fragment": _g(SUBJECT, pk="version_number"),
     "submissions:download": _g(SUBJECT, pk="file"),
+    "submissions:report_json": _g(SUBJECT, pk="version_number", ok=(200, 409)),  # 409 before the check ends
+    "submissions:summary": _g(SUBJECT, pk="version_number"),
+    "submissions:compare": _g(SUBJECT),
     "submissions:submit": _p(SUBJECT_WRITE, who=(OWN,)),
     "submissions:resubmit": _p(SUBJECT_WRITE, who=(OWN,)),
     "submissions:withdraw": _p(SUBJECT_WRITE, who=(OWN,)),

@@ -78,6 +78,13 @@ ROUTES = {
     "submissions:detail": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/"),
     "submissions:check_fragment": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/versions/1/check/"),
     "submissions:download": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/versions/1/files/0/"),
+    "submissions:report_json": (
+        OBJECT,
+        "get",
+        lambda w: f"/submissions/{w['sub'].pk}/versions/1/report.json",
+    ),
+    "submissions:summary": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/versions/1/summary/"),
+    "submissions:compare": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/compare/"),
     "submissions:submit": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/submit/"),
     "submissions:withdraw": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/withdraw/"),
     "submissions:reject": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/reject/"),
@@ -251,7 +258,8 @@ def _world(role_users, status: str, settings) -> dict:
         size_bytes=len(payload),
         sha256=digest,
     )
-    run = CheckRun.objects.create(version=version)
+    # A finished check (a published submission always has one): its report download is served, not 409.
+    run = CheckRun.objects.create(version=version, status="passed", finished_at=timezone.now(), counts={})
     upload = upload_start(
         actor=role_users["submitter"],
         submission=submission,
