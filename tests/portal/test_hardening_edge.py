@@ -141,6 +141,14 @@ def test_nul_in_a_query_string_or_url_encoded_page_form_is_a_400_naming_the_fiel
     assert draft.status == Submission.Status.DRAFT
     api = _api(role_users["submitter"]).get("/api/v1/submissions/?status=%00")
     assert api.status_code == 400 and api.json()["field"] == "status"
+    # A header that is stored (the Idempotency-Key) is checked too.
+    keyed = _api(role_users["submitter"]).post(
+        f"/api/v1/submissions/{draft.pk}/withdraw/",
+        {"reason": "x"},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="k\x00",
+    )
+    assert keyed.status_code == 400 and keyed.json()["field"] == "The Idempotency-Key header"
     # A NUL in the path names nothing: 404 (JSON under /api/).
     assert _api(None).get("/api/v1/benchmarks/%00/").json()["code"] == "not_found"
     assert client.get("/leaderboard/llama%00/").status_code == 404
