@@ -15,7 +15,9 @@ from tests.submissions.test_systems import sample_system_desc
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_unstorable_text_is_a_page_that_names_the_field(chromium, live_server, plain_http, role_users, tmp_path):
+def test_unstorable_text_is_a_page_that_names_the_field(
+    chromium, live_server, plain_http, role_users, tmp_path
+):
     from submissions.services import system_register
 
     system = system_register(
