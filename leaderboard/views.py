@@ -36,6 +36,7 @@ from leaderboard.charts import (
 )
 from leaderboard.models import Challenge, Publication
 from portal.errors import ApplicationError
+from portal.parsers import parse_positive
 from submissions.models import Submission
 from submissions.system_desc import system_desc_facts
 from submissions.uploads import version_file_response
@@ -153,10 +154,7 @@ BOARD_PAGE_ROWS = 50  # rows of the table a page; the picker offers these and th
 
 
 def _page_number(value: str | None) -> int:
-    try:
-        return max(1, int(value or 1))
-    except ValueError:
-        return 1
+    return parse_positive(value, default=1)
 
 
 def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> dict:

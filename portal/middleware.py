@@ -83,9 +83,9 @@ def _back_link(path: str) -> tuple[str, str]:
 
 
 class StorableInputMiddleware:
-    """Query strings and URL-encoded page forms holding a NUL character are refused with a 400 naming the field
-    (JSON and API form bodies are checked by portal.parsers, multipart page forms by their form fields); a path
-    with a NUL names nothing (404). PostgreSQL would otherwise refuse the text with a 500."""
+    """Headers, query strings and URL-encoded page forms holding a NUL character are refused with a 400 naming
+    the field (JSON and API form bodies are checked by portal.parsers, multipart page forms by their form fields);
+    a path with a NUL names nothing (404). PostgreSQL would otherwise refuse the text with a 500."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -94,6 +94,9 @@ class StorableInputMiddleware:
         if text_problem(request.path):
             return errorpages.page_not_found(request)
         try:
+            for name, value in request.headers.items():  # e.g. an Idempotency-Key is stored
+                if name != "Cookie" and isinstance(value, str) and text_problem(value):
+                    raise UnstorableTextError(f"The {name} header", text_problem(value) or "")
             require_storable_form(request.GET)
             if (
                 request.method == "POST"

@@ -14,6 +14,7 @@ from checker.inputs import Limits
 from checker.loaders import load_json
 from checker.report import Findings
 from checker.schema_check import validate
+from portal.parsers import json_depth_exceeds
 from portal.textsafety import UNSTORABLE_CODE, field_path, unstorable_at
 
 SCHEMA_NAME = "system_desc"
@@ -60,7 +61,18 @@ def _problems(findings) -> list[DescriptionProblem]:
 
 
 def system_desc_validate(description: Any, *, display: str = "system_desc.json") -> list[DescriptionProblem]:
-    """Schema violations of an already parsed description (the checker's system_desc schema)."""
+    """Schema violations of an already parsed description (the checker's system_desc schema), and text the
+    database cannot store."""
+    max_depth = settings.PORTAL_API_JSON_MAX_DEPTH
+    if json_depth_exceeds(description, max_depth):  # before the schema check, which recurses per level
+        return [
+            DescriptionProblem(
+                rule="json-too-deep",
+                message=f"{display} nests arrays/objects more than {max_depth} levels deep.",
+                pointer="/",
+                fix="Upload the system_desc.json your run folders carry; it is a few levels deep.",
+            )
+        ]
     findings = Findings()
     validate(description, SCHEMA_NAME, display=display, findings=findings)
     problems = _problems(findings)

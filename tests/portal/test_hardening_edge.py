@@ -141,6 +141,14 @@ def test_nul_in_a_query_string_or_url_encoded_page_form_is_a_400_naming_the_fiel
     assert draft.status == Submission.Status.DRAFT
     api = _api(role_users["submitter"]).get("/api/v1/submissions/?status=%00")
     assert api.status_code == 400 and api.json()["field"] == "status"
+    # A header that is stored (the Idempotency-Key) is checked too.
+    keyed = _api(role_users["submitter"]).post(
+        f"/api/v1/submissions/{draft.pk}/withdraw/",
+        {"reason": "x"},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="k\x00",
+    )
+    assert keyed.status_code == 400 and keyed.json()["field"] == "The Idempotency-Key header"
     # A NUL in the path names nothing: 404 (JSON under /api/).
     assert _api(None).get("/api/v1/benchmarks/%00/").json()["code"] == "not_found"
     assert client.get("/leaderboard/llama%00/").status_code == 404
@@ -382,3 +390,16 @@ def test_oversized_multipart_or_form_api_bodies_are_json_400s(role_users, settin
         content_type="application/x-www-form-urlencoded",
     )
     assert form.status_code == 400 and form.json()["code"] == "body-too-large"
+
+
+@pytest.mark.parametrize("depth", [100_000, 900])
+def test_a_deeply_nested_system_desc_file_is_refused_not_a_500(role_users, system, depth):
+    # Deep under a key the schema leaves free: the schema passes, json.dumps on the way to the database recursed.
+    text = json.dumps(sample_system_desc())[:-1] + ', "notes": ' + "[" * depth + "]" * depth + "}"
+    response = _api(role_users["submitter"]).post(
+        f"/api/v1/systems/{system.pk}/description/", {"system_desc": _json_file(text)}, format="multipart"
+    )
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["code"] == "system-desc-invalid"
+    rule = response.json()["problems"][0]["rule"]
+    assert rule == ("json-syntax" if depth == 100_000 else "json-too-deep")
