@@ -79,6 +79,9 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     # Lowest layer first (docs/portal.md): each app's models import only the apps listed before it.
     "audit",
     "accounts",
@@ -98,9 +101,13 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
+    # The chair and auditors act only from a session verified by their second factor (docs/accounts.md).
+    "accounts.middleware.SecondFactorRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "portal.middleware.MethodNotAllowedPageMiddleware",
+    "portal.middleware.StorableInputMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -273,9 +280,25 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = ["accounts.backends.UsernameOrEmailBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "submissions:dashboard"
 LOGOUT_REDIRECT_URL = "home"
+# Sign-in throttling (accounts.throttle): failed sign-ins counted per account and per client address within the
+# window; at the limit, that account (or address) is locked out for PORTAL_LOGIN_LOCKOUT_S, the right password
+# included, and the account's owner gets an e-mail.
+PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT = env_int("PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT", 5, minimum=1)
+PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1)
+PORTAL_LOGIN_WINDOW_S = env_int("PORTAL_LOGIN_WINDOW_S", 900, minimum=1)
+PORTAL_LOGIN_LOCKOUT_S = env_int("PORTAL_LOGIN_LOCKOUT_S", 900, minimum=1)
+# The cache alias holding the counters (a shared one, Redis, when several web processes serve the site).
+PORTAL_LOGIN_THROTTLE_CACHE = env_str("PORTAL_LOGIN_THROTTLE_CACHE", "default")
+if PORTAL_LOGIN_THROTTLE_CACHE not in CACHES:
+    raise EnvError(f"PORTAL_LOGIN_THROTTLE_CACHE names no cache: use one of {', '.join(CACHES)}.")
+# Invitations to an organisation: the signed link works once, for this many days.
+PORTAL_INVITATION_DAYS = env_int("PORTAL_INVITATION_DAYS", 7, minimum=1)
+# The name authenticator apps show next to the six-digit codes.
+OTP_TOTP_ISSUER = "Endpoints Portal"
 
 # --- Security -------------------------------------------------------------------------------
 # Secure cookies unless DEBUG; PORTAL_SECURE_COOKIES=0 lets the demo log in over plain http.
@@ -322,13 +345,19 @@ USE_TZ = True
 # --- API ------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # A chair's or auditor's token acts only once its owner has set up two-factor sign-in.
+        "accounts.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "portal.pagination.PortalPagination",
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.parsers.SafeJSONParser",
+        "portal.parsers.SafeFormParser",
+        "portal.parsers.SafeMultiPartParser",
+    ],
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "portal.api.exception_handler",
     # Throttles key anonymous clients by address: X-Forwarded-For only behind trusted proxies.
@@ -355,11 +384,30 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# --- HTTP edge (docs/http-edge.md) -------------------------------------------------------------
+# An API JSON or form body larger than this is refused (body-too-large); files go through the upload API.
+PORTAL_API_BODY_MAX_BYTES = env_int("PORTAL_API_BODY_MAX_BYTES", 4 * 1024**2, minimum=64 * 1024)
+if PORTAL_API_BODY_MAX_BYTES < 2 * PORTAL_SYSTEM_DESC_MAX_BYTES:
+    raise EnvError("PORTAL_API_BODY_MAX_BYTES must be at least twice PORTAL_SYSTEM_DESC_MAX_BYTES.")
+# Arrays/objects nested deeper than this in an API JSON body are refused (json-too-deep).
+PORTAL_API_JSON_MAX_DEPTH = env_int("PORTAL_API_JSON_MAX_DEPTH", 32, minimum=4, maximum=200)
+# The largest ?limit= of an API list (a larger one is clamped).
+PORTAL_API_MAX_PAGE_SIZE = env_int("PORTAL_API_MAX_PAGE_SIZE", 1000, minimum=100)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # An expected 4xx (403, 404, a refused request) is logged on one line; only 5xx keep their traceback.
+    "filters": {"client_errors_one_line": {"()": "portal.log_filters.ExpectedClientErrorsOneLine"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["client_errors_one_line"],
+        }
+    },
+    "loggers": {"django.request": {"filters": ["client_errors_one_line"]}},
     "root": {
         "handlers": ["console"],
         "level": env_choice("LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "INFO"),
@@ -397,6 +445,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT 
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = CELERY_BROKER_TRANSPORT_OPTIONS
 # Queue of the check tasks (a deployment may give heavy checks their own workers: -Q checks).
 PORTAL_CHECK_QUEUE = env_str("PORTAL_CHECK_QUEUE", "celery")
+# Start messages of checks committed while the broker was down wait in the outbox (submissions.CheckOutbox);
+# this task sends them once the broker is back. On the check queue: the check workers drain it.
+PORTAL_CHECK_OUTBOX_EVERY_S = env_int("PORTAL_CHECK_OUTBOX_EVERY_S", 10, minimum=1)
+CELERY_BEAT_SCHEDULE["check-outbox-send"] = {
+    "task": "submissions.tasks.check_outbox_send_task",
+    "schedule": float(PORTAL_CHECK_OUTBOX_EVERY_S),
+    "options": {"queue": PORTAL_CHECK_QUEUE, "expires": float(PORTAL_CHECK_OUTBOX_EVERY_S) * 3},
+}
 # A running check whose heartbeat is older than this is re-queued (or failed after the last attempt).
 PORTAL_CHECK_HEARTBEAT_TIMEOUT_S = env_int("PORTAL_CHECK_HEARTBEAT_TIMEOUT_S", 300, minimum=5)
 PORTAL_CHECK_MAX_ATTEMPTS = env_int("PORTAL_CHECK_MAX_ATTEMPTS", 3, minimum=1)
@@ -411,6 +467,10 @@ PORTAL_CHECK_CACHE_DIR = Path(env_str("PORTAL_CHECK_CACHE_DIR", str(VAR_DIR / "c
 if not PORTAL_CHECK_CACHE_DIR.is_absolute():
     PORTAL_CHECK_CACHE_DIR = BASE_DIR / PORTAL_CHECK_CACHE_DIR
 PORTAL_CHECK_CACHE_MAX_BYTES = env_int("PORTAL_CHECK_CACHE_MAX_BYTES", 20 * 1024**3, minimum=0)
+# A version whose archives inflate to more than this many times its size fails its check at the start with an
+# `archive-inflation` finding (real result files compress 5 to 20 times; the per-member cap of 1000 x still
+# lets a 19 MB archive inflate to 19 GB). Every step reads with the same cap.
+PORTAL_CHECK_MAX_INFLATION = env_int("PORTAL_CHECK_MAX_INFLATION", 100, minimum=2)
 # Test hook only: each per-point task sleeps this long (heart-beating) before checking its point.
 PORTAL_CHECK_TEST_POINT_DELAY_S = env_int("PORTAL_CHECK_TEST_POINT_DELAY_S", 0, minimum=0)
 # Chunked uploads: every part but the last has exactly this size.

@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework import permissions, routers
 
 from accounts import api as accounts_api
+from accounts import views_auth as accounts_auth
 from audit import api as audit_api
 from catalog import api as catalog_api
 from leaderboard import api as leaderboard_api
@@ -55,7 +56,13 @@ _redoc = SpectacularRedocView.as_view(url_name="api-schema")
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", health.healthz, name="healthz"),
+    # The portal's sign-in (username or e-mail, throttled, two-factor) and audited password change, in place of
+    # Django's views of the same names; the rest of django.contrib.auth.urls (logout, password reset) as they are.
+    path("accounts/login/", accounts_auth.login_view, name="login"),
+    path("accounts/password_change/", accounts_auth.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/", include("django.contrib.auth.urls")),
+    # The admin signs in through the same throttled, two-factor sign-in (Django's admin login would bypass both).
+    path("admin/login/", accounts_auth.login_view, name="admin_login"),
     path("accounts/", include("accounts.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"), namespace="api")),
@@ -69,3 +76,9 @@ urlpatterns = [
     path("leaderboard/", include("leaderboard.urls")),
     path("", include("leaderboard.urls_results")),
 ]
+
+# Under /api/ every error is JSON in the API's shape; elsewhere the portal's pages (portal.errorpages).
+handler400 = "portal.errorpages.bad_request"
+handler403 = "portal.errorpages.permission_denied"
+handler404 = "portal.errorpages.page_not_found"
+handler500 = "portal.errorpages.server_error"
