@@ -3,7 +3,8 @@
 At PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT failures within PORTAL_LOGIN_WINDOW_S the account is locked for
 PORTAL_LOGIN_LOCKOUT_S (its owner is e-mailed once per lockout); at PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS the
 address is. While locked, no password is even checked, so the right one is refused too. The address is the
-connection's (REMOTE_ADDR): behind a proxy, have the proxy set it (X-Forwarded-For is not trusted)."""
+client's (portal.middleware.client_ip): the connection's, or behind PORTAL_TRUSTED_PROXIES reverse proxies the one
+the outermost of them saw; a client-sent X-Forwarded-For is never trusted."""
 
 from __future__ import annotations
 

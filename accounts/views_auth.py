@@ -46,6 +46,7 @@ from accounts.services import (
     two_factor_disable,
 )
 from portal.errors import ApplicationError
+from portal.middleware import client_ip
 
 PENDING = "accounts_2fa_pending"  # {"user": id, "backend": path, "at": epoch, "next": url}
 PENDING_SECONDS = 300
@@ -64,7 +65,8 @@ class CodeForm(forms.Form):
 
 
 def _address(request) -> str | None:
-    return request.META.get("REMOTE_ADDR") or None
+    # The client's address: behind nginx (PORTAL_TRUSTED_PROXIES) the one it saw, never a client-sent header.
+    return client_ip(request) or None
 
 
 def _agent(request) -> str:

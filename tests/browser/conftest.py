@@ -65,13 +65,16 @@ def chromium():
         browser.close()
 
 
-# Content-Security-Policy violations reported by any page of the current test (see _no_csp_violations).
+# Content-Security-Policy violations (and Permissions-Policy header errors) reported by any page of the current test
+# (see _no_csp_violations).
 CSP_VIOLATIONS: list[str] = []
 
 
 def _watch_console(context):
     def on_console(message):
-        if message.type == "error" and "Content Security Policy" in message.text:
+        if message.type == "error" and (
+            "Content Security Policy" in message.text or "Permissions-Policy" in message.text
+        ):
             CSP_VIOLATIONS.append(f"{message.location.get('url', '?')}: {message.text}")
 
     context.on("console", on_console)

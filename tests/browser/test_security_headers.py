@@ -20,7 +20,6 @@ PAGES = [
     ("/rules/", "Rules"),
     ("/leaderboard/slo/", "SLO"),
     ("/accounts/login/", "Log in"),
-    ("/admin/login/", "Endpoints Portal administration"),
     ("/audit/head", "Audit log head"),
 ]
 

@@ -143,7 +143,11 @@ def test_printable_summary(client, people):
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
     assert f'href="/submissions/{submission.pk}/versions/1/summary/"' in page
     html = client.get(f"/submissions/{submission.pk}/versions/1/summary/").content.decode()
-    assert "css/summary.css" in html and "window.print()" in html
+    assert (
+        "css/summary.css" in html
+        and "js/print_button.js" in html
+        and "data-print>Print or save as PDF" in html
+    )
     assert '<svg class="step-chart"' in html  # the curve
     assert re.search(r'<th scope="row">r16', html) and "2,093.7" in html  # the point table, recomputed values
     assert "raw-log-consistency" in html and "Upload the result_summary.json" in html  # findings with the fix
