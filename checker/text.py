@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from checker.portal_rules import PORTAL_ONLY_RULES
 from checker.report import Report
 
 
@@ -85,6 +86,14 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
         else:
             lines.append("Official checker: could not run on these files (see the findings).")
         lines.append("")
+    # Why the portal's page can count more on the same files: what it adds that this command cannot know.
+    lines.append(
+        "On the portal the same files also meet the portal-only rules "
+        f"({', '.join(PORTAL_ONLY_RULES)}: they need the submission and its registered system)"
+        + ("" if isinstance(official, dict) else " and the official checker's cross-check (--official here)")
+        + "; the submission page counts those apart."
+    )
+    lines.append("")
     shown = 0
     for severity in ("error", "warning", "info"):
         group = [f for f in report.findings if f.severity == severity]

@@ -6,8 +6,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+
 from checker.portal_rules import PORTAL_ONLY_RULES, finding_origin
-from checker.regions import region_label
+from checker.regions import REGION_LABELS, region_label
 from submissions.charts import chart_legend, step_chart_svg
 from submissions.models import CheckRun, Submission
 from submissions.rules_catalog import rule_catalog
@@ -102,6 +105,11 @@ class PointRow:
     @property
     def differs(self) -> bool:
         return any(cell.differs for cell in self.cells)
+
+    @property
+    def region_html(self) -> str:
+        """The region id, free to wrap after its underscores in a narrow column (`high_<wbr>concurrency`)."""
+        return mark_safe(escape(self.region).replace("_", "_<wbr>"))  # built from escaped text
 
 
 def point_rows(check_run: CheckRun, *, errors_by_point: dict[str, int] | None = None) -> list[PointRow]:
@@ -239,11 +247,16 @@ def check_section_context(submission: Submission, version) -> dict:
                 if finding.point:
                     errors_by_point[finding.point] = errors_by_point.get(finding.point, 0) + 1
     curves = check_run.curves or []
+    rows = point_rows(check_run, errors_by_point=errors_by_point)
     context.update(
         {
             "official": check_run_official(check_run),
             "finding_groups": groups,
-            "point_rows": point_rows(check_run, errors_by_point=errors_by_point),
+            "point_rows": rows,
+            # The regions the table names, each official id with its readable label (REGION_LABELS order).
+            "region_legend": [
+                (r, label) for r, label in REGION_LABELS.items() if r in {row.region for row in rows}
+            ],
             "point_metric_headings": [heading for _key, heading, _kind in POINT_METRICS],
             "chart_svg": step_chart_svg(curves),
             "chart_legend": chart_legend(curves),

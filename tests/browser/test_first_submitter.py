@@ -109,7 +109,7 @@ def test_first_time_submitter_registers_uploads_fixes_and_submits(chromium, port
     # The official tools' names: r<C> for points, the region id with a label beside it.
     rows = section.locator("table.points tbody th[scope=row]")
     assert [rows.nth(i).inner_text().split()[0] for i in range(rows.count())] == ["r1", "r2", "r4"]
-    assert section.locator("table.points td.region code").first.inner_text() in (
+    assert section.locator("table.points th[scope=row] code.region").first.inner_text() in (
         "low_latency",
         "low_concurrency",
         "med_concurrency",

@@ -32,3 +32,11 @@ def test_every_official_region_id_has_a_label():
         assert region_label(region) and region_label(region) != region
     assert region_label(None) == "" and region_label("nonsense") == ""
     assert "ultra-low" not in " ".join(REGION_LABELS.values())  # not the web's old private word
+
+
+def test_text_report_says_what_the_portal_adds():
+    text = render_text(Report(checker_version="test", ruleset="endpoints-v1.0"))
+    assert "portal-only rules (submission-scope, system-desc-mismatch" in text
+    assert "official checker's cross-check (--official here)" in text
+    crossed = render_text(Report(checker_version="test", official={"ran": True, "errors": 0, "warnings": 0}))
+    assert "(--official here)" not in crossed  # it ran: its notes are in this report already

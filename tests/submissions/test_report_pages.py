@@ -46,9 +46,11 @@ def test_points_and_regions_use_the_official_names_with_a_label(client, people):
     table = html[
         html.index('<table class="points">') : html.index("</table>", html.index('<table class="points">'))
     ]
-    assert re.search(r'<th scope="row"[^>]*>r16', table)
+    point = re.search(r'<th scope="row"[^>]*>r16.*?</th>', table, re.S).group(0)
     assert ">c16" not in table and "ultra-low" not in html
-    assert "<code>med_concurrency</code>" in table and "medium concurrency" in table
+    # The official region id under the point, its label beside it as a tooltip and in the table's legend.
+    assert '<code class="region" title="medium concurrency">med_<wbr>concurrency</code>' in point
+    assert "Regions, by their official ids: <code>med_concurrency</code> medium concurrency." in html
     chart = html[html.index('<svg class="step-chart"') :]
     assert '<text class="point-label"' in chart and ">r16</text>" in chart and ">c16</text>" not in chart
 
