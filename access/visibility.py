@@ -17,7 +17,14 @@ from collections.abc import Callable
 from django.db.models import Exists, Model, OuterRef, Q, QuerySet
 from django.http import Http404
 
-from accounts.models import GlobalRole, Membership, Notification, NotificationPreference, Organisation
+from accounts.models import (
+    ApiToken,
+    GlobalRole,
+    Membership,
+    Notification,
+    NotificationPreference,
+    Organisation,
+)
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from catalog.models import Benchmark
@@ -235,6 +242,13 @@ def notification_preferences_visible_to(user) -> QuerySet[NotificationPreference
     return NotificationPreference.objects.filter(user=user)
 
 
+def api_tokens_visible_to(user) -> QuerySet[ApiToken]:
+    """A user's own API tokens (their digests never leave the server); nobody else's, the chair's included."""
+    if not _signed_in(user):
+        return ApiToken.objects.none()
+    return ApiToken.objects.filter(user=user)
+
+
 # --- Systems -----------------------------------------------------------------------------------
 
 
@@ -358,6 +372,7 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     Annotation: annotations_visible_to,
     NotificationPreference: notification_preferences_visible_to,
     AuditEvent: audit_events_visible_to,
+    ApiToken: api_tokens_visible_to,
 }
 
 

@@ -29,9 +29,8 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.authtoken.models import Token, TokenProxy
 
-from accounts.models import GlobalRole, Membership, Notification, NotificationPreference, Organisation
+from accounts.models import ApiToken, GlobalRole, Membership, Notification, NotificationPreference, Organisation
 from audit.models import AuditEvent
 from catalog.models import Benchmark
 from leaderboard.models import Annotation, Challenge, Publication
@@ -133,20 +132,24 @@ class GlobalRoleFactory(_Factory):
     role = GlobalRole.Role.AUDITOR
 
 
-class TokenFactory(_Factory):
-    """An API token (the key is generated on save, as api_token_issue does)."""
+class ApiTokenFactory(_Factory):
+    """An API token as knox makes it (a random key, only its digest stored); the key is on `obj.key`, for tests.
+
+    Default scope write (what `portal submit` needs), no expiry."""
 
     class Meta:
-        model = Token
+        model = ApiToken
 
     user = factory.SubFactory(UserFactory)
+    name = factory.Sequence(lambda n: f"token {n}")
+    scope = ApiToken.Scope.WRITE
+    expiry = None  # a timedelta from now, or None for never
 
-
-class TokenProxyFactory(TokenFactory):
-    """DRF's admin proxy of Token: the same row."""
-
-    class Meta:
-        model = TokenProxy
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        token, key = model_class.objects.create(*args, **kwargs)
+        token.key = key
+        return token
 
 
 def submitter_of(organisation: Organisation):

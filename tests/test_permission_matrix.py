@@ -30,7 +30,6 @@ from django.core.management import call_command
 from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 Z9 = "Unreleased-Z9"
@@ -572,13 +571,14 @@ def world(django_db_setup, django_db_blocker, tmp_path_factory):
 
 
 def _client(world: World, user, api: bool):
+    from tests.factories import ApiTokenFactory
+
     key = (getattr(user, "pk", None), api)
     if key not in world.clients:
         if api:
             client = APIClient()
             if user is not None:
-                token, _ = Token.objects.get_or_create(user=user)
-                client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+                client.credentials(HTTP_AUTHORIZATION=f"Token {ApiTokenFactory(user=user).key}")
         else:
             client = Client()
             if user is not None:

@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import mixins, serializers, viewsets
 
 from access.visibility import check_runs_visible_to
+from accounts.permissions import TokenScopeAllows
 from submissions.api.common import ReadAnyoneWriteAuthenticated
 from submissions.api.serializers import CheckRunSummarySerializer
 from submissions.models import CheckRun, Finding, PointMetric
@@ -53,7 +54,7 @@ class CheckRunFilter(django_filters.FilterSet):
 class CheckRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Check runs of visible versions; the detail holds every finding and per-point metric."""
 
-    permission_classes = [ReadAnyoneWriteAuthenticated]
+    permission_classes = [TokenScopeAllows, ReadAnyoneWriteAuthenticated]
     filterset_class = CheckRunFilter
 
     def get_serializer_class(self):
