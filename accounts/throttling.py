@@ -48,29 +48,27 @@ class FailedTokenThrottle(_PortalThrottle):
     """Wrong, expired or revoked tokens sent from one address. Past the rate every token request from that address
     is refused with 429 until the window ends, before its token is even looked up (accounts.authentication).
 
-    Counted with an atomic increment per fixed window, so parallel guesses cannot slip past the limit."""
+    The window opens at the address's first failure and lasts the rate's period; failures are counted with an
+    atomic increment, so parallel guesses cannot slip past the limit."""
 
     scope = "token_failure"
 
     def get_cache_key(self, request, view=None):
         return self._key(self.get_ident(request))
 
-    def _window(self, request) -> tuple[str, float]:
-        now = self.timer()
-        start = now - now % self.duration
-        return f"{self.get_cache_key(request)}:{int(start)}", start + self.duration - now
-
     def blocked_for(self, request) -> float | None:
         """Seconds until this address may send a token again, or None when it may now."""
-        key, remaining = self._window(request)
-        if (self.cache.get(key) or 0) >= self.num_requests:
-            return max(remaining, 1.0)
-        return None
+        key = self.get_cache_key(request)
+        if (self.cache.get(key) or 0) < self.num_requests:
+            return None
+        opened = self.cache.get(f"{key}:opened") or self.timer()
+        return max(opened + self.duration - self.timer(), 1.0)
 
     def record_failure(self, request) -> None:
-        key, _ = self._window(request)
-        self.cache.add(key, 0, self.duration + 1)
+        key = self.get_cache_key(request)
+        self.cache.add(f"{key}:opened", self.timer(), self.duration)
+        self.cache.add(key, 0, self.duration)
         try:
             self.cache.incr(key)
-        except ValueError:  # expired between add and incr
-            self.cache.add(key, 1, self.duration + 1)
+        except ValueError:  # the window closed between add and incr: this failure opens the next one
+            self.cache.add(key, 1, self.duration)

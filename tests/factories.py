@@ -30,7 +30,14 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import ApiToken, GlobalRole, Membership, Notification, NotificationPreference, Organisation
+from accounts.models import (
+    ApiToken,
+    GlobalRole,
+    Membership,
+    Notification,
+    NotificationPreference,
+    Organisation,
+)
 from audit.models import AuditEvent
 from catalog.models import Benchmark
 from leaderboard.models import Annotation, Challenge, Publication

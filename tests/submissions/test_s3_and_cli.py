@@ -119,9 +119,8 @@ def test_cli_submits_run_archives_waits_and_reports(role_users, draft, live_serv
 
 
 def test_cli_cannot_reach_another_organisations_submission(role_users, draft, live_server, storage_dir):
-    from tests.submissions.support import api_token_key
-
     from tests.factories import MembershipFactory, UserFactory
+    from tests.submissions.support import api_token_key
 
     outsider = UserFactory(username="outsider")
     MembershipFactory(user=outsider, organisation=role_users["organisations"]["nimbus"], role="submitter")
