@@ -81,7 +81,9 @@ def test_a_token_made_on_the_page_is_shown_once_and_only_its_digest_is_kept(capl
     assert token.digest in stored
     assert key not in stored and secret not in stored
     assert key not in caplog.text and secret not in caplog.text
-    audited = " ".join(str(event.data) for event in AuditEvent.objects.filter(action__startswith="api_token."))
+    audited = " ".join(
+        str(event.data) for event in AuditEvent.objects.filter(action__startswith="api_token.")
+    )
     assert "lab CI" in audited and secret not in audited and token.digest not in audited
 
 
@@ -92,7 +94,9 @@ def test_the_page_refuses_a_token_without_a_name():
     assert response.status_code == 400
     assert "This field is required." in response.content.decode()
     assert not ApiToken.objects.exists()
-    assert client.post("/accounts/tokens/", {"name": "x", "scope": "admin", "expires": "7"}).status_code == 400
+    assert (
+        client.post("/accounts/tokens/", {"name": "x", "scope": "admin", "expires": "7"}).status_code == 400
+    )
 
 
 def test_the_page_lists_only_the_users_own_tokens_and_last_use():
@@ -256,7 +260,10 @@ def test_a_read_only_token_reads_and_its_refused_writes_change_nothing(role_user
     reader = _token_client(ApiTokenFactory(user=role_users["submitter"], scope="read").key)
     assert reader.get(f"/api/v1/submissions/{draft.pk}/").json()["status"] == "draft"
     assert reader.get("/api/v1/uploads/").status_code == 200
-    assert reader.post(f"/api/v1/submissions/{draft.pk}/withdraw/", {"reason": "x"}, format="json").status_code == 403
+    assert (
+        reader.post(f"/api/v1/submissions/{draft.pk}/withdraw/", {"reason": "x"}, format="json").status_code
+        == 403
+    )
     started = reader.post(
         "/api/v1/uploads/",
         {"submission": draft.pk, "filename": "a.tar.gz", "size": 10, "sha256": "0" * 64},
