@@ -10,6 +10,8 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.timesince import timesince
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -47,6 +49,11 @@ def _page(
     request, form: TokenForm, *, new_key: str | None = None, new_token: ApiToken | None = None, status=200
 ):
     tokens = list(api_tokens_visible_to(request.user))
+    now = timezone.now()
+    for token in tokens:
+        if token.last_used_at is not None:
+            seconds = (now - token.last_used_at).total_seconds()
+            token.used_ago = "just now" if seconds < 60 else f"{timesince(token.last_used_at, now)} ago"
     response = render(
         request,
         "accounts/tokens.html",
