@@ -9,6 +9,7 @@ from hmac import compare_digest
 
 from django.urls import reverse
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from knox.auth import TokenAuthentication
 from knox.crypto import hash_token
 from knox.settings import CONSTANTS
@@ -102,3 +103,21 @@ class ApiTokenAuthentication(TokenAuthentication):
         if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
             token.last_used_at = now
+
+
+class ApiTokenScheme(OpenApiAuthenticationExtension):
+    """How the OpenAPI schema (/api/docs/) describes the token header."""
+
+    target_class = ApiTokenAuthentication
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": (
+                'API token: "Token <key>". Create one on /accounts/tokens/ (scope read, or read + upload and '
+                "submit); a read-only token gets 403 token_read_only on any write."
+            ),
+        }

@@ -283,3 +283,38 @@ def test_session_requests_are_not_scoped(role_users, draft):
         format="json",
     )
     assert response.status_code == 201, response.json()
+
+
+# --- What `portal` shows -----------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_portal_status_with_an_expired_or_read_only_token_says_where_to_create_one(
+    role_users, draft, live_server
+):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def portal(*args, key):
+        return subprocess.run(
+            [sys.executable, "-m", "checker.cli", *args, "--url", live_server.url, "--token", key],
+            cwd=Path(__file__).resolve().parents[2],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=os.environ,
+        )
+
+    expired = ApiTokenFactory(user=role_users["submitter"], name="old CI", expiry=timedelta(days=1))
+    ApiToken.objects.filter(pk=expired.pk).update(expiry=timezone.now() - timedelta(days=1))
+    result = portal("status", str(draft.pk), key=expired.key)
+    assert result.returncode == 2
+    assert "HTTP 401: This API token ('old CI') expired on" in result.stderr
+    assert f"Create a new token at {live_server.url}/accounts/tokens/" in result.stderr
+
+    reader = ApiTokenFactory(user=role_users["submitter"], scope="read")
+    refused = portal("submit", str(Path(__file__).resolve()), "--submission", str(draft.pk), key=reader.key)
+    assert refused.returncode == 2
+    assert "HTTP 403: This API token is read-only" in refused.stderr and "/accounts/tokens/" in refused.stderr
