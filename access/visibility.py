@@ -20,10 +20,12 @@ from django.http import Http404
 from accounts.models import (
     ApiToken,
     GlobalRole,
+    Invitation,
     Membership,
     Notification,
     NotificationPreference,
     Organisation,
+    SignIn,
 )
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
@@ -32,6 +34,7 @@ from leaderboard.models import Annotation, Challenge, Publication
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from review.selectors import conflicted_organisation_ids
 from submissions.models import (
+    CheckOutbox,
     CheckRun,
     Finding,
     IdempotencyKey,
@@ -139,6 +142,11 @@ def findings_visible_to(user) -> QuerySet[Finding]:
 
 def point_metrics_visible_to(user) -> QuerySet[PointMetric]:
     return PointMetric.objects.filter(check_run__version__submission__in=submissions_visible_to(user))
+
+
+def check_outbox_visible_to(user) -> QuerySet[CheckOutbox]:
+    """A run's start message waiting for the broker: visible exactly where its run is."""
+    return CheckOutbox.objects.filter(check_run__in=check_runs_visible_to(user))
 
 
 def uploads_visible_to(user) -> QuerySet[Upload]:
@@ -293,6 +301,24 @@ def global_roles_visible_to(user) -> QuerySet[GlobalRole]:
     return GlobalRole.objects.filter(user=user)
 
 
+def invitations_visible_to(user) -> QuerySet[Invitation]:
+    """An organisation's invitations: its admins and the chair (the invitee holds the link, not a row)."""
+    if not _signed_in(user):
+        return Invitation.objects.none()
+    if user_is_chair(user):
+        return Invitation.objects.all()
+    return Invitation.objects.filter(
+        organisation_id__in=user_org_ids(user, roles=(Membership.Role.ORG_ADMIN,))
+    )
+
+
+def sign_ins_visible_to(user) -> QuerySet[SignIn]:
+    """Each user sees their own sign-ins (when, from where, with what), nobody else's."""
+    if not _signed_in(user):
+        return SignIn.objects.none()
+    return SignIn.objects.filter(user=user)
+
+
 def benchmarks_visible_to(user) -> QuerySet[Benchmark]:
     """The benchmark catalog is public."""
     return Benchmark.objects.all()
@@ -356,6 +382,7 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     Upload: uploads_visible_to,
     UploadPart: upload_parts_visible_to,
     CheckRun: check_runs_visible_to,
+    CheckOutbox: check_outbox_visible_to,
     Finding: findings_visible_to,
     PointMetric: point_metrics_visible_to,
     IdempotencyKey: idempotency_keys_visible_to,
@@ -371,6 +398,8 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     Challenge: challenges_visible_to,
     Annotation: annotations_visible_to,
     NotificationPreference: notification_preferences_visible_to,
+    Invitation: invitations_visible_to,
+    SignIn: sign_ins_visible_to,
     AuditEvent: audit_events_visible_to,
     ApiToken: api_tokens_visible_to,
 }

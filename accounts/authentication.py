@@ -1,6 +1,11 @@
 """API token authentication: `Authorization: Token <key>` checked against the digests knox keeps
 (accounts.models.ApiToken); an expired, revoked or unknown token gets a 401 naming the tokens page, and an
-address that sent too many bad tokens gets 429 (accounts.throttling.FailedTokenThrottle)."""
+address that sent too many bad tokens gets 429 (accounts.throttling.FailedTokenThrottle).
+
+A token is one factor. The chair's and auditors' tokens read as before, but their writes (publish, waive,
+reject, attest, assign...) are refused with 403 `two_factor_required` until the token's owner has set up
+two-factor sign-in on /accounts/two-factor/: whoever holds the password alone cannot mint a token and act
+(docs/accounts.md). Any token class can take the rule: subclass it with SecondFactorForTokensMixin first."""
 
 from __future__ import annotations
 
@@ -17,7 +22,30 @@ from rest_framework import exceptions
 from rest_framework.authentication import get_authorization_header
 
 from accounts.models import ApiToken
+from accounts.selectors import user_has_second_factor, user_requires_second_factor
 from accounts.throttling import FailedTokenThrottle
+
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+class SecondFactorRequired(exceptions.PermissionDenied):
+    default_code = "two_factor_required"
+    default_detail = (
+        "This account is a chair or auditor account: set up two-factor sign-in at /accounts/two-factor/ before "
+        "acting with its API token."
+    )
+
+
+class SecondFactorForTokensMixin:
+    def authenticate(self, request):
+        result = super().authenticate(request)  # type: ignore[misc]
+        if result is None or request.method in SAFE_METHODS:
+            return result
+        user = result[0]
+        if user_requires_second_factor(user) and not user_has_second_factor(user):
+            raise SecondFactorRequired()
+        return result
+
 
 # A token's last use is written at most this often (one UPDATE per token per minute, not one per request).
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -27,7 +55,7 @@ def tokens_page_url(request) -> str:
     return request.build_absolute_uri(reverse("accounts:tokens"))
 
 
-class ApiTokenAuthentication(TokenAuthentication):
+class _KnoxTokenAuthentication(TokenAuthentication):
     """knox's token authentication with the portal's token rows: scope, expiry, revocation and last use."""
 
     def authenticate(self, request):
@@ -103,6 +131,10 @@ class ApiTokenAuthentication(TokenAuthentication):
         if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
             token.last_used_at = now
+
+
+class ApiTokenAuthentication(SecondFactorForTokensMixin, _KnoxTokenAuthentication):
+    """The portal's API token authentication (REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"])."""
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):

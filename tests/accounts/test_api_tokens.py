@@ -311,10 +311,10 @@ def test_portal_status_with_an_expired_or_read_only_token_says_where_to_create_o
     ApiToken.objects.filter(pk=expired.pk).update(expiry=timezone.now() - timedelta(days=1))
     result = portal("status", str(draft.pk), key=expired.key)
     assert result.returncode == 2
-    assert "HTTP 401: This API token ('old CI') expired on" in result.stderr
-    assert f"Create a new token at {live_server.url}/accounts/tokens/" in result.stderr
+    assert "This API token ('old CI') expired on" in result.stderr
+    assert f"{live_server.url}/accounts/tokens/" in result.stderr
 
     reader = ApiTokenFactory(user=role_users["submitter"], scope="read")
     refused = portal("submit", str(Path(__file__).resolve()), "--submission", str(draft.pk), key=reader.key)
     assert refused.returncode == 2
-    assert "HTTP 403: This API token is read-only" in refused.stderr and "/accounts/tokens/" in refused.stderr
+    assert "This API token is read-only" in refused.stderr and "/accounts/tokens/" in refused.stderr

@@ -17,7 +17,7 @@ def _forget_drf_tokens(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0002_notificationpreference_notification'),
+        ('accounts', '0003_invitations_sign_ins_membership_added_by'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
         ("contenttypes", "0002_remove_content_type_name"),
     ]
