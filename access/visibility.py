@@ -18,6 +18,7 @@ from django.db.models import Exists, Model, OuterRef, Q, QuerySet
 from django.http import Http404
 
 from accounts.models import (
+    ApiToken,
     GlobalRole,
     Invitation,
     Membership,
@@ -249,6 +250,13 @@ def notification_preferences_visible_to(user) -> QuerySet[NotificationPreference
     return NotificationPreference.objects.filter(user=user)
 
 
+def api_tokens_visible_to(user) -> QuerySet[ApiToken]:
+    """A user's own API tokens (their digests never leave the server); nobody else's, the chair's included."""
+    if not _signed_in(user):
+        return ApiToken.objects.none()
+    return ApiToken.objects.filter(user=user)
+
+
 # --- Systems -----------------------------------------------------------------------------------
 
 
@@ -393,6 +401,7 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     Invitation: invitations_visible_to,
     SignIn: sign_ins_visible_to,
     AuditEvent: audit_events_visible_to,
+    ApiToken: api_tokens_visible_to,
 }
 
 

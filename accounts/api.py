@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from access.visibility import notifications_visible_to
 from accounts.models import Notification, NotificationPreference
+from accounts.permissions import TokenScopeAllows
 from accounts.selectors import user_roles
 from accounts.services import notification_preference_of, notification_preference_set, notifications_mark_read
 from submissions.api.common import IDEMPOTENCY_PARAMETER
@@ -22,7 +23,7 @@ from submissions.idempotency import idempotent
 class MeApi(APIView):
     """Who the caller is and what they may act as (useful to check an API token)."""
 
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
 
     @extend_schema(
         responses=inline_serializer(
@@ -52,7 +53,7 @@ class NotificationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     """The caller's own notifications, newest first (`?unread=1` for the unread ones); mark one or all read."""
 
     serializer_class = NotificationSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
 
     def get_queryset(self):
         rows = notifications_visible_to(self.request.user)
@@ -85,7 +86,7 @@ class NotificationPreferenceSerializer(serializers.Serializer):
 class NotificationPreferenceApi(APIView):
     """How the caller's notifications are e-mailed: `immediate` (one e-mail each) or `digest` (one a day)."""
 
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
 
     @extend_schema(responses=NotificationPreferenceSerializer)
     def get(self, request):

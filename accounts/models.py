@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
+from knox.models import AbstractAuthToken
 
 
 class Organisation(models.Model):
@@ -119,6 +121,46 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user}: {self.subject}"
+
+
+class ApiToken(AbstractAuthToken):
+    """An API token a user made on /accounts/tokens/ (or an operator with `manage.py issue_token`).
+
+    This is knox's token model (settings.KNOX_TOKEN_MODEL): the key is shown once and only its SHA-512 `digest`
+    is kept, with `token_key`, the key's first 15 characters (its "ep_" prefix and 12 random hex digits), as
+    knox's lookup index; `expiry` None never expires. Revoked tokens stay (with `revoked_at`) so that a request
+    with one is told it was revoked, and the owner sees when."""
+
+    class Scope(models.TextChoices):
+        READ = "read", "Read only"
+        WRITE = "write", "Read, upload and submit"
+
+    # knox's digest is the primary key there; a plain id here names a token in URLs and the audit log.
+    id = models.BigAutoField(primary_key=True)
+    digest = models.CharField(max_length=128, unique=True)
+    name = models.CharField(max_length=100)
+    scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.READ)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["user", "revoked_at"], name="api_token_user_live_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.name} ({self.scope})"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expiry is not None and self.expiry <= timezone.now()
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None and not self.is_expired
+
+    @property
+    def can_write(self) -> bool:
+        return self.scope == self.Scope.WRITE
 
 
 class Invitation(models.Model):

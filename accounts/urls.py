@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from accounts import views, views_auth
+from accounts import views, views_auth, views_tokens
 
 app_name = "accounts"
 
@@ -17,6 +17,8 @@ urlpatterns = [
     path("notifications/", views.notifications, name="notifications"),
     path("notifications/read/", views.mark_read, name="notifications_read"),
     path("notifications/preference/", views.preference, name="notification_preference"),
+    path("tokens/", views_tokens.tokens, name="tokens"),
+    path("tokens/<int:pk>/revoke/", views_tokens.token_revoke, name="token_revoke"),
     path("organisations/", views.organisations, name="organisations"),
     path("organisations/<slug:slug>/", views.organisation, name="organisation"),
     path("organisations/<slug:slug>/invite/", views.invite, name="invite"),

@@ -7,7 +7,6 @@ its admins' and the chair's (404 to anyone else)."""
 from __future__ import annotations
 
 from django import forms
-from django.apps import apps
 from django.contrib import auth, messages
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.decorators import login_required
@@ -15,10 +14,11 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from access.visibility import notifications_visible_to, sign_ins_visible_to
-from accounts.models import GlobalRole, Invitation, Membership, NotificationPreference, Organisation
+from accounts.models import ApiToken, GlobalRole, Invitation, Membership, NotificationPreference, Organisation
 from accounts.selectors import (
     global_role_holders,
     invitations_pending,
@@ -111,13 +111,13 @@ def preference(request):
 # --- The account page -------------------------------------------------------------------------------
 
 
-def _api_tokens_count(user) -> int | None:
-    """How many API tokens the user holds (self-service tokens, django-rest-knox), None without that app."""
-    if not apps.is_installed("knox"):
-        return None
-    from knox.models import AuthToken
-
-    return AuthToken.objects.filter(user=user).count()
+def _api_tokens_count(user) -> int:
+    """How many active API tokens the user holds (accounts.ApiToken; their page is /accounts/tokens/)."""
+    return (
+        ApiToken.objects.filter(user=user, revoked_at__isnull=True)
+        .exclude(expiry__lte=timezone.now())
+        .count()
+    )
 
 
 @login_required

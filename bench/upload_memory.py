@@ -63,8 +63,8 @@ accounts.membership_grant(user=user, organisation=org, role=Membership.Role.SUBM
 system = services.system_register(organisation=org, name="bench-system", description={}, actor=user)
 benchmark = Benchmark.objects.get(model_id="llama3_1-8b")
 submission = services.submission_create(actor=user, system=system, benchmark=benchmark)
-token = accounts.api_token_issue(user=user)
-print("BENCH", token.key, submission.pk)
+_, key = accounts.api_token_create(user=user, name="bench", scope="write")
+print("BENCH", key, submission.pk)
 """
 
 

@@ -7,6 +7,7 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.permissions import AllowAny
 from rest_framework.routers import BaseRouter
 
+from accounts.permissions import TokenScopeAllows
 from catalog.models import Benchmark
 from catalog.selectors import benchmark_list
 
@@ -35,7 +36,7 @@ class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
             ]
 
     serializer_class = OutputSerializer
-    permission_classes = [AllowAny]
+    permission_classes = [TokenScopeAllows, AllowAny]
     filterset_class = BenchmarkFilter
     lookup_field = "model_id"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
+from django.urls import NoReverseMatch, reverse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -50,4 +51,16 @@ def exception_handler(exc, context):
         codes = exc.get_codes()
         code = codes if isinstance(codes, str) else exc.default_code
         response.data = {"code": code, "detail": _first_message(exc.detail)}
+        if isinstance(exc, exceptions.NotAuthenticated):
+            response.data["detail"] += _token_hint(context.get("request"))
     return response
+
+
+def _token_hint(request) -> str:
+    """Where to get an API token (a 401 without credentials; `portal submit` shows this detail as it is)."""
+    try:
+        path = reverse("accounts:tokens")
+    except NoReverseMatch:  # pragma: no cover - the accounts URLs are always mounted
+        return ""
+    where = request.build_absolute_uri(path) if request is not None else path
+    return f" Send an API token as 'Authorization: Token <key>'; create one at {where}"

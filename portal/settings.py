@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
 
@@ -75,7 +76,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -343,13 +344,48 @@ USE_I18N = True
 USE_TZ = True
 
 # --- API ------------------------------------------------------------------------------------
+# API tokens (docs/api-tokens.md): django-rest-knox keeps a SHA-512 digest of each key, never the key; the
+# token rows are accounts.ApiToken (name, scope, last use, revocation). Keys are sent as "Authorization: Token <key>".
+KNOX_TOKEN_MODEL = "accounts.ApiToken"
+# knox's own AuthToken is swapped out for accounts.ApiToken: its migrations would only make an unused table (whose
+# foreign key to the users would also stop `flush` from emptying them).
+MIGRATION_MODULES = {"knox": None}
+REST_KNOX = {
+    "AUTH_HEADER_PREFIX": "Token",
+    "TOKEN_TTL": None,  # each token's expiry is chosen when it is created (accounts.services.api_token_create)
+    "AUTO_REFRESH": False,
+    "TOKEN_PREFIX": "ep_",  # recognisable in a leaked file or a secret scanner
+}
+# Requests per account and per address for token-authenticated API calls, and failed token attempts per address
+# (then 429 with Retry-After). Session (browser) requests are not throttled here.
+PORTAL_API_THROTTLE_RATES = {
+    "token_user": env_str("PORTAL_API_RATE_PER_ACCOUNT", "600/minute"),
+    "token_address": env_str("PORTAL_API_RATE_PER_ADDRESS", "1200/minute"),
+    "token_failure": env_str("PORTAL_API_RATE_FAILED_TOKENS", "20/minute"),
+}
+for _scope, _rate in PORTAL_API_THROTTLE_RATES.items():
+    if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", _rate or ""):
+        raise EnvError(
+            f"API rate {_rate!r} ({_scope}) must look like 600/minute (per second, minute, hour or day)."
+        )
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        # A chair's or auditor's token acts only once its owner has set up two-factor sign-in.
-        "accounts.authentication.TokenAuthentication",
+        # knox digests, scopes, expiry, revocation, last use; a chair's or auditor's token acts only once its owner
+        # has set up two-factor sign-in.
+        "accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # TokenScopeAllows: a read-only token may only read. A view that sets its own permission_classes lists it too
+    # (tests/accounts/test_api_tokens.py tries every unsafe endpoint with a read-only token).
+    "DEFAULT_PERMISSION_CLASSES": [
+        "accounts.permissions.TokenScopeAllows",
+        "rest_framework.permissions.IsAuthenticated",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "accounts.throttling.TokenAccountThrottle",
+        "accounts.throttling.TokenAddressThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": dict(PORTAL_API_THROTTLE_RATES),
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "portal.pagination.PortalPagination",

@@ -23,6 +23,7 @@ from access.visibility import (
     versions_visible_to,
     waivers_visible_to,
 )
+from accounts.permissions import TokenScopeAllows
 from portal.errors import ApplicationError
 from review import selectors, services
 from review.models import EvidenceRequest, Waiver
@@ -184,7 +185,7 @@ class AuditViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     """The auditor's queue (peer-reviewed submissions, oldest first) and one submission's audit; attest, request
     evidence, re-run the checks. Auditors and the chair only (403); a hidden submission is a 404."""
 
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
 
     def get_serializer_class(self):
         return AuditQueueItemSerializer if self.action == "list" else AuditDetailSerializer
@@ -260,7 +261,7 @@ class EvidenceRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, v
     """Evidence requests between the auditors and the submitting organisation; the submitter answers."""
 
     serializer_class = EvidenceRequestSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
 
     def get_queryset(self):
         return evidence_requests_visible_to(self.request.user).select_related("auditor", "answered_by")
@@ -288,7 +289,7 @@ class WaiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     decides; `grant` waives a finding nobody asked about."""
 
     serializer_class = WaiverSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
 
     def get_queryset(self):
         return waivers_visible_to(self.request.user).select_related("version", "requested_by", "decided_by")

@@ -20,6 +20,7 @@ from rest_framework.routers import BaseRouter
 
 from access.visibility import conflicts_visible_to, review_assignments_visible_to, submissions_visible_to
 from accounts.models import Organisation
+from accounts.permissions import TokenScopeAllows
 from accounts.selectors import user_is_chair
 from portal.errors import ApplicationError, ConflictError
 from portal.parsers import parse_id
@@ -68,7 +69,7 @@ class ChairAssignmentViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     eligible organisations, release one with a reason."""
 
     serializer_class = ChairAssignmentSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
 
     def get_queryset(self):
         rows = review_assignments_visible_to(self.request.user).select_related("reviewer", "organisation")
@@ -142,7 +143,7 @@ class ChairAssignmentViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 class ChairDashboardViewSet(viewsets.ViewSet):
     """What needs the chair: unassigned, overdue assignments and objections, stuck, awaiting audit, waivers."""
 
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
 
     @extend_schema(
         responses=inline_serializer(
@@ -196,7 +197,7 @@ class ConflictViewSet(
     pinned ones; an organisation admin declares and removes their own organisation's non-pinned ones."""
 
     serializer_class = ConflictSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
 
     def get_queryset(self):
         return conflicts_visible_to(self.request.user).select_related("declared_by")

@@ -26,6 +26,7 @@ from access.visibility import (
     review_submissions_visible_to,
     reviews_visible_to,
 )
+from accounts.permissions import TokenScopeAllows
 from portal.errors import ApplicationError
 from portal.parsers import parse_id, parse_positive
 from review import bundle_files, selectors, services
@@ -253,7 +254,7 @@ class ReviewAssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
     """Your review assignments (soonest due first); accept or decline an invitation."""
 
     serializer_class = AssignmentSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
     filterset_class = AssignmentFilter
 
     def get_queryset(self):
@@ -306,7 +307,7 @@ class ReviewViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, viewsets.Gen
     review of the frozen version: approve, request changes, or object (opens an objection)."""
 
     serializer_class = ReviewSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
     filterset_class = ReviewFilter
 
     def get_queryset(self):
@@ -363,7 +364,7 @@ class CommentViewSet(
     reviewers + auditors, auditors only); post a comment, an objection or a reply; close an objection."""
 
     serializer_class = CommentSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
     filterset_class = CommentFilter
 
     def get_queryset(self):
@@ -451,7 +452,7 @@ class ReviewVersionViewSet(viewsets.GenericViewSet):
     """A version of a submission under review: what changed since another version, its stored files'
     members, and one member's lines, page by page."""
 
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
     serializer_class = VersionDiffSerializer
     filterset_class = None
     pagination_class = None

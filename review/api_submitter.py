@@ -10,6 +10,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.routers import BaseRouter
 
 from access.visibility import review_assignments_visible_to, submissions_visible_to
+from accounts.permissions import TokenScopeAllows
 from review.models import ReviewAssignment
 
 
@@ -46,7 +47,7 @@ class SubmissionReviewerViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     submissions, a reviewer their own assignments, auditors and the chair all (never a hidden draft's)."""
 
     serializer_class = SubmissionReviewerSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
     filterset_class = SubmissionReviewerFilter
 
     def get_queryset(self):

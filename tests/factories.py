@@ -31,9 +31,9 @@ from django.db import transaction
 from django.utils import timezone
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
-from rest_framework.authtoken.models import Token, TokenProxy
 
 from accounts.models import (
+    ApiToken,
     GlobalRole,
     Invitation,
     Membership,
@@ -164,20 +164,24 @@ class GlobalRoleFactory(_Factory):
             _authenticator_for(obj.user)
 
 
-class TokenFactory(_Factory):
-    """An API token (the key is generated on save, as api_token_issue does)."""
+class ApiTokenFactory(_Factory):
+    """An API token as knox makes it (a random key, only its digest stored); the key is on `obj.key`, for tests.
+
+    Default scope write (what `portal submit` needs), no expiry."""
 
     class Meta:
-        model = Token
+        model = ApiToken
 
     user = factory.SubFactory(UserFactory)
+    name = factory.Sequence(lambda n: f"token {n}")
+    scope = ApiToken.Scope.WRITE
+    expiry = None  # a timedelta from now, or None for never
 
-
-class TokenProxyFactory(TokenFactory):
-    """DRF's admin proxy of Token: the same row."""
-
-    class Meta:
-        model = TokenProxy
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        token, key = model_class.objects.create(*args, **kwargs)
+        token.key = key
+        return token
 
 
 class InvitationFactory(_Factory):

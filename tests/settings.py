@@ -36,5 +36,14 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": os.environ.get("PORTAL_TEST_DB_NAME") or f"test_portal_{os.getpid()}",
     }
+
     # The flush between transactional tests empties the audit log, whose trigger refuses TRUNCATE otherwise.
     DATABASES["default"]["ENGINE"] = "tests.pg_backend"  # noqa: F405
+
+# The suite sends thousands of token requests from 127.0.0.1 a minute: throttle limits it never reaches. The tests
+# of the limits themselves (tests/accounts/test_api_throttling.py) put back portal.settings' production rates.
+PRODUCTION_THROTTLE_RATES = dict(REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"])  # noqa: F405
+REST_FRAMEWORK = {  # noqa: F405
+    **REST_FRAMEWORK,  # noqa: F405
+    "DEFAULT_THROTTLE_RATES": {scope: "1000000/minute" for scope in PRODUCTION_THROTTLE_RATES},
+}

@@ -23,7 +23,7 @@ def _layers() -> list[str]:
 
 
 LAYERS = _layers()
-# Higher number = higher layer. Apps outside the list (Django's auth, contenttypes, DRF's authtoken) sit below.
+# Higher number = higher layer. Apps outside the list (Django's auth, contenttypes, knox) sit below.
 RANK = {app: len(LAYERS) - index for index, app in enumerate(LAYERS)}
 PROJECT_MODELS = [model for model in apps.get_models() if model._meta.app_label in RANK]
 

@@ -30,7 +30,6 @@ from django.core.management import call_command
 from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 Z9 = "Unreleased-Z9"
@@ -89,6 +88,9 @@ def expected_visible(role: str, status: str) -> bool:
 # 200 to everyone once published, 404 to everyone before, the submitting organisation included; a POST on one:
 # anonymous to the login page, anything but 404 and 5xx once published).
 # `pk`: what the route's object id is (submission, version, check_run, upload, assignment, comment, waiver,
+# evidence, notification, api_token, conflict, system).
+# One user's own rows (world.<pk>_of: user pk -> that user's row): the user's alone, whatever the submission.
+OWN_ROW_PKS = ("notification", "api_token")
 # evidence, notification, conflict, system, account: fixed ids of the accounts pages).
 PUBLIC, FLOW, LOGIN, ONLY, LIST, SUBJECT, SUBJECT_WRITE, RESULT = (
     "public",
@@ -173,6 +175,8 @@ ROUTES: dict[str, Route] = {
     "api:notification-read-all": _p(LOGIN),
     "api:notification-detail": _g(SUBJECT, pk="notification", who=()),
     "api:notification-read": _p(SUBJECT_WRITE, pk="notification", who=()),
+    "accounts:tokens": _g(LOGIN),
+    "accounts:token_revoke": _p(SUBJECT_WRITE, pk="api_token", who=()),  # one user's own, like a notification
     "review:queue": _g(ONLY, who=REVIEWERS),
     "review:audit_queue": _g(ONLY, who=OVERSIGHT),
     "review:chair_dashboard": _g(ONLY, who=(CHAIR,)),
@@ -545,6 +549,13 @@ def _build_world() -> World:
     for user in everyone:  # logged in once, committed: each test's rollback keeps the sessions and tokens
         _client(world, user, api=True)
         _client(world, user, api=False)
+    from accounts.models import ApiToken
+
+    world.api_token_of = {
+        user.pk: ApiToken.objects.filter(user=user).values_list("pk", flat=True).first()
+        for user in everyone
+        if user
+    }
     return world
 
 
@@ -594,13 +605,14 @@ def world(django_db_setup, django_db_blocker, tmp_path_factory):
 
 
 def _client(world: World, user, api: bool):
+    from tests.factories import ApiTokenFactory
+
     key = (getattr(user, "pk", None), api)
     if key not in world.clients:
         if api:
             client = APIClient()
             if user is not None:
-                token, _ = Token.objects.get_or_create(user=user)
-                client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+                client.credentials(HTTP_AUTHORIZATION=f"Token {ApiTokenFactory(user=user).key}")
         else:
             client = Client()
             if user is not None:
@@ -678,10 +690,9 @@ def _kwarg_names(name: str) -> set[str]:
 
 
 def _subject_kwargs(name: str, route: Route, subject: Subject, world: World, user):
-    if route.pk == "notification":
-        pk = world.notification_of.get(getattr(user, "pk", None)) or world.notification_of.get(
-            subject.users[OWN].pk
-        )
+    if route.pk in OWN_ROW_PKS:
+        own = getattr(world, f"{route.pk}_of")
+        pk = own.get(getattr(user, "pk", None)) or own.get(subject.users[OWN].pk)
         return {"pk": pk}
     if route.pk == "conflict":
         return {"pk": world.conflict_id, "conflict_id": world.conflict_id}
@@ -789,8 +800,8 @@ def _object_expectation(
         route.pk == "system"
     ):  # a system is public once it has a published result; only its organisation writes
         return code < 500 and (route.kind == SUBJECT or role == OWN or code in (*refused, 401))
-    if route.pk == "notification":  # each user's own, whatever the submission
-        mine = world.notification_of.get(getattr(user, "pk", None)) == kwargs["pk"]
+    if route.pk in OWN_ROW_PKS:  # each user's own, whatever the submission
+        mine = getattr(world, f"{route.pk}_of").get(getattr(user, "pk", None)) == kwargs["pk"]
         visible, allowed = mine, mine
     elif route.pk == "conflict":  # not a submission's: `who` alone decides
         visible, allowed = user is not None, role in route.who
@@ -815,7 +826,7 @@ def _asked_url(name: str, route: Route, subject: Subject, world: World, user) ->
 
 # Roles whose visibility is not the submission's (a user's own notifications, the chair's conflicts, systems
 # public once they have a published result): never grouped.
-UNGROUPED_PKS = {"notification", "conflict", "system"}
+UNGROUPED_PKS = {"notification", "api_token", "conflict", "system"}
 
 
 def _plan(name: str, route: Route, state: str, world: World) -> list[tuple[Subject, str]]:

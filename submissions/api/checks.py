@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import mixins, serializers, viewsets
 
 from access.visibility import check_runs_visible_to
+from accounts.permissions import TokenScopeAllows
 from checker.portal_rules import PORTAL_ONLY_RULES
 from checker.regions import region_label
 from submissions.api.common import ReadAnyoneWriteAuthenticated
@@ -83,7 +84,7 @@ class CheckRunFilter(django_filters.FilterSet):
 class CheckRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Check runs of visible versions; the detail holds every finding and per-point metric."""
 
-    permission_classes = [ReadAnyoneWriteAuthenticated]
+    permission_classes = [TokenScopeAllows, ReadAnyoneWriteAuthenticated]
     filterset_class = CheckRunFilter
 
     def get_serializer_class(self):

@@ -10,6 +10,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from access.visibility import submissions_visible_to
+from accounts.permissions import TokenScopeAllows
 from catalog.models import Benchmark
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
@@ -117,7 +118,7 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     withdraw, reject); a single submission lists the `allowed_actions` of the caller."""
 
     serializer_class = SubmissionSerializer
-    permission_classes = [ReadAnyoneWriteAuthenticated]
+    permission_classes = [TokenScopeAllows, ReadAnyoneWriteAuthenticated]
     filterset_class = SubmissionFilter
 
     def get_queryset(self):

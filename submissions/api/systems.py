@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from access.permissions import can
 from access.visibility import systems_visible_to
 from accounts.models import Organisation
+from accounts.permissions import TokenScopeAllows
 from portal.errors import ApplicationError, NotAllowedError
 from portal.parsers import PARSER_CLASSES
 from submissions import services
@@ -127,7 +128,7 @@ class SystemFilter(django_filters.FilterSet):
 class SystemViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Systems under test with their system_desc.json: list, register, update the description (history kept)."""
 
-    permission_classes = [ReadAnyoneWriteAuthenticated]
+    permission_classes = [TokenScopeAllows, ReadAnyoneWriteAuthenticated]
     filterset_class = SystemFilter
     parser_classes = PARSER_CLASSES
 

@@ -15,6 +15,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from access.visibility import submissions_visible_to, uploads_visible_to
+from accounts.permissions import TokenScopeAllows
 from submissions import checks, uploads
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.api.serializers import VersionSerializer
@@ -166,7 +167,7 @@ class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     the list (filter by sha256, size, status, submission, mine) finds an upload to resume."""
 
     serializer_class = UploadSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = [TokenScopeAllows, IsAuthenticated]
     filterset_class = UploadFilter
 
     def get_queryset(self):

@@ -11,6 +11,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from access.visibility import versions_visible_to
+from accounts.permissions import TokenScopeAllows
 from portal.parsers import parse_id
 from submissions import checks, uploads
 from submissions.api.common import IDEMPOTENCY_PARAMETER, ReadAnyoneWriteAuthenticated
@@ -34,7 +35,7 @@ class VersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     """Immutable versions of visible submissions; their stored files; the chair's re-check."""
 
     serializer_class = VersionSerializer
-    permission_classes = [ReadAnyoneWriteAuthenticated]
+    permission_classes = [TokenScopeAllows, ReadAnyoneWriteAuthenticated]
     filterset_class = VersionFilter
 
     def get_queryset(self):

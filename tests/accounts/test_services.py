@@ -4,7 +4,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from accounts.models import Membership, Organisation
-from accounts.services import api_token_issue, global_role_grant, membership_grant, organisation_create
+from accounts.services import api_token_create, global_role_grant, membership_grant, organisation_create
 from audit.models import AuditEvent
 from portal.errors import NotAllowedError
 from tests.factories import UserFactory
@@ -58,8 +58,11 @@ def test_global_role_grant_is_chair_only(role_users):
 
 
 def test_api_token_is_never_written_to_the_audit_log(role_users):
-    token = api_token_issue(user=role_users["submitter"], actor=role_users["submitter"])
-    event = AuditEvent.objects.get(action="api_token.issued")
-    assert token.key not in str(event.data)
+    token, key = api_token_create(user=role_users["submitter"], name="laptop", actor=role_users["submitter"])
+    event = AuditEvent.objects.get(action="api_token.created")
+    assert key not in str(event.data) and token.digest not in str(event.data)
+    assert event.data["name"] == "laptop" and event.data["scope"] == "read"
     with pytest.raises(NotAllowedError):
-        api_token_issue(user=role_users["submitter"], actor=role_users["reviewer"])
+        api_token_create(user=role_users["submitter"], name="x", actor=role_users["reviewer"])
+    with pytest.raises(NotAllowedError):  # not even the chair makes tokens for someone else
+        api_token_create(user=role_users["submitter"], name="x", actor=role_users["chair"])

@@ -42,11 +42,13 @@ def test_application_error_keeps_its_code():
 
 
 def test_issue_token_command_prints_a_token_that_authenticates(client, capsys):
+    from accounts.models import ApiToken
+
     user = UserFactory(username="alice")
     MembershipFactory(user=user, organisation__slug="acme", role="submitter")
     call_command("issue_token", "alice")
     token = capsys.readouterr().out.strip()
-    assert len(token) == 40
+    assert token.startswith("ep_") and len(token) == 3 + 64
     response = client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {token}")
     assert response.status_code == 200
     assert response.json() == {
@@ -55,12 +57,33 @@ def test_issue_token_command_prints_a_token_that_authenticates(client, capsys):
         "auditor": False,
         "chair": False,
     }
+    row = ApiToken.objects.get(user=user)
+    assert (row.name, row.scope, row.expiry) == ("issued by an operator", "write", None)
+    # Keys are kept as digests only: a second run prints a new key, the first one still works.
     call_command("issue_token", "alice")
-    assert capsys.readouterr().out.strip() == token  # stable until rotated
+    second = capsys.readouterr().out.strip()
+    assert second != token
+    assert client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {second}").status_code == 200
+    # --rotate revokes the tokens of that name first.
     call_command("issue_token", "alice", "--rotate")
     rotated = capsys.readouterr().out.strip()
-    assert rotated != token
-    assert client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {token}").status_code == 401
+    assert rotated not in (token, second)
+    for old in (token, second):
+        refused = client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {old}")
+        assert refused.status_code == 401 and refused.json()["code"] == "token_revoked"
+    assert client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {rotated}").status_code == 200
+
+
+def test_issue_token_command_scope_and_expiry(capsys):
+    from accounts.models import ApiToken
+
+    UserFactory(username="bob")
+    call_command("issue_token", "bob", "--name", "ci", "--scope", "read", "--expires-days", "7")
+    key = capsys.readouterr().out.strip()
+    row = ApiToken.objects.get(user__username="bob")
+    assert (row.name, row.scope) == ("ci", "read")
+    assert 6.9 < (row.expiry - row.created).total_seconds() / 86400 <= 7
+    assert key[:15] == row.token_key and key not in row.digest
 
 
 def test_issue_token_for_unknown_user_fails():

@@ -235,9 +235,9 @@ def test_forwarded_proto_from_localhost_is_not_believed(served):
 
 
 def test_chunked_part_upload_reaches_the_portal_whole(served, draft, role_users):
-    from rest_framework.authtoken.models import Token
+    from tests.submissions.support import api_token_key
 
-    token = Token.objects.create(user=role_users["submitter"]).key
+    token = api_token_key(role_users["submitter"])
     payload = os.urandom(300_000)
     digest = hashlib.sha256(payload).hexdigest()
     connection = http.client.HTTPConnection("127.0.0.1", served.nginx_port, timeout=30)

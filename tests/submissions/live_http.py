@@ -6,9 +6,7 @@ import http.client
 import json
 import urllib.parse
 
-from rest_framework.authtoken.models import Token
-
-from tests.submissions.support import sha256_of
+from tests.submissions.support import api_token_key, sha256_of
 
 
 class LiveClient:
@@ -18,8 +16,7 @@ class LiveClient:
         parsed = urllib.parse.urlsplit(base_url)
         self.host, self.port = parsed.hostname, parsed.port
         self.timeout = timeout
-        token, _ = Token.objects.get_or_create(user=user)
-        self.token = token.key
+        self.token = api_token_key(user)
 
     def request(
         self, method: str, path: str, *, body=None, data: bytes | None = None, chunked=False, headers=None

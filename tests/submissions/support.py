@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.factories import (  # noqa: F401 - the tests import RUN_ARCHIVES and sha256_of from here
     RUN_ARCHIVES,
+    ApiTokenFactory,
     BenchmarkFactory,
     SystemFactory,
     sha256_of,
@@ -19,12 +19,17 @@ def make_catalog(organisation):
     return BenchmarkFactory(sample=True), SystemFactory(organisation=organisation, sample=True)
 
 
-def api_client(user) -> APIClient:
+def api_client(user, *, scope: str = "write") -> APIClient:
+    """An API client sending a new API token of `user` (scope write unless told; anonymous for None)."""
     client = APIClient()
     if user is not None:
-        token, _ = Token.objects.get_or_create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_key(user, scope=scope)}")
     return client
+
+
+def api_token_key(user, *, scope: str = "write") -> str:
+    """The key of a new API token of `user` (only its digest is in the database)."""
+    return ApiTokenFactory(user=user, scope=scope).key
 
 
 def api_upload(

@@ -24,11 +24,11 @@ SMALL = RUN_ARCHIVES[0]  # one part
 
 @pytest.fixture
 def portal_env(role_users, live_server, storage_dir, settings):
-    from rest_framework.authtoken.models import Token
+    from tests.submissions.support import api_token_key
 
     settings.PORTAL_UPLOAD_PART_BYTES = PART
     make_catalog(role_users["organisations"]["acme"])
-    token = Token.objects.create(user=role_users["submitter"]).key
+    token = api_token_key(role_users["submitter"])
     return {"PORTAL_URL": live_server.url, "PORTAL_TOKEN": token}
 
 

@@ -22,11 +22,11 @@ BUNDLE = ROOT / "tests/checker/fixtures/bundle/AcmeCompute"  # two systems: Acme
 
 @pytest.fixture
 def portal_env(role_users, live_server, storage_dir, settings):
-    from rest_framework.authtoken.models import Token
+    from tests.submissions.support import api_token_key
 
     settings.PORTAL_UPLOAD_PART_BYTES = 64 * 1024
     make_catalog(role_users["organisations"]["acme"])
-    token = Token.objects.create(user=role_users["submitter"]).key
+    token = api_token_key(role_users["submitter"])
     return {"PORTAL_URL": live_server.url, "PORTAL_TOKEN": token}
 
 
@@ -167,13 +167,13 @@ def test_submit_draws_a_progress_bar_on_a_terminal(portal_env):
 def test_submit_wait_shows_the_checks_progress_from_a_real_worker(
     role_users, live_server, live_pipeline, settings
 ):
-    from rest_framework.authtoken.models import Token
+    from tests.submissions.support import api_token_key
 
     settings.PORTAL_UPLOAD_PART_BYTES = 64 * 1024
     make_catalog(role_users["organisations"]["acme"])
     env = {
         "PORTAL_URL": live_server.url,
-        "PORTAL_TOKEN": Token.objects.create(user=role_users["submitter"]).key,
+        "PORTAL_TOKEN": api_token_key(role_users["submitter"]),
     }
     live_pipeline(PORTAL_CHECK_TEST_POINT_DELAY_S=2)  # each point takes a moment: the client sees it running
     result = _portal("submit", *map(str, RUN_ARCHIVES[:2]), "--wait", "--timeout", "240", env=env)

@@ -79,10 +79,10 @@ def _portal(*args, env=None, timeout=300):
 
 
 def test_cli_submits_run_archives_waits_and_reports(role_users, draft, live_server, storage_dir, settings):
-    from rest_framework.authtoken.models import Token
+    from tests.submissions.support import api_token_key
 
     settings.PORTAL_UPLOAD_PART_BYTES = 64 * 1024
-    token = Token.objects.create(user=role_users["submitter"]).key
+    token = api_token_key(role_users["submitter"])
     result = _portal(
         "submit",
         *map(str, RUN_ARCHIVES[:3]),
@@ -121,13 +121,12 @@ def test_cli_submits_run_archives_waits_and_reports(role_users, draft, live_serv
 
 
 def test_cli_cannot_reach_another_organisations_submission(role_users, draft, live_server, storage_dir):
-    from rest_framework.authtoken.models import Token
-
     from tests.factories import MembershipFactory, UserFactory
+    from tests.submissions.support import api_token_key
 
     outsider = UserFactory(username="outsider")
     MembershipFactory(user=outsider, organisation=role_users["organisations"]["nimbus"], role="submitter")
-    token = Token.objects.create(user=outsider).key
+    token = api_token_key(outsider)
     status = _portal("status", str(draft.pk), "--url", live_server.url, "--token", token)
     assert status.returncode == 2 and "HTTP 404" in status.stderr
     submit = _portal(

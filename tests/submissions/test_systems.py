@@ -212,10 +212,10 @@ def test_api_create_submission_for_unknown_system_says_how_to_register(role_user
 def test_portal_submit_for_an_unregistered_system_says_how_to_register_it(
     role_users, live_server, storage_dir
 ):
-    from rest_framework.authtoken.models import Token
+    from tests.submissions.support import api_token_key
 
     make_catalog(role_users["organisations"]["acme"])
-    token = Token.objects.create(user=role_users["submitter"]).key
+    token = api_token_key(role_users["submitter"])
     result = subprocess.run(
         [
             sys.executable,

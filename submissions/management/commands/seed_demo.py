@@ -51,6 +51,7 @@ class Command(BaseCommand):
         self.stdout.write("Demo logins (local demo only):")
         for spec in DEMO_USERS:
             self.stdout.write(f"  {spec.username:<16} password: {spec.password:<22} {spec.description}")
+        self.stdout.write("API tokens for `portal submit`: log in and create one on /accounts/tokens/.")
         secrets = [name for name in ("demo-chair", "demo-auditor") if name in accounts]
         if secrets:
             self.stdout.write(
