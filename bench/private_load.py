@@ -2,7 +2,7 @@
 (token), in a throwaway PostgreSQL database, served by gunicorn (4 sync workers, like docker-compose) and
 measured under 32 concurrent clients with locust (headless).
 
-    python bench/private_load.py [--submissions 37] [--users 32] [--duration 20] [--think 0] [--workers 4]
+    python bench/private_load.py [--submissions 37] [--users 32] [--duration 20] [--think 1.0] [--workers 4]
         [--code DIR] [--database NAME] [--keep] [--postgres postgres://postgres@127.0.0.1:5432]
         [--redis redis://127.0.0.1:6379/3] [--scenarios dashboard,page,api-submissions,api-lists]
 
@@ -341,7 +341,7 @@ def main() -> None:
     parser.add_argument(
         "--think",
         type=float,
-        default=0.0,
+        default=1.0,
         help="mean seconds a client waits between requests (0: back to back, the saturation throughput)",
     )
     parser.add_argument("--code", default=str(ROOT), help="the checkout gunicorn serves (default: this one)")

@@ -40,6 +40,22 @@ def conflicted_organisation_ids(organisation_id: int) -> set[int]:
     return set(request_memoized(("conflicted_organisation_ids", organisation_id), read))
 
 
+def organisations_conflicted_with_any(organisation_ids) -> set[int]:
+    """conflicted_organisation_ids of every organisation of `organisation_ids`, united (one query)."""
+    ids = frozenset(organisation_ids)
+    if not ids:
+        return set()
+
+    def read() -> frozenset[int]:
+        pairs = Conflict.objects.filter(Q(organisation_id__in=ids) | Q(other_id__in=ids)).order_by()
+        found = set(ids)
+        for left, right in pairs.values_list("organisation_id", "other_id"):
+            found.update((left, right))
+        return frozenset(found)
+
+    return set(request_memoized(("organisations_conflicted_with_any", ids), read))
+
+
 def user_is_conflicted(user, submission: Submission) -> bool:
     """A member (any role) of the submitting organisation or of one in conflict with it."""
     return bool(user_org_ids(user) & conflicted_organisation_ids(submission.organisation_id))
