@@ -4,7 +4,7 @@ measured under 32 concurrent clients with locust (headless).
 
     python bench/private_load.py [--submissions 37] [--users 32] [--duration 20] [--think 1.0] [--workers 4]
         [--code DIR] [--database NAME] [--keep] [--postgres postgres://postgres@127.0.0.1:5432]
-        [--redis redis://127.0.0.1:6379/3] [--scenarios dashboard,page,api-submissions,api-lists]
+        [--redis redis://127.0.0.1:6379/3] [--scenarios dashboard,page,api-submissions,api-lists] [--conn-max-age 0]
 
 The data: `manage.py seed_demo` (its checks run in-process: real reports, curves, findings and per-point metrics
 of the sample bundle and run archives), then drafts and submitted results of AcmeCompute copied from the demo's
@@ -350,6 +350,13 @@ def main() -> None:
     parser.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/3")
     parser.add_argument("--port", type=int, default=8766)
+    parser.add_argument(
+        "--conn-max-age",
+        type=int,
+        default=0,
+        help="gunicorn's DATABASE_URL ?conn_max_age= (seconds a worker keeps its database connection; 0: a new "
+        "connection per request, the default when DATABASE_URL does not say)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the throwaway database")
     args = parser.parse_args()
     code = Path(args.code).resolve()
@@ -420,6 +427,9 @@ def main() -> None:
                 print(f"{name}: {_queries_alone(paths, headers)} queries for {paths[0]} (this checkout)")
         connection.close()
         base = f"http://127.0.0.1:{args.port}"
+        served = {**env}
+        if args.conn_max_age:
+            served["DATABASE_URL"] = f"{env['DATABASE_URL']}?conn_max_age={args.conn_max_age}"
         gunicorn = subprocess.Popen(
             [
                 str(BIN / "gunicorn"),
@@ -434,7 +444,7 @@ def main() -> None:
                 "warning",
             ],
             cwd=code,
-            env=env,
+            env=served,
             start_new_session=True,
         )
         _wait_up(base)
@@ -443,7 +453,7 @@ def main() -> None:
         print(
             f"serving {code} ({subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=code, capture_output=True, text=True).stdout.strip()}); "
             f"{args.users} concurrent clients (think time {args.think} s), {args.duration} s per scenario, "
-            f"gunicorn -w {args.workers}; load average {load_1:.1f}"
+            f"gunicorn -w {args.workers}, conn_max_age={args.conn_max_age}; load average {load_1:.1f}"
         )
         print(
             f"{'scenario':24} {'alone ms':>8} {'requests':>9} {'fail':>5} {'p50 ms':>7} {'p95 ms':>7} "

@@ -251,8 +251,11 @@ def unwaived_errors(
     return [finding for finding in error_findings(check_run) if _identity(finding) not in covered]
 
 
-def waived_error_count(version: SubmissionVersion | None, check_run: CheckRun | None) -> int:
-    """How many error findings of the run have a granted waiver (the status badge says "N waived")."""
+def waived_error_count(
+    version: SubmissionVersion | None, check_run: CheckRun | None, *, errors: list[Finding] | None = None
+) -> int:
+    """How many error findings of the run have a granted waiver (the status badge says "N waived").
+    `errors`: the run's error findings when the caller has read them already."""
     if version is None or check_run is None or check_run.status != CheckRun.Status.FAILED:
         return 0
     granted = set(
@@ -262,7 +265,8 @@ def waived_error_count(version: SubmissionVersion | None, check_run: CheckRun | 
     )
     if not granted:  # the usual case: no need to read the findings
         return 0
-    errors = error_findings(check_run).only("rule", "point", "file")
+    if errors is None:
+        errors = list(error_findings(check_run).only("rule", "point", "file"))
     return sum(1 for finding in errors if _identity(finding) in granted)
 
 

@@ -10,9 +10,9 @@ from submissions.charts import chart_legend, step_chart_svg
 from submissions.models import CheckRun, Submission
 from submissions.rules_catalog import rule_catalog
 from submissions.selectors import (
+    check_run_curves_and_official,
     check_run_findings,
     check_run_latest,
-    check_run_official,
     check_run_point_metrics,
 )
 
@@ -201,10 +201,10 @@ def check_section_context(submission: Submission, version) -> dict:
             for finding in group.findings:
                 if finding.point:
                     errors_by_point[finding.point] = errors_by_point.get(finding.point, 0) + 1
-    curves = check_run.curves or []
+    curves, official = check_run_curves_and_official(check_run)
     context.update(
         {
-            "official": check_run_official(check_run),
+            "official": official,
             "finding_groups": groups,
             "point_rows": point_rows(check_run, errors_by_point=errors_by_point),
             "point_metric_headings": [heading for _key, heading, _kind in POINT_METRICS],

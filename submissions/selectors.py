@@ -119,6 +119,13 @@ def check_run_official(check_run) -> dict | None:
     return official if isinstance(official, dict) else None
 
 
+def check_run_curves_and_official(check_run) -> tuple[list, dict | None]:
+    """The run's curves and the official checker's verdict in one read (the list rows left both out)."""
+    row = CheckRun.objects.filter(pk=check_run.pk).values_list("curves", "report__official").first()
+    curves, official = row if row is not None else ([], None)
+    return curves or [], official if isinstance(official, dict) else None
+
+
 def check_run_findings(check_run):
     """The run's findings, errors first (a run's rows are visible wherever the run is)."""
     order = Case(

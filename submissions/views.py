@@ -199,8 +199,10 @@ def submission_detail(request, pk: int):
         "publication_panel": publication_panel(request.user, submission),
     }
     if selected is not None:
-        context["check"] = check_section_context(submission, selected)
-        context["waived_errors"] = waived_error_count(selected, context["check"]["check_run"])
+        check = context["check"] = check_section_context(submission, selected)
+        groups = check.get("finding_groups")  # a finished run's findings: no need to read its errors again
+        errors = None if groups is None else [f for g in groups if g.severity == "error" for f in g.findings]
+        context["waived_errors"] = waived_error_count(selected, check["check_run"], errors=errors)
     return render(request, "submissions/detail.html", context)
 
 
