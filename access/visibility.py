@@ -17,7 +17,15 @@ from collections.abc import Callable
 from django.db.models import Exists, Model, OuterRef, Q, QuerySet
 from django.http import Http404
 
-from accounts.models import GlobalRole, Membership, Notification, NotificationPreference, Organisation
+from accounts.models import (
+    GlobalRole,
+    Invitation,
+    Membership,
+    Notification,
+    NotificationPreference,
+    Organisation,
+    SignIn,
+)
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from catalog.models import Benchmark
@@ -25,6 +33,7 @@ from leaderboard.models import Annotation, Challenge, Publication
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from review.selectors import organisations_conflicted_with_any
 from submissions.models import (
+    CheckOutbox,
     CheckRun,
     Finding,
     IdempotencyKey,
@@ -129,6 +138,11 @@ def findings_visible_to(user) -> QuerySet[Finding]:
 
 def point_metrics_visible_to(user) -> QuerySet[PointMetric]:
     return PointMetric.objects.filter(check_run__version__submission__in=submissions_visible_to(user))
+
+
+def check_outbox_visible_to(user) -> QuerySet[CheckOutbox]:
+    """A run's start message waiting for the broker: visible exactly where its run is."""
+    return CheckOutbox.objects.filter(check_run__in=check_runs_visible_to(user))
 
 
 def uploads_visible_to(user) -> QuerySet[Upload]:
@@ -276,6 +290,24 @@ def global_roles_visible_to(user) -> QuerySet[GlobalRole]:
     return GlobalRole.objects.filter(user=user)
 
 
+def invitations_visible_to(user) -> QuerySet[Invitation]:
+    """An organisation's invitations: its admins and the chair (the invitee holds the link, not a row)."""
+    if not _signed_in(user):
+        return Invitation.objects.none()
+    if user_is_chair(user):
+        return Invitation.objects.all()
+    return Invitation.objects.filter(
+        organisation_id__in=user_org_ids(user, roles=(Membership.Role.ORG_ADMIN,))
+    )
+
+
+def sign_ins_visible_to(user) -> QuerySet[SignIn]:
+    """Each user sees their own sign-ins (when, from where, with what), nobody else's."""
+    if not _signed_in(user):
+        return SignIn.objects.none()
+    return SignIn.objects.filter(user=user)
+
+
 def benchmarks_visible_to(user) -> QuerySet[Benchmark]:
     """The benchmark catalog is public."""
     return Benchmark.objects.all()
@@ -339,6 +371,7 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     Upload: uploads_visible_to,
     UploadPart: upload_parts_visible_to,
     CheckRun: check_runs_visible_to,
+    CheckOutbox: check_outbox_visible_to,
     Finding: findings_visible_to,
     PointMetric: point_metrics_visible_to,
     IdempotencyKey: idempotency_keys_visible_to,
@@ -354,6 +387,8 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     Challenge: challenges_visible_to,
     Annotation: annotations_visible_to,
     NotificationPreference: notification_preferences_visible_to,
+    Invitation: invitations_visible_to,
+    SignIn: sign_ins_visible_to,
     AuditEvent: audit_events_visible_to,
 }
 

@@ -40,6 +40,14 @@ class Membership(models.Model):
     organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices)
     created_at = models.DateTimeField(auto_now_add=True)
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Who gave the role (the inviter, for a role taken through an invitation); empty: the system.",
+    )
 
     class Meta:
         constraints = [
@@ -111,3 +119,61 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user}: {self.subject}"
+
+
+class Invitation(models.Model):
+    """An invitation by e-mail to join an organisation with some roles. Its link is signed
+    (accounts.services.invitation_link), expires at `expires_at` and works once (`accepted_at`)."""
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    roles = models.JSONField(
+        default=list, help_text='Membership roles given on acceptance, e.g. ["submitter"].'
+    )
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # Part of the signed link: a new nonce (never reused) makes a leaked older link of the same row useless.
+    nonce = models.CharField(max_length=32)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.organisation} ({', '.join(self.roles)})"
+
+    @property
+    def is_pending(self) -> bool:
+        from django.utils import timezone
+
+        return self.accepted_at is None and self.revoked_at is None and self.expires_at > timezone.now()
+
+
+class SignIn(models.Model):
+    """One attempt to sign in to a known account: when, from where, with what, and how it ended."""
+
+    class Outcome(models.TextChoices):
+        SUCCESS = "success", "Signed in"
+        BAD_PASSWORD = "bad_password", "Wrong password"
+        BAD_CODE = "bad_code", "Wrong two-factor code"
+        LOCKED = "locked", "Refused: locked after too many failures"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_ins")
+    created_at = models.DateTimeField(auto_now_add=True)
+    address = models.GenericIPAddressField(null=True, blank=True)
+    user_agent = models.CharField(max_length=120, blank=True, help_text="Shortened to 120 characters.")
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "-created_at"], name="sign_in_user_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.outcome} {self.created_at:%Y-%m-%d %H:%M}"

@@ -72,10 +72,15 @@ def user_organisations(user) -> list[Organisation]:
 def user_has_global_role(user, role: str) -> bool:
     if user is None or not user.is_authenticated or not user.is_active:
         return False
+    return role in _global_roles(user)
+
+
+def _global_roles(user) -> frozenset[str]:
+    """The global roles the user holds (one query a request)."""
     return request_memoized(
         ("user_global_roles", user.pk),
         lambda: frozenset(GlobalRole.objects.filter(user=user).values_list("role", flat=True)),
-    ).__contains__(role)
+    )
 
 
 def user_is_auditor(user) -> bool:
@@ -148,3 +153,104 @@ def organisation_submitters(organisation_id: int) -> list:
         )
         .distinct()
     )
+
+
+# --- Two-factor sign-in ----------------------------------------------------------------------------
+
+
+def user_requires_second_factor(user) -> bool:
+    """The chair (superusers included) and auditors may act only after signing in with a second factor."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return False
+    return user.is_superuser or bool(_global_roles(user))
+
+
+def totp_device_of(user, *, confirmed: bool | None = True):
+    """The user's authenticator-app device (django-otp TOTPDevice), None when there is none."""
+    from django_otp.plugins.otp_totp.models import TOTPDevice
+
+    devices = TOTPDevice.objects.filter(user=user)
+    if confirmed is not None:
+        devices = devices.filter(confirmed=confirmed)
+    return devices.order_by("pk").first()
+
+
+def user_has_second_factor(user) -> bool:
+    return user is not None and user.is_authenticated and totp_device_of(user) is not None
+
+
+def recovery_codes_left(user) -> int:
+    from django_otp.plugins.otp_static.models import StaticToken
+
+    return StaticToken.objects.filter(device__user=user, device__confirmed=True).count()
+
+
+# --- Organisation administration -------------------------------------------------------------------
+
+
+def user_administers(user, organisation) -> bool:
+    """The chair, or an organisation admin of `organisation`: who manages its members and invitations."""
+    return user_is_chair(user) or organisation.pk in user_org_ids(user, roles=(Membership.Role.ORG_ADMIN,))
+
+
+def organisations_administered_by(user) -> QuerySet[Organisation]:
+    if user_is_chair(user):
+        return Organisation.objects.order_by("name")
+    return Organisation.objects.filter(
+        pk__in=user_org_ids(user, roles=(Membership.Role.ORG_ADMIN,))
+    ).order_by("name")
+
+
+def organisation_members(organisation) -> list[dict[str, object]]:
+    """Each member once, with their roles, who gave each and when: [{"user", "roles": [Membership, ...]}]."""
+    members: dict[int, dict[str, object]] = {}
+    rows = (
+        Membership.objects.filter(organisation=organisation)
+        .select_related("user", "added_by")
+        .order_by("user__username", "role")
+    )
+    for membership in rows:
+        entry = members.setdefault(membership.user_id, {"user": membership.user, "roles": []})
+        entry["roles"].append(membership)  # type: ignore[attr-defined]
+    return list(members.values())
+
+
+def invitations_pending(organisation) -> QuerySet:
+    from django.utils import timezone
+
+    from accounts.models import Invitation
+
+    return (
+        Invitation.objects.filter(
+            organisation=organisation,
+            accepted_at__isnull=True,
+            revoked_at__isnull=True,
+            expires_at__gt=timezone.now(),
+        )
+        .select_related("invited_by")
+        .order_by("-created_at")
+    )
+
+
+def global_role_holders() -> QuerySet[GlobalRole]:
+    return GlobalRole.objects.select_related("user").order_by("role", "user__username")
+
+
+def user_find(identifier: str):
+    """The active user a sign-in name means: the username (case-insensitive), else the one user with that
+    e-mail address; None when there is no such user or the address is shared by several."""
+    identifier = (identifier or "").strip()
+    if not identifier:
+        return None
+    users = get_user_model().objects.filter(is_active=True)
+    by_name = list(users.filter(username__iexact=identifier)[:2])
+    if len(by_name) == 1:
+        return by_name[0]
+    exact = [user for user in by_name if user.username == identifier]
+    if exact:
+        return exact[0]
+    if "@" in identifier:
+        by_email = list(users.filter(email__iexact=identifier)[:2])
+        if len(by_email) == 1:
+            return by_email[0]
+    return None

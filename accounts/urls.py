@@ -2,12 +2,31 @@
 
 from django.urls import path
 
-from accounts import views
+from accounts import views, views_auth
 
 app_name = "accounts"
 
 urlpatterns = [
+    path("", views.account, name="account"),
+    path("login/verify/", views_auth.verify_view, name="verify"),
+    path("two-factor/", views_auth.two_factor, name="two_factor"),
+    path("two-factor/recovery-codes/", views_auth.recovery_codes, name="recovery_codes"),
+    path("two-factor/off/", views_auth.two_factor_off, name="two_factor_off"),
+    path("email/", views_auth.email_change, name="email_change"),
+    path("email/confirm/<str:token>/", views_auth.email_confirm, name="email_confirm"),
     path("notifications/", views.notifications, name="notifications"),
     path("notifications/read/", views.mark_read, name="notifications_read"),
     path("notifications/preference/", views.preference, name="notification_preference"),
+    path("organisations/", views.organisations, name="organisations"),
+    path("organisations/<slug:slug>/", views.organisation, name="organisation"),
+    path("organisations/<slug:slug>/invite/", views.invite, name="invite"),
+    path(
+        "organisations/<slug:slug>/invitations/<int:pk>/withdraw/",
+        views.invitation_withdraw,
+        name="invitation_withdraw",
+    ),
+    path("organisations/<slug:slug>/members/<int:user_id>/", views.member_roles, name="member_roles"),
+    path("roles/", views.global_roles, name="global_roles"),
+    path("roles/<int:pk>/remove/", views.global_role_remove, name="global_role_remove"),
+    path("invitations/<str:token>/", views.invitation_accept_page, name="invitation_accept"),
 ]

@@ -1,19 +1,56 @@
-"""HTML pages of accounts: the user's notifications (mark read) and how they are e-mailed (immediately or in a
-daily digest). A user sees only their own notifications (access.visibility)."""
+"""HTML pages of accounts: the account page (memberships, tokens, two-factor, notification e-mail, recent sign-ins),
+the user's notifications (mark read) and how they are e-mailed (immediately or in a daily digest), organisations
+run by their admins (members, roles, invitations), the chair's organisations and global roles, and accepting an
+invitation. A user sees only their own notifications and sign-ins (access.visibility); an organisation's page is
+its admins' and the chair's (404 to anyone else)."""
 
 from __future__ import annotations
 
 from django import forms
-from django.contrib import messages
+from django.apps import apps
+from django.contrib import auth, messages
+from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from access.visibility import notifications_visible_to
-from accounts.models import NotificationPreference
-from accounts.services import notification_preference_of, notification_preference_set, notifications_mark_read
+from access.visibility import notifications_visible_to, sign_ins_visible_to
+from accounts.models import GlobalRole, Invitation, Membership, NotificationPreference, Organisation
+from accounts.selectors import (
+    global_role_holders,
+    invitations_pending,
+    membership_labels,
+    organisation_members,
+    organisations_administered_by,
+    recovery_codes_left,
+    totp_device_of,
+    user_administers,
+    user_find,
+    user_is_chair,
+    user_requires_second_factor,
+)
+from accounts.services import (
+    global_role_grant,
+    global_role_revoke,
+    invitation_accept,
+    invitation_create,
+    invitation_from_token,
+    invitation_revoke,
+    membership_remove,
+    membership_roles_set,
+    notification_preference_of,
+    notification_preference_set,
+    notifications_mark_read,
+    organisation_create_with_admin,
+    user_register_from_invitation,
+)
 from portal.errors import ApplicationError
+from portal.parsers import parse_id
+
+ROLE_CHOICES = Membership.Role.choices
 
 
 class PreferenceForm(forms.Form):
@@ -43,7 +80,7 @@ def notifications(request):
 @require_POST
 def mark_read(request):
     """Mark one notification (`id`) or all of them read; someone else's id changes nothing."""
-    ids = [int(value) for value in request.POST.getlist("id") if value.isdigit()]
+    ids = [number for number in map(parse_id, request.POST.getlist("id")) if number is not None]
     changed = notifications_mark_read(user=request.user, notification_ids=ids or None)
     if not ids:
         messages.success(request, f"{changed} notification{'s' if changed != 1 else ''} marked read.")
@@ -68,4 +105,310 @@ def preference(request):
             if chosen.delivery == NotificationPreference.Delivery.DIGEST
             else "You get an e-mail for each notification.",
         )
-    return redirect("accounts:notifications")
+    return redirect("accounts:account" if request.POST.get("back") == "account" else "accounts:notifications")
+
+
+# --- The account page -------------------------------------------------------------------------------
+
+
+def _api_tokens_count(user) -> int | None:
+    """How many API tokens the user holds (self-service tokens, django-rest-knox), None without that app."""
+    if not apps.is_installed("knox"):
+        return None
+    from knox.models import AuthToken
+
+    return AuthToken.objects.filter(user=user).count()
+
+
+@login_required
+@require_GET
+def account(request):
+    user = request.user
+    confirmed = totp_device_of(user)
+    return render(
+        request,
+        "accounts/account.html",
+        {
+            "memberships": membership_labels(user),
+            "global_roles": [
+                GlobalRole.Role(role).label for role in user.global_roles.values_list("role", flat=True)
+            ],
+            "administered": list(organisations_administered_by(user)),
+            "is_chair": user_is_chair(user),
+            "two_factor": confirmed,
+            "two_factor_required": user_requires_second_factor(user),
+            "codes_left": recovery_codes_left(user) if confirmed else 0,
+            "tokens_count": _api_tokens_count(user),
+            "preference_form": PreferenceForm(initial={"delivery": notification_preference_of(user)}),
+            "sign_ins": sign_ins_visible_to(user)[:15],
+        },
+    )
+
+
+# --- Organisations, members and invitations ------------------------------------------------------------
+
+
+class InviteForm(forms.Form):
+    email = forms.EmailField(label="E-mail address", max_length=254)
+    roles = forms.MultipleChoiceField(choices=ROLE_CHOICES, widget=forms.CheckboxSelectMultiple)
+
+
+class OrganisationForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=Organisation.Kind.choices)
+    admin_email = forms.EmailField(label="First admin's e-mail", max_length=254)
+
+
+def _administered_or_404(request, slug: str) -> Organisation:
+    organisation = get_object_or_404(Organisation, slug=slug)
+    if not user_administers(request.user, organisation):
+        raise Http404("No such organisation.")
+    return organisation
+
+
+def _refusal(request, exc: ApplicationError) -> None:
+    messages.error(request, exc.detail)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def organisations(request):
+    """The organisations the user administers; the chair sees all of them and creates new ones."""
+    form = OrganisationForm(request.POST or None)
+    if request.method == "POST":
+        if not user_is_chair(request.user):
+            raise Http404("Only the chair creates organisations.")
+        if form.is_valid():
+            try:
+                organisation, invitation = organisation_create_with_admin(
+                    name=form.cleaned_data["name"],
+                    kind=form.cleaned_data["kind"],
+                    admin_email=form.cleaned_data["admin_email"],
+                    actor=request.user,
+                )
+            except ValidationError as exc:
+                form.add_error(None, "; ".join(exc.messages))
+            except ApplicationError as exc:
+                form.add_error(None, exc.detail)
+            else:
+                messages.success(
+                    request, f"{organisation.name} created; {invitation.email} is invited as its admin."
+                )
+                return redirect("accounts:organisation", slug=organisation.slug)
+    return render(
+        request,
+        "accounts/organisations.html",
+        {
+            "organisations": organisations_administered_by(request.user),
+            "is_chair": user_is_chair(request.user),
+            "form": form,
+        },
+    )
+
+
+@login_required
+@require_GET
+def organisation(request, slug: str):
+    organisation = _administered_or_404(request, slug)
+    return render(
+        request,
+        "accounts/organisation.html",
+        {
+            "organisation": organisation,
+            "members": organisation_members(organisation),
+            "pending": invitations_pending(organisation),
+            "invite_form": InviteForm(),
+            "role_choices": ROLE_CHOICES,
+        },
+    )
+
+
+@login_required
+@require_POST
+def invite(request, slug: str):
+    organisation = _administered_or_404(request, slug)
+    form = InviteForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Give an e-mail address and at least one role (submitter, reviewer, admin).")
+        return redirect("accounts:organisation", slug=slug)
+    try:
+        invitation = invitation_create(
+            organisation=organisation,
+            email=form.cleaned_data["email"],
+            roles=form.cleaned_data["roles"],
+            actor=request.user,
+        )
+    except ApplicationError as exc:
+        _refusal(request, exc)
+    else:
+        messages.success(
+            request, f"Invitation e-mailed to {invitation.email}; the link works once, for a week."
+        )
+    return redirect("accounts:organisation", slug=slug)
+
+
+@login_required
+@require_POST
+def invitation_withdraw(request, slug: str, pk: int):
+    organisation = _administered_or_404(request, slug)
+    invitation = get_object_or_404(Invitation, pk=pk, organisation=organisation)
+    try:
+        invitation_revoke(invitation=invitation, actor=request.user)
+    except ApplicationError as exc:
+        _refusal(request, exc)
+    else:
+        messages.success(
+            request, f"The invitation to {invitation.email} is withdrawn: its link no longer works."
+        )
+    return redirect("accounts:organisation", slug=slug)
+
+
+@login_required
+@require_POST
+def member_roles(request, slug: str, user_id: int):
+    organisation = _administered_or_404(request, slug)
+    member = get_object_or_404(get_user_model(), pk=user_id, memberships__organisation=organisation)
+    try:
+        if request.POST.get("remove"):
+            membership_remove(user=member, organisation=organisation, actor=request.user)
+            messages.success(
+                request, f"{member.get_username()} is no longer a member of {organisation.name}."
+            )
+        else:
+            roles = membership_roles_set(
+                user=member,
+                organisation=organisation,
+                roles=request.POST.getlist("roles"),
+                actor=request.user,
+            )
+            labels = ", ".join(Membership.Role(role).label for role in roles)
+            messages.success(request, f"{member.get_username()} is now: {labels}.")
+    except ApplicationError as exc:
+        _refusal(request, exc)
+    return redirect("accounts:organisation", slug=slug)
+
+
+# --- Global roles (the chair) ---------------------------------------------------------------------------
+
+
+class GlobalRoleForm(forms.Form):
+    user = forms.CharField(label="Username or e-mail", max_length=254)
+    role = forms.ChoiceField(choices=GlobalRole.Role.choices)
+
+
+def _chair_or_404(request) -> None:
+    if not user_is_chair(request.user):
+        raise Http404("Only the chair grants global roles.")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def global_roles(request):
+    _chair_or_404(request)
+    form = GlobalRoleForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = user_find(form.cleaned_data["user"])
+        if user is None:
+            form.add_error("user", "No active account has that username or e-mail address.")
+        else:
+            try:
+                global_role_grant(user=user, role=form.cleaned_data["role"], actor=request.user)
+            except ApplicationError as exc:
+                form.add_error(None, exc.detail)
+            else:
+                messages.success(
+                    request,
+                    f"{user.get_username()} is now {GlobalRole.Role(form.cleaned_data['role']).label.lower()}; "
+                    "they act once they have set up two-factor sign-in.",
+                )
+                return redirect("accounts:global_roles")
+    return render(request, "accounts/global_roles.html", {"holders": global_role_holders(), "form": form})
+
+
+@login_required
+@require_POST
+def global_role_remove(request, pk: int):
+    _chair_or_404(request)
+    held = get_object_or_404(GlobalRole.objects.select_related("user"), pk=pk)
+    try:
+        global_role_revoke(user=held.user, role=held.role, actor=request.user)
+    except ApplicationError as exc:
+        _refusal(request, exc)
+    else:
+        messages.success(
+            request, f"{held.user.get_username()} is no longer {held.get_role_display().lower()}."
+        )
+    return redirect("accounts:global_roles")
+
+
+# --- Accepting an invitation ----------------------------------------------------------------------------
+
+
+class RegisterForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    password1 = forms.CharField(label="Password", max_length=4096, strip=False, widget=forms.PasswordInput)
+    password2 = forms.CharField(label="Again", max_length=4096, strip=False, widget=forms.PasswordInput)
+
+    def __init__(self, *args, email: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.email = email
+
+    def clean_username(self):
+        username = self.cleaned_data["username"].strip()
+        get_user_model().username_validator(username)
+        if get_user_model().objects.filter(username__iexact=username).exists():
+            raise ValidationError("That username is taken: choose another, or log in if it is yours.")
+        return username
+
+    def clean(self):
+        cleaned = super().clean()
+        first, second = cleaned.get("password1"), cleaned.get("password2")
+        if first and second and first != second:
+            self.add_error("password2", "The two passwords differ.")
+        elif first:
+            probe = get_user_model()(username=cleaned.get("username", ""), email=self.email)
+            try:
+                password_validation.validate_password(first, probe)
+            except ValidationError as exc:
+                self.add_error("password1", exc)
+        return cleaned
+
+
+@require_http_methods(["GET", "POST"])
+def invitation_accept_page(request, token: str):
+    try:
+        invitation = invitation_from_token(token)
+    except ApplicationError as exc:
+        return render(request, "accounts/invitation.html", {"problem": exc}, status=410)
+    register = RegisterForm(
+        request.POST if request.method == "POST" and not request.user.is_authenticated else None,
+        email=invitation.email,
+    )
+    if request.method == "POST":
+        try:
+            if request.user.is_authenticated:
+                invitation_accept(invitation=invitation, user=request.user)
+                user = request.user
+            elif register.is_valid():
+                user = user_register_from_invitation(
+                    invitation=invitation,
+                    username=register.cleaned_data["username"],
+                    password=register.cleaned_data["password1"],
+                )
+                auth.login(request, user, backend="accounts.backends.UsernameOrEmailBackend")
+            else:
+                user = None
+        except ApplicationError as exc:
+            return render(request, "accounts/invitation.html", {"problem": exc}, status=410)
+        if user is not None:
+            messages.success(request, f"Welcome to {invitation.organisation.name}.")
+            return redirect("accounts:account")
+    return render(
+        request,
+        "accounts/invitation.html",
+        {
+            "invitation": invitation,
+            "roles": [Membership.Role(role).label for role in invitation.roles],
+            "register": register,
+        },
+    )

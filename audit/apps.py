@@ -6,3 +6,6 @@ from django.apps import AppConfig
 class AuditConfig(AppConfig):
     name = "audit"
     verbose_name = "Audit"
+
+    def ready(self):
+        from audit import checks  # noqa: F401 - registers the deploy check

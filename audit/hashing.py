@@ -1,12 +1,14 @@
-"""The canonical form of an audit event and its SHA-256; shared by recording and verification."""
+"""The canonical form of an audit event, its SHA-256 and its HMAC; shared by recording and verification."""
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import hmac
 import json
 from typing import Any
 
+from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 
 
@@ -68,3 +70,24 @@ def stored_event_hash(event) -> str:
         request_id=event.request_id,
         prev_hash=event.prev_hash,
     )
+
+
+def _hmac_hex(purpose: str, message: str) -> str:
+    key = settings.PORTAL_AUDIT_HMAC_KEY.encode()
+    return hmac.new(key, f"{purpose}\n{message}".encode(), hashlib.sha256).hexdigest()
+
+
+def event_signature(event_hash_hex: str) -> str:
+    """HMAC-SHA256 of an event's hash with the portal's audit key (settings.PORTAL_AUDIT_HMAC_KEY, kept outside
+    the database). The hash covers the event and, through prev_hash, every event before it; without the key
+    nobody who can write the table can make a recomputed or forged event verify."""
+    return _hmac_hex("audit-event", event_hash_hex)
+
+
+def checkpoint_signature(fields: dict[str, Any]) -> str:
+    """HMAC-SHA256 of a checkpoint's canonical JSON (audit.checkpoints) with the same key."""
+    return _hmac_hex("audit-checkpoint", canonical_json(fields))
+
+
+def signature_matches(expected: str, given: str) -> bool:
+    return hmac.compare_digest(expected.encode(), (given or "").encode())

@@ -1,4 +1,4 @@
-"""The audit log: one row per recorded action, chained by SHA-256, never changed or removed."""
+"""The audit log: one row per recorded action, chained by SHA-256, signed by HMAC, never changed or removed."""
 
 from __future__ import annotations
 
@@ -59,6 +59,10 @@ class AuditEvent(models.Model):
     request_id = models.CharField(max_length=128, blank=True)
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64, unique=True)
+    signature = models.CharField(
+        max_length=64,
+        help_text="HMAC-SHA256 of the hash with the portal's audit key, which the database never holds.",
+    )
 
     objects = AuditEventQuerySet.as_manager()
 

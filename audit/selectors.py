@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from audit.hashing import stored_event_hash
+from audit.hashing import event_signature, signature_matches, stored_event_hash
 from audit.models import GENESIS_HASH, AuditEvent
 
 
@@ -40,15 +40,26 @@ def audit_chain_head() -> tuple[int, str]:
 
 
 def audit_chain_verify(
-    *, batch_size: int = 2000, expect_head: tuple[int, str] | None = None
+    *,
+    batch_size: int = 2000,
+    expect_head: tuple[int, str] | None = None,
+    checkpoint_head: tuple[int, str] | None = None,
+    checkpoint_label: str = "signed checkpoint",
 ) -> ChainVerification:
-    """Walk the chain in sequence order: each hash must match its content, link to its predecessor,
-    and sequences must run 1, 2, 3... without gaps (a gap means a removed event). With `expect_head`
-    (a head published earlier), the chain must still reach that event with that hash."""
+    """Walk the chain in sequence order: each hash must match its content and carry the HMAC of the audit key,
+    link to its predecessor, and sequences must run 1, 2, 3... without gaps (a gap means a removed event).
+    With `expect_head` (a head published earlier) or `checkpoint_head` (the newest signed checkpoint,
+    audit.checkpoints), the chain must still reach that event with that hash: a truncated log, or one
+    rewritten with every hash recomputed, does not."""
     result = _walk_chain(batch_size=batch_size)
-    if not result.ok or expect_head is None:
-        return result
-    sequence, digest = expect_head
+    for head, source in ((checkpoint_head, checkpoint_label), (expect_head, "published head")):
+        if result.ok and head is not None:
+            result = _reaches(result, head, source)
+    return result
+
+
+def _reaches(result: ChainVerification, head: tuple[int, str], source: str) -> ChainVerification:
+    sequence, digest = head
     if sequence == 0:
         return result
     if result.checked < sequence:
@@ -57,8 +68,8 @@ def audit_chain_verify(
             ChainBreak(
                 sequence,
                 0,
-                f"the chain ends at #{result.checked}, but #{sequence} was published as its head: "
-                "the newest events were removed",
+                f"the chain ends at #{result.checked}, but #{sequence} was recorded as its head by the {source}: "
+                "the log was truncated or the newest events were removed",
             ),
         )
     event = AuditEvent.objects.filter(sequence=sequence).values_list("pk", "hash").first()
@@ -68,7 +79,7 @@ def audit_chain_verify(
             ChainBreak(
                 sequence,
                 event[0] if event else 0,
-                "the hash differs from the published head: the chain was rewritten",
+                f"the hash differs from the {source}: the chain was rewritten",
             ),
         )
     return result
@@ -105,6 +116,16 @@ def _walk_chain(*, batch_size: int) -> ChainVerification:
                 checked,
                 ChainBreak(
                     event.sequence, event.pk, "content does not match its hash: the event was altered"
+                ),
+            )
+        if not signature_matches(event_signature(event.hash), event.signature):
+            return ChainVerification(
+                checked,
+                ChainBreak(
+                    event.sequence,
+                    event.pk,
+                    "its signature is not the HMAC of the portal's audit key: the event was forged or "
+                    "rewritten by someone without the key (or PORTAL_AUDIT_HMAC_KEY changed)",
                 ),
             )
         expected_prev = event.hash

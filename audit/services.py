@@ -10,7 +10,7 @@ from django.db import connections, router, transaction
 from django.db.models import Model
 from django.utils import timezone
 
-from audit.hashing import event_hash, normalise_data
+from audit.hashing import event_hash, event_signature, normalise_data
 from audit.models import GENESIS_HASH, AuditEvent
 from portal.request_context import current_request_id
 
@@ -101,7 +101,8 @@ def audit_event_record(
         "prev_hash": prev_hash,
     }
     # The hash covers exactly the fields stored: verify_audit_log recomputes it from the row.
-    event = AuditEvent(**fields, hash=event_hash(**fields))
+    digest = event_hash(**fields)
+    event = AuditEvent(**fields, hash=digest, signature=event_signature(digest))
     event.full_clean()
     event.save(using=using)
     return event

@@ -8,4 +8,5 @@ app_name = "audit"
 
 urlpatterns = [
     path("", views.event_list, name="event_list"),
+    path("head", views.head, name="head"),
 ]

@@ -3,17 +3,24 @@ actor and action, each event linked to its object's page where there is one the 
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_safe
 
 from access.permissions import can
 from access.visibility import audit_events_visible_to, submissions_visible_to
 from accounts.selectors import user_is_chair
+from audit.checkpoints import CheckpointError, checkpoint_latest
 from audit.models import AuditEvent
+from audit.selectors import audit_chain_head
+
+logger = logging.getLogger(__name__)
 
 # Object types whose events name their submission in data["submission"] or are submissions themselves.
 ATTESTATION_PAGE_TYPES = {"review.waiver", "review.evidencerequest", "review.attestation"}
@@ -118,5 +125,30 @@ def event_list(request):
             "actions": families + actions,
             "query": query.urlencode(),
             "filtered": any(filters.values()),
+        },
+    )
+
+
+@never_cache
+@require_safe
+def head(request):
+    """Public: the newest event's SEQUENCE:HASH and the newest signed checkpoint. Anyone may copy the head and
+    later ask the portal's operators to run `verify_audit_log --expect-head` against it: a log rewritten or cut
+    short since then no longer reaches it. Only a count and a hash: no event's content."""
+    sequence, digest = audit_chain_head()
+    checkpoint, checkpoint_problem = None, ""
+    try:
+        checkpoint = checkpoint_latest()
+    except CheckpointError:
+        checkpoint_problem = "The newest checkpoint is not validly signed; the operators have been told."
+        logger.error("audit head page: newest checkpoint is not validly signed", exc_info=True)
+    return render(
+        request,
+        "audit/head.html",
+        {
+            "sequence": sequence,
+            "hash": digest,
+            "checkpoint": checkpoint,
+            "checkpoint_problem": checkpoint_problem,
         },
     )

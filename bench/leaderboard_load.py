@@ -2,7 +2,8 @@
 database, served by gunicorn with the Redis cache, measured under 64 concurrent clients with locust (headless).
 
     .venv/bin/python bench/leaderboard_load.py [--results 1000] [--users 64] [--duration 30]
-        [--workers 4] [--postgres postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379/3] [--keep]
+        [--workers 4] [--think 1.0] [--spawn-rate N] [--steady] [--pin]
+        [--postgres postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379/3] [--keep]
 
 Scenarios, each its own locust run after warm-up requests (8 per URL, 16 at a time, so that every gunicorn worker
 and the cache are warm: "cached" means the steady state):
@@ -200,7 +201,17 @@ def _status(url: str) -> int:
 
 
 def _run_locust(
-    name: str, base: str, paths: list[str], users: int, duration: int, out: Path, think_s: float
+    name: str,
+    base: str,
+    paths: list[str],
+    users: int,
+    duration: int,
+    out: Path,
+    think_s: float,
+    *,
+    spawn_rate: float,
+    reset_stats: bool,
+    pin: str | None,
 ) -> dict:
     # Warm every gunicorn worker (each keeps its own per-process snapshot) and the shared cache: what a steady
     # state serves. Sequential requests tend to reach one worker only, so send them 16 at a time.
@@ -212,6 +223,7 @@ def _run_locust(
     prefix = out / name
     env = {**os.environ, "BENCH_PATHS": "|".join(paths), "BENCH_NAME": name, "BENCH_THINK_S": str(think_s)}
     command = [
+        *(["taskset", "-c", pin] if pin else []),
         str(ROOT / ".venv/bin/locust"),
         "-f",
         str(locustfile),
@@ -219,9 +231,10 @@ def _run_locust(
         "-u",
         str(users),
         "-r",
-        str(users),
+        str(spawn_rate),
         "-t",
         f"{duration}s",
+        *(["--reset-stats"] if reset_stats else []),
         "--host",
         base,
         "--csv",
@@ -255,6 +268,23 @@ def main() -> None:
         type=float,
         default=1.0,
         help="mean seconds a client waits between requests (0: back to back, the saturation throughput)",
+    )
+    parser.add_argument(
+        "--spawn-rate",
+        type=float,
+        default=0,
+        help="clients started per second (default: all at once, the 64-request burst counted in the figures)",
+    )
+    parser.add_argument(
+        "--steady",
+        action="store_true",
+        help="count only the steady state: locust's --reset-stats drops what was measured while clients started",
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="CPU-pin gunicorn to the first half of the CPUs and locust to the rest (taskset), so that the load "
+        "generator does not take the server's CPU and its own delays do not count as latency",
     )
     parser.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/3")
@@ -291,8 +321,13 @@ def main() -> None:
 
         connection.close()
         base = f"http://127.0.0.1:{args.port}"
+        cpus = sorted(os.sched_getaffinity(0))
+        half = max(1, len(cpus) // 2)
+        server_cpus = ",".join(map(str, cpus[:half])) if args.pin and len(cpus) > 1 else None
+        client_cpus = ",".join(map(str, cpus[half:])) if server_cpus else None
         gunicorn = subprocess.Popen(
             [
+                *(["taskset", "-c", server_cpus] if server_cpus else []),
                 str(ROOT / ".venv/bin/gunicorn"),
                 "portal.wsgi",
                 "-w",
@@ -343,13 +378,26 @@ def main() -> None:
         out = Path(tempfile.mkdtemp(prefix="bench-locust-"))
         print(
             f"{args.users} concurrent clients (think time {args.think} s), {args.duration} s per scenario, "
-            f"gunicorn -w {args.workers}"
+            f"gunicorn -w {args.workers}, clients started {args.spawn_rate or args.users:g}/s"
+            + (", steady state only" if args.steady else "")
+            + (f", gunicorn on CPU {server_cpus}, locust on CPU {client_cpus}" if server_cpus else "")
         )
         print(
             f"{'scenario':32} {'requests':>9} {'fail':>5} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'req/s':>8}"
         )
         for name, paths in scenarios:
-            r = _run_locust(name, base, paths, args.users, args.duration, out, args.think)
+            r = _run_locust(
+                name,
+                base,
+                paths,
+                args.users,
+                args.duration,
+                out,
+                args.think,
+                spawn_rate=args.spawn_rate or args.users,
+                reset_stats=args.steady,
+                pin=client_cpus,
+            )
             print(
                 f"{name:32} {r['requests']:>9} {r['failures']:>5} {r['p50']:>7} {r['p95']:>7} {r['p99']:>7} {r['rps']:>8.1f}"
             )

@@ -5,8 +5,8 @@ on bad input except `open_events`, which raises `CorruptStream` (documented belo
 caller, who knows how far it got, can write the finding.
 
 Rule ids emitted here (docs/input-safety.md has examples and fixes):
-  file-too-large, file-unreadable, invalid-utf8, json-syntax, json-nonfinite, json-duplicate-key,
-  yaml-syntax, yaml-nonfinite, yaml-duplicate-key, yaml-alias, descriptor-not-object.
+  file-too-large, file-unreadable, invalid-utf8, json-syntax, json-nonfinite, json-nul, json-duplicate-key,
+  yaml-syntax, yaml-nonfinite, yaml-nul, yaml-duplicate-key, yaml-alias, descriptor-not-object.
 """
 
 from __future__ import annotations
@@ -250,8 +250,47 @@ def _read_text(path: Path, *, display: str, findings: Findings, limits: Any, poi
 
 
 def json_pointer(parts: Any) -> str:
-    """RFC 6901 pointer of a path of keys and indexes ("" for the top level)."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    """RFC 6901 pointer of a path of keys and indexes ("" for the top level); a NUL in a key shows as \\u0000."""
+    return "".join(
+        "/" + str(p).replace("~", "~0").replace("/", "~1").replace("\x00", "\\u0000") for p in parts
+    )
+
+
+def nul_pointers(obj: Any) -> list[str]:
+    """Pointers of the keys and strings that hold a NUL character (U+0000), in document order.
+
+    JSON may carry NUL as \\u0000 and YAML as "\\0", but no text the portal stores (PostgreSQL text and jsonb)
+    can hold it, and no official tool writes it: a descriptor holding one is refused with a finding."""
+    found: list[str] = []
+    stack: list[tuple[Any, list[Any]]] = [(obj, [])]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                found.append(json_pointer(where))
+        elif isinstance(node, dict):
+            for key in node:
+                if isinstance(key, str) and "\x00" in key:
+                    found.append(json_pointer([*where, key]))
+            stack.extend((v, [*where, k]) for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend((v, [*where, i]) for i, v in reversed(list(enumerate(node))))
+    return found
+
+
+def _refuse_nul(obj: Any, *, rule: str, display: str, findings: Findings, point: str | None) -> bool:
+    """True (with findings) when `obj` holds a NUL character anywhere in its text."""
+    pointers = nul_pointers(obj)
+    for pointer in pointers[:_MAX_REPORTED]:
+        findings.error(
+            rule,
+            f"{display} holds a NUL character (\\u0000) at {pointer or '/'}; descriptors hold printable text only",
+            file=display,
+            pointer=pointer,
+            point=point,
+            fix="Upload the file exactly as the official tools wrote it: they never write a NUL character.",
+        )
+    return bool(pointers)
 
 
 def _not_object(obj: Any, *, display: str, findings: Findings, point: str | None) -> bool:
@@ -361,6 +400,8 @@ def load_json(
                 point=point,
                 fix="Re-run or re-export: a metric that is NaN or Infinity means the run produced no valid value.",
             )
+        return None
+    if _refuse_nul(obj, rule="json-nul", display=display, findings=findings, point=point):
         return None
     for holder, key in dupes[:_MAX_REPORTED]:
         where = dup_where.get(id(holder), "")
@@ -525,6 +566,8 @@ def load_yaml(
             fix="Replace it with the finite value the run produced.",
         )
     if loader.nonfinite:
+        return None
+    if _refuse_nul(obj, rule="yaml-nul", display=display, findings=findings, point=point):
         return None
     for key, line in loader.duplicates[:_MAX_REPORTED]:
         findings.warning(

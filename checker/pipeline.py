@@ -69,15 +69,20 @@ class PointOutcome:
 
 @contextmanager
 def open_version(
-    paths: Iterable[str | Path], *, limits: Limits, workdir: str | Path | None = None
+    paths: Iterable[str | Path], *, limits: Limits, workdir: str | Path | None = None, raw_logs: bool = True
 ) -> Iterator[OpenedVersion]:
-    """Read `paths` into a private temporary folder (removed on exit); never raises on bad input."""
+    """Read `paths` into a private temporary folder (removed on exit); never raises on bad input.
+
+    raw_logs=False for the steps that never read a raw log (list_points, judge_version on stored point outcomes):
+    raw logs inside archives are read through but not written (checker.inputs.open_inputs)."""
     paths = [Path(p) for p in paths]
     if workdir is not None:
         Path(workdir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="portal-check-", dir=workdir) as sandbox:
         findings = Findings()
-        layout = open_inputs(paths, workdir=Path(sandbox), limits=limits, findings=findings)
+        layout = open_inputs(
+            paths, workdir=Path(sandbox), limits=limits, findings=findings, raw_logs=raw_logs
+        )
         yield OpenedVersion(layout=layout, findings=findings, inputs=[str(p) for p in paths])
 
 
@@ -211,7 +216,11 @@ def judge_version(
     notify("schemas", 0, 1, "validating descriptors")
     check_layout_descriptors(layout, findings=findings, limits=limits)
     verify_bundle_checksums(
-        layout.root, root_display=layout.root_display, cli_metadata=layout.cli_metadata, findings=findings
+        layout.root,
+        root_display=layout.root_display,
+        cli_metadata=layout.cli_metadata,
+        findings=findings,
+        known=layout.raw_log_digests,
     )
     ordered = sorted(outcomes, key=lambda outcome: outcome.result.key)
     by_key = {outcome.result.key: outcome for outcome in ordered}

@@ -119,3 +119,19 @@ def check_registered_description(
             fix=f"If the system changed, give {scope.system} the new system_desc.json on its system page (a new, "
             "audited revision); otherwise upload results made with the registered description.",
         )
+
+
+# Findings the portal's check adds to what `portal check` prints on the same files: the portal-only rules above,
+# and the official checker's cross-check, which the portal always runs (`portal check --official` adds it too;
+# on run archives the cross-check first assembles the official bundle, whose `assembly-*` notes come with it).
+CROSS_CHECK_RULES = ("official-checker-disagreement", "official-checker-unavailable")
+
+
+def finding_origin(rule: str) -> str:
+    """'portal' for a portal-only rule, 'official' for the official cross-check's notes, '' for every other rule
+    (which `portal check` reports on the same files)."""
+    if rule in PORTAL_ONLY_RULES:
+        return "portal"
+    if rule in CROSS_CHECK_RULES or rule.startswith("assembly-"):
+        return "official"
+    return ""

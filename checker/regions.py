@@ -57,6 +57,23 @@ class Regions:
         }
 
 
+# The official region ids (point.yaml `region`, the official checker's `region-declared`) are the names every
+# page, API answer and report uses; this readable label goes beside them, never instead of them.
+REGION_LABELS = {
+    "low_latency": "low latency",
+    "low_concurrency": "low concurrency",
+    "med_concurrency": "medium concurrency",
+    "high_concurrency": "high concurrency",
+    "margin": "margin above C_max",
+    "offline": "dedicated Offline point",
+}
+
+
+def region_label(region: str | None) -> str:
+    """The readable label of an official region id ('' when the id is unknown or empty)."""
+    return REGION_LABELS.get(region or "", "")
+
+
 class RegionError(ValueError):
     """C_min / C_max do not allow the region computation (message says which)."""
 

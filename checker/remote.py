@@ -1,10 +1,14 @@
 """`portal submit` and `portal status`: talk to a portal over its HTTP API (stdlib only, no Django).
 
     portal submit PATH... --url URL --token TOKEN [--system NAME] [--benchmark ID] [--submission ID]
-                  [--wait] [--timeout S]
+                  [--new-draft] [--wait] [--json] [--timeout S]
     portal status SUBMISSION_ID --url URL --token TOKEN
 
-PORTAL_URL and PORTAL_TOKEN may replace --url and --token. What is uploaded:
+PORTAL_URL and PORTAL_TOKEN may replace --url and --token. Where it goes: --submission ID adds a version to that
+draft; otherwise the system and benchmark are read from the files (every load point names both) unless
+--system/--benchmark say them, and the version goes to the caller's one open draft of that system and
+benchmark, or to a new draft when there is none (or with --new-draft). It asks for --system/--benchmark only
+when the files name several (or none). It prints the submission's web address. What is uploaded:
   * one archive file: as is;
   * a folder (a bundle, or a run folder): packed into a .tar.gz made in a temporary folder;
   * several paths: each becomes one file of the same version (a set of run archives), each file its
@@ -150,23 +154,57 @@ def file_sha256(path: Path) -> str:
 
 
 class Progress:
-    """A one-line progress bar on stderr (only when stderr is a terminal, or when forced)."""
+    """Upload progress on stderr: a one-line bar on a terminal, a plain line every quarter otherwise (logs, CI),
+    nothing with -q."""
 
-    def __init__(self, name: str, total: int, *, enabled: bool):
-        self.name, self.total, self.enabled = name, total, enabled
+    def __init__(self, name: str, total: int, *, enabled: bool, plain: bool = False):
+        self.name, self.total, self.enabled, self.plain = name, total, enabled, plain
         self.done = 0
+        self.said = -1  # the last quarter printed in plain mode
 
     def advance(self, count: int) -> None:
         self.done += count
+        percent = self.done * 100 // max(self.total, 1)
         if self.enabled:
             width = 30
             filled = int(width * self.done / self.total) if self.total else width
-            sys.stderr.write(
-                f"\r{self.name[:30]:<30} [{'#' * filled}{'.' * (width - filled)}] "
-                f"{self.done * 100 // max(self.total, 1):3d}%"
-            )
+            sys.stderr.write(f"\r{self.name[:30]:<30} [{'#' * filled}{'.' * (width - filled)}] {percent:3d}%")
             if self.done >= self.total:
                 sys.stderr.write("\n")
+            sys.stderr.flush()
+        elif self.plain and percent // 25 > self.said:
+            self.said = percent // 25
+            sys.stderr.write(f"uploading {self.name}: {percent}% of {self.total:,} bytes\n")
+            sys.stderr.flush()
+
+
+class CheckProgress:
+    """The portal's check while --wait polls it: a bar on a terminal, a plain line per change otherwise."""
+
+    def __init__(self, *, enabled: bool, plain: bool = False):
+        self.enabled, self.plain = enabled, plain
+        self.last = ""
+
+    def show(self, run: dict) -> None:
+        done, total = run.get("progress_done") or 0, run.get("progress_total") or 0
+        stage = {"points": "recomputing load points", "rules": "applying the rules"}.get(
+            run.get("progress_stage") or "", run.get("progress_stage") or ""
+        )
+        what = "waiting for a worker" if run.get("status") == "queued" else (stage or run.get("status", ""))
+        text = f"checking: {what}, {done}/{total or '?'} points"
+        if self.enabled:
+            width = 20
+            filled = int(width * done / total) if total else 0
+            sys.stderr.write(f"\r{text[:50]:<50} [{'#' * filled}{'.' * (width - filled)}]")
+            sys.stderr.flush()
+        elif self.plain and text != self.last:
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+        self.last = text
+
+    def end(self) -> None:
+        if self.enabled and self.last:
+            sys.stderr.write("\n")
             sys.stderr.flush()
 
 
@@ -237,6 +275,7 @@ def upload_file(
     include: list[str],
     show_progress: bool,
     quiet: bool = False,
+    plain_progress: bool = False,
 ) -> dict:
     """One file through start / parts / finish, resuming from what the server holds (also an upload of the same
     file left open by an earlier, interrupted `portal submit`); the finish response."""
@@ -262,7 +301,7 @@ def upload_file(
             "POST", "uploads/", body=start, idempotency_key=f"{run_key}-start-{sha256[:16]}"
         )
     upload_id, part_size = upload["id"], upload["part_size"]
-    progress = Progress(path.name, size, enabled=show_progress)
+    progress = Progress(path.name, size, enabled=show_progress, plain=plain_progress)
     missing = (
         list(upload.get("missing_parts", range(upload["parts_expected"])))
         if upload["status"] == "open"
@@ -298,6 +337,12 @@ def upload_file(
             break
     else:
         raise RemoteError(f"{path.name}: parts {failed[:10]} could not be sent")
+    if not quiet:
+        print(
+            f"portal submit: verifying {path.name} on the server"
+            + (" and creating the version (the check starts at once)…" if create_version else "…"),
+            file=sys.stderr,
+        )
     try:
         return client.request(
             "POST",
@@ -335,37 +380,75 @@ def print_check_run(run: dict, out=sys.stdout) -> None:
     )
     if run.get("error_message"):
         out.write(f"  note: {run['error_message']}\n")
+    findings = run.get("findings") or []
     if counts:
         out.write(
             f"  {counts.get('error', 0)} error(s), {counts.get('warning', 0)} warning(s), "
             f"{counts.get('info', 0)} note(s)\n"
         )
+        portal_only = [f for f in findings if f.get("portal_only")]
+        if portal_only:
+            out.write(
+                f"  {len(portal_only)} of them from rules only the portal runs (marked 'portal only'; "
+                "`portal check` on the same files does not report them)\n"
+            )
     points = run.get("point_metrics") or []
     if points:
         out.write(
-            "\n  point                                   system_tps   tps/user  ttft_p90_ms  claimed_tps\n"
+            f"\n  {'point':<38} {'region':<17} {'system_tps':>11} {'tps/user':>10} {'ttft_p90_ms':>12} "
+            f"{'claimed_tps':>12}\n"
         )
         for point in points:
             recomputed = point.get("recomputed") or {}
             claimed = point.get("claimed") or {}
+            region = point.get("region") or (point.get("extra") or {}).get("region") or "-"
             out.write(
-                f"  {point['key'][:38]:<38} {_fmt(recomputed.get('system_tps')):>11} "
+                f"  {point['key'][:38]:<38} {str(region)[:17]:<17} {_fmt(recomputed.get('system_tps')):>11} "
                 f"{_fmt(recomputed.get('tps_per_user')):>10} {_fmt(recomputed.get('ttft_p90_ms')):>12} "
                 f"{_fmt(claimed.get('system_tps')):>12}\n"
             )
-    findings = run.get("findings") or []
     if findings:
         out.write("\n")
         for finding in findings:
             where = finding.get("file") or finding.get("point") or ""
             if finding.get("line"):
                 where += f":{finding['line']}"
+            origin = " (portal only)" if finding.get("portal_only") else ""
             out.write(
-                f"  {finding['severity'].upper():<7} {finding['rule']}: {finding['message']}"
+                f"  {finding['severity'].upper():<7} {finding['rule']}{origin}: {finding['message']}"
                 f"{f'  [{where}]' if where else ''}\n"
             )
             if finding.get("fix"):
                 out.write(f"          fix: {finding['fix']}\n")
+
+
+def run_as_json(run: dict | None, *, submission: int, version: dict, url: str) -> dict:
+    """What `portal submit --json` prints: where the version is, the check's final status, findings and points."""
+    out: dict = {
+        "submission": submission,
+        "version": version.get("number"),
+        "url": url,
+        "status": run.get("status") if run else "timeout",
+    }
+    if run:
+        out.update(
+            {
+                "check_run": run.get("id"),
+                "checker_version": run.get("checker_version"),
+                "ruleset": run.get("ruleset"),
+                "error_message": run.get("error_message") or None,
+                "counts": run.get("counts") or {},
+                "findings": run.get("findings") or [],
+                "points": [
+                    {
+                        k: point.get(k)
+                        for k in ("key", "concurrency", "region", "region_label", "claimed", "recomputed")
+                    }
+                    for point in run.get("point_metrics") or []
+                ],
+            }
+        )
+    return out
 
 
 def exit_code_for(run: dict | None) -> int:
@@ -379,38 +462,77 @@ def exit_code_for(run: dict | None) -> int:
     )
 
 
-def wait_for_check(client: Client, version: dict, *, timeout: float, show_progress: bool) -> dict | None:
+def wait_for_check(
+    client: Client, version: dict, *, timeout: float, show_progress: bool, plain_progress: bool = False
+) -> dict | None:
     deadline = time.monotonic() + timeout
     run_id = (version.get("latest_check_run") or {}).get("id")
+    progress = CheckProgress(enabled=show_progress, plain=plain_progress)
     delay = 1.0
-    while time.monotonic() < deadline:
-        if run_id is None:
-            fresh = client.request("GET", f"versions/{version['id']}/")
-            run_id = (fresh.get("latest_check_run") or {}).get("id")
-        if run_id is not None:
-            run = client.request("GET", f"check-runs/{run_id}/")
-            if run["status"] in ("passed", "failed", "error"):
-                return run
-            if show_progress:
-                sys.stderr.write(
-                    f"\rchecking: {run['status']} {run.get('progress_done', 0)}/"
-                    f"{run.get('progress_total', 0)} points   "
-                )
-                sys.stderr.flush()
-        time.sleep(delay)
-        delay = min(delay * 1.5, 5.0)
-    return None
+    try:
+        while time.monotonic() < deadline:
+            if run_id is None:
+                fresh = client.request("GET", f"versions/{version['id']}/")
+                run_id = (fresh.get("latest_check_run") or {}).get("id")
+            if run_id is not None:
+                run = client.request("GET", f"check-runs/{run_id}/")
+                if run["status"] in ("passed", "failed", "error"):
+                    return run
+                progress.show(run)
+            time.sleep(delay)
+            delay = min(delay * 1.5, 5.0)
+        return None
+    finally:
+        progress.end()
 
 
 # --- commands --------------------------------------------------------------------------------
 
 
+class TokenProblem(RemoteError):
+    """No token, or the portal refused it (HTTP 401/403 before anything was done)."""
+
+
+def _portal_url(args) -> str:
+    return (args.url or os.environ.get("PORTAL_URL") or "").rstrip("/")
+
+
+def token_hint(base_url: str) -> str:
+    base = base_url.rstrip("/") or "<portal>"
+    return (
+        f"Create an API token at {base}/accounts/tokens/ (signed in), then give it with --token TOKEN "
+        "or set PORTAL_TOKEN."
+    )
+
+
 def _client(args) -> Client:
-    url = args.url or os.environ.get("PORTAL_URL")
+    url = _portal_url(args)
     token = args.token or os.environ.get("PORTAL_TOKEN")
-    if not url or not token:
-        raise RemoteError("give --url and --token (or set PORTAL_URL and PORTAL_TOKEN)", code="usage")
+    if not url:
+        raise RemoteError("give --url (or set PORTAL_URL): the portal's address", code="usage")
+    if not token:
+        raise TokenProblem(f"no API token given. {token_hint(url)}", code="usage")
     return Client(url, token)
+
+
+def _token_refused(exc: RemoteError, base_url: str) -> str | None:
+    """The sentence to print when the portal refused the token itself (missing, expired or revoked)."""
+    detail = str((exc.body or {}).get("detail") or "")
+    if exc.status == 401 or (
+        exc.status == 403
+        and (exc.code in ("not_authenticated", "authentication_failed") or "token" in detail.lower())
+    ):
+        return (
+            f"the portal refused the API token ({detail or f'HTTP {exc.status}'}): it is wrong, expired or "
+            f"revoked. {token_hint(base_url)}"
+        )
+    return None
+
+
+def web_address(base_url: str, submission: int, version: int | None = None) -> str:
+    """The submission's page in the browser (the version's check when one is given)."""
+    address = f"{base_url.rstrip('/')}/submissions/{submission}/"
+    return f"{address}?version={version}#check" if version is not None else address
 
 
 def register_system_hint(base_url: str, system: str) -> str:
@@ -442,34 +564,117 @@ def system_exists(client: Client, system: str) -> bool | None:
     return any(row.get("organisation") in own or (me or {}).get("chair") for row in rows)
 
 
+def files_target(paths: list[Path]) -> list[tuple[str, str]]:
+    """The (system, benchmark) pairs the files' load points name, read as `portal check` reads them (archives
+    unpacked into a temporary folder, with the checker's limits); unknown names are left out."""
+    from checker.inputs import Limits, open_inputs
+    from checker.report import Findings
+
+    with tempfile.TemporaryDirectory(prefix="portal-submit-read-") as sandbox:
+        layout = open_inputs(
+            list[str | Path](paths), workdir=Path(sandbox), limits=Limits(), findings=Findings()
+        )
+        return sorted(
+            {
+                (point.system, point.model)
+                for point in layout.points
+                if point.system != "unknown-system" and point.model != "unknown-model"
+            }
+        )
+
+
+class Ambiguous(Exception):
+    """The target cannot be chosen without the user: the message says which option to give."""
+
+
+def choose_target(args, paths: list[Path]) -> tuple[str, str, str]:
+    """(system, benchmark, how they were found) from the options, else from what the files name."""
+    if args.system and args.benchmark:
+        return args.system, args.benchmark, "given"
+    pairs = files_target(paths)
+    systems = sorted({system for system, _ in pairs})
+    models = sorted({model for _, model in pairs})
+    system = args.system or (systems[0] if len(systems) == 1 else None)
+    benchmark = args.benchmark or (models[0] if len(models) == 1 else None)
+    problems = []
+    if system is None:
+        problems.append(
+            f"the files name {len(systems)} systems ({', '.join(systems)}): give --system NAME"
+            if systems
+            else "no system could be read from the files: give --system NAME (your registered system)"
+        )
+    if benchmark is None:
+        problems.append(
+            f"the files name {len(models)} benchmarks ({', '.join(models)}): give --benchmark ID"
+            if models
+            else "no benchmark could be read from the files: give --benchmark ID (e.g. llama3_1-8b)"
+        )
+    if problems or system is None or benchmark is None:
+        raise Ambiguous("; ".join(problems) + " (or --submission ID to add a version to a draft)")
+    return system, benchmark, "read from the files"
+
+
+def open_drafts(client: Client, system: str, benchmark: str) -> list[dict]:
+    """The caller's organisations' submissions of this system and benchmark that take a new version."""
+    me = client.request("GET", "me/") or {}
+    query = [
+        ("system", system),
+        ("benchmark", benchmark),
+        ("status", "draft"),
+        ("status", "changes_requested"),
+    ]
+    found = client.request("GET", "submissions/?" + urllib.parse.urlencode(query))
+    rows = found.get("results", []) if isinstance(found, dict) else (found or [])
+    own = set(me.get("organisations") or {})
+    return [row for row in rows if row.get("organisation") in own]
+
+
 def cmd_submit(args) -> int:
     paths = [Path(p) for p in args.paths]
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         print(f"portal submit: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
-    if args.submission is None and not (args.system and args.benchmark):
-        print(
-            "portal submit: give --submission ID, or --system NAME and --benchmark ID for a new draft",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    show_progress = sys.stderr.isatty() and not args.quiet
+    as_json = bool(args.json)
+    wait = args.wait or as_json
+    terminal = sys.stderr.isatty()
+    show_progress = terminal and not args.quiet
+    plain_progress = not terminal and not args.quiet
+    info = sys.stderr if as_json else sys.stdout  # with --json, stdout holds only the JSON
+    base_url = _portal_url(args)
     try:
         client = _client(args)
-        start_fields = (
-            {} if args.submission is not None else {"system": args.system, "benchmark": args.benchmark}
-        )
-        if args.submission is None and system_exists(client, args.system) is False:
-            print(
-                f"portal submit: {register_system_hint(args.url or os.environ.get('PORTAL_URL', ''), args.system)}",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
+        submission = args.submission
+        start_fields: dict = {}
+        if submission is None:
+            try:
+                system, benchmark, how = choose_target(args, paths)
+            except Ambiguous as exc:
+                print(f"portal submit: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+            if system_exists(client, system) is False:
+                print(f"portal submit: {register_system_hint(base_url, system)}", file=sys.stderr)
+                return EXIT_USAGE
+            drafts = [] if args.new_draft else open_drafts(client, system, benchmark)
+            if len(drafts) > 1:
+                listed = ", ".join(f"#{d['id']} ({d['status']})" for d in drafts)
+                print(
+                    f"portal submit: {system} on {benchmark} has {len(drafts)} open drafts ({listed}): give "
+                    "--submission ID to add the version to one of them, or --new-draft to start another.",
+                    file=sys.stderr,
+                )
+                return EXIT_USAGE
+            if drafts:
+                submission = drafts[0]["id"]
+                where = f"adding a version to your draft #{submission} ({drafts[0]['status']})"
+            else:
+                start_fields = {"system": system, "benchmark": benchmark}
+                where = "creating a new draft"
+            if not args.quiet:
+                print(f"portal submit: {system} on {benchmark} ({how}); {where}", file=sys.stderr)
         run_key = uuid.uuid4().hex
         with tempfile.TemporaryDirectory(prefix="portal-submit-") as workdir:
             files = pack(paths, Path(workdir))
-            submission = args.submission
             include: list[str] = []
             finished: dict | None = None
             for position, path in enumerate(files):
@@ -484,36 +689,52 @@ def cmd_submit(args) -> int:
                     include=include,
                     show_progress=show_progress,
                     quiet=args.quiet,
+                    plain_progress=plain_progress,
                 )
                 submission = finished["upload"]["submission"]
                 start_fields = {}
                 include.append(finished["upload"]["id"])
-        assert finished is not None  # pack() returns at least one file per given path
+        assert finished is not None and submission is not None  # pack() returns a file per given path
         version = finished["version"]
+        address = web_address(base_url, submission, version["number"])
         print(
             f"submission {submission}: version {version['number']} uploaded "
-            f"({version['size_bytes']} bytes, sha256 {version['sha256']})"
+            f"({version['size_bytes']} bytes, sha256 {version['sha256']})\n"
+            f"  on the web: {address}",
+            file=info,
         )
-        if not args.wait:
+        if not wait:
             return EXIT_PASS
-        run = wait_for_check(client, version, timeout=args.timeout, show_progress=show_progress)
-        if show_progress:
-            sys.stderr.write("\n")
+        run = wait_for_check(
+            client, version, timeout=args.timeout, show_progress=show_progress, plain_progress=plain_progress
+        )
+        if as_json:
+            sys.stdout.write(
+                json.dumps(run_as_json(run, submission=submission, version=version, url=address), indent=2)
+                + "\n"
+            )
         if run is None:
             print(
                 f"portal submit: the check did not finish within {args.timeout:g} s; "
-                f"see `portal status {submission}`",
+                f"see `portal status {submission}` or {address}",
                 file=sys.stderr,
             )
             return EXIT_USAGE
-        print_check_run(run)
+        if not as_json:
+            print_check_run(run)
+            print(f"\nFindings, point table and curve: {address}")
         return exit_code_for(run)
+    except TokenProblem as exc:
+        print(f"portal submit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except RemoteError as exc:
-        if exc.code == "unknown-system" and args.system:
-            print(
-                f"portal submit: {register_system_hint(args.url or os.environ.get('PORTAL_URL', ''), args.system)}",
-                file=sys.stderr,
-            )
+        refused = _token_refused(exc, base_url)
+        if refused:
+            print(f"portal submit: {refused}", file=sys.stderr)
+            return EXIT_USAGE
+        if exc.code == "unknown-system":
+            system = args.system or str((exc.body or {}).get("system") or "")
+            print(f"portal submit: {register_system_hint(base_url, system)}", file=sys.stderr)
             return EXIT_USAGE
         print(f"portal submit: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -526,7 +747,8 @@ def cmd_status(args) -> int:
         version = submission.get("latest_version")
         print(
             f"submission {submission['id']} ({submission['organisation']}/{submission['system']}/"
-            f"{submission['benchmark']}): {submission['status']}"
+            f"{submission['benchmark']}): {submission['status']}\n"
+            f"  on the web: {web_address(_portal_url(args), submission['id'])}"
         )
         if version is None:
             print("no version uploaded yet")
@@ -540,7 +762,7 @@ def cmd_status(args) -> int:
         print_check_run(run)
         return exit_code_for(run)
     except RemoteError as exc:
-        print(f"portal status: {exc}", file=sys.stderr)
+        print(f"portal status: {_token_refused(exc, _portal_url(args)) or exc}", file=sys.stderr)
         return EXIT_USAGE
 
 
@@ -560,12 +782,24 @@ def add_commands(sub) -> None:
     _common(submit)
     submit.add_argument(
         "--system",
-        help="your registered system's name (for a new draft submission; register it "
-        "on the portal's Systems page first)",
+        help="your registered system's name (default: the one the files name; register it on the "
+        "portal's Systems page first)",
     )
-    submit.add_argument("--benchmark", help="the benchmark's model id, e.g. llama3_1-8b (for a new draft)")
+    submit.add_argument(
+        "--benchmark", help="the benchmark's model id, e.g. llama3_1-8b (default: the one the files name)"
+    )
     submit.add_argument("--submission", type=int, help="add a version to this draft submission")
+    submit.add_argument(
+        "--new-draft",
+        action="store_true",
+        help="start a new draft even when one of this system and benchmark is open",
+    )
     submit.add_argument("--wait", action="store_true", help="wait for the checks and print the findings")
+    submit.add_argument(
+        "--json",
+        action="store_true",
+        help="wait, then print the final status, findings and points as JSON (messages go to stderr)",
+    )
     submit.add_argument(
         "--timeout", type=float, default=1800.0, help="seconds to wait with --wait (default 1800)"
     )

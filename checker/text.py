@@ -31,7 +31,7 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
     for (system, model), points in sorted(by_curve.items()):
         lines.append(f"{system} / {model}")
         lines.append(
-            f"  {'conc':>5} {'region':<17} {'system_tps claimed':>19} {'recomputed':>12} {'tps/user':>9} "
+            f"  {'point':>5} {'region':<17} {'system_tps claimed':>19} {'recomputed':>12} {'tps/user':>9} "
             f"{'TTFT p90 ms':>11} {'issued':>7} {'done':>7} {'failed':>6} {'kW':>6} {'tps/kW':>8}"
             "  raw log"
         )
@@ -44,7 +44,7 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
             if p.extra.get("offline"):
                 region += " (offline)"
             lines.append(
-                f"  {p.concurrency:>5} {region[:17]:<17} {_num(_metric(c, 'system_tps')):>19} "
+                f"  {'r' + str(p.concurrency):>5} {region[:17]:<17} {_num(_metric(c, 'system_tps')):>19} "
                 f"{_num(_metric(r, 'system_tps')):>12} "
                 f"{_num(_metric(shown, 'tps_per_user')):>9} {_num(_metric(shown, 'ttft_p90_ms')):>11} "
                 f"{_num(_metric(shown, 'n_samples_issued')):>7} {_num(_metric(shown, 'n_samples_completed')):>7} "

@@ -13,7 +13,6 @@ from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, viewsets
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
@@ -26,6 +25,7 @@ from leaderboard.models import Publication
 from leaderboard.procurement import MAX_MODELS, requirements_from_query
 from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
 from portal.errors import ApplicationError
+from portal.pagination import PortalPagination
 
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
@@ -36,7 +36,7 @@ def public_publications():
     return publications_visible_to(None)
 
 
-class PublicPagination(LimitOffsetPagination):
+class PublicPagination(PortalPagination):
     default_limit = DEFAULT_PAGE_SIZE
     max_limit = MAX_PAGE_SIZE
 

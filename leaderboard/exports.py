@@ -19,7 +19,7 @@ from catalog.models import Benchmark
 from leaderboard.cache import public_cached
 from leaderboard.models import Annotation, Publication
 from leaderboard.procurement import ModelRequirement, procurement_report
-from leaderboard.slo import SloTargets, accelerator_count, interactivity_metric_for, number, slo_rank
+from leaderboard.slo import SloIndex, SloTargets, accelerator_count, interactivity_metric_for, number
 from submissions.models import Submission
 
 HEADLINE_FIELDS = (
@@ -191,8 +191,24 @@ def snapshot_results_cached(publications: QuerySet[Publication], model_id: str) 
     return public_cached(f"snapshot:public:{model_id}", lambda: snapshot_results(publications, model_id))
 
 
+# model_id -> (the snapshot list it was built from, its index), in this process.
+_slo_indexes: dict[str, tuple[list[dict], SloIndex]] = {}
+
+
+def slo_index(publications: QuerySet[Publication], model_id: str) -> SloIndex:
+    """The SLO index of a benchmark's public snapshot, built once per snapshot object: the snapshot is kept in
+    this process per generation (public_cached), so a publication or retraction (a new generation, a new
+    snapshot) builds a new index, and every SLO query in between is a vectorised lookup."""
+    results = snapshot_results_cached(publications, model_id)
+    entry = _slo_indexes.get(model_id)
+    if entry is None or entry[0] is not results:
+        entry = (results, SloIndex(results))
+        _slo_indexes[model_id] = entry
+    return entry[1]
+
+
 def slo_query(publications: QuerySet[Publication], benchmark: Benchmark, targets: SloTargets) -> list[dict]:
-    rows = slo_rank(snapshot_results_cached(publications, benchmark.model_id), targets)
+    rows = slo_index(publications, benchmark.model_id).rank(targets)
     for row in rows:
         row["result_url"] = result_url(row["public_id"])
     return rows

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 # The interactivity axis of a workload: tokens/s/user for chat and reasoning, end-to-end interactivity for
 # agentic workloads (the axis their leaderboard draws).
 AGENTIC_WORKLOADS = frozenset({"agentic_coding"})
@@ -103,37 +105,130 @@ def best_point(points: list[dict], targets: SloTargets, *, accelerators: int | N
     )
 
 
+def _row(result: dict, point: dict) -> dict:
+    power_kw = point_power_kw(point)
+    return {
+        "public_id": result["public_id"],
+        "system": result.get("system"),
+        "organisation": result.get("organisation"),
+        "accelerators": result.get("accelerators"),
+        "bundle_sha256": result.get("bundle_sha256"),
+        "point": point.get("point"),
+        "basis": point.get("basis"),
+        "concurrency": point.get("concurrency"),
+        "system_tps": point["system_tps"],
+        "tps_per_user": number(point.get("tps_per_user")),
+        "e2e_interactivity": number(point.get("e2e_interactivity")),
+        "ttft_p90_ms": point["ttft_p90_ms"],
+        "system_tps_per_kw": number(point.get("system_tps_per_kw")),
+        "power_kw": round(power_kw, 3) if power_kw is not None else None,
+    }
+
+
+def _ranked(rows: list[dict]) -> list[dict]:
+    rows.sort(key=lambda row: (-row["system_tps"], row["ttft_p90_ms"], row["public_id"]))
+    for rank, row in enumerate(rows, start=1):
+        row["rank"] = rank
+    return rows
+
+
 def slo_rank(results: list[dict], targets: SloTargets) -> list[dict]:
     """One row per result with a point meeting every target, ranked by that point's system_tps (highest
-    first). Retracted results have left the rankings and are skipped."""
+    first). Retracted results have left the rankings and are skipped.
+
+    This is the definition; SloIndex gives the same rows for many queries over one set of results."""
     rows = []
     for result in results:
         if result.get("retracted"):
             continue
         accelerators = result.get("accelerators")
         point = best_point(result.get("points") or [], targets, accelerators=accelerators)
-        if point is None:
-            continue
-        power_kw = point_power_kw(point)
-        rows.append(
-            {
-                "public_id": result["public_id"],
-                "system": result.get("system"),
-                "organisation": result.get("organisation"),
-                "accelerators": accelerators,
-                "bundle_sha256": result.get("bundle_sha256"),
-                "point": point.get("point"),
-                "basis": point.get("basis"),
-                "concurrency": point.get("concurrency"),
-                "system_tps": point["system_tps"],
-                "tps_per_user": number(point.get("tps_per_user")),
-                "e2e_interactivity": number(point.get("e2e_interactivity")),
-                "ttft_p90_ms": point["ttft_p90_ms"],
-                "system_tps_per_kw": number(point.get("system_tps_per_kw")),
-                "power_kw": round(power_kw, 3) if power_kw is not None else None,
-            }
+        if point is not None:
+            rows.append(_row(result, point))
+    return _ranked(rows)
+
+
+def _column(points: list[dict], name: str) -> np.ndarray:
+    """A metric of every point as float64, NaN where the point has no finite figure (NaN fails every
+    comparison, so such a point meets no target, as point_meets says)."""
+    values = (number(point.get(name)) for point in points)
+    return np.fromiter((math.nan if v is None else v for v in values), dtype=np.float64, count=len(points))
+
+
+class SloIndex:
+    """slo_rank for many targets over the same published results: the points of every non-retracted result
+    in columns, sorted once by result and then by best_point's preference (system_tps highest, TTFT P90
+    lowest, concurrency lowest, first listed). A query is then one vectorised mask and one pass that keeps the
+    first point of each result still in it: no per-point Python work, whatever the number of results.
+
+    It answers exactly what slo_rank answers (tests/leaderboard/test_slo.py compares them on generated
+    results); the rows are built from the same point dicts by the same code."""
+
+    def __init__(self, results: list[dict]) -> None:
+        self.results = [result for result in results if not result.get("retracted")]
+        owners: list[int] = []
+        self.points: list[dict] = []
+        for index, result in enumerate(self.results):
+            for point in result.get("points") or []:
+                owners.append(index)
+                self.points.append(point)
+        owner = np.asarray(owners, dtype=np.int64)
+        tps = _column(self.points, "system_tps")
+        ttft = _column(self.points, "ttft_p90_ms")
+        per_kw = _column(self.points, "system_tps_per_kw")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            power_kw = np.where(per_kw > 0, tps / per_kw, math.nan)
+        accelerators = np.fromiter(
+            (math.nan if (n := number(self.results[i].get("accelerators"))) is None else n for i in owners),
+            dtype=np.float64,
+            count=len(owners),
         )
-    rows.sort(key=lambda row: (-row["system_tps"], row["ttft_p90_ms"], row["public_id"]))
-    for rank, row in enumerate(rows, start=1):
-        row["rank"] = rank
-    return rows
+        concurrency = np.nan_to_num(_column(self.points, "concurrency"), nan=0.0)
+        position = np.arange(len(owners))
+        # np.lexsort: the last key is the primary one.
+        order = np.lexsort((position, concurrency, ttft, -tps, owner))
+        self._order = order
+        self._owner = owner[order]
+        self._tps = tps[order]
+        self._ttft = ttft[order]
+        self._power_kw = power_kw[order]
+        self._accelerators = accelerators[order]
+        # the public ids' order, as strings sort (the ranking's last tie-breaker)
+        id_order = sorted(range(len(self.results)), key=lambda i: self.results[i]["public_id"])
+        self._id_rank = np.empty(len(self.results), dtype=np.int64)
+        self._id_rank[id_order] = np.arange(len(self.results))
+        # a row per point, made the first time a query ranks the point (a copy with its rank is returned)
+        self._rows: dict[int, dict] = {}
+        self._interactivity = {
+            metric: _column(self.points, metric)[order] for metric in ("tps_per_user", "e2e_interactivity")
+        }
+
+    def rank(self, targets: SloTargets) -> list[dict]:
+        interactivity = self._interactivity.get(targets.interactivity_metric)
+        if interactivity is None:
+            interactivity = _column(self.points, targets.interactivity_metric)[self._order]
+        meets = (
+            np.isfinite(self._tps)
+            & (self._ttft <= targets.ttft_p90_ms_max)
+            & (interactivity >= targets.interactivity_min)
+        )
+        if targets.power_kw_max is not None:
+            meets &= self._power_kw <= targets.power_kw_max
+        if targets.accelerators_max is not None:
+            meets &= self._accelerators <= targets.accelerators_max
+        kept = np.flatnonzero(meets)
+        owners = self._owner[kept]
+        first = np.ones(len(kept), dtype=bool)
+        first[1:] = owners[1:] != owners[:-1]
+        best = kept[first]  # per qualifying result (in result order), its best point's sorted position
+        # _ranked's order (system_tps highest, TTFT P90 lowest, public id), stable like list.sort
+        ranking = best[np.lexsort((self._id_rank[self._owner[best]], self._ttft[best], -self._tps[best]))]
+        rows = []
+        for rank, position in enumerate(ranking.tolist(), start=1):
+            row = self._rows.get(position)
+            if row is None:
+                row = self._rows[position] = _row(
+                    self.results[int(self._owner[position])], self.points[int(self._order[position])]
+                )
+            rows.append({**row, "rank": rank})
+        return rows

@@ -1,14 +1,19 @@
-"""Request-id middleware: accepts a sane X-Request-ID from the proxy or makes one, and echoes it back."""
+"""Request-id middleware (a sane X-Request-ID from the proxy, or a new one, echoed back), the 405 page,
+refusing request text the database cannot store, the security headers (CSP, Permissions-Policy) and the client
+address behind trusted proxies."""
 
 from __future__ import annotations
 
 import re
 import uuid
 
+from django.conf import settings
 from django.shortcuts import render
 
 from accounts.selectors import request_memo
+from portal import errorpages
 from portal.request_context import reset_request_id, set_request_id
+from portal.textsafety import UnstorableTextError, require_storable_form, text_problem
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -90,3 +95,64 @@ def _back_link(path: str) -> tuple[str, str]:
     if path.startswith("/accounts/logout"):
         return "/", "Back to the home page"
     return "/dashboard/", "Go to your dashboard"
+
+
+class StorableInputMiddleware:
+    """Query strings and URL-encoded page forms holding a NUL character are refused with a 400 naming the field
+    (JSON and API form bodies are checked by portal.parsers, multipart page forms by their form fields); a path
+    with a NUL names nothing (404). PostgreSQL would otherwise refuse the text with a 500."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if text_problem(request.path):
+            return errorpages.page_not_found(request)
+        try:
+            require_storable_form(request.GET)
+            if (
+                request.method == "POST"
+                and not errorpages.is_api(request)
+                and request.content_type == "application/x-www-form-urlencoded"
+            ):
+                require_storable_form(request.POST)
+        except UnstorableTextError as refused:
+            if errorpages.is_api(request):
+                return errorpages.api_error(refused.code, refused.detail, 400, field=refused.field)
+            return render(request, "400.html", {"detail": refused.detail}, status=400)
+        return self.get_response(request)
+
+
+class SecurityHeadersMiddleware:
+    """Content-Security-Policy and Permissions-Policy on every response (settings.PORTAL_CONTENT_SECURITY_POLICY,
+    settings.PORTAL_PERMISSIONS_POLICY). Scripts come only from the portal's own files: no inline <script>, no
+    onclick=, no eval. A view that sets its own header keeps it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        csp = settings.PORTAL_CONTENT_SECURITY_POLICY
+        if csp and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = csp
+        policy = settings.PORTAL_PERMISSIONS_POLICY
+        if policy and "Permissions-Policy" not in response:
+            response["Permissions-Policy"] = policy
+        return response
+
+
+def client_ip(request) -> str:
+    """The client's address: REMOTE_ADDR, or - behind settings.PORTAL_TRUSTED_PROXIES reverse proxies, each
+    appending to X-Forwarded-For - the address the outermost trusted proxy saw. With no trusted proxy (the
+    default) a client-sent X-Forwarded-For is ignored; DRF's throttles follow the same setting (NUM_PROXIES)."""
+    remote = request.META.get("REMOTE_ADDR", "")
+    hops = settings.PORTAL_TRUSTED_PROXIES
+    if hops <= 0:
+        return remote
+    forwarded = [
+        part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()
+    ]
+    if not forwarded:
+        return remote
+    return forwarded[-min(hops, len(forwarded))]

@@ -29,19 +29,14 @@ if not VAR_DIR.is_absolute():
 DEBUG = env_bool("DEBUG", False)
 
 
-def _secret_key() -> str:
-    key = env_secret("SECRET_KEY")
-    if key:
-        if len(key) < 32:
-            raise EnvError("SECRET_KEY is shorter than 32 characters: generate a long random value.")
-        return key
-    # Zero-config: a per-checkout key kept outside git (var/ is ignored), so sessions survive restarts.
-    # Written owner-only to a private file, then linked into place (atomic, never overwrites), so processes
-    # starting together (runserver's reloader, gunicorn workers) all read back the same complete key.
-    key_file = VAR_DIR / "secret_key"
+def _generated_secret(name: str) -> str:
+    """A random secret generated once into VAR_DIR/name (outside git: var/ is ignored), so it survives restarts.
+    Written owner-only to a private file, then linked into place (atomic, never overwrites), so processes
+    starting together (runserver's reloader, gunicorn workers) all read back the same complete value."""
+    key_file = VAR_DIR / name
     if not key_file.exists():
         VAR_DIR.mkdir(parents=True, exist_ok=True)
-        draft = VAR_DIR / f"secret_key.{os.getpid()}.tmp"
+        draft = VAR_DIR / f"{name}.{os.getpid()}.tmp"
         with os.fdopen(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
             handle.write(secrets.token_urlsafe(50))
         try:
@@ -51,6 +46,16 @@ def _secret_key() -> str:
         finally:
             draft.unlink()
     return key_file.read_text(encoding="utf-8").strip()
+
+
+def _secret_key() -> str:
+    key = env_secret("SECRET_KEY")
+    if key:
+        if len(key) < 32:
+            raise EnvError("SECRET_KEY is shorter than 32 characters: generate a long random value.")
+        return key
+    # Zero-config: a per-checkout key kept outside git.
+    return _generated_secret("secret_key")
 
 
 SECRET_KEY = _secret_key()
@@ -74,6 +79,9 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     # Lowest layer first (docs/portal.md): each app's models import only the apps listed before it.
     "audit",
     "accounts",
@@ -88,14 +96,19 @@ MIDDLEWARE = [
     "portal.middleware.RequestIDMiddleware",
     "portal.middleware.RoleMemoMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "portal.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
+    # The chair and auditors act only from a session verified by their second factor (docs/accounts.md).
+    "accounts.middleware.SecondFactorRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "portal.middleware.MethodNotAllowedPageMiddleware",
+    "portal.middleware.StorableInputMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -156,7 +169,11 @@ CELERY_TIMEZONE = "UTC"
 # The hour (UTC) the daily notification digest leaves.
 PORTAL_DIGEST_HOUR_UTC = env_int("PORTAL_DIGEST_HOUR_UTC", 7, minimum=0, maximum=23)
 CELERY_BEAT_SCHEDULE = {
-    "audit-chain-verify-daily": {"task": "audit.tasks.audit_chain_verify_task", "schedule": 24 * 3600.0},
+    # Verify the audit chain, then write a signed checkpoint of its head (audit.tasks.audit_checkpoint_task).
+    "audit-checkpoint-daily": {
+        "task": "audit.tasks.audit_checkpoint_task",
+        "schedule": crontab(minute=5, hour=0),
+    },
     "check-runs-reconcile": {"task": "submissions.tasks.check_runs_reconcile_task", "schedule": 60.0},
     "uploads-cleanup": {"task": "submissions.tasks.uploads_cleanup_task", "schedule": 900.0},
     "review-deadlines": {"task": "review.tasks.review_deadlines_task", "schedule": 900.0},
@@ -204,9 +221,27 @@ else:
         "BACKEND": "django.core.files.storage.FileSystemStorage",
         "OPTIONS": {"location": str(MEDIA_ROOT), "base_url": MEDIA_URL},
     }
+# Signed daily checkpoints of the audit log's head (audit.checkpoints): outside the database, so that whoever
+# rewrites or empties the log cannot rewrite them too. The bundle store, in a folder of its own (for S3 a bucket
+# with versioning or Object Lock keeps even the storage's credentials from removing them).
+if STORAGE_BACKEND == "s3":
+    _checkpoint_storage = {
+        **_default_storage,
+        "OPTIONS": {**_default_storage["OPTIONS"], "location": "audit-checkpoints"},
+    }
+else:
+    _checkpoint_storage = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {
+            "location": str(
+                BASE_DIR / env_str("PORTAL_AUDIT_CHECKPOINT_DIR", str(VAR_DIR / "audit-checkpoints"))
+            )
+        },
+    }
 STORAGES = {
     "default": _default_storage,
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    "audit_checkpoints": _checkpoint_storage,
 }
 # Serve straight from the source folders too, so the demo works before collectstatic has run.
 WHITENOISE_USE_FINDERS = True
@@ -246,9 +281,25 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = ["accounts.backends.UsernameOrEmailBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "submissions:dashboard"
 LOGOUT_REDIRECT_URL = "home"
+# Sign-in throttling (accounts.throttle): failed sign-ins counted per account and per client address within the
+# window; at the limit, that account (or address) is locked out for PORTAL_LOGIN_LOCKOUT_S, the right password
+# included, and the account's owner gets an e-mail.
+PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT = env_int("PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT", 5, minimum=1)
+PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1)
+PORTAL_LOGIN_WINDOW_S = env_int("PORTAL_LOGIN_WINDOW_S", 900, minimum=1)
+PORTAL_LOGIN_LOCKOUT_S = env_int("PORTAL_LOGIN_LOCKOUT_S", 900, minimum=1)
+# The cache alias holding the counters (a shared one, Redis, when several web processes serve the site).
+PORTAL_LOGIN_THROTTLE_CACHE = env_str("PORTAL_LOGIN_THROTTLE_CACHE", "default")
+if PORTAL_LOGIN_THROTTLE_CACHE not in CACHES:
+    raise EnvError(f"PORTAL_LOGIN_THROTTLE_CACHE names no cache: use one of {', '.join(CACHES)}.")
+# Invitations to an organisation: the signed link works once, for this many days.
+PORTAL_INVITATION_DAYS = env_int("PORTAL_INVITATION_DAYS", 7, minimum=1)
+# The name authenticator apps show next to the six-digit codes.
+OTP_TOTP_ISSUER = "Endpoints Portal"
 
 # --- Security -------------------------------------------------------------------------------
 # Secure cookies unless DEBUG; PORTAL_SECURE_COOKIES=0 lets the demo log in over plain http.
@@ -266,9 +317,25 @@ SECURE_SSL_REDIRECT = env_bool("PORTAL_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("PORTAL_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("PORTAL_HSTS_INCLUDE_SUBDOMAINS", False)
 SECURE_HSTS_PRELOAD = env_bool("PORTAL_HSTS_PRELOAD", False)
+# Forwarded headers are trusted only when these say so (gunicorn itself trusts none: deploy/gunicorn.conf.py).
 if env_bool("PORTAL_BEHIND_TLS_PROXY", False):
     # Only safe when a proxy in front always sets (and strips client-sent) X-Forwarded-Proto.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Reverse proxies in front that each append the client's address to X-Forwarded-For (deploy/nginx.conf: 1).
+# 0: the header is ignored and the client is REMOTE_ADDR (portal.middleware.client_ip, DRF's throttles).
+PORTAL_TRUSTED_PROXIES = env_int("PORTAL_TRUSTED_PROXIES", 0, minimum=0)
+# Scripts only from the portal's own files (no inline script or handler, no eval); styles may be inline (series
+# colours are style attributes); nothing from other sites; no framing.
+PORTAL_CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'self'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+# Browser features no page of the portal uses.
+PORTAL_PERMISSIONS_POLICY = (
+    "accelerometer=(), autoplay=(), camera=(), display-capture=(), geolocation=(), gyroscope=(), "
+    "magnetometer=(), microphone=(), midi=(), payment=(), serial=(), usb=(), xr-spatial-tracking=()"
+)
 
 # --- Internationalisation -------------------------------------------------------------------
 LANGUAGE_CODE = "en-gb"
@@ -279,15 +346,23 @@ USE_TZ = True
 # --- API ------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # A chair's or auditor's token acts only once its owner has set up two-factor sign-in.
+        "accounts.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "portal.pagination.PortalPagination",
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.parsers.SafeJSONParser",
+        "portal.parsers.SafeFormParser",
+        "portal.parsers.SafeMultiPartParser",
+    ],
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "portal.api.exception_handler",
+    # Throttles key anonymous clients by address: X-Forwarded-For only behind trusted proxies.
+    "NUM_PROXIES": PORTAL_TRUSTED_PROXIES,
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
@@ -310,11 +385,30 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# --- HTTP edge (docs/http-edge.md) -------------------------------------------------------------
+# An API JSON or form body larger than this is refused (body-too-large); files go through the upload API.
+PORTAL_API_BODY_MAX_BYTES = env_int("PORTAL_API_BODY_MAX_BYTES", 4 * 1024**2, minimum=64 * 1024)
+if PORTAL_API_BODY_MAX_BYTES < 2 * PORTAL_SYSTEM_DESC_MAX_BYTES:
+    raise EnvError("PORTAL_API_BODY_MAX_BYTES must be at least twice PORTAL_SYSTEM_DESC_MAX_BYTES.")
+# Arrays/objects nested deeper than this in an API JSON body are refused (json-too-deep).
+PORTAL_API_JSON_MAX_DEPTH = env_int("PORTAL_API_JSON_MAX_DEPTH", 32, minimum=4, maximum=200)
+# The largest ?limit= of an API list (a larger one is clamped).
+PORTAL_API_MAX_PAGE_SIZE = env_int("PORTAL_API_MAX_PAGE_SIZE", 1000, minimum=100)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # An expected 4xx (403, 404, a refused request) is logged on one line; only 5xx keep their traceback.
+    "filters": {"client_errors_one_line": {"()": "portal.log_filters.ExpectedClientErrorsOneLine"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["client_errors_one_line"],
+        }
+    },
+    "loggers": {"django.request": {"filters": ["client_errors_one_line"]}},
     "root": {
         "handlers": ["console"],
         "level": env_choice("LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "INFO"),
@@ -334,6 +428,15 @@ PORTAL_OBJECTION_ANSWER_BUSINESS_DAYS = env_int("PORTAL_OBJECTION_ANSWER_BUSINES
 # Days the submitter has to answer an auditor's evidence request.
 PORTAL_EVIDENCE_DAYS = env_int("PORTAL_EVIDENCE_DAYS", 5, minimum=1)
 
+# --- Audit log (audit app) ------------------------------------------------------------------------
+# Key of the HMAC every audit event carries (audit.hashing.event_signature), kept outside the database: whoever
+# can write the audit table but lacks this key cannot forge or rewrite an event unnoticed. Unset: generated once
+# into VAR_DIR/audit_hmac_key (shared by web, worker and beat through the var volume). Never change it: events
+# signed with the old key no longer verify.
+PORTAL_AUDIT_HMAC_KEY = env_secret("PORTAL_AUDIT_HMAC_KEY") or _generated_secret("audit_hmac_key")
+if len(PORTAL_AUDIT_HMAC_KEY) < 32:
+    raise EnvError("PORTAL_AUDIT_HMAC_KEY is shorter than 32 characters: generate a long random value.")
+
 # --- Check pipeline and uploads (submissions app) -------------------------------------------
 # Chords (one task per load point, joined by one task per version) need a result backend.
 CELERY_RESULT_BACKEND = REDIS_URL or None
@@ -343,6 +446,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT 
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = CELERY_BROKER_TRANSPORT_OPTIONS
 # Queue of the check tasks (a deployment may give heavy checks their own workers: -Q checks).
 PORTAL_CHECK_QUEUE = env_str("PORTAL_CHECK_QUEUE", "celery")
+# Start messages of checks committed while the broker was down wait in the outbox (submissions.CheckOutbox);
+# this task sends them once the broker is back. On the check queue: the check workers drain it.
+PORTAL_CHECK_OUTBOX_EVERY_S = env_int("PORTAL_CHECK_OUTBOX_EVERY_S", 10, minimum=1)
+CELERY_BEAT_SCHEDULE["check-outbox-send"] = {
+    "task": "submissions.tasks.check_outbox_send_task",
+    "schedule": float(PORTAL_CHECK_OUTBOX_EVERY_S),
+    "options": {"queue": PORTAL_CHECK_QUEUE, "expires": float(PORTAL_CHECK_OUTBOX_EVERY_S) * 3},
+}
 # A running check whose heartbeat is older than this is re-queued (or failed after the last attempt).
 PORTAL_CHECK_HEARTBEAT_TIMEOUT_S = env_int("PORTAL_CHECK_HEARTBEAT_TIMEOUT_S", 300, minimum=5)
 PORTAL_CHECK_MAX_ATTEMPTS = env_int("PORTAL_CHECK_MAX_ATTEMPTS", 3, minimum=1)
@@ -357,6 +468,10 @@ PORTAL_CHECK_CACHE_DIR = Path(env_str("PORTAL_CHECK_CACHE_DIR", str(VAR_DIR / "c
 if not PORTAL_CHECK_CACHE_DIR.is_absolute():
     PORTAL_CHECK_CACHE_DIR = BASE_DIR / PORTAL_CHECK_CACHE_DIR
 PORTAL_CHECK_CACHE_MAX_BYTES = env_int("PORTAL_CHECK_CACHE_MAX_BYTES", 20 * 1024**3, minimum=0)
+# A version whose archives inflate to more than this many times its size fails its check at the start with an
+# `archive-inflation` finding (real result files compress 5 to 20 times; the per-member cap of 1000 x still
+# lets a 19 MB archive inflate to 19 GB). Every step reads with the same cap.
+PORTAL_CHECK_MAX_INFLATION = env_int("PORTAL_CHECK_MAX_INFLATION", 100, minimum=2)
 # Test hook only: each per-point task sleeps this long (heart-beating) before checking its point.
 PORTAL_CHECK_TEST_POINT_DELAY_S = env_int("PORTAL_CHECK_TEST_POINT_DELAY_S", 0, minimum=0)
 # Chunked uploads: every part but the last has exactly this size.

@@ -1,11 +1,13 @@
 """URL map: HTML pages per app, the versioned API, its schema and docs, health."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework import permissions, routers
 
 from accounts import api as accounts_api
+from accounts import views_auth as accounts_auth
 from audit import api as audit_api
 from catalog import api as catalog_api
 from leaderboard import api as leaderboard_api
@@ -38,19 +40,45 @@ api_v1 = [
     path("", include(router.urls)),
 ]
 
+
+def redoc_view(request, *args, **kwargs):
+    """Redoc, whose sidebar always shows its maker's logo from cdn.redoc.ly: the one image the CSP lets come
+    from elsewhere, on this page only."""
+    response = _redoc(request, *args, **kwargs)
+    response["Content-Security-Policy"] = settings.PORTAL_CONTENT_SECURITY_POLICY.replace(
+        "img-src 'self' data:", "img-src 'self' data: https://cdn.redoc.ly"
+    )
+    return response
+
+
+_redoc = SpectacularRedocView.as_view(url_name="api-schema")
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", health.healthz, name="healthz"),
+    # The portal's sign-in (username or e-mail, throttled, two-factor) and audited password change, in place of
+    # Django's views of the same names; the rest of django.contrib.auth.urls (logout, password reset) as they are.
+    path("accounts/login/", accounts_auth.login_view, name="login"),
+    path("accounts/password_change/", accounts_auth.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/", include("django.contrib.auth.urls")),
+    # The admin signs in through the same throttled, two-factor sign-in (Django's admin login would bypass both).
+    path("admin/login/", accounts_auth.login_view, name="admin_login"),
     path("accounts/", include("accounts.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"), namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    # The split view serves its set-up script from ?script instead of inline: the CSP allows no inline script.
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/redoc/", redoc_view, name="api-redoc"),
     path("", include("submissions.urls")),
     path("review/", include("review.urls")),
     path("audit/", include("audit.urls")),
     path("leaderboard/", include("leaderboard.urls")),
     path("", include("leaderboard.urls_results")),
 ]
+
+# Under /api/ every error is JSON in the API's shape; elsewhere the portal's pages (portal.errorpages).
+handler400 = "portal.errorpages.bad_request"
+handler403 = "portal.errorpages.permission_denied"
+handler404 = "portal.errorpages.page_not_found"
+handler500 = "portal.errorpages.server_error"

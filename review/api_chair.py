@@ -22,6 +22,7 @@ from access.visibility import conflicts_visible_to, review_assignments_visible_t
 from accounts.models import Organisation
 from accounts.selectors import user_is_chair
 from portal.errors import ApplicationError, ConflictError
+from portal.parsers import parse_id
 from review import selectors, services
 from review.models import Conflict, ReviewAssignment
 from submissions.api.common import IDEMPOTENCY_PARAMETER
@@ -72,7 +73,8 @@ class ChairAssignmentViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def get_queryset(self):
         rows = review_assignments_visible_to(self.request.user).select_related("reviewer", "organisation")
         submission = self.request.query_params.get("submission", "")
-        return rows.filter(submission_id=int(submission)) if submission.isdigit() else rows
+        submission_id = parse_id(submission)
+        return rows.filter(submission_id=submission_id) if submission_id is not None else rows
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)

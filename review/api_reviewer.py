@@ -27,6 +27,7 @@ from access.visibility import (
     reviews_visible_to,
 )
 from portal.errors import ApplicationError
+from portal.parsers import parse_id, parse_positive
 from review import bundle_files, selectors, services
 from review.models import Comment, Review, ReviewAssignment
 from submissions.api.common import IDEMPOTENCY_PARAMETER
@@ -478,8 +479,8 @@ class ReviewVersionViewSet(viewsets.GenericViewSet):
         new = self.get_object()
         against = request.query_params.get("against", "")
         siblings = new.submission.versions.all()
-        if against.isdigit():
-            old = siblings.filter(number=int(against)).first()
+        if parse_id(against) is not None:
+            old = siblings.filter(number=parse_id(against)).first()
         else:
             old = siblings.filter(number__lt=new.number).order_by("-number").first()
         if old is None:
@@ -540,12 +541,12 @@ class ReviewVersionViewSet(viewsets.GenericViewSet):
     )
     def lines(self, request, pk=None, position=None):
         """One member of a stored archive, page by page with line numbers (streamed; long lines cut)."""
-        version_file = get_object_or_404(self.get_object().files, position=int(position))
+        version_file = get_object_or_404(self.get_object().files, position=parse_id(position))
         params = request.query_params
-        per_page = _int(params.get("per_page"), bundle_files.LINES_PER_PAGE)
-        page = _int(params.get("page"), 1)
-        if params.get("line", "").isdigit():
-            page = bundle_files.page_of_line(int(params["line"]), per_page)
+        per_page = parse_positive(params.get("per_page"), default=bundle_files.LINES_PER_PAGE)
+        page = parse_positive(params.get("page"), default=1)
+        if parse_id(params.get("line", "")) is not None:
+            page = bundle_files.page_of_line(parse_id(params["line"]), per_page)
         member_page = bundle_files.version_file_page(
             version_file, params.get("member", ""), page=page, per_page=per_page
         )
@@ -561,10 +562,6 @@ class ReviewVersionViewSet(viewsets.GenericViewSet):
             "lines": member_page.lines,
         }
         return Response(MemberPageSerializer(data).data)
-
-
-def _int(value, default: int) -> int:
-    return int(value) if value and str(value).isdigit() and int(value) > 0 else default
 
 
 def register(router) -> None:

@@ -66,7 +66,8 @@ def overseen_submission(request, pk: int) -> Submission:
 def back_to(request, default: str):
     """Redirect to the form's `next` (a page of this site), else to `default`."""
     target = request.POST.get("next", "")
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+    # Only a path: a bare word would be looked up as a view name (NoReverseMatch, a 500).
+    if target.startswith("/") and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
         return redirect(target)
     return redirect(default)
 

@@ -22,6 +22,7 @@ from access.visibility import conflicts_visible_to, get_visible_or_404
 from accounts.models import Membership, Organisation
 from accounts.selectors import user_is_chair, user_org_ids
 from portal.errors import ApplicationError
+from portal.parsers import parse_id
 from review import selectors, services
 from review.models import Conflict, ReviewAssignment
 from review.views_audit import ReasonForm, back_to, verdicts
@@ -137,7 +138,7 @@ def chair_submission(request, pk: int):
 def assign(request, pk: int):
     submission = get_visible_or_404(request.user, Submission, pk=pk)
     _require_chair(request.user)
-    reviewer = get_user_model().objects.filter(pk=request.POST.get("reviewer") or 0).first()
+    reviewer = get_user_model().objects.filter(pk=parse_id(request.POST.get("reviewer", "")) or 0).first()
     if reviewer is None:
         messages.error(request, "Not assigned: pick a reviewer.")
         return back_to(request, _chair_page(submission))

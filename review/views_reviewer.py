@@ -25,6 +25,7 @@ from django.views.decorators.http import require_GET, require_POST
 from access.visibility import review_assignments_visible_to, review_submissions_visible_to
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from portal.errors import ApplicationError
+from portal.parsers import parse_id
 from review import bundle_files, selectors, services
 from review.models import Comment, Review, ReviewAssignment, Waiver
 from submissions.models import Finding, Submission
@@ -299,8 +300,9 @@ def review_page(request, pk: int):
     versions = list(submission.versions.prefetch_related("files").order_by("-number"))
     frozen = submission.submitted_version or (versions[0] if versions else None)
     version = frozen
-    if request.GET.get("version", "").isdigit():
-        version = next((v for v in versions if v.number == int(request.GET["version"])), None)
+    if request.GET.get("version", ""):
+        asked = parse_id(request.GET["version"])
+        version = next((v for v in versions if v.number == asked), None)
         if version is None:
             raise Http404("No such version.")
     check = check_section_context(submission, version) if version is not None else {}
@@ -355,7 +357,7 @@ def review_page(request, pk: int):
         "diff": _diff_context(submission, versions, frozen, request.GET.get("diff", "")) if frozen else None,
         "point_keys": [row.key for row in check.get("point_rows", [])],
         "anchor_file": request.GET.get("anchor_file", "")[:500],
-        "anchor_line": anchor_line if anchor_line.isdigit() else "",
+        "anchor_line": anchor_line if parse_id(anchor_line) is not None else "",
         "oversees": user_is_auditor(user) or user_is_chair(user),
         "now": timezone.now(),
     }
@@ -393,8 +395,7 @@ def review_create(request, pk: int):
 
 
 def _optional_int(value: str) -> int | None:
-    value = (value or "").strip()
-    return int(value) if value.isdigit() else None
+    return parse_id((value or "").strip())
 
 
 @login_required
@@ -406,13 +407,13 @@ def comment_create(request, pk: int):
     submission = get_object_or_404(review_submissions_visible_to(user), pk=pk)
     post = request.POST
     parent = None
-    if _optional_int(post.get("parent", "")) is not None:
-        parent = get_object_or_404(selectors.thread_visible_to(user, submission), pk=int(post["parent"]))
+    parent_id = _optional_int(post.get("parent", ""))
+    if parent_id is not None:
+        parent = get_object_or_404(selectors.thread_visible_to(user, submission), pk=parent_id)
     finding = None
-    if _optional_int(post.get("finding", "")) is not None:
-        finding = Finding.objects.filter(
-            pk=int(post["finding"]), check_run__version__submission=submission
-        ).first()
+    finding_id = _optional_int(post.get("finding", ""))
+    if finding_id is not None:
+        finding = Finding.objects.filter(pk=finding_id, check_run__version__submission=submission).first()
     kind = post.get("kind") or Comment.Kind.COMMENT
     if kind not in Comment.Kind.values:
         messages.error(request, "Not posted: choose a comment or an objection.")

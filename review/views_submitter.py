@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils import timezone
@@ -31,6 +32,7 @@ from access.visibility import (
 from accounts.models import Membership
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from portal.errors import ApplicationError
+from portal.parsers import parse_id
 from review import selectors, services
 from review.models import Comment, Review, ReviewAssignment
 from submissions.models import Submission
@@ -198,10 +200,12 @@ def comment_post(request, pk: int):
     parent = None
     parent_id = request.POST.get("parent", "").strip()
     if parent_id:
-        if not parent_id.isdigit():
+        if parse_id(parent_id) is None:
             messages.error(request, "Not posted: no such entry in the thread.")
             return _back(submission, "#thread")
-        parent = get_object_or_404(selectors.thread_visible_to(request.user, submission), pk=int(parent_id))
+        parent = get_object_or_404(
+            selectors.thread_visible_to(request.user, submission), pk=parse_id(parent_id)
+        )
     try:
         comment = services.comment_post(
             submission=submission, actor=request.user, body=request.POST.get("body", ""), parent=parent
@@ -223,9 +227,11 @@ def waiver_request(request, pk: int):
     submission = _own_submission(request, pk)
     number = request.POST.get("version", "").strip()
     versions = versions_visible_to(request.user).filter(submission=submission)
+    if number and parse_id(number) is None:
+        raise Http404("No such version.")
     version = (
-        get_object_or_404(versions, number=int(number))
-        if number.isdigit()
+        get_object_or_404(versions, number=parse_id(number))
+        if number
         else versions.order_by("-number").first()
     )
     if version is None:

@@ -211,7 +211,7 @@ def step_chart_svg(curves: list[dict], *, title: str = "Throughput vs. interacti
             parts.append(
                 format_html(
                     '<g class="marker{}"><circle cx="{}" cy="{}" r="5" stroke="{}" fill="{}"/>'
-                    '<text class="point-label" x="{}" y="{}">c{}</text>'
+                    '<text class="point-label" x="{}" y="{}">r{}</text>'
                     "<title>{} — concurrency {}: {} tokens/s, {} tokens/s per user ({}){}</title></g>",
                     "" if point["on_front"] else " off-front",
                     f"{cx:.1f}",

@@ -25,6 +25,7 @@ message never reached a worker is handled the same way after PORTAL_CHECK_QUEUED
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -37,7 +38,7 @@ from pathlib import Path
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from tokenizers import Tokenizer
 
@@ -53,12 +54,13 @@ from checker.pipeline import (
     judge_version,
     list_points,
     open_version,
+    unique_sorted,
 )
 from checker.portal_rules import SubmissionScope
-from checker.report import PointResult, json_safe
+from checker.report import PointResult, Report, json_safe
 from checker.tokens import TokenCounter
 from portal.errors import NotAllowedError
-from submissions.models import CheckRun, Finding, PointMetric, SubmissionVersion
+from submissions.models import CheckOutbox, CheckRun, Finding, PointMetric, SubmissionVersion
 from submissions.storage import StoredFile, fetch_to_folder
 
 logger = logging.getLogger(__name__)
@@ -73,12 +75,69 @@ HEARTBEAT_EVERY_S = 2.0
 CHECK_RUN_START_TASK = "submissions.tasks.check_run_start_task"
 
 
+# A sender holds an outbox row this long; a sender that died meanwhile leaves it to the next one.
+OUTBOX_LEASE_S = 60
+OUTBOX_BATCH = 100
+
+
 def _queue_start(check_run: CheckRun) -> None:
-    run_id, attempt = check_run.pk, check_run.attempts
-    start = current_app.signature(
+    """Queue the run's start message through the outbox: the row commits with the run (so a committed run always
+    has its message, whatever happens to the broker) and is sent after commit; if the broker is down then, the
+    beat task sends it once the broker is back (check_outbox_send)."""
+    message = CheckOutbox.objects.create(check_run=check_run, attempt=check_run.attempts)
+    transaction.on_commit(functools.partial(check_outbox_send, ids=[message.pk]))
+
+
+def _send_start(run_id: int, attempt: int) -> None:
+    current_app.signature(
         CHECK_RUN_START_TASK, args=[run_id, attempt], queue=settings.PORTAL_CHECK_QUEUE
-    )
-    transaction.on_commit(start.apply_async)
+    ).apply_async(retry=False)
+
+
+def check_outbox_send(*, ids: list[int] | None = None, now=None) -> int:
+    """Send the pending start messages (those in `ids`, or all), oldest first; returns how many were sent.
+
+    Each row is claimed (a lease, compare-and-set) before it is sent and deleted after, so two senders never
+    send one row at once; a sender that dies between send and delete leaves a duplicate, which the run's
+    compare-and-set on (status, attempt) ignores. The first broker error stops the pass: the rows wait for the
+    next one (the beat task, every few seconds). Never raises."""
+    now = now or timezone.now()
+    free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    pending = CheckOutbox.objects.filter(free)
+    if ids is not None:
+        pending = pending.filter(pk__in=ids)
+    sent = 0
+    for row_id, run_id, attempt in pending.order_by("created_at", "pk").values_list(
+        "pk", "check_run_id", "attempt"
+    )[:OUTBOX_BATCH]:
+        claimed = CheckOutbox.objects.filter(free, pk=row_id).update(
+            claimed_until=now + timedelta(seconds=OUTBOX_LEASE_S), send_attempts=F("send_attempts") + 1
+        )
+        if not claimed:
+            continue  # another sender has it
+        try:
+            _send_start(run_id, attempt)
+        except Exception as exc:  # noqa: BLE001 - the broker is down or refuses: the row waits for the next pass
+            logger.warning(
+                "check run %s attempt %s: start message not sent (%s); it stays queued", run_id, attempt, exc
+            )
+            CheckOutbox.objects.filter(pk=row_id).update(
+                claimed_until=None, last_error=f"{type(exc).__name__}: {exc}"[:500]
+            )
+            break
+        # The queued deadline (check_runs_reconcile) counts from now, when the queue got the message.
+        CheckRun.objects.filter(pk=run_id, attempts=attempt, status=CheckRun.Status.QUEUED).update(
+            heartbeat_at=timezone.now()
+        )
+        CheckOutbox.objects.filter(pk=row_id).delete()
+        sent += 1
+    return sent
+
+
+def check_start_pending(version: SubmissionVersion) -> bool:
+    """True while a check of `version` waits for its start message because sending it failed (the broker is
+    down); a message being sent right now (a concurrent request's) does not count."""
+    return CheckOutbox.objects.filter(check_run__version=version).exclude(last_error="").exists()
 
 
 def check_run_create(*, version: SubmissionVersion, actor=None) -> CheckRun:
@@ -186,31 +245,92 @@ def _scope_of(submission) -> SubmissionScope:
     )
 
 
+def storable_text(text: str) -> str:
+    """Text PostgreSQL can store (text and jsonb hold no NUL and only valid UTF-8): a NUL shows as \\u0000 and a
+    lone surrogate (bytes that were not UTF-8) as its escape. The checker already escapes what it quotes; this
+    keeps one overlooked character from failing the whole check."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\\u0000")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def _finding_rows(check_run: CheckRun, step: str, findings) -> list[Finding]:
     return [
         Finding(
             check_run=check_run,
             step=step,
-            rule=f.rule,
+            rule=storable_text(f.rule),
             severity=f.severity,
-            file=f.file or "",
+            file=storable_text(f.file or ""),
             line=f.line,
-            pointer=f.pointer or "",
-            point=f.point or "",
-            message=f.message,
-            fix=f.fix or "",
+            pointer=storable_text(f.pointer or ""),
+            point=storable_text(f.point or ""),
+            message=storable_text(f.message),
+            fix=storable_text(f.fix or ""),
         )
         for f in findings
     ]
 
 
+def _storable(value):
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {storable_text(str(k)): _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    return value
+
+
 def _json_safe(value):
     return (
-        json.loads(json.dumps(json_safe(value), default=str, allow_nan=False)) if value is not None else None
+        _storable(json.loads(json.dumps(json_safe(value), default=str, allow_nan=False)))
+        if value is not None
+        else None
     )
 
 
 # --- the steps: each calls one step of checker.pipeline ----------------------------------------
+
+
+def _limits(version: SubmissionVersion) -> Limits:
+    """The checker's caps for every step of a check of `version`; the inflation cap is taken of the version's size
+    (every step, whichever files it opens, has the same cap)."""
+    return Limits(
+        max_inflation=float(settings.PORTAL_CHECK_MAX_INFLATION), inflation_basis_bytes=version.size_bytes
+    )
+
+
+def _end_inflated(check_run: CheckRun, attempt: int, findings, *, inputs: list[str]) -> None:
+    """The version inflates past PORTAL_CHECK_MAX_INFLATION: the run ends `failed` at its start, with that finding
+    (no point is recomputed from an archive that was not read to its end)."""
+    report = Report(checker_version=checker_version, ruleset=check_run.ruleset, inputs=inputs)
+    report.findings.extend(unique_sorted(findings))
+    counts = report.counts()
+    with transaction.atomic():
+        if _is_current(check_run.pk, attempt, lock=True) is None:
+            return
+        Finding.objects.filter(check_run=check_run).delete()
+        Finding.objects.bulk_create(_finding_rows(check_run, "", report.findings))
+        now = timezone.now()
+        CheckRun.objects.filter(pk=check_run.pk, attempts=attempt, status=CheckRun.Status.RUNNING).update(
+            status=CheckRun.Status.FAILED,
+            finished_at=now,
+            heartbeat_at=now,
+            counts=counts,
+            report=_json_safe(report.to_dict()),
+            progress_stage="done",
+        )
+        audit_event_record(
+            actor=None,
+            action="check.finished",
+            obj=check_run,
+            data={"version": check_run.version_id, "status": "failed", "attempt": attempt, "counts": counts},
+        )
 
 
 def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
@@ -235,10 +355,17 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
     beat = _Beat(check_run_id, attempt)
     first_file_of: dict[str, int] = {}
     pointless: list[int] = []
+    inflated = 0
     with _fetched(check_run.version, beat=beat) as (files, folder):
         for position, path in files:
-            with open_version([path], limits=Limits(), workdir=folder) as opened:
+            limits = dataclasses.replace(_limits(check_run.version), inflated_before=inflated)
+            with open_version([path], limits=limits, workdir=folder, raw_logs=False) as opened:
                 keys = list_points(opened.layout)
+                inflated = opened.layout.inflated_bytes
+                too_inflated = [f for f in opened.findings if f.rule == "archive-inflation"]
+            if too_inflated:  # the whole version is over the cap: no step reads it further
+                _end_inflated(check_run, attempt, too_inflated, inputs=[p.name for _, p in files])
+                return None
             if not keys:
                 pointless.append(position)
             for key in keys:
@@ -273,7 +400,7 @@ def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:
             time.sleep(0.5)
     positions = set(check_run.point_files.get(point_key) or []) or None
     token_counter = _token_counter_for(check_run.version)
-    limits = Limits()
+    limits = _limits(check_run.version)
     with _fetched(check_run.version, positions=positions, beat=beat) as (files, folder):
         with open_version([path for _, path in files], limits=limits, workdir=folder) as opened:
             outcome = check_point(
@@ -338,9 +465,12 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
         raise RuntimeError(f"{len(missing)} load point(s) have no result: {', '.join(missing[:5])}")
     _heartbeat(check_run_id, attempt, progress_stage="rules")
     beat = _Beat(check_run_id, attempt)
-    limits = Limits()
+    limits = _limits(check_run.version)
     with _fetched(check_run.version, beat=beat) as (files, folder):
-        with open_version([path for _, path in files], limits=limits, workdir=folder) as opened:
+        # The join needs the descriptors only: the points' raw logs were read by their own tasks.
+        with open_version(
+            [path for _, path in files], limits=limits, workdir=folder, raw_logs=False
+        ) as opened:
             opened.inputs = [path.name for _, path in files]
             report = judge_version(
                 opened,
@@ -405,6 +535,7 @@ def check_run_attempt_failed(
         check_run = runs.first()
         if check_run is None:
             return None
+        reason = storable_text(reason)
         now = timezone.now()
         if attempt < check_run.max_attempts:
             message = f"{reason}; re-queued (attempt {attempt + 1} of {check_run.max_attempts})"
@@ -458,8 +589,12 @@ def check_runs_reconcile(*, now=None) -> list[int]:
     silent = Q(status=CheckRun.Status.RUNNING, heartbeat_at__lt=heartbeat_deadline)
     queued_deadline = now - timedelta(seconds=settings.PORTAL_CHECK_QUEUED_TIMEOUT_S)
     # A first attempt was queued at created_at; a re-queued attempt at heartbeat_at (set when re-queued).
-    never_started = Q(status=CheckRun.Status.QUEUED) & (
-        Q(heartbeat_at__lt=queued_deadline) | Q(heartbeat_at__isnull=True, created_at__lt=queued_deadline)
+    # A run whose message still waits in the outbox was never sent, not lost: the outbox sends it.
+    waiting = Exists(CheckOutbox.objects.filter(check_run=OuterRef("pk")))
+    never_started = (
+        Q(status=CheckRun.Status.QUEUED)
+        & (Q(heartbeat_at__lt=queued_deadline) | Q(heartbeat_at__isnull=True, created_at__lt=queued_deadline))
+        & ~waiting
     )
     stuck = [
         (pk, attempt, "worker lost", silent)

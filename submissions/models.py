@@ -312,6 +312,34 @@ class CheckRun(models.Model):
         return f"check run #{self.pk} of {self.version} ({self.status})"
 
 
+class CheckOutbox(models.Model):
+    """A check run's start message not yet handed to the queue (the outbox).
+
+    Written in the same transaction as the run it starts (a new version, a re-check, a retry), so a committed
+    run always has its message; sent after commit and, should the broker be down then, by the beat task
+    `check_outbox_send_task` once it is back. The row is deleted when the broker has the message."""
+
+    check_run = models.ForeignKey(CheckRun, on_delete=models.CASCADE, related_name="outbox")
+    attempt = models.PositiveSmallIntegerField(help_text="The attempt the message starts.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    claimed_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="A sender holds the message until then (a crashed sender's lease ends).",
+    )
+    send_attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True, help_text="Why the last send failed (the broker was down).")
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["check_run", "attempt"], name="check_outbox_unique_attempt")
+        ]
+
+    def __str__(self) -> str:
+        return f"start message of run #{self.check_run_id} attempt {self.attempt}"
+
+
 class Finding(models.Model):
     """One checker finding of a run (stable rule id, where, and a sentence the submitter can act on)."""
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from checker.portal_rules import PORTAL_ONLY_RULES, finding_origin
+from checker.regions import region_label
 from submissions.charts import chart_legend, step_chart_svg
 from submissions.models import CheckRun, Submission
 from submissions.rules_catalog import rule_catalog
@@ -14,6 +16,7 @@ from submissions.selectors import (
     check_run_findings,
     check_run_latest,
     check_run_point_metrics,
+    check_run_report,
 )
 
 SEVERITIES = [
@@ -33,14 +36,6 @@ POINT_METRICS = [
 ]
 # As the checker compares (docs/report-format.md): integers exactly, floats within this relative tolerance.
 RELATIVE_TOLERANCE = 1e-9
-
-REGION_NAMES = {
-    "low_latency": "ultra-low",
-    "low_concurrency": "low",
-    "med_concurrency": "medium",
-    "high_concurrency": "high",
-    "margin": "margin",
-}
 
 
 def _number(value):
@@ -94,7 +89,8 @@ class MetricCell:
 class PointRow:
     key: str
     concurrency: int
-    region: str
+    region: str  # the official region id (point.yaml `region`), shown with region_label beside it
+    region_label: str
     source: str
     has_raw_log: bool
     cells: list[MetricCell] = field(default_factory=list)
@@ -117,7 +113,8 @@ def point_rows(check_run: CheckRun, *, errors_by_point: dict[str, int] | None = 
         row = PointRow(
             key=metric.key,
             concurrency=metric.concurrency,
-            region=REGION_NAMES.get(extra.get("region"), extra.get("region") or "—"),
+            region=str(extra.get("region") or "—"),
+            region_label=region_label(extra.get("region")),
             source=metric.source,
             has_raw_log=recomputed is not None,
             error_count=(errors_by_point or {}).get(metric.key, 0),
@@ -150,6 +147,45 @@ def point_rows(check_run: CheckRun, *, errors_by_point: dict[str, int] | None = 
 
 
 @dataclass
+class PortalOnlyCounts:
+    """Why the page's counts differ from `portal check` on the same files: what only the portal adds."""
+
+    portal: dict[str, int]  # severity -> findings of the portal-only rules
+    official: dict[str, int]  # severity -> notes of the official checker's cross-check
+    local: dict[str, int]  # severity -> what `portal check` (without --official) reports
+    rules: tuple[str, ...] = PORTAL_ONLY_RULES
+
+    @property
+    def differs(self) -> bool:
+        return any(self.portal.values()) or any(self.official.values())
+
+    @staticmethod
+    def _say(counts: dict[str, int]) -> str:
+        words = {"error": "error", "warning": "warning", "info": "note"}
+        parts = [f"{n} {words.get(sev, sev)}{'s' if n != 1 else ''}" for sev, n in counts.items() if n]
+        return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+
+    @property
+    def portal_text(self) -> str:
+        return self._say({sev: self.portal.get(sev, 0) for sev in ("error", "warning", "info")})
+
+    @property
+    def official_text(self) -> str:
+        return self._say({sev: self.official.get(sev, 0) for sev in ("error", "warning", "info")})
+
+
+def portal_only_counts(groups: list[FindingGroup]) -> PortalOnlyCounts:
+    portal: dict[str, int] = {}
+    official: dict[str, int] = {}
+    local: dict[str, int] = {}
+    for group in groups:
+        for finding in group.findings:
+            target = {"portal": portal, "official": official}.get(finding.origin, local)
+            target[finding.severity] = target.get(finding.severity, 0) + 1
+    return PortalOnlyCounts(portal=portal, official=official, local=local)
+
+
+@dataclass
 class FindingGroup:
     severity: str
     title: str
@@ -164,6 +200,7 @@ def finding_groups(check_run: CheckRun) -> list[FindingGroup]:
     for finding in check_run_findings(check_run):
         finding.documented = finding.rule in catalog
         finding.point_label = finding.point.rsplit("/", 1)[-1] if finding.point else ""
+        finding.origin = finding_origin(finding.rule)
         by_severity.setdefault(finding.severity, []).append(finding)
     groups = [
         FindingGroup(sev, title, help_text, by_severity.pop(sev, [])) for sev, title, help_text in SEVERITIES
@@ -211,6 +248,163 @@ def check_section_context(submission: Submission, version) -> dict:
             "chart_svg": step_chart_svg(curves),
             "chart_legend": chart_legend(curves),
             "counts": {sev: len(g.findings) for g in groups for sev in [g.severity]},
+            "portal_only": portal_only_counts(groups),
         }
     )
     return context
+
+
+# --- the report as a document: JSON download, printable summary, two versions compared --------------------------
+
+FINDING_FIELDS = ("rule", "severity", "file", "line", "pointer", "point", "message", "fix")
+COMPARED_METRICS = [
+    ("system_tps", "System tokens/s", "float1"),
+    ("tps_per_user", "Tokens/s per user", "float2"),
+    ("ttft_p90_ms", "TTFT p90 (ms)", "float1"),
+]
+
+
+def report_document(submission: Submission, version, check_run: CheckRun, *, url: str) -> dict:
+    """The portal's report of one check run (docs/report-format.md): the checker's stored report, each finding
+    marked `portal_only`, and a `portal` block saying which submission, version and run it is."""
+    report = check_run_report(check_run)
+    findings = [
+        {name: getattr(f, name) or (None if name != "message" else "") for name in FINDING_FIELDS}
+        for f in check_run_findings(check_run)
+    ]
+    if report is None:  # a run that could not finish keeps no report: what it stored, in the same shape
+        report = {
+            "format": "endpoints-portal-report/1",
+            "verdict": "fail" if any(f["severity"] == "error" for f in findings) else "pass",
+            "checker_version": check_run.checker_version or "",
+            "ruleset": check_run.ruleset or None,
+            "counts": check_run.counts or {},
+            "points": [],
+            "curves": check_run.curves or [],
+        }
+    document = dict(report)
+    # The run's rows are the report's findings (submissions.checks); they are read back so both always agree.
+    document["findings"] = [{**f, "portal_only": f["rule"] in PORTAL_ONLY_RULES} for f in findings]
+    document["portal"] = {
+        "submission": submission.pk,
+        "system": submission.system.name,
+        "benchmark": submission.benchmark.model_id,
+        "version": version.number,
+        "version_sha256": version.sha256,
+        "check_run": check_run.pk,
+        "status": check_run.status,
+        "finished_at": check_run.finished_at.isoformat() if check_run.finished_at else None,
+        "url": url,
+        "portal_only_rules": list(PORTAL_ONLY_RULES),
+    }
+    return document
+
+
+def _finding_identity(finding) -> tuple:
+    return (finding.rule, finding.severity, finding.point or "", finding.file or "", finding.message)
+
+
+@dataclass
+class ComparedPoint:
+    key: str
+    label: str
+    region_a: str
+    region_b: str
+    cells: list[tuple[str, str, str]]  # (value in A, value in B, relative change)
+
+
+@dataclass
+class VersionComparison:
+    a: object
+    b: object
+    run_a: CheckRun | None
+    run_b: CheckRun | None
+    added: list = field(default_factory=list)
+    removed: list = field(default_factory=list)
+    unchanged: int = 0
+    points: list[ComparedPoint] = field(default_factory=list)
+    headings: list[str] = field(default_factory=list)
+
+    # Errors and warnings are listed; the notes (passed checks) are folded away under their count.
+    @property
+    def added_main(self) -> list:
+        return [f for f in self.added if f.severity != "info"]
+
+    @property
+    def added_notes(self) -> list:
+        return [f for f in self.added if f.severity == "info"]
+
+    @property
+    def removed_main(self) -> list:
+        return [f for f in self.removed if f.severity != "info"]
+
+    @property
+    def removed_notes(self) -> list:
+        return [f for f in self.removed if f.severity == "info"]
+
+
+def _metrics_by_key(check_run: CheckRun | None) -> dict:
+    if check_run is None or check_run_is_live(check_run):
+        return {}
+    return {metric.key: metric for metric in check_run_point_metrics(check_run)}
+
+
+def _shown(metric) -> dict:
+    recomputed = metric.recomputed if isinstance(metric.recomputed, dict) else None
+    claimed = metric.claimed if isinstance(metric.claimed, dict) else {}
+    return recomputed or claimed
+
+
+def _region_of(metric) -> str:
+    extra = metric.extra if metric is not None and isinstance(metric.extra, dict) else {}
+    return str(extra.get("region") or "—")
+
+
+def compare_versions(a, b) -> VersionComparison:
+    """Version a against version b: findings b has and a had not (added), the other way (removed), and every
+    load point's official metrics side by side (recomputed where the raw log was there, else claimed)."""
+    run_a, run_b = check_run_latest(a), check_run_latest(b)
+    comparison = VersionComparison(a=a, b=b, run_a=run_a, run_b=run_b)
+    comparison.headings = [heading for _key, heading, _kind in COMPARED_METRICS]
+    finished = [run for run in (run_a, run_b) if run is not None and not check_run_is_live(run)]
+    if len(finished) == 2:
+        before = {_finding_identity(f): f for f in check_run_findings(run_a)}
+        after = {_finding_identity(f): f for f in check_run_findings(run_b)}
+        for finding in [*before.values(), *after.values()]:
+            finding.origin = finding_origin(finding.rule)
+            finding.point_label = finding.point.rsplit("/", 1)[-1] if finding.point else ""
+        comparison.added = [f for key, f in after.items() if key not in before]
+        comparison.removed = [f for key, f in before.items() if key not in after]
+        comparison.unchanged = len(set(before) & set(after))
+    metrics_a, metrics_b = _metrics_by_key(run_a), _metrics_by_key(run_b)
+
+    def order(key: str) -> tuple:
+        head, _, tail = key.rpartition("/r")
+        return (head, int(tail) if tail.isdigit() else 0)
+
+    for key in sorted(set(metrics_a) | set(metrics_b), key=order):
+        ma, mb = metrics_a.get(key), metrics_b.get(key)
+        va, vb = (_shown(ma) if ma else {}), (_shown(mb) if mb else {})
+        cells = []
+        for metric, _heading, kind in COMPARED_METRICS:
+            x, y = _number(va.get(metric)), _number(vb.get(metric))
+            change = ""
+            if x is not None and y is not None and x != 0 and x != y:
+                change = f"{(y - x) / abs(x):+.1%}"
+            cells.append(
+                (
+                    format_metric(x, kind) if ma else "absent",
+                    format_metric(y, kind) if mb else "absent",
+                    change,
+                )
+            )
+        comparison.points.append(
+            ComparedPoint(
+                key=key,
+                label=key.rsplit("/", 1)[-1],
+                region_a=_region_of(ma),
+                region_b=_region_of(mb),
+                cells=cells,
+            )
+        )
+    return comparison

@@ -107,3 +107,49 @@ def markdown_inline(text: str) -> str:
     html = escape(text)
     html = _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", html)
     return mark_safe(_BOLD.sub(lambda m: f"<strong>{m.group(1)}</strong>", html))  # built from escaped text
+
+
+# What the rules page calls each documentation section holding rules ((doc, section) -> area title); a section
+# not listed is shown under its own heading.
+AREA_TITLES = {
+    ("input-safety.md", "Rule ids"): "Input safety: archives, names and sizes",
+    ("assembly.md", "Conflicts and safety"): "Assembling run archives into a bundle",
+    ("report-format.md", "The comparison (`raw-log-consistency`)"): "Recomputation from the raw log",
+}
+
+
+@dataclass
+class RuleArea:
+    title: str
+    slug: str
+    rules: list[str] = field(default_factory=list)
+
+
+def _section_order() -> dict[tuple[str, str], int]:
+    """(doc, section) -> its place: the docs in RULE_DOCS order, each doc's headings top to bottom."""
+    docs_dir = Path(settings.BASE_DIR) / "docs"
+    order: dict[tuple[str, str], int] = {}
+    for doc in RULE_DOCS:
+        path = docs_dir / doc
+        if not path.is_file():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("#"):
+                order.setdefault((doc, line.lstrip("#").strip()), len(order))
+    return order
+
+
+@functools.cache
+def rule_areas() -> list[RuleArea]:
+    """Every documented rule under the area (documentation section) that first documents it, in the docs' order."""
+    order = _section_order()
+    areas: dict[tuple[str, str], RuleArea] = {}
+    for rule, doc in rule_catalog().items():
+        first = doc.entries[0]
+        key = (first.doc, first.section)
+        if key not in areas:
+            title = AREA_TITLES.get(key, first.section)
+            slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+            areas[key] = RuleArea(title=title, slug=slug)
+        areas[key].rules.append(rule)
+    return [areas[key] for key in sorted(areas, key=lambda k: order.get(k, len(order)))]

@@ -126,6 +126,12 @@ def check_run_curves_and_official(check_run) -> tuple[list, dict | None]:
     return curves or [], official if isinstance(official, dict) else None
 
 
+def check_run_report(check_run) -> dict | None:
+    """The run's whole stored report (Report.to_dict()), or None when the run kept none (it could not finish)."""
+    report = CheckRun.objects.filter(pk=check_run.pk).values_list("report", flat=True).first()
+    return report if isinstance(report, dict) else None
+
+
 def check_run_findings(check_run):
     """The run's findings, errors first (a run's rows are visible wherever the run is)."""
     order = Case(

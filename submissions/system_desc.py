@@ -14,6 +14,7 @@ from checker.inputs import Limits
 from checker.loaders import load_json
 from checker.report import Findings
 from checker.schema_check import validate
+from portal.textsafety import UNSTORABLE_CODE, field_path, unstorable_at
 
 SCHEMA_NAME = "system_desc"
 
@@ -62,7 +63,21 @@ def system_desc_validate(description: Any, *, display: str = "system_desc.json")
     """Schema violations of an already parsed description (the checker's system_desc schema)."""
     findings = Findings()
     validate(description, SCHEMA_NAME, display=display, findings=findings)
-    return _problems(findings)
+    problems = _problems(findings)
+    unstorable = unstorable_at(description)
+    if unstorable:  # PostgreSQL cannot store it: refused like a schema problem, at its place, listed first
+        path, why = unstorable
+        pointer = "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path) or "/"
+        problems.insert(
+            0,
+            DescriptionProblem(
+                rule=UNSTORABLE_CODE,
+                message=f"{display} {field_path(path)} {why}.",
+                pointer=pointer,
+                fix="Remove the character (a NUL, or a lone \\ud800-\\udfff escape) from the file.",
+            ),
+        )
+    return problems
 
 
 def system_desc_read(stream, *, display: str = "system_desc.json") -> DescriptionRead:

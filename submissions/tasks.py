@@ -14,6 +14,7 @@ from celery import chord, shared_task
 from django.conf import settings
 
 from submissions.checks import (
+    check_outbox_send,
     check_run_attempt_failed,
     check_run_finish,
     check_run_point,
@@ -80,6 +81,13 @@ def check_runs_reconcile_task() -> list[int]:
     """Every minute (beat): re-queue or fail running checks whose heartbeat stopped, and queued checks that
     never started (their start message was lost)."""
     return check_runs_reconcile()
+
+
+@shared_task(ignore_result=True)
+def check_outbox_send_task() -> int:
+    """Every few seconds (beat, on the check queue): send the start messages still in the outbox (the broker
+    was down when their runs were committed)."""
+    return check_outbox_send()
 
 
 @shared_task

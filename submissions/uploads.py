@@ -18,9 +18,11 @@ archives, each uploaded as its own Upload and joined into one version by the las
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import math
+import os
 import re
 import tempfile
 import uuid
@@ -75,8 +77,22 @@ class UploadHashMismatchError(ApplicationError):
 # --- storage helpers -------------------------------------------------------------------------
 
 
+def _parts_folder(upload: Upload) -> str:
+    return f"uploads/{upload.id}"
+
+
 def _part_key(upload: Upload, index: int, sha256: str) -> str:
-    return f"uploads/{upload.id}/{index:06d}-{sha256}"
+    return f"{_parts_folder(upload)}/{index:06d}-{sha256}"
+
+
+def _remove_empty_folder(prefix: str) -> None:
+    """Remove a local storage folder once its last part is deleted (object stores have no folders)."""
+    try:
+        path = default_storage.path(prefix)
+    except NotImplementedError:
+        return
+    with contextlib.suppress(OSError):  # missing, or not empty (a part arriving meanwhile)
+        os.rmdir(path)
 
 
 class _ConcatReader(io.RawIOBase):
@@ -138,20 +154,37 @@ def _require_draft(submission: Submission) -> None:
 
 
 def organisation_storage_used_bytes(organisation: Organisation) -> int:
-    """Bytes counted against the quota: stored version files plus uploads still in progress."""
+    """Bytes counted against the quota: stored version files, verified uploads waiting to join a version, and the
+    parts received so far of open uploads. Bytes only announced (an upload started, its parts not sent) count
+    nothing: announcing cannot hold space."""
     stored = (
         VersionFile.objects.filter(version__submission__organisation=organisation).aggregate(
             total=Sum("size_bytes")
         )["total"]
         or 0
     )
-    pending = (
-        Upload.objects.filter(
-            submission__organisation=organisation, status__in=(Upload.Status.OPEN, Upload.Status.VERIFIED)
+    verified = (
+        Upload.objects.filter(submission__organisation=organisation, status=Upload.Status.VERIFIED).aggregate(
+            total=Sum("size_bytes")
+        )["total"]
+        or 0
+    )
+    received = (
+        UploadPart.objects.filter(
+            upload__submission__organisation=organisation, upload__status=Upload.Status.OPEN
         ).aggregate(total=Sum("size_bytes"))["total"]
         or 0
     )
-    return stored + pending
+    return stored + verified + received
+
+
+def _quota_refusal(organisation: Organisation, used: int, size: int, what: str) -> QuotaExceededError:
+    quota = settings.PORTAL_ORG_QUOTA_BYTES
+    return QuotaExceededError(
+        f"{organisation.name} stores {used} of its {quota} bytes; {what} ({size} bytes) does not fit. "
+        "Finish or abort uploads in progress, or ask the chair for more space.",
+        extra={"quota_bytes": quota, "used_bytes": used},
+    )
 
 
 def _clean_filename(filename: str) -> str:
@@ -184,13 +217,8 @@ def upload_start(*, actor, submission: Submission, filename: str, size: int, sha
     # Lock the organisation so two uploads started at once cannot both slip under the quota.
     organisation = Organisation.objects.select_for_update().get(pk=submission.organisation_id)
     used = organisation_storage_used_bytes(organisation)
-    quota = settings.PORTAL_ORG_QUOTA_BYTES
-    if used + size > quota:
-        raise QuotaExceededError(
-            f"{organisation.name} stores {used} of its {quota} bytes; this file ({size} bytes) does not fit. "
-            "Ask the chair for more space.",
-            extra={"quota_bytes": quota, "used_bytes": used},
-        )
+    if used + size > settings.PORTAL_ORG_QUOTA_BYTES:
+        raise _quota_refusal(organisation, used, size, "this file")
     part_size = settings.PORTAL_UPLOAD_PART_BYTES
     upload = Upload(
         id=uuid.uuid4(),
@@ -224,6 +252,12 @@ def upload_part(*, upload: Upload, index: int, data_stream: BinaryIO, actor=None
             f"Part index must be 0..{upload.parts_expected - 1}.", code="upload-part-index"
         )
     expected = upload_expected_part_size(upload, index)
+    organisation = upload.submission.organisation
+    known = UploadPart.objects.filter(upload=upload, index=index).exists()  # a retry takes no new space
+    if not known:
+        used = organisation_storage_used_bytes(organisation)
+        if used + expected > settings.PORTAL_ORG_QUOTA_BYTES:  # refused before a byte is read
+            raise _quota_refusal(organisation, used, expected, f"part {index}")
     digest = hashlib.sha256()
     received = 0
     with tempfile.SpooledTemporaryFile(max_size=COPY_CHUNK_BYTES) as spool:
@@ -250,6 +284,12 @@ def upload_part(*, upload: Upload, index: int, data_stream: BinaryIO, actor=None
         key = storage_save_exact(_part_key(upload, index, sha256), spool)
     try:
         with transaction.atomic():
+            # Quota by bytes received: checked again under the organisation's lock, so parts arriving at once
+            # (of this upload or another) cannot together slip over it.
+            Organisation.objects.select_for_update().filter(pk=organisation.pk).first()
+            used = organisation_storage_used_bytes(organisation)
+            if used + received > settings.PORTAL_ORG_QUOTA_BYTES:
+                raise _quota_refusal(organisation, used, received, f"part {index}")
             part = UploadPart.objects.create(
                 upload=upload, index=index, size_bytes=received, sha256=sha256, storage_key=key
             )
@@ -264,8 +304,10 @@ def upload_part(*, upload: Upload, index: int, data_stream: BinaryIO, actor=None
             return part
     except IntegrityError:  # the same part arrived twice at once
         return _same_part_or_conflict(UploadPart.objects.get(upload=upload, index=index), sha256)
-    except ConflictError:
-        default_storage.delete(key)
+    except ApplicationError:  # aborted meanwhile, or over the quota: the stored part must not stay behind
+        if not UploadPart.objects.filter(storage_key=key).exists():  # unless the same bytes were kept at once
+            default_storage.delete(key)
+            _remove_empty_folder(_parts_folder(upload))
         raise
 
 
@@ -291,6 +333,7 @@ def _discard_parts(upload: Upload) -> None:
     def remove():
         for key in keys:
             default_storage.delete(key)
+        _remove_empty_folder(_parts_folder(upload))
 
     transaction.on_commit(remove)
 
@@ -311,6 +354,36 @@ def upload_finish(
     waits, verified, to join a later finish through include_uploads (a set of run archives).
     """
     _require_submitter(actor, upload.submission)
+    refusal: ApplicationError | None = None
+    with transaction.atomic():
+        # One finish of an upload at a time: a concurrent finish waits here, then finds the upload verified or
+        # done and answers the same version (the parts it would read are gone by then).
+        upload = Upload.objects.select_for_update().select_related("submission").get(pk=upload.pk)
+        try:
+            version = _upload_finish_locked(
+                upload=upload,
+                sha256=sha256,
+                actor=actor,
+                create_version=create_version,
+                include_uploads=include_uploads,
+                kind=kind,
+            )
+        except ApplicationError as exc:  # what was decided before the refusal (aborted, verified) stays
+            refusal = exc
+    if refusal is not None:
+        raise refusal
+    return version
+
+
+def _upload_finish_locked(
+    *,
+    upload: Upload,
+    sha256: str,
+    actor,
+    create_version: bool,
+    include_uploads: Iterable[Upload],
+    kind: str | None,
+) -> SubmissionVersion | None:
     sha256 = (sha256 or "").lower()
     if upload.status in (Upload.Status.VERIFIED, Upload.Status.DONE):
         if sha256 != upload.sha256:
@@ -343,11 +416,10 @@ def upload_finish(
         reader.close()
         actual = reader.sha256.hexdigest()
         if reader.size != upload.size_bytes or actual != upload.sha256:
-            with transaction.atomic():
-                Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
-                    status=Upload.Status.ABORTED
-                )
-                _discard_parts(upload)
+            Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
+                status=Upload.Status.ABORTED
+            )
+            _discard_parts(upload)
             raise UploadHashMismatchError(
                 f"The received bytes ({reader.size} bytes, SHA-256 {actual}) do not match the file announced "
                 f"({upload.size_bytes} bytes, SHA-256 {upload.sha256}). Nothing was stored; upload the file again.",
@@ -363,12 +435,10 @@ def upload_finish(
         if not default_storage.exists(key):
             with io.BufferedReader(_ConcatReader(keys), buffer_size=COPY_CHUNK_BYTES) as stream:
                 key = storage_save_exact(key, stream)
-        with transaction.atomic():
-            updated = Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
-                status=Upload.Status.VERIFIED, storage_key=key, updated_at=timezone.now()
-            )
-            if updated:
-                _discard_parts(upload)
+        if Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
+            status=Upload.Status.VERIFIED, storage_key=key, updated_at=timezone.now()
+        ):
+            _discard_parts(upload)
         upload.refresh_from_db()
         if not create_version:
             return None

@@ -24,6 +24,13 @@ urlpatterns = [
     path("submissions/<int:pk>/versions/<int:number>/check/", views.check_fragment, name="check_fragment"),
     path("submissions/<int:pk>/versions/<int:number>/recheck/", views.version_recheck, name="recheck"),
     path(
+        "submissions/<int:pk>/versions/<int:number>/report.json",
+        views.version_report_json,
+        name="report_json",
+    ),
+    path("submissions/<int:pk>/versions/<int:number>/summary/", views.version_summary, name="summary"),
+    path("submissions/<int:pk>/compare/", views.version_compare, name="compare"),
+    path(
         "submissions/<int:pk>/versions/<int:number>/files/<int:position>/",
         views.version_file_download,
         name="download",

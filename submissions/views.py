@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Q
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -29,8 +30,10 @@ from accounts.selectors import (
     user_organisations,
     user_roles,
 )
+from checker.portal_rules import PORTAL_ONLY_RULES
 from leaderboard.views import publication_panel
 from portal.errors import ApplicationError
+from portal.parsers import parse_id
 from review.selectors import waived_error_count
 from review.views_submitter import review_panel
 from submissions import checks, lifecycle, services, uploads
@@ -41,8 +44,8 @@ from submissions.forms import (
     SystemRegisterForm,
 )
 from submissions.models import Submission, System
-from submissions.pages import check_section_context
-from submissions.rules_catalog import markdown_inline, rule_catalog
+from submissions.pages import check_run_is_live, check_section_context, compare_versions, report_document
+from submissions.rules_catalog import markdown_inline, rule_areas, rule_catalog
 from submissions.selectors import (
     check_run_latest,
     drafts_of,
@@ -170,7 +173,8 @@ def submission_detail(request, pk: int):
     asked = request.GET.get("version", "").strip()
     if asked:
         # A version that is not a number, or not one of this submission's, is a 404 that says so: never the latest.
-        selected = next((v for v in versions if asked.isdigit() and v.number == int(asked)), None)
+        number = parse_id(asked)
+        selected = next((v for v in versions if v.number == number), None)
         if selected is None:
             known = ", ".join(str(v.number) for v in reversed(versions)) or "none yet"
             detail = f"This submission has no version “{asked[:20]}” (its versions: {known})."
@@ -193,6 +197,8 @@ def submission_detail(request, pk: int):
         "can_upload": submission.status in uploads.UPLOADABLE_STATUSES
         and user_can_submit_for(request.user, submission.organisation),
         "is_chair": user_is_chair(request.user),
+        # No worker (the demo): the upload's last request runs the whole check, and the page says so meanwhile.
+        "inline_check": bool(settings.CELERY_TASK_ALWAYS_EAGER),
         # The review as the submitter lives it (review.views_submitter): reviewers, thread, waivers, evidence.
         "review": review_panel(request.user, submission),
         # After the audit: the submitter's choice of publication date, then the link to the public page.
@@ -228,6 +234,79 @@ def version_file_download(request, pk: int, number: int, position: int):
     version = _version_or_404(submission, number)
     version_file = get_object_or_404(version.files, position=position)
     return uploads.version_file_response(version_file)
+
+
+@_with_login_redirect
+@require_GET
+def version_report_json(request, pk: int, number: int):
+    """The portal's report of the version's latest finished check, as a JSON download (docs/report-format.md);
+    409 `check-not-finished` while it is queued or running (or was never run)."""
+    submission = _visible_submission(request, pk)
+    version = _version_or_404(submission, number)
+    run = check_run_latest(version)
+    if run is None or check_run_is_live(run):
+        return JsonResponse(
+            {
+                "code": "check-not-finished",
+                "detail": f"Version {version.number} has no finished check yet: download the report once the "
+                "check has ended (the submission page shows its progress).",
+            },
+            status=409,
+        )
+    url = request.build_absolute_uri(
+        reverse("submissions:detail", args=[submission.pk]) + f"?version={version.number}"
+    )
+    response = JsonResponse(
+        report_document(submission, version, run, url=url), json_dumps_params={"indent": 2}
+    )
+    response["Content-Disposition"] = (
+        f'attachment; filename="submission-{submission.pk}-v{version.number}-report.json"'
+    )
+    return response
+
+
+@_with_login_redirect
+@require_GET
+def version_summary(request, pk: int, number: int):
+    """One printable page: the verdict, the curve, the point table and the findings of one version's check."""
+    submission = _visible_submission(request, pk)
+    version = _version_or_404(submission, number)
+    return render(
+        request,
+        "submissions/summary.html",
+        {"submission": submission, "version": version, "check": check_section_context(submission, version)},
+    )
+
+
+@_with_login_redirect
+@require_GET
+def version_compare(request, pk: int):
+    """Two versions of the submission side by side: ?a=&b= (default: the one before the latest, and the latest)."""
+    submission = _visible_submission(request, pk)
+    versions = list(submission.versions.order_by("number"))
+    numbers = [v.number for v in versions]
+    asked: dict[str, int] = {}
+    for side in ("b", "a"):
+        value = request.GET.get(side, "").strip()
+        if value:
+            if not value.isdigit() or int(value) not in numbers:
+                known = ", ".join(map(str, numbers)) or "none yet"
+                detail = f"This submission has no version “{value[:20]}” (its versions: {known})."
+                back = reverse("submissions:detail", args=[submission.pk])
+                return render(request, "404.html", {"detail": detail, "back": back}, status=404)
+            asked[side] = int(value)
+        elif side == "b" and numbers:
+            asked["b"] = numbers[-1]
+        elif side == "a" and "b" in asked:
+            earlier = [n for n in numbers if n < asked["b"]]
+            later = [n for n in numbers if n > asked["b"]]
+            if earlier or later:
+                asked["a"] = earlier[-1] if earlier else later[0]
+    context = {"submission": submission, "versions": versions}
+    if "a" in asked and "b" in asked:
+        by_number = {v.number: v for v in versions}
+        context["comparison"] = compare_versions(by_number[asked["a"]], by_number[asked["b"]])
+    return render(request, "submissions/compare.html", context)
 
 
 def _back(submission: Submission):
@@ -274,24 +353,28 @@ def version_recheck(request, pk: int, number: int):
 
 @require_GET
 def rules(request):
-    """Every documented rule id with its documentation rows (the links from findings land here)."""
+    """Every documented rule id with its documentation rows, grouped by area (the links from findings land here)."""
     catalog = rule_catalog()
-    entries = []
-    for rule, doc in catalog.items():
-        entries.append(
-            {
-                "rule": rule,
-                "rows": [
-                    {
-                        "doc": e.doc,
-                        "section": e.section,
-                        "cells": [(header, markdown_inline(text)) for header, text in e.cells],
-                    }
-                    for e in doc.entries
-                ],
-            }
-        )
-    return render(request, "submissions/rules.html", {"entries": entries})
+    areas = []
+    for area in rule_areas():
+        entries = []
+        for rule in area.rules:
+            entries.append(
+                {
+                    "rule": rule,
+                    "portal_only": rule in PORTAL_ONLY_RULES,
+                    "rows": [
+                        {
+                            "doc": e.doc,
+                            "section": e.section,
+                            "cells": [(header, markdown_inline(text)) for header, text in e.cells],
+                        }
+                        for e in catalog[rule].entries
+                    ],
+                }
+            )
+        areas.append({"title": area.title, "slug": area.slug, "entries": entries})
+    return render(request, "submissions/rules.html", {"areas": areas, "rule_count": len(catalog)})
 
 
 # --- Systems ---------------------------------------------------------------------------------

@@ -14,6 +14,23 @@ os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def pytest_configure(config):
+    """`client.force_login(chair_or_auditor)` signs in with the second factor too (tests/accounts/support.py):
+    the chair and auditors act only from a verified session, and most tests are about something else."""
+    from tests.accounts.support import install_verified_force_login
+
+    install_verified_force_login()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_login_throttle():
+    """Failed sign-ins counted by one test never lock another test's accounts or 127.0.0.1."""
+    from django.conf import settings
+    from django.core.cache import caches
+
+    caches[settings.PORTAL_LOGIN_THROTTLE_CACHE].clear()
+
+
 def _redis_reachable(url: str) -> str | None:
     """None when Redis answers PING, else why not."""
     import redis

@@ -29,14 +29,25 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
+from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
+from django_otp.plugins.otp_totp.models import TOTPDevice
 from rest_framework.authtoken.models import Token, TokenProxy
 
-from accounts.models import GlobalRole, Membership, Notification, NotificationPreference, Organisation
+from accounts.models import (
+    GlobalRole,
+    Invitation,
+    Membership,
+    Notification,
+    NotificationPreference,
+    Organisation,
+    SignIn,
+)
 from audit.models import AuditEvent
 from catalog.models import Benchmark
 from leaderboard.models import Annotation, Challenge, Publication
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from submissions.models import (
+    CheckOutbox,
     CheckRun,
     Finding,
     IdempotencyKey,
@@ -105,6 +116,18 @@ class UserFactory(_Factory):
     email = factory.LazyAttribute(lambda u: f"{u.username}@example.com")
     password = factory.django.Password(PASSWORD)
 
+    @factory.post_generation
+    def second_factor(obj, create, extracted, **kwargs):
+        """A superuser acts as the chair, who needs two-factor sign-in: a confirmed authenticator
+        (second_factor=False: none)."""
+        if create and obj.is_superuser and extracted is not False:
+            _authenticator_for(obj)
+
+
+def _authenticator_for(user) -> None:
+    if not TOTPDevice.objects.filter(user=user, confirmed=True).exists():
+        TOTPDeviceFactory(user=user)
+
 
 class OrganisationFactory(_Factory):
     class Meta:
@@ -132,6 +155,14 @@ class GlobalRoleFactory(_Factory):
     user = factory.SubFactory(UserFactory)
     role = GlobalRole.Role.AUDITOR
 
+    @factory.post_generation
+    def second_factor(obj, create, extracted, **kwargs):
+        """Auditors and the chair act only with two-factor sign-in: a confirmed authenticator with the tests'
+        secret (tests/accounts/support.py), so their API tokens act and force_login is verified
+        (second_factor=False: none, for tests of the unprotected state)."""
+        if create and extracted is not False:
+            _authenticator_for(obj.user)
+
 
 class TokenFactory(_Factory):
     """An API token (the key is generated on save, as api_token_issue does)."""
@@ -147,6 +178,65 @@ class TokenProxyFactory(TokenFactory):
 
     class Meta:
         model = TokenProxy
+
+
+class InvitationFactory(_Factory):
+    """A pending invitation (its link: accounts.services.invitation_link)."""
+
+    class Meta:
+        model = Invitation
+
+    organisation = factory.SubFactory(OrganisationFactory)
+    email = factory.Sequence(lambda n: f"invitee{n}@example.com")
+    roles = factory.LazyFunction(lambda: [Membership.Role.SUBMITTER])
+    invited_by = factory.LazyAttribute(
+        lambda i: MembershipFactory(organisation=i.organisation, role=Membership.Role.ORG_ADMIN).user
+    )
+    nonce = factory.LazyFunction(lambda: uuid.uuid4().hex)
+    expires_at = factory.LazyFunction(lambda: timezone.now() + timedelta(days=7))
+
+
+class SignInFactory(_Factory):
+    class Meta:
+        model = SignIn
+
+    user = factory.SubFactory(UserFactory)
+    address = "192.0.2.10"
+    user_agent = "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0"
+    outcome = SignIn.Outcome.SUCCESS
+
+
+class TOTPDeviceFactory(_Factory):
+    """A confirmed authenticator with the tests' known secret (tests/accounts/support.py computes its codes)."""
+
+    class Meta:
+        model = TOTPDevice
+
+    user = factory.SubFactory(UserFactory)
+    name = "Authenticator app"
+    key = "3132333435363738393031323334353637383930"
+    confirmed = True
+
+
+class StaticDeviceFactory(_Factory):
+    """The recovery codes' device."""
+
+    class Meta:
+        model = StaticDevice
+
+    user = factory.SubFactory(UserFactory)
+    name = "Recovery codes"
+    confirmed = True
+
+
+class StaticTokenFactory(_Factory):
+    """One recovery code."""
+
+    class Meta:
+        model = StaticToken
+
+    device = factory.SubFactory(StaticDeviceFactory)
+    token = factory.Sequence(lambda n: f"code{n:04d}")
 
 
 def submitter_of(organisation: Organisation):
@@ -501,6 +591,18 @@ class CheckRunFactory(_Factory):
             extracted = [{}] if obj.status in (RunStatus.PASSED, RunStatus.FAILED) else []
         for item in extracted:
             PointMetricFactory(check_run=obj, **item)
+
+
+class CheckOutboxFactory(_Factory):
+    """A queued run's start message still waiting for the broker (it was down when the run was committed)."""
+
+    class Meta:
+        model = CheckOutbox
+
+    check_run = factory.SubFactory(CheckRunFactory, queued=True)
+    attempt = factory.SelfAttribute("check_run.attempts")
+    send_attempts = 1
+    last_error = "OperationalError: Error 111 connecting to 127.0.0.1:6379. Connection refused."
 
 
 class IdempotencyKeyFactory(_Factory):

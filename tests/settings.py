@@ -18,8 +18,23 @@ from portal.settings import *  # noqa: E402,F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 
+# Sign-in failure counters in this process's memory (cleared before each test by tests/conftest.py): every test
+# signs in from 127.0.0.1, and concurrent test runs share one Redis.
+# Its own LOCATION: local-memory caches of one LOCATION share their store, and clearing this one must not clear
+# another (the permission matrix keeps its sessions in one).
+CACHES = {  # noqa: F405
+    **CACHES,  # noqa: F405
+    "login-throttle": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "portal-login-throttle",
+    },
+}
+PORTAL_LOGIN_THROTTLE_CACHE = "login-throttle"
+
 # One test database per pytest process, so concurrent runs on one server never drop each other's.
 if DATABASES["default"]["ENGINE"].endswith("postgresql"):  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": os.environ.get("PORTAL_TEST_DB_NAME") or f"test_portal_{os.getpid()}",
     }
+    # The flush between transactional tests empties the audit log, whose trigger refuses TRUNCATE otherwise.
+    DATABASES["default"]["ENGINE"] = "tests.pg_backend"  # noqa: F405

@@ -89,7 +89,7 @@ def expected_visible(role: str, status: str) -> bool:
 # 200 to everyone once published, 404 to everyone before, the submitting organisation included; a POST on one:
 # anonymous to the login page, anything but 404 and 5xx once published).
 # `pk`: what the route's object id is (submission, version, check_run, upload, assignment, comment, waiver,
-# evidence, notification, conflict, system).
+# evidence, notification, conflict, system, account: fixed ids of the accounts pages).
 PUBLIC, FLOW, LOGIN, ONLY, LIST, SUBJECT, SUBJECT_WRITE, RESULT = (
     "public",
     "flow",
@@ -125,6 +125,7 @@ def _p(kind, **kw):
 ROUTES: dict[str, Route] = {
     "home": _g(PUBLIC),
     "healthz": _g(PUBLIC),
+    "audit:head": _g(PUBLIC),
     "leaderboard:index": _g(PUBLIC),
     "submissions:rules": _g(PUBLIC),
     "api-schema": _g(PUBLIC),
@@ -148,6 +149,24 @@ ROUTES: dict[str, Route] = {
     "accounts:notifications": _g(LOGIN),
     "accounts:notifications_read": _p(LOGIN),
     "accounts:notification_preference": _p(LOGIN),
+    # the account page, two-factor sign-in, e-mail change; organisations' pages for their admins and the chair
+    # (the demo has no organisation admin), global roles for the chair. pk="account": fixed ids (_fixed_url).
+    "accounts:account": _g(LOGIN),
+    "admin_login": _g(FLOW),
+    "accounts:verify": _g(FLOW),
+    "accounts:two_factor": _g(LOGIN),
+    "accounts:recovery_codes": _p(LOGIN),
+    "accounts:two_factor_off": _p(LOGIN),
+    "accounts:email_change": _g(LOGIN),
+    "accounts:email_confirm": _g(LOGIN, pk="account"),
+    "accounts:organisations": _g(LOGIN),
+    "accounts:organisation": _g(ONLY, pk="account", who=(CHAIR,)),
+    "accounts:invite": _p(ONLY, pk="account", who=(CHAIR,)),
+    "accounts:invitation_withdraw": _p(ONLY, pk="account", who=(CHAIR,)),
+    "accounts:member_roles": _p(ONLY, pk="account", who=(CHAIR,)),
+    "accounts:global_roles": _g(ONLY, who=(CHAIR,)),
+    "accounts:global_role_remove": _p(ONLY, pk="account", who=(CHAIR,)),
+    "accounts:invitation_accept": _g(FLOW, pk="account"),
     "api:me": _g(LOGIN),
     "api:notification-preference": _g(LOGIN),
     "api:notification-list": _g(LIST),
@@ -182,6 +201,9 @@ ROUTES: dict[str, Route] = {
     "submissions:detail": _g(SUBJECT),
     "submissions:check_fragment": _g(SUBJECT, pk="version_number"),
     "submissions:download": _g(SUBJECT, pk="file"),
+    "submissions:report_json": _g(SUBJECT, pk="version_number", ok=(200, 409)),  # 409 before the check ends
+    "submissions:summary": _g(SUBJECT, pk="version_number"),
+    "submissions:compare": _g(SUBJECT),
     "submissions:submit": _p(SUBJECT_WRITE, who=(OWN,)),
     "submissions:resubmit": _p(SUBJECT_WRITE, who=(OWN,)),
     "submissions:withdraw": _p(SUBJECT_WRITE, who=(OWN,)),
@@ -698,6 +720,9 @@ def _fixed_url(name: str, route: Route, world: World) -> str:
         return reverse(name, kwargs={"model_id": "llama3_1-8b"})
     if route.pk == "reset":
         return reverse(name, kwargs={"uidb64": "MQ", "token": "set-password"})
+    if route.pk == "account":  # an organisation's, an invitation's or a global role's page (rolled back)
+        values = {"slug": "acmecompute", "token": "not-a-token", "pk": 1, "user_id": 1}
+        return reverse(name, kwargs={key: values[key] for key in _kwarg_names(name)})
     return reverse(name) + route.query
 
 

@@ -43,6 +43,7 @@ SYSTEM = "system"
 ROUTES = {
     "home": (PUBLIC, "get", lambda w: "/"),
     "healthz": (PUBLIC, "get", lambda w: "/healthz"),
+    "audit:head": (PUBLIC, "get", lambda w: "/audit/head"),
     "leaderboard:index": (PUBLIC, "get", lambda w: "/leaderboard/"),
     "submissions:rules": (PUBLIC, "get", lambda w: "/rules/"),
     "api-schema": (PUBLIC, "get", lambda w: "/api/schema/"),
@@ -77,6 +78,13 @@ ROUTES = {
     "submissions:detail": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/"),
     "submissions:check_fragment": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/versions/1/check/"),
     "submissions:download": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/versions/1/files/0/"),
+    "submissions:report_json": (
+        OBJECT,
+        "get",
+        lambda w: f"/submissions/{w['sub'].pk}/versions/1/report.json",
+    ),
+    "submissions:summary": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/versions/1/summary/"),
+    "submissions:compare": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/compare/"),
     "submissions:submit": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/submit/"),
     "submissions:withdraw": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/withdraw/"),
     "submissions:reject": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/reject/"),
@@ -116,6 +124,28 @@ ROUTES = {
     "accounts:notifications": (LOGIN, "get", lambda w: "/accounts/notifications/"),
     "accounts:notifications_read": (LOGIN, "post", lambda w: "/accounts/notifications/read/"),
     "accounts:notification_preference": (LOGIN, "post", lambda w: "/accounts/notifications/preference/"),
+    # the account page, two-factor sign-in, e-mail change, organisations run by their admins, global roles
+    # (tests/accounts/test_organisations.py and test_two_factor.py hold who may do what on each)
+    "accounts:account": (LOGIN, "get", lambda w: "/accounts/"),
+    "admin_login": (FLOW, "get", lambda w: "/admin/login/"),
+    "accounts:verify": (FLOW, "get", lambda w: "/accounts/login/verify/"),
+    "accounts:two_factor": (LOGIN, "get", lambda w: "/accounts/two-factor/"),
+    "accounts:recovery_codes": (LOGIN, "post", lambda w: "/accounts/two-factor/recovery-codes/"),
+    "accounts:two_factor_off": (LOGIN, "post", lambda w: "/accounts/two-factor/off/"),
+    "accounts:email_change": (LOGIN, "get", lambda w: "/accounts/email/"),
+    "accounts:email_confirm": (LOGIN, "get", lambda w: "/accounts/email/confirm/not-a-token/"),
+    "accounts:organisations": (LOGIN, "get", lambda w: "/accounts/organisations/"),
+    "accounts:organisation": (ROLE, "get", lambda w: "/accounts/organisations/acmecompute/"),
+    "accounts:invite": (ROLE, "post", lambda w: "/accounts/organisations/acmecompute/invite/"),
+    "accounts:invitation_withdraw": (
+        ROLE,
+        "post",
+        lambda w: "/accounts/organisations/acmecompute/invitations/1/withdraw/",
+    ),
+    "accounts:member_roles": (ROLE, "post", lambda w: "/accounts/organisations/acmecompute/members/1/"),
+    "accounts:global_roles": (ROLE, "get", lambda w: "/accounts/roles/"),
+    "accounts:global_role_remove": (ROLE, "post", lambda w: "/accounts/roles/1/remove/"),
+    "accounts:invitation_accept": (FLOW, "get", lambda w: "/accounts/invitations/not-a-token/"),
     "review:attestation": (OVERSEE, "get", lambda w: f"/review/audit/{w['sub'].pk}/"),
     "review:attest": (OVERSEE, "post", lambda w: f"/review/audit/{w['sub'].pk}/attest/"),
     "review:evidence_request": (OVERSEE, "post", lambda w: f"/review/audit/{w['sub'].pk}/evidence/"),
@@ -228,7 +258,8 @@ def _world(role_users, status: str, settings) -> dict:
         size_bytes=len(payload),
         sha256=digest,
     )
-    run = CheckRun.objects.create(version=version)
+    # A finished check (a published submission always has one): its report download is served, not 409.
+    run = CheckRun.objects.create(version=version, status="passed", finished_at=timezone.now(), counts={})
     upload = upload_start(
         actor=role_users["submitter"],
         submission=submission,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import os
 import re
 import stat
@@ -32,6 +33,11 @@ RATIO_FLOOR_BYTES = 64 * 1024  # compressed sizes below this count as this much 
 MAX_HEADER_BYTES = MiB  # largest pax / GNU long-name header we agree to read into memory
 MAX_NAME_PARTS = 64
 
+# The raw logs: the largest members by far, read only by the per-point recompute. Reading with raw_logs=False
+# streams them through (every cap and corruption check still applies, their SHA-256 is taken) but writes each
+# as an empty placeholder: the steps that only need the descriptors save the disk and the writes.
+RAW_LOG_NAMES = ("events.jsonl", "events.jsonl.zst")
+
 _MAGIC_GZIP = b"\x1f\x8b"
 _MAGIC_ZSTD = b"\x28\xb5\x2f\xfd"
 _MAGIC_ZIP = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
@@ -49,10 +55,33 @@ class _Refusal(Exception):
 class Budget:
     """Caps shared by every archive of one open_inputs call."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, *, inflation_basis: int = 0) -> None:
         self.limits = limits
         self.bytes_written = 0
         self.members = 0
+        self.inflated = limits.inflated_before  # bytes read out of archives (tar streams, zip members)
+        self.inflation_basis = limits.inflation_basis_bytes or inflation_basis
+        self.raw_logs = True  # False: raw logs are read through, not written (open_inputs(raw_logs=False))
+        self.raw_log_digests: dict[
+            Path, tuple[str, int]
+        ] = {}  # real path of a placeholder -> (SHA-256, size)
+        self.inflation_cap = (
+            int(limits.max_inflation * max(self.inflation_basis, RATIO_FLOOR_BYTES))
+            if limits.max_inflation is not None
+            else None
+        )
+
+    def inflate(self, count: int, archive: str) -> None:
+        """Count `count` more bytes read out of `archive`; a _Refusal past the inputs' inflation cap."""
+        self.inflated += count
+        if self.inflation_cap is not None and self.inflated > self.inflation_cap:
+            raise _Refusal(
+                "archive-inflation",
+                f"{archive}: the inputs expand to more than {self.limits.max_inflation:g} times their "
+                f"{self.inflation_basis} compressed bytes (the cap is {self.inflation_cap} bytes); reading stopped",
+                "Real result files compress 5 to 20 times: leave out padding, repeated content and files the "
+                "checker does not need, or split the upload.",
+            )
 
 
 class _CountingReader:
@@ -77,6 +106,8 @@ class _CountingReader:
             size = 16 * MiB  # tarfile never needs more at once; larger asks are served in pieces
         data = self.inner.read(size)
         self.count += len(data)
+        if self.budget is not None:
+            self.budget.inflate(len(data), self.archive)
         if self.compressed is not None and self.budget is not None:
             limits = self.budget.limits
             basis = max(self.compressed.count, RATIO_FLOOR_BYTES)
@@ -96,6 +127,17 @@ class _CountingReader:
         return data
 
 
+class _HashSink:
+    """Where a raw log read through goes: its SHA-256, not the disk."""
+
+    def __init__(self) -> None:
+        self.digest = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return len(data)
+
+
 class _GuardedTarInfo(tarfile.TarInfo):
     """Refuses extended headers big enough to exhaust memory before tarfile reads them in."""
 
@@ -111,6 +153,26 @@ class _GuardedTarInfo(tarfile.TarInfo):
                 "Re-create the archive with a standard tar tool.",
             )
         return super()._proc_member(tarfile_obj)  # type: ignore[misc]  # tarfile's private hook, absent from the stubs
+
+
+def printable_name(name: str) -> str:
+    """A member name as findings show it: bytes that are not UTF-8 as \\xNN (tar hands them over as surrogate
+    escapes), NUL and other control characters as \\xNN or \\uNNNN; a plain name is unchanged."""
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that does not stand for a byte
+        raw = name.encode("utf-8", "backslashreplace")
+    text = raw.decode("utf-8", "backslashreplace")
+    return "".join(
+        ch if ch.isprintable() else (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+        for ch in text
+    )
+
+
+def quoted_name(name: str) -> str:
+    """How messages quote a member name: repr() for a plain name, the escaped bytes in quotes otherwise."""
+    shown = printable_name(name)
+    return repr(name) if shown == name else f"'{shown}'"
 
 
 def name_problem(name: str) -> tuple[str, str] | None:
@@ -154,8 +216,8 @@ class _Extractor:
     def refuse(self, rule: str, member: str, reason: str, fix: str) -> None:
         self.findings.error(
             rule,
-            f"{self.name}: member {member!r} {reason}; it was not extracted",
-            file=f"{self.name}:{member}",
+            f"{self.name}: member {quoted_name(member)} {reason}; it was not extracted",
+            file=f"{self.name}:{printable_name(member)}",
             fix=fix,
         )
 
@@ -241,7 +303,13 @@ class _Extractor:
             ok = False
             try:
                 with os.fdopen(fd, "wb") as out:
-                    self._copy(name, src, out, compressed_size)
+                    if self.budget.raw_logs or parts[-1] not in RAW_LOG_NAMES:
+                        self._copy(name, src, out, compressed_size)
+                    else:  # read through, hashed, not written
+                        sink = _HashSink()
+                        size = self._copy(name, src, sink, compressed_size)
+                        path = os.path.realpath(self.dest.joinpath(*parts))
+                        self.budget.raw_log_digests[Path(path)] = (sink.digest.hexdigest(), size)
                 ok = True
             finally:
                 if not ok:
@@ -251,13 +319,14 @@ class _Extractor:
         finally:
             os.close(parent)
 
-    def _copy(self, name: str, src: Any, out: Any, compressed_size: int | None) -> None:
+    def _copy(self, name: str, src: Any, out: Any, compressed_size: int | None) -> int:
+        """Copy to `out` (a file, or a hash when only read through); returns the member's size."""
         limits = self.budget.limits
         written = 0
         while True:
             chunk = src.read(ARCHIVE_READ_BYTES)
             if not chunk:
-                return
+                return written
             written += len(chunk)
             if self.budget.bytes_written + len(chunk) > limits.max_total_bytes:
                 raise _Refusal(
@@ -275,6 +344,8 @@ class _Extractor:
                     f"compressed size of {compressed_size} bytes; reading stopped (possible zip bomb)",
                     "Pack the files without padding or repeated content; real result files never compress this well.",
                 )
+            if compressed_size is not None:  # a zip member (a tar stream is counted as it is read)
+                self.budget.inflate(len(chunk), self.name)
             self.budget.bytes_written += len(chunk)
             out.write(chunk)
 
@@ -357,8 +428,8 @@ class _Extractor:
                     # one bad member (CRC, unsupported method) does not spoil the others in a zip
                     self.findings.error(
                         "archive-corrupt",
-                        f"{self.name}: member {info.filename!r} cannot be read ({exc}); it was skipped",
-                        file=f"{self.name}:{info.filename}",
+                        f"{self.name}: member {quoted_name(info.filename)} cannot be read ({exc}); it was skipped",
+                        file=f"{self.name}:{printable_name(info.filename)}",
                         fix="Re-create the archive and upload it again.",
                     )
             self.current = ""
@@ -433,7 +504,8 @@ def sniff_archive(path: Path) -> str | None:
 def extract_archive(path: Path, kind: str, dest: Path, *, budget: Budget, findings: Findings) -> bool:
     """Extract into dest; False when nothing could be read (the container itself is broken)."""
     extractor = _Extractor(path, dest, budget=budget, findings=findings)
-    at = lambda: f" at member {extractor.current!r}" if extractor.current else ""  # noqa: E731
+    at = lambda: f" at member {quoted_name(extractor.current)}" if extractor.current else ""  # noqa: E731
+    where = lambda: f"{path.name}:{printable_name(extractor.current)}" if extractor.current else path.name  # noqa: E731
     try:
         if kind == "zip":
             extractor.extract_zip()
@@ -444,7 +516,7 @@ def extract_archive(path: Path, kind: str, dest: Path, *, budget: Budget, findin
         findings.error(
             exc.rule,
             message,
-            file=f"{path.name}:{extractor.current}" if extractor.current else path.name,
+            file=where(),
             fix=exc.fix,
         )
     except (
@@ -460,7 +532,7 @@ def extract_archive(path: Path, kind: str, dest: Path, *, budget: Budget, findin
         findings.error(
             "archive-corrupt",
             f"{path.name} is truncated or corrupt{at()} ({exc}); files after that point were not read",
-            file=f"{path.name}:{extractor.current}" if extractor.current else path.name,
+            file=where(),
             fix="Upload the archive again; check that the copy finished and that its checksum matches.",
         )
     except (struct.error, OverflowError, UnicodeError, KeyError, IndexError, TypeError) as exc:
@@ -468,7 +540,7 @@ def extract_archive(path: Path, kind: str, dest: Path, *, budget: Budget, findin
         findings.error(
             "archive-corrupt",
             f"{path.name} has malformed headers{at()} ({type(exc).__name__}: {exc}); files after that point were not read",
-            file=f"{path.name}:{extractor.current}" if extractor.current else path.name,
+            file=where(),
             fix="Re-create the archive with a standard tool and upload it again.",
         )
     finally:

@@ -17,6 +17,7 @@ Display paths (what findings print in `file`), always "/"-separated:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checker.inputs.archive import Budget, extract_archive, sniff_archive
+from checker.inputs.archive import RAW_LOG_NAMES, Budget, extract_archive, sniff_archive
 from checker.inputs.limits import Limits
 from checker.loaders import load_descriptor_quietly
 from checker.report import Findings
@@ -58,7 +59,7 @@ REQUIRED_FILES = (
     "final_snapshot.json",
     "system_power.json",
 )
-EVENTS_NAMES = ("events.jsonl", "events.jsonl.zst")
+EVENTS_NAMES = RAW_LOG_NAMES
 
 POINT_DIR = re.compile(r"^[rc](\d{1,7})$")
 
@@ -110,6 +111,10 @@ class Layout:
     cli_metadata: Path | None = None
     displays: dict[Path, str] = field(default_factory=dict)  # any sandbox path -> display path
     readable_inputs: int = 0  # how many of the given paths could be opened at all
+    # bytes read out of archives, with Limits.inflated_before (what the inflation cap counts)
+    inflated_bytes: int = 0
+    # raw_logs=False: the raw logs read out of archives are empty placeholders; real path -> (SHA-256, size)
+    raw_log_digests: dict[Path, tuple[str, int]] = field(default_factory=dict)
 
     def display_for(self, path: Path) -> str:
         """The display path of any file the layout found (falls back to the file name)."""
@@ -395,14 +400,27 @@ def _safe_label(index: int, path: Path) -> str:
     return f"{index:03d}-" + (re.sub(r"[^A-Za-z0-9._-]+", "_", path.name)[:60] or "input")
 
 
-def open_inputs(paths: list[str | Path], *, workdir: Path, limits: Limits, findings: Findings) -> Layout:
+def open_inputs(
+    paths: list[str | Path], *, workdir: Path, limits: Limits, findings: Findings, raw_logs: bool = True
+) -> Layout:
     """Read every path into `workdir` (a private temporary folder) and return the layout found.
+
+    raw_logs=False (the steps that need only the descriptors): a raw log inside an archive is read through, with
+    every cap and check, but left as an empty file (its SHA-256 and size in Layout.raw_log_digests); the layout
+    and the findings of reading are the same. Raw logs in folders given unpacked are read in place anyway.
 
     Never raises on bad input: every problem becomes a finding (see the module docstring).
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    budget = Budget(limits)
+    archive_bytes = 0
+    for given in paths:
+        with contextlib.suppress(OSError):
+            info = os.stat(given)
+            if stat.S_ISREG(info.st_mode):
+                archive_bytes += info.st_size
+    budget = Budget(limits, inflation_basis=archive_bytes)
+    budget.raw_logs = raw_logs
     builder = _LayoutBuilder(limits, findings)
     for index, given in enumerate(paths):
         path = Path(given)
@@ -488,4 +506,7 @@ def open_inputs(paths: list[str | Path], *, workdir: Path, limits: Limits, findi
                 )
             continue
         builder.layout.readable_inputs += 1
-    return builder.finish()
+    layout = builder.finish()
+    layout.inflated_bytes = budget.inflated
+    layout.raw_log_digests = budget.raw_log_digests
+    return layout

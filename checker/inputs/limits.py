@@ -17,3 +17,10 @@ class Limits:
     max_member_ratio: float = 1000.0  # uncompressed / compressed, per member (and per archive stream)
     max_line_bytes: int = 64 * MiB  # one line of events.jsonl
     max_descriptor_bytes: int = 32 * MiB  # one JSON / YAML descriptor
+    # Uncompressed bytes read out of all archives / their compressed size (None: no such cap). Real result files
+    # compress 5 to 20 times; an archive under the per-member ratio can still inflate to gigabytes.
+    max_inflation: float | None = None
+    inflation_basis_bytes: int | None = (
+        None  # the compressed size the ratio is of (default: the archives given)
+    )
+    inflated_before: int = 0  # bytes already inflated by earlier reads of the same check (counted in the cap)

@@ -6,7 +6,9 @@
   if (!input) return;
   var sections = Array.prototype.slice.call(document.querySelectorAll("section.rule"));
   var index = document.querySelector(".rule-index");
-  var links = index ? Array.prototype.slice.call(index.querySelectorAll("a")) : [];
+  var links = index ? Array.prototype.slice.call(index.querySelectorAll("a:not(.area-link)")) : [];
+  var areas = Array.prototype.slice.call(document.querySelectorAll("section.rule-area"));
+  var indexAreas = index ? Array.prototype.slice.call(index.querySelectorAll("[data-area]")) : [];
   var count = document.getElementById("rule-filter-count");
   var empty = document.getElementById("rule-filter-empty");
   var texts = sections.map(function (s) { return s.textContent.toLowerCase(); });
@@ -21,6 +23,14 @@
       if (hit) { shown += 1; visible["#" + section.id] = true; }
     });
     links.forEach(function (a) { a.hidden = !visible[a.getAttribute("href")]; });
+    // An area with no matching rule is hidden whole, on the page and in the index.
+    var openAreas = {};
+    areas.forEach(function (area) {
+      var any = area.querySelector("section.rule:not([hidden])") !== null;
+      area.hidden = !any;
+      if (any) { openAreas[area.id.replace(/^area-/, "")] = true; }
+    });
+    indexAreas.forEach(function (row) { row.hidden = !openAreas[row.getAttribute("data-area")]; });
     if (count) count.textContent = words.length ? shown + " of " + sections.length + " rules" : sections.length + " rules";
     if (empty) empty.hidden = shown !== 0;
     var url = new URL(window.location.href);

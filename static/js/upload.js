@@ -37,6 +37,8 @@
     this.submission = root.getAttribute("data-submission");
     this.api = root.getAttribute("data-api");
     this.csrf = root.getAttribute("data-csrf");
+    // This portal runs the check inside the request that creates the version (no worker, e.g. the demo).
+    this.inlineCheck = root.getAttribute("data-inline-check") === "1";
     this.input = root.querySelector("[data-file-input]");
     this.list = root.querySelector("[data-file-list]");
     this.button = root.querySelector("[data-start]");
@@ -200,11 +202,25 @@
   };
 
   Uploader.prototype.finish = function (item, upload, last, others) {
-    var self = this;
-    item.note.textContent = "verifying on the server…";
+    var self = this, started = Date.now(), timer = null;
+    var checking = last && this.inlineCheck;
+    var what = checking
+      ? "verifying, then checking every load point (this portal checks inside this request)"
+      : (last ? "verifying on the server and creating the version" : "verifying on the server");
+    function tick() {
+      var seconds = Math.round((Date.now() - started) / 1000);
+      item.note.textContent = what + "… " + seconds + " s";
+    }
+    tick();
+    item.row.classList.add("working");
+    item.bar.removeAttribute("value");  // an indeterminate bar: the server is working, nothing left to send
+    timer = window.setInterval(tick, 1000);
+    if (checking) { this.say("Checking version: every metric is being recomputed from the raw logs…"); }
+    function stop() { window.clearInterval(timer); item.row.classList.remove("working"); }
     return this.json("POST", this.api + upload.id + "/finish/", {
       sha256: item.sha256, create_version: last, include_uploads: last ? others : []
     }).then(function (result) {
+      stop();
       if (result.status !== 200) {
         if (result.data.code === "upload-hash-mismatch") { window.localStorage.removeItem(self.memoryKey(item.file)); }
         throw failure(result, item.file.name);
@@ -213,7 +229,7 @@
       item.note.textContent = last ? "done: version " + result.data.version.number + " created" : "verified";
       item.row.classList.add("done");
       return result.data;
-    });
+    }, function (error) { stop(); throw error; });
   };
 
   Uploader.prototype.run = function () {

@@ -7,6 +7,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import mixins, serializers, viewsets
 
 from access.visibility import check_runs_visible_to
+from checker.portal_rules import PORTAL_ONLY_RULES
+from checker.regions import region_label
 from submissions.api.common import ReadAnyoneWriteAuthenticated
 from submissions.api.serializers import CheckRunSummarySerializer
 from submissions.models import CheckRun, Finding, PointMetric
@@ -14,15 +16,43 @@ from submissions.selectors import check_run_findings, check_run_point_metrics
 
 
 class FindingSerializer(serializers.ModelSerializer):
+    portal_only = serializers.SerializerMethodField(
+        help_text="Raised by a rule only the portal runs (it needs the submission): `portal check` never reports it."
+    )
+
     class Meta:
         model = Finding
-        fields = ["rule", "severity", "file", "line", "pointer", "point", "message", "fix"]
+        fields = ["rule", "severity", "file", "line", "pointer", "point", "message", "fix", "portal_only"]
+
+    def get_portal_only(self, finding) -> bool:
+        return finding.rule in PORTAL_ONLY_RULES
 
 
 class PointMetricSerializer(serializers.ModelSerializer):
+    region = serializers.SerializerMethodField(help_text="The official region id (point.yaml `region`).")
+    region_label = serializers.SerializerMethodField(help_text="A readable label for the region id.")
+
     class Meta:
         model = PointMetric
-        fields = ["key", "system", "model", "concurrency", "source", "claimed", "recomputed", "extra"]
+        fields = [
+            "key",
+            "system",
+            "model",
+            "concurrency",
+            "region",
+            "region_label",
+            "source",
+            "claimed",
+            "recomputed",
+            "extra",
+        ]
+
+    def get_region(self, metric) -> str | None:
+        extra = metric.extra if isinstance(metric.extra, dict) else {}
+        return extra.get("region") if isinstance(extra.get("region"), str) else None
+
+    def get_region_label(self, metric) -> str:
+        return region_label(self.get_region(metric))
 
 
 class CheckRunSerializer(CheckRunSummarySerializer):

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from access.visibility import submissions_visible_to
 from catalog.models import Benchmark
 from portal.errors import ApplicationError
+from portal.parsers import parse_id
 from submissions import lifecycle, services
 from submissions.api.common import IDEMPOTENCY_PARAMETER, ReadAnyoneWriteAuthenticated
 from submissions.api.serializers import SubmissionSerializer
@@ -71,7 +72,8 @@ class SubmissionCreateSerializer(serializers.Serializer):
 def submission_create_from(user, data) -> Submission:
     systems = systems_for_new_drafts(user)
     system_ref = str(data["system"])
-    matches = list(systems.filter(pk=int(system_ref))) if system_ref.isdigit() else []
+    system_id = parse_id(system_ref)
+    matches = list(systems.filter(pk=system_id)) if system_id is not None else []
     if not matches:
         matches = list(systems.filter(name=system_ref))
     if len(matches) != 1:

@@ -12,13 +12,13 @@ from django.db.models import OuterRef, Subquery
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
 from access.permissions import can
 from access.visibility import systems_visible_to
 from accounts.models import Organisation
 from portal.errors import ApplicationError, NotAllowedError
+from portal.parsers import PARSER_CLASSES
 from submissions import services
 from submissions.api.common import IDEMPOTENCY_PARAMETER, ReadAnyoneWriteAuthenticated
 from submissions.idempotency import idempotent
@@ -129,7 +129,7 @@ class SystemViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
 
     permission_classes = [ReadAnyoneWriteAuthenticated]
     filterset_class = SystemFilter
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = PARSER_CLASSES
 
     def get_serializer_class(self):
         return SystemDetailSerializer if self.action == "retrieve" else SystemSerializer

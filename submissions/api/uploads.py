@@ -15,7 +15,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from access.visibility import submissions_visible_to, uploads_visible_to
-from submissions import uploads
+from submissions import checks, uploads
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.api.serializers import VersionSerializer
 from submissions.api.submissions import submission_create_from
@@ -151,6 +151,16 @@ class UploadFilter(django_filters.FilterSet):
         return queryset.filter(created_by=self.request.user) if value else queryset
 
 
+def _part_body(request):
+    """The raw body of a part, streamed. A body sent with `Transfer-Encoding: chunked` has no Content-Length, so
+    Django's request.stream reads it as empty; the WSGI server (gunicorn) de-chunks wsgi.input and ends it at the
+    last chunk, so it is read from there (upload_part reads at most the part's size plus one byte)."""
+    meta = request.META
+    if "chunked" in meta.get("HTTP_TRANSFER_ENCODING", "").lower() and not meta.get("CONTENT_LENGTH"):
+        return meta["wsgi.input"]
+    return request.stream or io.BytesIO(b"")
+
+
 class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Chunked, resumable uploads: start, PUT parts (raw bytes, any order), check status, finish, abort;
     the list (filter by sha256, size, status, submission, mine) finds an upload to resume."""
@@ -209,7 +219,7 @@ class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     def part(self, request, pk=None, index=None):
         """Store one part (exactly part_size bytes, the last one the rest). Same bytes again: accepted."""
         upload = self.get_object()
-        stream = request.stream or io.BytesIO(b"")
+        stream = _part_body(request)
         stored = uploads.upload_part(upload=upload, index=int(index), data_stream=stream, actor=request.user)
         key = request.headers.get(IDEMPOTENCY_HEADER)
         record = None
@@ -226,13 +236,15 @@ class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
 
     @extend_schema(
         request=UploadFinishSerializer,
-        responses={200: UploadFinishResponseSerializer},
+        responses={200: UploadFinishResponseSerializer, 202: UploadFinishResponseSerializer},
         parameters=[IDEMPOTENCY_PARAMETER],
     )
     @action(detail=True, methods=["post"])
     @idempotent
     def finish(self, request, pk=None):
-        """Verify size and SHA-256 of the whole file; then it becomes (part of) a new version, checked at once."""
+        """Verify size and SHA-256 of the whole file; then it becomes (part of) a new version, checked at once.
+        202 instead of 200: the version is stored and its check queued, but the check queue is unreachable just
+        now; the check starts by itself when it is back. Concurrent finishes of one upload get the same answer."""
         upload = self.get_object()
         data = UploadFinishSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -247,9 +259,15 @@ class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
             kind=values.get("kind"),
         )
         upload.refresh_from_db()
-        return Response(
-            {
-                "upload": UploadSerializer(upload).data,
-                "version": VersionSerializer(version).data if version is not None else None,
-            }
-        )
+        body = {
+            "upload": UploadSerializer(upload).data,
+            "version": VersionSerializer(version).data if version is not None else None,
+        }
+        if version is not None and checks.check_start_pending(version):
+            # Stored and queued, but the check queue is unreachable: its start message waits in the outbox.
+            body["detail"] = (
+                "The version is stored and its check is queued. The check queue cannot be reached just now; "
+                "the check starts by itself as soon as it is back. Nothing needs to be uploaded again."
+            )
+            return Response(body, status=status.HTTP_202_ACCEPTED)
+        return Response(body)

@@ -11,6 +11,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from access.visibility import versions_visible_to
+from portal.parsers import parse_id
 from submissions import checks, uploads
 from submissions.api.common import IDEMPOTENCY_PARAMETER, ReadAnyoneWriteAuthenticated
 from submissions.api.serializers import CheckRunSummarySerializer, VersionSerializer
@@ -44,7 +45,7 @@ class VersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def file(self, request, pk=None, position=None):
         """The stored bytes exactly as uploaded (streamed; visibility-checked like the submission)."""
         # get_object() is the viewset's own visibility lookup: a malformed, unknown or hidden id is one 404.
-        version_file = get_object_or_404(self.get_object().files, position=int(position))
+        version_file = get_object_or_404(self.get_object().files, position=parse_id(position))
         return uploads.version_file_response(version_file)
 
     @extend_schema(

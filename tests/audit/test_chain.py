@@ -5,7 +5,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, transaction
 
-from audit.hashing import stored_event_hash
+from audit.hashing import event_signature, stored_event_hash
 from audit.models import GENESIS_HASH, AuditEvent
 from audit.selectors import audit_chain_verify
 from audit.services import AuditOutsideTransactionError, audit_event_record, mask_secrets
@@ -138,12 +138,25 @@ def test_reordered_events_are_detected():
 
 
 def test_recomputed_hash_still_breaks_the_link_to_the_next_event():
+    """Even with the audit key (signature recomputed too), rewriting one event breaks the next one's link."""
+    record_three()
+    event = AuditEvent.objects.get(sequence=2)
+    event.data = {"n": 99}
+    forged = stored_event_hash(event)
+    _raw(
+        "UPDATE audit_auditevent SET data = %s, hash = %s, signature = %s WHERE sequence = 2",
+        ['{"n": 99}', forged, event_signature(forged)],
+    )
+    _verify_fails_at(3, "prev_hash")
+
+
+def test_recomputed_hash_without_the_key_is_detected_at_the_event_itself():
     record_three()
     event = AuditEvent.objects.get(sequence=2)
     event.data = {"n": 99}
     forged = stored_event_hash(event)
     _raw("UPDATE audit_auditevent SET data = %s, hash = %s WHERE sequence = 2", ['{"n": 99}', forged])
-    _verify_fails_at(3, "prev_hash")
+    _verify_fails_at(2, "signature is not the HMAC")
 
 
 def test_removed_newest_events_are_detected_against_a_published_head(capsys):

@@ -61,5 +61,47 @@ def chromium():
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
+        yield CspWatchingBrowser(browser)
         browser.close()
+
+
+# Content-Security-Policy violations reported by any page of the current test (see _no_csp_violations).
+CSP_VIOLATIONS: list[str] = []
+
+
+def _watch_console(context):
+    def on_console(message):
+        if message.type == "error" and "Content Security Policy" in message.text:
+            CSP_VIOLATIONS.append(f"{message.location.get('url', '?')}: {message.text}")
+
+    context.on("console", on_console)
+    return context
+
+
+class CspWatchingBrowser:
+    """The Playwright browser, whose every context reports the CSP violations its pages log to the console."""
+
+    def __init__(self, browser):
+        self._browser = browser
+
+    def new_context(self, *args, **kwargs):
+        return _watch_console(self._browser.new_context(*args, **kwargs))
+
+    def new_page(self, *args, **kwargs):
+        context = self.new_context(*args, **kwargs)
+        page = context.new_page()
+        page.on("close", lambda _page: context.close())
+        return page
+
+    def __getattr__(self, name):
+        return getattr(self._browser, name)
+
+
+@pytest.fixture(autouse=True)
+def _no_csp_violations():
+    """Every browser test fails when a page it opened broke the Content-Security-Policy (an inline script or
+    handler, a resource from another site): the console says "Refused to ... Content Security Policy"."""
+    CSP_VIOLATIONS.clear()
+    yield
+    violations, CSP_VIOLATIONS[:] = list(CSP_VIOLATIONS), []
+    assert not violations, "Content-Security-Policy violations:\n" + "\n".join(violations)

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from review import services
 from submissions.models import CheckRun, Submission
+from tests.browser.signin import pass_second_factor
 from tests.factories import (
     CheckRunFactory,
     CommentFactory,
@@ -97,6 +98,7 @@ def _login(page, live_server, username):
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", "pw-12345-x")
     page.click("button[type=submit], input[type=submit]")
+    pass_second_factor(page, username)
 
 
 def test_screens(chromium, live_server, plain_http, scene, role_users):

@@ -3,14 +3,17 @@ published data, over the plain functions and through the public API and pages.""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 from django.test import Client
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from leaderboard.cache import public_cache_bump
 from leaderboard.procurement import ModelRequirement, procurement_report, requirements_from_query
-from leaderboard.slo import SloTargets, accelerator_count, slo_rank
+from leaderboard.slo import SloIndex, SloTargets, accelerator_count, slo_rank
 from tests.factories import BenchmarkFactory, PublicationFactory
 from tests.leaderboard.support import make_curve, publish
 
@@ -276,3 +279,56 @@ def test_requirements_are_read_from_numbered_parameters():
         requirements_from_query({})
     response = Client().get("/api/v1/public/procurement/", {"model_1": "m", "tpot_ms_max_1": "0"})
     assert response.status_code == 400 and response.json()["code"] == "invalid"
+
+
+# --- the index the API and pages query: the same rows as slo_rank, the definition -------------------------
+
+# few distinct values, so that ties between points and between results are common
+_figure = st.one_of(
+    st.sampled_from([None, 0, 0.0, 1, 50.0, 100.0, 100, 2_000.0, float("nan"), float("inf"), True, "12"]),
+    st.floats(min_value=0.0, max_value=5_000.0, allow_nan=False).map(lambda f: round(f, -2)),
+)
+_point = st.fixed_dictionaries(
+    {
+        "point": st.sampled_from(["r1", "r2", "r4", "r8", "r16", "r32"]),
+        "concurrency": st.one_of(st.none(), st.sampled_from([1, 2, 4, 8, 16, 32])),
+        "system_tps": _figure,
+        "ttft_p90_ms": _figure,
+        "tps_per_user": _figure,
+        "e2e_interactivity": _figure,
+        "system_tps_per_kw": _figure,
+    }
+)
+_result = st.fixed_dictionaries(
+    {
+        "system": st.sampled_from(["A", "B"]),
+        "accelerators": st.one_of(st.none(), st.sampled_from([1, 8, 32])),
+        "retracted": st.booleans(),
+        "points": st.lists(_point, max_size=8),
+    }
+)
+_targets = st.builds(
+    SloTargets,
+    ttft_p90_ms_max=st.sampled_from([0.001, 50.0, 100.0, 1_000.0, 5_000.0]),
+    interactivity_min=st.sampled_from([0.0, 1.0, 50.0, 100.0]),
+    power_kw_max=st.one_of(st.none(), st.sampled_from([0.001, 1.0, 100.0])),
+    accelerators_max=st.one_of(st.none(), st.sampled_from([1, 8, 32])),
+    interactivity_metric=st.sampled_from(["tps_per_user", "e2e_interactivity"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(results=st.lists(_result, max_size=12), queries=st.lists(_targets, min_size=1, max_size=4))
+def test_the_index_answers_what_slo_rank_answers(results, queries):
+    """Ties (equal throughput, TTFT, concurrency), missing and non-numeric figures, NaN, infinities, caps a
+    result cannot show it meets, retracted results: every query over the index equals slo_rank's rows."""
+    for index, result in enumerate(results):
+        result["public_id"] = f"EP-{index % 5}"  # repeated ids: the final sort must break ties the same way
+    index = SloIndex(results)
+    for targets in queries:
+        assert _same(index.rank(targets), slo_rank(results, targets))
+
+
+def _same(left: list[dict], right: list[dict]) -> bool:
+    """Equal rows, NaN equal to NaN (a NaN figure is copied through as is)."""
+    return json.dumps(left, sort_keys=True, default=str) == json.dumps(right, sort_keys=True, default=str)

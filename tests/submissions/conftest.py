@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ def _database_url_for_test_db() -> str:
     from django.db import connection
 
     db = connection.settings_dict
-    if db["ENGINE"] != "django.db.backends.postgresql":
+    if connection.vendor != "postgresql":
         _missing("the worker tests need PostgreSQL (DATABASE_URL=postgres://...)")
     user = db.get("USER") or "postgres"
     password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
@@ -49,25 +50,54 @@ def _database_url_for_test_db() -> str:
     )
 
 
+def service_env(
+    *,
+    queue: str,
+    media_root: Path,
+    var_dir: Path,
+    redis_url: str | None = None,
+    extra_env: dict | None = None,
+) -> dict:
+    """The environment of a portal process (worker, beat, gunicorn) on the test database and storage folder."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "portal.settings",
+            "DATABASE_URL": _database_url_for_test_db(),
+            "REDIS_URL": redis_url or os.environ["REDIS_URL"],
+            "CELERY_TASK_ALWAYS_EAGER": "0",
+            "SECRET_KEY": "test-only-secret-key-not-for-any-deployment-0123456789",
+            "PORTAL_MEDIA_ROOT": str(media_root),
+            "PORTAL_VAR_DIR": str(var_dir),
+            "PORTAL_CHECK_QUEUE": queue,
+            "PORTAL_CHECK_HEARTBEAT_TIMEOUT_S": "5",
+            "STORAGE_BACKEND": "local",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "DEBUG": "0",
+            **(extra_env or {}),
+        }
+    )
+    return env
+
+
 class Worker:
     """One `celery -A portal worker` process group consuming one queue."""
 
-    def __init__(self, *, queue: str, media_root: Path, log_path: Path, extra_env: dict | None = None):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-        env.update(
-            {
-                "DJANGO_SETTINGS_MODULE": "portal.settings",
-                "DATABASE_URL": _database_url_for_test_db(),
-                "REDIS_URL": os.environ["REDIS_URL"],
-                "CELERY_TASK_ALWAYS_EAGER": "0",
-                "SECRET_KEY": "test-only-secret-key-not-for-any-deployment-0123456789",
-                "PORTAL_MEDIA_ROOT": str(media_root),
-                "PORTAL_VAR_DIR": str(log_path.parent),
-                "PORTAL_CHECK_QUEUE": queue,
-                "PORTAL_CHECK_HEARTBEAT_TIMEOUT_S": "5",
-                "STORAGE_BACKEND": "local",
-                **(extra_env or {}),
-            }
+    def __init__(
+        self,
+        *,
+        queue: str,
+        media_root: Path,
+        log_path: Path,
+        extra_env: dict | None = None,
+        redis_url: str | None = None,
+    ):
+        env = service_env(
+            queue=queue,
+            media_root=media_root,
+            var_dir=log_path.parent,
+            redis_url=redis_url,
+            extra_env=extra_env,
         )
         self.queue, self.log_path = queue, log_path
         self.log = open(log_path, "ab")
@@ -145,12 +175,13 @@ def live_pipeline(redis_url, tmp_path, settings):
     app.conf.task_always_eager = False
     workers: list[Worker] = []
 
-    def start(**extra_env) -> Worker:
+    def start(redis_url: str | None = None, **extra_env) -> Worker:
         worker = Worker(
             queue=queue,
             media_root=media_root,
             log_path=tmp_path / f"worker-{len(workers)}.log",
             extra_env={k: str(v) for k, v in extra_env.items()},
+            redis_url=redis_url,
         )
         workers.append(worker)
         return worker
@@ -166,6 +197,194 @@ def live_pipeline(redis_url, tmp_path, settings):
     client = redis.Redis.from_url(redis_url)
     client.delete(queue)
     client.close()
+
+
+class Process:
+    """A portal process (gunicorn, celery beat) started in its own session, logging to a file."""
+
+    def __init__(self, args: list[str], *, env: dict, log_path: Path, ready: Callable[[], bool], what: str):
+        self.log_path = log_path
+        self.log = open(log_path, "ab")
+        self.process = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{what} exited: {self.tail()}")
+            if ready():
+                return
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"{what} not ready after 60 s: {self.tail()}")
+
+    def tail(self) -> str:
+        return self.log_path.read_bytes()[-3000:].decode("utf-8", "replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=20)
+        if not self.log.closed:
+            self.log.close()
+
+
+def _answers(url: str) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+
+
+class RedisServer:
+    """A private redis-server on a free port (no persistence): a broker a test may stop and start again."""
+
+    def __init__(self, folder: Path):
+        binary = shutil.which("redis-server")
+        if binary is None:
+            _missing("redis-server is not installed")
+        self.binary, self.folder = binary, folder
+        self.port = _free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            cwd=self.folder,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        import redis
+
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                client.ping()
+                return
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.1)
+        raise RuntimeError(f"redis-server on port {self.port} did not start")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)  # as a crash: nothing saved
+            self.process.wait(timeout=20)
+
+
+@pytest.fixture
+def private_redis(tmp_path):
+    """A redis-server of this test's own, on a free port; stopped at the end."""
+    server = RedisServer(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def live_portal(transactional_db, tmp_path, live_pipeline):
+    """Factory `start(redis_url=None, **env)`: the portal served by a real gunicorn (gthread, 2 x 8 threads) on the
+    test database, the live pipeline's storage folder and queue; returns the Process with `.url`."""
+    started: list[Process] = []
+
+    def start(redis_url: str | None = None, **extra_env) -> Process:
+        port = _free_port()
+        env = service_env(
+            queue=live_pipeline.queue,
+            media_root=live_pipeline.media_root,
+            var_dir=tmp_path,
+            redis_url=redis_url,
+            extra_env={k: str(v) for k, v in extra_env.items()},
+        )
+        url = f"http://127.0.0.1:{port}"
+        web = Process(
+            [
+                str(VENV_BIN / "gunicorn"),
+                "portal.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "2",
+                "--threads",
+                "8",
+                "--worker-class",
+                "gthread",
+                "--timeout",
+                "120",
+            ],
+            env=env,
+            log_path=tmp_path / f"gunicorn-{len(started)}.log",
+            ready=lambda: _answers(url + "/healthz"),
+            what="gunicorn",
+        )
+        web.url = url
+        started.append(web)
+        return web
+
+    yield start
+    for web in started:
+        web.stop()
+
+
+@pytest.fixture
+def live_beat(tmp_path, live_pipeline):
+    """Factory `start(redis_url=None, **env)`: `celery -A portal beat` (the portal's schedule) on the live queue."""
+    started: list[Process] = []
+
+    def start(redis_url: str | None = None, **extra_env) -> Process:
+        env = service_env(
+            queue=live_pipeline.queue,
+            media_root=live_pipeline.media_root,
+            var_dir=tmp_path,
+            redis_url=redis_url,
+            extra_env={k: str(v) for k, v in extra_env.items()},
+        )
+        log_path = tmp_path / f"beat-{len(started)}.log"
+        beat = Process(
+            [
+                str(VENV_BIN / "celery"),
+                "-A",
+                "portal",
+                "beat",
+                "-l",
+                "INFO",
+                "-s",
+                str(tmp_path / f"beat-schedule-{len(started)}"),
+                "--pidfile=",
+            ],
+            env=env,
+            log_path=log_path,
+            ready=lambda: b"beat: Starting" in log_path.read_bytes(),
+            what="celery beat",
+        )
+        started.append(beat)
+        return beat
+
+    yield start
+    for beat in started:
+        beat.stop()
 
 
 def wait_for_run(check_run_id: int, *, statuses, timeout: float = 120.0, workers=()):

@@ -101,7 +101,8 @@ def test_cli_submits_run_archives_waits_and_reports(role_users, draft, live_serv
     assert "AX-8000" in result.stdout  # the per-point table
     status = _portal("status", str(draft.pk), "--url", live_server.url, "--token", token)
     assert status.returncode == result.returncode and f"check run {run.pk}" in status.stdout
-    # A new draft from --system/--benchmark, a folder packed on the fly.
+    # A new draft from --system/--benchmark (--new-draft: the open one would take the version), a folder packed
+    # on the fly.
     new = _portal(
         "submit",
         str(ROOT / "tests/checker/fixtures/bundle/AcmeCompute"),
@@ -109,6 +110,7 @@ def test_cli_submits_run_archives_waits_and_reports(role_users, draft, live_serv
         "Acme_AX-8000",
         "--benchmark",
         "llama3_1-8b",
+        "--new-draft",
         "--url",
         live_server.url,
         "--token",
@@ -144,8 +146,10 @@ def test_cli_cannot_reach_another_organisations_submission(role_users, draft, li
 
 def test_cli_usage_errors_exit_2():
     assert _portal("submit", "/nonexistent.tar.gz", "--url", "http://x", "--token", "t").returncode == 2
-    no_target = _portal("submit", str(RUN_ARCHIVES[0]), "--url", "http://x", "--token", "t")
-    assert no_target.returncode == 2 and "--submission" in no_target.stderr
+    # Two systems in the files and no --system: asked before anything is sent.
+    bundle = str(ROOT / "tests/checker/fixtures/bundle/AcmeCompute")
+    no_target = _portal("submit", bundle, "--url", "http://x", "--token", "t")
+    assert no_target.returncode == 2 and "--system" in no_target.stderr and "--submission" in no_target.stderr
     unreachable = _portal(
         "submit",
         str(RUN_ARCHIVES[0]),

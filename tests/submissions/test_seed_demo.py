@@ -4,6 +4,9 @@ with their waivers, the embargoed Unreleased-Z9; running it again changes nothin
 Transactional: the demo runs in autocommit, where the checks (queued after commit) finish in-process before
 the next step needs them."""
 
+import io
+import re
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -43,6 +46,20 @@ def test_seed_demo_is_idempotent_and_shows_every_state(capsys):
     for login in ("demo-submitter", "demo-reviewer", "demo-reviewer2", "demo-reviewer3", "demo-zephyr"):
         assert login in out and f"{login}-pass" in out
     assert "demo-auditor-pass" in out and "demo-chair-pass" in out
+    # The chair and the auditor sign in with a second factor: their demo secrets and a pending invitation printed.
+    from django_otp.plugins.otp_totp.models import TOTPDevice
+
+    from accounts.demo import DEMO_TOTP_KEYS, demo_secret_base32
+    from accounts.models import Invitation
+
+    for name, key in DEMO_TOTP_KEYS.items():
+        assert TOTPDevice.objects.get(user__username=name, confirmed=True).key == key
+        assert demo_secret_base32(key) in out
+    assert Invitation.objects.filter(email="new-member@example.com", accepted_at__isnull=True).count() == 1
+    assert "/accounts/invitations/" in out and "totp_code" in out
+    code = io.StringIO()
+    call_command("totp_code", "demo-chair", stdout=code)
+    assert re.fullmatch(r"\d{6}\n", code.getvalue())
 
     User = get_user_model()
     acme = Organisation.objects.get(name="AcmeCompute")

@@ -61,7 +61,7 @@ def test_abort_deletes_parts_frees_quota_and_replays(role_users, draft, storage_
     for index in (0, 1):
         assert _put(client, upload, data, index).status_code == 200
     assert len(_stored_parts(storage_dir, upload["id"])) == 2
-    assert organisation_storage_used_bytes(draft.organisation) == len(data)
+    assert organisation_storage_used_bytes(draft.organisation) == 2 * PART  # what was received
 
     aborted = client.delete(f"/api/v1/uploads/{upload['id']}/", HTTP_IDEMPOTENCY_KEY="abort-1")
     assert aborted.status_code == 200, aborted.json()
@@ -128,10 +128,9 @@ def test_cleanup_expires_idle_uploads_only_and_quota_counts_open_uploads_and_ver
         client, submission_id=draft.pk, name="kept.tar.gz", data=RUN_ARCHIVES[1].read_bytes()
     )
     version_bytes = SubmissionVersion.objects.get(pk=versioned["version"]["id"]).size_bytes
-    # Quota: open and verified uploads, plus stored version files; a finished upload is counted once (as its file).
-    assert (
-        organisation_storage_used_bytes(draft.organisation) == 2 * len(big) + 1 + len(small) + version_bytes
-    )
+    # Quota: parts received of open uploads, verified uploads and stored version files; a finished upload is
+    # counted once (as its file); bytes only announced count nothing.
+    assert organisation_storage_used_bytes(draft.organisation) == PART + len(small) + version_bytes
 
     _idle(idle_open["id"], 25)
     _idle(idle_verified["id"], 25)
@@ -148,7 +147,7 @@ def test_cleanup_expires_idle_uploads_only_and_quota_counts_open_uploads_and_ver
         _stored_parts(storage_dir, idle_open["id"]) == []
         and len(_stored_parts(storage_dir, busy_open["id"])) == 1
     )
-    assert organisation_storage_used_bytes(draft.organisation) == len(big) + 1 + version_bytes
+    assert organisation_storage_used_bytes(draft.organisation) == PART + version_bytes  # busy_open's part 1
     expired = AuditEvent.objects.filter(action="upload.expired")
     assert expired.count() == 2 and all(event.actor is None for event in expired)
     assert "idle for more than 24 h" in expired.first().data["reason"]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import io
 import tarfile
+import uuid
+from datetime import timedelta
 
 import pytest
 from django.test import Client, override_settings
+from django.utils import timezone
 
 from submissions.models import CheckRun, PointMetric, Submission, SubmissionVersion, Upload
 from tests.submissions.support import (
@@ -124,35 +127,93 @@ def test_wrong_hash_creates_no_version(role_users, draft):
     assert Upload.objects.get(pk=upload["id"]).status == Upload.Status.ABORTED
 
 
-def test_size_caps_answer_413(role_users, draft, settings):
+def test_size_caps_answer_413_and_the_quota_counts_bytes_received(role_users, draft, settings, storage_dir):
     client = api_client(role_users["submitter"])
     settings.PORTAL_MAX_UPLOAD_BYTES = 1_000_000
     settings.PORTAL_ORG_QUOTA_BYTES = 1_500_000
+    settings.PORTAL_UPLOAD_PART_BYTES = 100_000
     too_big = client.post(
         "/api/v1/uploads/",
         {"submission": draft.pk, "filename": "big.tar.gz", "size": 1_000_001, "sha256": "0" * 64},
         format="json",
     )
     assert too_big.status_code == 413 and too_big.json()["code"] == "upload-too-large"
-    first = client.post(
+    # Announcing holds no space: many uploads of the largest size may be started, none sent yet.
+    announced = [
+        client.post(
+            "/api/v1/uploads/",
+            {"submission": draft.pk, "filename": f"{n}.tar.gz", "size": 900_000, "sha256": f"{n}" * 64},
+            format="json",
+        )
+        for n in range(1, 9)
+    ]
+    assert {response.status_code for response in announced} == {201}
+    first, second = announced[0].json(), announced[1].json()
+
+    def put(upload, index, size=100_000):
+        return client.put(
+            f"/api/v1/uploads/{upload['id']}/parts/{index}/",
+            b"z" * size,
+            content_type="application/octet-stream",
+        )
+
+    for index in range(9):  # 900 000 bytes received
+        assert put(first, index).status_code == 200
+    for index in range(6):  # 1 500 000 bytes received: the quota is full
+        assert put(second, index).status_code == 200
+    refused = put(second, 6)
+    assert refused.status_code == 413 and refused.json()["code"] == "quota-exceeded"
+    assert refused.json()["used_bytes"] == 1_500_000
+    assert put(second, 5).status_code == 200  # a part received already is a retry, not new bytes
+    assert len(list((storage_dir / "uploads" / second["id"]).iterdir())) == 6  # the refused part is not kept
+    # Too big for what is left: refused at start, before any byte is sent.
+    late = client.post(
         "/api/v1/uploads/",
-        {"submission": draft.pk, "filename": "a.tar.gz", "size": 900_000, "sha256": "1" * 64},
+        {"submission": draft.pk, "filename": "late.tar.gz", "size": 10, "sha256": "f" * 64},
         format="json",
     )
-    assert first.status_code == 201
-    second = client.post(
-        "/api/v1/uploads/",
-        {"submission": draft.pk, "filename": "b.tar.gz", "size": 900_000, "sha256": "2" * 64},
-        format="json",
-    )
-    assert second.status_code == 413 and second.json()["code"] == "quota-exceeded"
+    assert late.status_code == 413 and late.json()["code"] == "quota-exceeded"
+    # Aborting frees what was received, and leaves no empty folder behind.
+    assert client.delete(f"/api/v1/uploads/{second['id']}/").status_code == 200
+    assert put(announced[2].json(), 0).status_code == 200
+    assert not (storage_dir / "uploads" / second["id"]).exists()
     # An oversized part body is refused without storing anything.
     part = client.put(
-        f"/api/v1/uploads/{first.json()['id']}/parts/0/",
+        f"/api/v1/uploads/{announced[3].json()['id']}/parts/0/",
         b"z" * (settings.PORTAL_UPLOAD_PART_BYTES + 10),
         content_type="application/octet-stream",
     )
     assert part.status_code == 400 and part.json()["code"] == "upload-part-size"
+    assert not (storage_dir / "uploads" / announced[3].json()["id"]).exists()
+
+
+def test_finished_and_expired_uploads_leave_no_empty_folders(role_users, draft, storage_dir, settings):
+    from submissions.uploads import uploads_expire
+
+    client = api_client(role_users["submitter"])
+    settings.PORTAL_UPLOAD_PART_BYTES = 64 * 1024
+    finished = api_upload(
+        client, submission_id=draft.pk, name=RUN_ARCHIVES[-1].name, data=RUN_ARCHIVES[-1].read_bytes()
+    )
+    data = RUN_ARCHIVES[0].read_bytes()
+    started = client.post(
+        "/api/v1/uploads/",
+        {"submission": draft.pk, "filename": "idle.tar.gz", "size": len(data), "sha256": sha256_of(data)},
+        format="json",
+    ).json()
+    assert (
+        client.put(
+            f"/api/v1/uploads/{started['id']}/parts/0/",
+            data[: 64 * 1024],
+            content_type="application/octet-stream",
+        ).status_code
+        == 200
+    )
+    assert (storage_dir / "uploads" / started["id"]).is_dir()
+    Upload.objects.filter(pk=started["id"]).update(updated_at=timezone.now() - timedelta(days=2))
+    assert uploads_expire() == [uuid.UUID(started["id"])]
+    assert Upload.objects.get(pk=finished["upload"]["id"]).status == Upload.Status.DONE
+    assert list((storage_dir / "uploads").iterdir()) == []  # no uploads/<id>/ left, finished or expired
 
 
 def _hostile_archive() -> bytes:

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand
 from django.db import connection
 from django.test.utils import override_settings
 
+from accounts.demo import seed_demo_accounts
 from leaderboard.demo import seed_demo_publications
 from review.demo import seed_demo_review
 from submissions.demo import DEMO_USERS, seed_demo
@@ -34,6 +35,7 @@ class Command(BaseCommand):
             seed = seed_demo()
             submissions = seed_demo_review(seed)
             submissions.update(seed_demo_publications(seed))
+            accounts = seed_demo_accounts(seed.users)
             sent = len(getattr(mail, "outbox", [])) - sent_before
             if quiet and sent:
                 del mail.outbox[sent_before:]
@@ -49,3 +51,16 @@ class Command(BaseCommand):
         self.stdout.write("Demo logins (local demo only):")
         for spec in DEMO_USERS:
             self.stdout.write(f"  {spec.username:<16} password: {spec.password:<22} {spec.description}")
+        secrets = [name for name in ("demo-chair", "demo-auditor") if name in accounts]
+        if secrets:
+            self.stdout.write(
+                "Two-factor sign-in (required for the chair and auditors): after the password, type the code of an "
+                "authenticator app holding the secret below, or the one `manage.py totp_code USERNAME` prints:"
+            )
+            for name in secrets:
+                self.stdout.write(f"  {name:<16} secret:   {accounts[name]}")
+        if "invitation" in accounts:
+            site = settings.PORTAL_SITE_URL.rstrip("/")
+            self.stdout.write(
+                f"Pending invitation (new-member@example.com, AcmeCompute): {site}{accounts['invitation']}"
+            )

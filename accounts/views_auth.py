@@ -1,0 +1,395 @@
+"""Sign-in pages: username or e-mail and password, then (for an account with two-factor sign-in) a code from the
+authenticator app or a recovery code; throttled per account and per address (accounts.throttle); every attempt
+on a known account recorded (SignIn). Two-factor setup with a QR code drawn here, recovery codes, e-mail and
+password changes."""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import urlencode
+
+import segno
+from django import forms
+from django.conf import settings
+from django.contrib import auth, messages
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.urls import reverse, reverse_lazy
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_protect
+from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.http import require_http_methods, require_POST
+from django_otp import login as otp_login
+
+from accounts import throttle
+from accounts.models import SignIn
+from accounts.selectors import (
+    recovery_codes_left,
+    totp_device_of,
+    user_find,
+    user_has_second_factor,
+    user_requires_second_factor,
+)
+from accounts.services import (
+    email_change_confirm,
+    email_change_request,
+    lockout_notify,
+    password_changed_record,
+    recovery_codes_regenerate,
+    second_factor_match,
+    second_factor_wait,
+    sign_in_record,
+    totp_device_confirm,
+    totp_device_start,
+    two_factor_disable,
+)
+from portal.errors import ApplicationError
+
+PENDING = "accounts_2fa_pending"  # {"user": id, "backend": path, "at": epoch, "next": url}
+PENDING_SECONDS = 300
+BAD_CREDENTIALS = (
+    "bad_credentials"  # the login page says: your username (or e-mail) and password didn't match
+)
+
+
+class LoginForm(forms.Form):
+    username = forms.CharField(label="Username or e-mail", max_length=254)
+    password = forms.CharField(label="Password", max_length=4096, strip=False, widget=forms.PasswordInput)
+
+
+class CodeForm(forms.Form):
+    code = forms.CharField(label="Code", max_length=40)
+
+
+def _address(request) -> str | None:
+    return request.META.get("REMOTE_ADDR") or None
+
+
+def _agent(request) -> str:
+    return request.META.get("HTTP_USER_AGENT", "")
+
+
+def _clean_next(request, value: str | None) -> str:
+    """`value` when it is a page of this site, else ""."""
+    if value and url_has_allowed_host_and_scheme(
+        value, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return value
+    return ""
+
+
+def _safe_next(request, value: str | None) -> str:
+    return _clean_next(request, value) or reverse(settings.LOGIN_REDIRECT_URL)
+
+
+def _lock_message(lock: throttle.Lock) -> str:
+    until = time.strftime("%H:%M", time.gmtime(lock.until))
+    if lock.scope == "account":
+        return (
+            f"Too many failed sign-ins: this account is locked for {lock.minutes_left} more minute"
+            f"{'s' if lock.minutes_left != 1 else ''} (until {until} UTC), even with the right password. "
+            "Its owner has been e-mailed. Forgotten your password? Reset it below."
+        )
+    return (
+        f"Too many failed sign-ins from your address: try again in {lock.minutes_left} minute"
+        f"{'s' if lock.minutes_left != 1 else ''} (after {until} UTC)."
+    )
+
+
+def _failure(request, *, user, identifier: str, outcome: str) -> throttle.Lock | None:
+    """Count and record a failed attempt; e-mail the owner when it locked the account. The lock, if any."""
+    account = throttle.account_key(user, identifier)
+    started = throttle.failure_record(account=account, address=_address(request) or "")
+    if user is not None:
+        sign_in_record(user=user, outcome=outcome, address=_address(request), user_agent=_agent(request))
+    for lock in started:
+        if lock.scope == "account":
+            lockout_notify(user=user, address=_address(request), minutes=lock.minutes_left)
+    return started[0] if started else None
+
+
+@sensitive_post_parameters("password")
+@csrf_protect
+@never_cache
+@require_http_methods(["GET", "POST"])
+def login_view(request):
+    next_url = _clean_next(request, request.POST.get("next") or request.GET.get("next"))
+    form = LoginForm(request.POST or None)
+    error = ""
+    if request.method == "POST":
+        if not form.is_valid():
+            error = BAD_CREDENTIALS
+        else:
+            identifier = form.cleaned_data["username"]
+            user = user_find(identifier)
+            account = throttle.account_key(user, identifier)
+            lock = throttle.lock_of(account=account, address=_address(request) or "")
+            if lock is not None:
+                if user is not None:
+                    sign_in_record(
+                        user=user,
+                        outcome=SignIn.Outcome.LOCKED,
+                        address=_address(request),
+                        user_agent=_agent(request),
+                    )
+                error = _lock_message(lock)
+            else:
+                authenticated = auth.authenticate(
+                    request, username=identifier, password=form.cleaned_data["password"]
+                )
+                if authenticated is None:
+                    lock = _failure(
+                        request, user=user, identifier=identifier, outcome=SignIn.Outcome.BAD_PASSWORD
+                    )
+                    error = _lock_message(lock) if lock else BAD_CREDENTIALS
+                elif user_has_second_factor(authenticated):
+                    request.session[PENDING] = {
+                        "user": authenticated.pk,
+                        "backend": authenticated.backend,
+                        "at": time.time(),
+                        "next": next_url,
+                    }
+                    return redirect("accounts:verify")
+                else:
+                    auth.login(request, authenticated)
+                    throttle.success_record(account=account)
+                    sign_in_record(
+                        user=authenticated,
+                        outcome=SignIn.Outcome.SUCCESS,
+                        address=_address(request),
+                        user_agent=_agent(request),
+                    )
+                    if user_requires_second_factor(authenticated):
+                        messages.warning(
+                            request,
+                            "Chair and auditor accounts need two-factor sign-in: set it up now to act.",
+                        )
+                        return redirect(f"{reverse('accounts:two_factor')}?{urlencode({'next': next_url})}")
+                    return redirect(_safe_next(request, next_url))
+    return render(
+        request,
+        "registration/login.html",
+        {"form": form, "next": next_url, "error": error},
+        status=200,
+    )
+
+
+@sensitive_post_parameters("code")
+@csrf_protect
+@never_cache
+@require_http_methods(["GET", "POST"])
+def verify_view(request):
+    """The second step: a code from the authenticator app (or a recovery code). Serves a pending sign-in, or a
+    signed-in session that is not verified yet."""
+    from django.contrib.auth import get_user_model
+
+    pending = request.session.get(PENDING)
+    if request.user.is_authenticated:
+        user, backend = request.user, None
+        next_url = _clean_next(request, request.GET.get("next") or request.POST.get("next"))
+        if request.user.is_verified():
+            return redirect(_safe_next(request, next_url))
+        if not user_has_second_factor(user):
+            return redirect("accounts:two_factor")
+    elif pending and time.time() - pending["at"] < PENDING_SECONDS:
+        user = get_user_model().objects.filter(pk=pending["user"], is_active=True).first()
+        backend, next_url = pending["backend"], pending.get("next", "")
+        if user is None:
+            return redirect("login")
+    else:
+        request.session.pop(PENDING, None)
+        messages.error(request, "Sign in again: the two-factor step waits five minutes at most.")
+        return redirect("login")
+    form = CodeForm(request.POST or None)
+    error = ""
+    if request.method == "POST":
+        account = throttle.account_key(user, user.get_username())
+        lock = throttle.lock_of(account=account, address=_address(request) or "")
+        wait = second_factor_wait(user=user) if lock is None else None
+        if wait is not None:
+            error = (
+                f"Too many wrong codes in a row: wait until {wait:%H:%M:%S} UTC, then type the code your app "
+                "shows then."
+            )
+        elif lock is not None:
+            sign_in_record(
+                user=user,
+                outcome=SignIn.Outcome.LOCKED,
+                address=_address(request),
+                user_agent=_agent(request),
+            )
+            error = _lock_message(lock)
+        elif (
+            not form.is_valid()
+            or (device := second_factor_match(user=user, code=form.cleaned_data["code"])) is None
+        ):
+            lock = _failure(
+                request, user=user, identifier=user.get_username(), outcome=SignIn.Outcome.BAD_CODE
+            )
+            error = (
+                _lock_message(lock)
+                if lock
+                else "That code does not match. Type the six digits your app shows now, or a recovery code."
+            )
+        else:
+            if not request.user.is_authenticated:
+                request.session.pop(PENDING, None)
+                auth.login(request, user, backend=backend)
+                sign_in_record(
+                    user=user,
+                    outcome=SignIn.Outcome.SUCCESS,
+                    address=_address(request),
+                    user_agent=_agent(request),
+                )
+            otp_login(request, device)
+            throttle.success_record(account=account)
+            if device.__class__.__name__ == "StaticDevice":
+                messages.warning(
+                    request,
+                    f"You signed in with a recovery code; {recovery_codes_left(user)} left. "
+                    "Make new ones on your two-factor page if you are running out.",
+                )
+            return redirect(_safe_next(request, next_url))
+    return render(
+        request, "accounts/verify.html", {"form": form, "error": error, "next": next_url, "who": user}
+    )
+
+
+def _qr_svg(device) -> str:
+    return segno.make(device.config_url, error="m").svg_inline(scale=4, dark="#111", light="#fff")
+
+
+@sensitive_post_parameters("code")
+@login_required
+@require_http_methods(["GET", "POST"])
+def two_factor(request):
+    """Status, setup (QR code, secret, a code to confirm), new recovery codes, turning it off."""
+    user = request.user
+    confirmed = totp_device_of(user)
+    context = {
+        "confirmed": confirmed,
+        "required": user_requires_second_factor(user),
+        "verified": user.is_verified(),
+        "codes_left": recovery_codes_left(user) if confirmed else 0,
+        "next": _clean_next(request, request.GET.get("next") or request.POST.get("next")),
+        "error": "",
+    }
+    if confirmed is not None and not user.is_verified():
+        return redirect(f"{reverse('accounts:verify')}?{urlencode({'next': context['next']})}")
+    if confirmed is None:
+        device = totp_device_start(user=user)
+        if request.method == "POST":
+            try:
+                codes = totp_device_confirm(user=user, device=device, code=request.POST.get("code", ""))
+            except ApplicationError as exc:
+                context["error"] = exc.detail
+            else:
+                device.refresh_from_db()
+                otp_login(request, device)
+                messages.success(request, "Two-factor sign-in is on.")
+                context.update(confirmed=device, verified=True, codes=codes, codes_left=len(codes))
+                return render(request, "accounts/two_factor.html", context)
+        context.update(
+            device=device,
+            qr_svg=_qr_svg(device),
+            secret=_base32(device),
+        )
+    return render(request, "accounts/two_factor.html", context)
+
+
+def _base32(device) -> str:
+    import base64
+
+    raw = base64.b32encode(device.bin_key).decode().rstrip("=")
+    return " ".join(raw[i : i + 4] for i in range(0, len(raw), 4))
+
+
+@login_required
+@require_POST
+def recovery_codes(request):
+    if not request.user.is_verified():
+        return redirect("accounts:verify")
+    codes = recovery_codes_regenerate(user=request.user)
+    messages.success(request, "New recovery codes: the old ones no longer work.")
+    return render(
+        request,
+        "accounts/two_factor.html",
+        {
+            "confirmed": totp_device_of(request.user),
+            "required": user_requires_second_factor(request.user),
+            "verified": True,
+            "codes": codes,
+            "codes_left": len(codes),
+        },
+    )
+
+
+@login_required
+@require_POST
+def two_factor_off(request):
+    if not request.user.is_verified():
+        return redirect("accounts:verify")
+    if not request.user.check_password(request.POST.get("password", "")):
+        messages.error(request, "That is not your password: two-factor sign-in stays on.")
+        return redirect("accounts:two_factor")
+    try:
+        two_factor_disable(user=request.user, actor=request.user)
+    except ApplicationError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(request, "Two-factor sign-in is off.")
+    return redirect("accounts:account")
+
+
+class EmailForm(forms.Form):
+    email = forms.EmailField(label="New e-mail address", max_length=254)
+    password = forms.CharField(
+        label="Your password", max_length=4096, strip=False, widget=forms.PasswordInput
+    )
+
+
+@sensitive_post_parameters("password")
+@login_required
+@require_http_methods(["GET", "POST"])
+def email_change(request):
+    form = EmailForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        if not request.user.check_password(form.cleaned_data["password"]):
+            form.add_error("password", "That is not your password.")
+        elif form.cleaned_data["email"].lower() == (request.user.email or "").lower():
+            form.add_error("email", "That is already your address.")
+        else:
+            email_change_request(user=request.user, new_email=form.cleaned_data["email"])
+            messages.success(
+                request,
+                f"We sent a link to {form.cleaned_data['email']}: open it to confirm the new address.",
+            )
+            return redirect("accounts:account")
+    return render(request, "accounts/email_change.html", {"form": form})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def email_confirm(request, token: str):
+    if request.method == "GET":
+        return render(request, "accounts/email_confirm.html", {"token": token})
+    try:
+        email = email_change_confirm(user=request.user, token=token)
+    except ApplicationError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(request, f"Your e-mail address is now {email}.")
+    return redirect("accounts:account")
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    """Django's form; the change is recorded in the audit log and the session stays signed in (and verified)."""
+
+    success_url = reverse_lazy("password_change_done")
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        password_changed_record(user=self.request.user)
+        return response
