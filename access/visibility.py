@@ -32,7 +32,7 @@ from audit.models import AuditEvent
 from catalog.models import Benchmark
 from leaderboard.models import Annotation, Challenge, Publication
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
-from review.selectors import conflicted_organisation_ids
+from review.selectors import organisations_conflicted_with_any
 from submissions.models import (
     CheckOutbox,
     CheckRun,
@@ -63,10 +63,7 @@ def _oversees(user) -> bool:
 
 def _organisations_in_conflict_with(organisation_ids: set[int]) -> set[int]:
     """Organisations whose submissions the members of `organisation_ids` may not review (their own excluded)."""
-    blocked: set[int] = set()
-    for organisation_id in organisation_ids:
-        blocked |= conflicted_organisation_ids(organisation_id)
-    return blocked - set(organisation_ids)
+    return organisations_conflicted_with_any(organisation_ids) - set(organisation_ids)
 
 
 def submissions_visible_to(user) -> QuerySet[Submission]:

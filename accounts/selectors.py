@@ -2,26 +2,85 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TypeVar
+
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 
 from accounts.models import GlobalRole, Membership, Organisation
 
+# --- One read per request -------------------------------------------------------------------
+# A page asks "which organisations is this user in", "is the user the chair" a dozen times (the header, the
+# visibility rules, the permission checks, the review panel): inside a read-only request the answer cannot
+# change, so each is read once (portal.middleware.RoleMemoMiddleware opens the memo for GET and HEAD only;
+# writes, commands and tasks always read the database).
+
+_T = TypeVar("_T")
+_request_memo: ContextVar[dict | None] = ContextVar("accounts_request_memo", default=None)
+
+
+@contextmanager
+def request_memo() -> Iterator[None]:
+    """Within the block, request_memoized answers each key once (a read-only request)."""
+    token = _request_memo.set({})
+    try:
+        yield
+    finally:
+        _request_memo.reset(token)
+
+
+def request_memoized(key: Hashable, compute: Callable[[], _T]) -> _T:
+    """compute(), read once per key inside request_memo(); every time outside one."""
+    memo = _request_memo.get()
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
+def _memberships(user) -> tuple[Membership, ...]:
+    """The user's memberships with their organisations, by organisation name then role (one query a request)."""
+    if user is None or not user.is_authenticated:
+        return ()
+    return request_memoized(
+        ("memberships", user.pk),
+        lambda: tuple(
+            Membership.objects.filter(user=user)
+            .select_related("organisation")
+            .order_by("organisation__name", "role")
+        ),
+    )
+
 
 def user_org_ids(user, *, roles: tuple[str, ...] | None = None) -> set[int]:
     """Ids of the organisations the user is a member of (optionally only with one of `roles`)."""
-    if user is None or not user.is_authenticated:
-        return set()
-    memberships = Membership.objects.filter(user=user)
-    if roles is not None:
-        memberships = memberships.filter(role__in=roles)
-    return set(memberships.values_list("organisation_id", flat=True))
+    return {m.organisation_id for m in _memberships(user) if roles is None or m.role in roles}
+
+
+def user_organisations(user) -> list[Organisation]:
+    """The organisations the user is a member of, by name (the header and the dashboard show them)."""
+    organisations: dict[int, Organisation] = {}
+    for membership in _memberships(user):
+        organisations.setdefault(membership.organisation_id, membership.organisation)
+    return sorted(organisations.values(), key=lambda o: (o.name, o.pk))
 
 
 def user_has_global_role(user, role: str) -> bool:
     if user is None or not user.is_authenticated or not user.is_active:
         return False
-    return GlobalRole.objects.filter(user=user, role=role).exists()
+    return role in _global_roles(user)
+
+
+def _global_roles(user) -> frozenset[str]:
+    """The global roles the user holds (one query a request)."""
+    return request_memoized(
+        ("user_global_roles", user.pk),
+        lambda: frozenset(GlobalRole.objects.filter(user=user).values_list("role", flat=True)),
+    )
 
 
 def user_is_auditor(user) -> bool:
@@ -39,9 +98,8 @@ def user_is_chair(user) -> bool:
 def user_roles(user) -> dict[str, object]:
     """A summary of everything the user may act as: {"organisations": {slug: [roles]}, "auditor", "chair"}."""
     organisations: dict[str, list[str]] = {}
-    if user is not None and user.is_authenticated:
-        for membership in Membership.objects.filter(user=user).select_related("organisation"):
-            organisations.setdefault(membership.organisation.slug, []).append(membership.role)
+    for membership in _memberships(user):
+        organisations.setdefault(membership.organisation.slug, []).append(membership.role)
     return {
         "organisations": {slug: sorted(roles) for slug, roles in organisations.items()},
         "auditor": user_is_auditor(user),
@@ -59,11 +117,9 @@ ROLE_HINTS = {
 def membership_labels(user) -> list[dict[str, object]]:
     """The user's memberships for people: [{"organisation": name, "roles": [(label, hint), ...]}], by name."""
     by_org: dict[str, list[tuple[str, str]]] = {}
-    if user is not None and user.is_authenticated:
-        memberships = Membership.objects.filter(user=user).select_related("organisation")
-        for membership in memberships.order_by("organisation__name", "role"):
-            role = Membership.Role(membership.role)
-            by_org.setdefault(membership.organisation.name, []).append((role.label, ROLE_HINTS.get(role, "")))
+    for membership in _memberships(user):
+        role = Membership.Role(membership.role)
+        by_org.setdefault(membership.organisation.name, []).append((role.label, ROLE_HINTS.get(role, "")))
     return [{"organisation": name, "roles": roles} for name, roles in by_org.items()]
 
 
@@ -106,7 +162,7 @@ def user_requires_second_factor(user) -> bool:
     """The chair (superusers included) and auditors may act only after signing in with a second factor."""
     if user is None or not user.is_authenticated or not user.is_active:
         return False
-    return user.is_superuser or GlobalRole.objects.filter(user=user).exists()
+    return user.is_superuser or bool(_global_roles(user))
 
 
 def totp_device_of(user, *, confirmed: bool | None = True):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from accounts.models import Notification
-from accounts.selectors import organisations_of_user, user_is_auditor, user_is_chair
+from accounts.selectors import user_is_auditor, user_is_chair, user_organisations
 from review.selectors import user_is_reviewer
 
 
@@ -18,7 +18,7 @@ def navigation(request):
             "nav_unread": 0,
         }
     return {
-        "nav_organisations": list(organisations_of_user(user)),
+        "nav_organisations": user_organisations(user),
         "nav_is_chair": user_is_chair(user),
         "nav_is_auditor": user_is_auditor(user),
         "nav_is_reviewer": user_is_reviewer(user),

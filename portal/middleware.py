@@ -10,6 +10,7 @@ import uuid
 from django.conf import settings
 from django.shortcuts import render
 
+from accounts.selectors import request_memo
 from portal import errorpages
 from portal.request_context import reset_request_id, set_request_id
 from portal.textsafety import UnstorableTextError, require_storable_form, text_problem
@@ -36,6 +37,20 @@ class RequestIDMiddleware:
             reset_request_id(token)
         response[REQUEST_ID_HEADER] = request_id
         return response
+
+
+class RoleMemoMiddleware:
+    """A read-only request (GET, HEAD) reads the user's memberships, global roles and conflicts once
+    (accounts.selectors.request_memo), however many headers, visibility rules and permission checks ask."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.method not in ("GET", "HEAD"):
+            return self.get_response(request)
+        with request_memo():
+            return self.get_response(request)
 
 
 class MethodNotAllowedPageMiddleware:

@@ -95,6 +95,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "portal.middleware.RequestIDMiddleware",
+    "portal.middleware.RoleMemoMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "portal.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

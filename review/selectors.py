@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, Q, QuerySet
 
 from accounts.models import Membership
-from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
+from accounts.selectors import request_memoized, user_is_auditor, user_is_chair, user_org_ids
 from review.models import Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from submissions.models import CheckRun, Finding, PointMetric, Submission, SubmissionVersion
 from submissions.selectors import check_run_latest
@@ -29,11 +29,31 @@ def user_is_reviewer(user) -> bool:
 
 def conflicted_organisation_ids(organisation_id: int) -> set[int]:
     """The organisation itself and every organisation declared in conflict with it (either direction)."""
-    pairs = Conflict.objects.filter(Q(organisation_id=organisation_id) | Q(other_id=organisation_id))
-    ids = {organisation_id}
-    for left, right in pairs.values_list("organisation_id", "other_id"):
-        ids.update((left, right))
-    return ids
+
+    def read() -> frozenset[int]:
+        pairs = Conflict.objects.filter(Q(organisation_id=organisation_id) | Q(other_id=organisation_id))
+        ids = {organisation_id}
+        for left, right in pairs.values_list("organisation_id", "other_id"):
+            ids.update((left, right))
+        return frozenset(ids)
+
+    return set(request_memoized(("conflicted_organisation_ids", organisation_id), read))
+
+
+def organisations_conflicted_with_any(organisation_ids) -> set[int]:
+    """conflicted_organisation_ids of every organisation of `organisation_ids`, united (one query)."""
+    ids = frozenset(organisation_ids)
+    if not ids:
+        return set()
+
+    def read() -> frozenset[int]:
+        pairs = Conflict.objects.filter(Q(organisation_id__in=ids) | Q(other_id__in=ids)).order_by()
+        found = set(ids)
+        for left, right in pairs.values_list("organisation_id", "other_id"):
+            found.update((left, right))
+        return frozenset(found)
+
+    return set(request_memoized(("organisations_conflicted_with_any", ids), read))
 
 
 def user_is_conflicted(user, submission: Submission) -> bool:
@@ -231,11 +251,23 @@ def unwaived_errors(
     return [finding for finding in error_findings(check_run) if _identity(finding) not in covered]
 
 
-def waived_error_count(version: SubmissionVersion | None, check_run: CheckRun | None) -> int:
-    """How many error findings of the run have a granted waiver (the status badge says "N waived")."""
+def waived_error_count(
+    version: SubmissionVersion | None, check_run: CheckRun | None, *, errors: list[Finding] | None = None
+) -> int:
+    """How many error findings of the run have a granted waiver (the status badge says "N waived").
+    `errors`: the run's error findings when the caller has read them already."""
     if version is None or check_run is None or check_run.status != CheckRun.Status.FAILED:
         return 0
-    return error_findings(check_run).count() - len(unwaived_errors(version, check_run, granted_only=True))
+    granted = set(
+        Waiver.objects.filter(version=version, status=Waiver.Status.GRANTED).values_list(
+            "rule", "point", "file"
+        )
+    )
+    if not granted:  # the usual case: no need to read the findings
+        return 0
+    if errors is None:
+        errors = list(error_findings(check_run).only("rule", "point", "file"))
+    return sum(1 for finding in errors if _identity(finding) in granted)
 
 
 def waivers_of(version: SubmissionVersion) -> QuerySet[Waiver]:

@@ -49,6 +49,14 @@ class SubmissionCreateForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["system"].queryset = systems_user_can_submit_for(user)
         self.fields["benchmark"].queryset = benchmark_list()
+        # Read each list once: the select renders its options and, for its `required` attribute, looks at the
+        # first one again (a comprehension, not list(): that would COUNT first). Validation reads the querysets.
+        for name in ("system", "benchmark"):
+            self.fields[name].widget.choices = [choice for choice in self.fields[name].choices]  # noqa: C416
+
+    def has_systems(self) -> bool:
+        """Whether the user has a system to open a draft for (else the page explains how to register one)."""
+        return bool(self.fields["system"].widget.choices)
 
 
 class ReasonForm(forms.Form):

@@ -15,9 +15,9 @@ from submissions.charts import chart_legend, step_chart_svg
 from submissions.models import CheckRun, Submission
 from submissions.rules_catalog import rule_catalog
 from submissions.selectors import (
+    check_run_curves_and_official,
     check_run_findings,
     check_run_latest,
-    check_run_official,
     check_run_point_metrics,
     check_run_report,
 )
@@ -246,11 +246,11 @@ def check_section_context(submission: Submission, version) -> dict:
             for finding in group.findings:
                 if finding.point:
                     errors_by_point[finding.point] = errors_by_point.get(finding.point, 0) + 1
-    curves = check_run.curves or []
+    curves, official = check_run_curves_and_official(check_run)
     rows = point_rows(check_run, errors_by_point=errors_by_point)
     context.update(
         {
-            "official": check_run_official(check_run),
+            "official": official,
             "finding_groups": groups,
             "point_rows": rows,
             # The regions the table names, each official id with its readable label (REGION_LABELS order).

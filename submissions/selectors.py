@@ -70,7 +70,8 @@ def _latest_check_runs():
     later = CheckRun.objects.filter(version_id=OuterRef("version_id")).filter(
         Q(created_at__gt=OuterRef("created_at")) | Q(created_at=OuterRef("created_at"), id__gt=OuterRef("id"))
     )
-    return CheckRun.objects.filter(~Exists(later)).defer("report", "curves")  # list rows show neither blob
+    # List rows show none of the blobs (the report, the curves, the pipeline's per-point file map).
+    return CheckRun.objects.filter(~Exists(later)).defer("report", "curves", "point_files")
 
 
 def versions_with_latest_check(versions):
@@ -80,15 +81,17 @@ def versions_with_latest_check(versions):
     )
 
 
-def submissions_with_latest(submissions):
+def submissions_with_latest(submissions, *, files: bool = True):
     """Submissions with their latest version (files, uploader, latest check run) prefetched, for lists: the
-    number of queries does not grow with the rows. version_latest / check_run_latest read the prefetch."""
+    number of queries does not grow with the rows. version_latest / check_run_latest read the prefetch.
+    files=False leaves out the files and the uploader (the dashboard shows neither)."""
     newer = SubmissionVersion.objects.filter(
         submission_id=OuterRef("submission_id"), number__gt=OuterRef("number")
     )
-    latest_versions = versions_with_latest_check(
-        SubmissionVersion.objects.filter(~Exists(newer)).select_related("uploader").prefetch_related("files")
-    )
+    versions = SubmissionVersion.objects.filter(~Exists(newer))
+    if files:
+        versions = versions.select_related("uploader").prefetch_related("files")
+    latest_versions = versions_with_latest_check(versions)
     return submissions.prefetch_related(
         Prefetch("versions", queryset=latest_versions, to_attr="latest_versions")
     )
@@ -114,6 +117,13 @@ def check_run_official(check_run) -> dict | None:
     """The official checker's verdict kept in the run's report, read without loading the whole report."""
     official = CheckRun.objects.filter(pk=check_run.pk).values_list("report__official", flat=True).first()
     return official if isinstance(official, dict) else None
+
+
+def check_run_curves_and_official(check_run) -> tuple[list, dict | None]:
+    """The run's curves and the official checker's verdict in one read (the list rows left both out)."""
+    row = CheckRun.objects.filter(pk=check_run.pk).values_list("curves", "report__official").first()
+    curves, official = row if row is not None else ([], None)
+    return curves or [], official if isinstance(official, dict) else None
 
 
 def check_run_report(check_run) -> dict | None:

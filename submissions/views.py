@@ -25,9 +25,9 @@ from access.permissions import can
 from access.visibility import get_visible_or_404, submissions_visible_to, systems_visible_to
 from accounts.selectors import (
     membership_labels,
-    organisations_of_user,
     user_is_chair,
     user_org_ids,
+    user_organisations,
     user_roles,
 )
 from checker.portal_rules import PORTAL_ONLY_RULES
@@ -42,7 +42,6 @@ from submissions.forms import (
     SubmissionCreateForm,
     SystemDescriptionForm,
     SystemRegisterForm,
-    systems_user_can_submit_for,
 )
 from submissions.models import Submission, System
 from submissions.pages import check_run_is_live, check_section_context, compare_versions, report_document
@@ -93,7 +92,7 @@ def _version_or_404(submission: Submission, number: int):
 
 def _dashboard_rows(submissions):
     rows = []
-    for submission in submissions_with_latest(submissions):
+    for submission in submissions_with_latest(submissions.defer("system__description"), files=False):
         version = version_latest(submission)
         rows.append({"submission": submission, "version": version, "check_run": check_run_latest(version)})
     return rows
@@ -104,7 +103,8 @@ def dashboard(request, form: SubmissionCreateForm | None = None, duplicates=()):
     user = request.user
     visible = submissions_visible_to(user).order_by("-created_at", "-id")
     own_org_ids = user_org_ids(user)
-    can_create = systems_user_can_submit_for(user).exists()
+    form = form or SubmissionCreateForm(user=user)
+    can_create = form.has_systems()
     others = []
     if can(user, "oversee"):
         others = _dashboard_rows(visible.exclude(organisation_id__in=own_org_ids)[:200])
@@ -112,13 +112,13 @@ def dashboard(request, form: SubmissionCreateForm | None = None, duplicates=()):
         request,
         "submissions/dashboard.html",
         {
-            "organisations": organisations_of_user(user),
+            "organisations": user_organisations(user),
             "roles": user_roles(user),
             "memberships": membership_labels(user),
             "own_rows": _dashboard_rows(visible.filter(organisation_id__in=own_org_ids)),
             "other_rows": others,
             "can_create": can_create,
-            "form": form or (SubmissionCreateForm(user=user) if can_create else None),
+            "form": form if can_create else None,
             # Drafts of the same system x benchmark the form would duplicate: shown, created only on request.
             "duplicates": duplicates,
         },
@@ -182,6 +182,11 @@ def submission_detail(request, pk: int):
             return render(request, "404.html", context, status=404)
     for version in versions:
         version.latest_check = check_run_latest(version)
+    # What the panels below read again (the latest version and its run, the frozen version): from these rows.
+    submission.latest_versions = versions[:1]
+    frozen = next((v for v in versions if v.pk == submission.submitted_version_id), None)
+    if frozen is not None:
+        submission.submitted_version = frozen
     context = {
         "submission": submission,
         "versions": versions,
@@ -200,8 +205,10 @@ def submission_detail(request, pk: int):
         "publication_panel": publication_panel(request.user, submission),
     }
     if selected is not None:
-        context["check"] = check_section_context(submission, selected)
-        context["waived_errors"] = waived_error_count(selected, context["check"]["check_run"])
+        check = context["check"] = check_section_context(submission, selected)
+        groups = check.get("finding_groups")  # a finished run's findings: no need to read its errors again
+        errors = None if groups is None else [f for g in groups if g.severity == "error" for f in g.findings]
+        context["waived_errors"] = waived_error_count(selected, check["check_run"], errors=errors)
     return render(request, "submissions/detail.html", context)
 
 

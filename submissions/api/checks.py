@@ -92,5 +92,8 @@ class CheckRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
 
     def get_queryset(self):
         runs = check_runs_visible_to(self.request.user).order_by("-id")
-        # The whole report is never served here, and a list row shows no curves: leave the blobs in the database.
-        return runs.defer("report") if self.action == "retrieve" else runs.defer("report", "curves")
+        # The whole report and the pipeline's per-point file map are never served here, and a list row shows no
+        # curves: leave the blobs in the database.
+        if self.action == "retrieve":
+            return runs.defer("report", "point_files")
+        return runs.defer("report", "curves", "point_files")

@@ -1,8 +1,12 @@
-"""Output serializers shared by several endpoints: submissions, their versions and check-run summaries."""
+"""Output serializers shared by several endpoints: submissions, their versions and check-run summaries.
+
+The latest version of a submission and the latest check run of a version are nested serializers declared once
+(not built per row inside a method field): a list builds its fields once for every row. Each serializer puts the
+latest row (read from the list's prefetch by submissions.selectors) on the instance before its fields read it.
+"""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from submissions.models import CheckRun, Submission, SubmissionVersion
@@ -42,7 +46,9 @@ class VersionFileSerializer(serializers.Serializer):
 class VersionSerializer(serializers.ModelSerializer):
     files = VersionFileSerializer(many=True, read_only=True)
     uploader = serializers.CharField(source="uploader.username", read_only=True)
-    latest_check_run = serializers.SerializerMethodField()
+    latest_check_run = CheckRunSummarySerializer(
+        source="serialized_latest_check_run", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = SubmissionVersion
@@ -59,10 +65,9 @@ class VersionSerializer(serializers.ModelSerializer):
             "latest_check_run",
         ]
 
-    @extend_schema_field(CheckRunSummarySerializer(allow_null=True))
-    def get_latest_check_run(self, version):
-        run = check_run_latest(version)
-        return CheckRunSummarySerializer(run).data if run is not None else None
+    def to_representation(self, instance):
+        instance.serialized_latest_check_run = check_run_latest(instance)
+        return super().to_representation(instance)
 
 
 class SubmissionSerializer(serializers.ModelSerializer):
@@ -73,7 +78,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
     submitted_version = serializers.IntegerField(
         source="submitted_version.number", read_only=True, allow_null=True
     )
-    latest_version = serializers.SerializerMethodField()
+    latest_version = VersionSerializer(source="serialized_latest_version", read_only=True, allow_null=True)
 
     class Meta:
         model = Submission
@@ -95,7 +100,6 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "latest_version",
         ]
 
-    @extend_schema_field(VersionSerializer(allow_null=True))
-    def get_latest_version(self, submission):
-        version = version_latest(submission)
-        return VersionSerializer(version).data if version is not None else None
+    def to_representation(self, instance):
+        instance.serialized_latest_version = version_latest(instance)
+        return super().to_representation(instance)

@@ -125,6 +125,7 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         return (
             submissions_with_latest(submissions_visible_to(self.request.user))
             .select_related("submitted_version")
+            .defer("system__description")  # the row names the system; its description is /api/v1/systems/
             .order_by("-id")
         )
 
