@@ -118,7 +118,7 @@ def replaced_points(previous_curve: dict, new_curve: dict) -> list[dict]:
     out = []
     for point in new_curve.get("points") or []:
         old = before.get(point.get("concurrency"))
-        if old is None or point.get("revision") == old.get("revision"):
+        if old is None or (point.get("revision") or 1) == (old.get("revision") or 1):
             continue
         out.append(
             {
@@ -157,7 +157,25 @@ def revision_record(
     numbers = PublicationRevision.objects.filter(publication=publication, number__isnull=False)
     number = (numbers.aggregate(last=Max("number"))["last"] or 0) + 1
     if number == 1 and submission.extends_id is not None:
-        number = 2  # a result published before revisions were recorded: its first publication is revision 1
+        # A result published before revisions were recorded: its first publication becomes revision 1.
+        first = publication.submission
+        PublicationRevision.objects.create(
+            publication=publication,
+            submission=first,
+            number=1,
+            version=publication.version,
+            check_run=publication.check_run,
+            stack=first.stack,
+            mode=publication.mode,
+            status=PublicationRevision.Status.PUBLISHED,
+            publish_at=publication.publish_at,
+            published_at=publication.published_at,
+            chosen_by=publication.chosen_by,
+            curve=labelled_curve(publication.curve or {}, number=1, stack=first.stack),
+            headline=publication.headline or {},
+        )
+        Submission.objects.filter(pk=first.pk).update(revision=1)
+        number = 2
     curve = labelled_curve(curve, number=number, stack=submission.stack)
     previous = publication.curve or {}
     revision = PublicationRevision.objects.filter(submission=submission).first()
