@@ -165,25 +165,25 @@ def revision_record(
             number=1,
             version=publication.version,
             check_run=publication.check_run,
-            stack=first.stack,
+            stack=first.stack_label,
             mode=publication.mode,
             status=PublicationRevision.Status.PUBLISHED,
             publish_at=publication.publish_at,
             published_at=publication.published_at,
             chosen_by=publication.chosen_by,
-            curve=labelled_curve(publication.curve or {}, number=1, stack=first.stack),
+            curve=labelled_curve(publication.curve or {}, number=1, stack=first.stack_label),
             headline=publication.headline or {},
         )
         Submission.objects.filter(pk=first.pk).update(revision=1)
         number = 2
-    curve = labelled_curve(curve, number=number, stack=submission.stack)
+    curve = labelled_curve(curve, number=number, stack=submission.stack_label)
     previous = publication.curve or {}
     revision = PublicationRevision.objects.filter(submission=submission).first()
     fields = {
         "number": number,
         "version": submission.submitted_version,
         "check_run": check_run,
-        "stack": submission.stack,
+        "stack": submission.stack_label,
         "changes": submission.changes or {},
         "status": PublicationRevision.Status.PUBLISHED,
         "published_at": now,

@@ -352,7 +352,7 @@ def _extension_scope(
         revisions.append(
             PublishedRevision(
                 number=number,
-                stack=published.stack,
+                stack=published.stack_label,
                 layout=opened.layout,
                 results={key: outcome.result for key, outcome in stored.items()},
                 judged=judged,

@@ -183,6 +183,16 @@ class Submission(models.Model):
         return self.extends_id is not None
 
     @property
+    def stack_label(self) -> str:
+        """The software stack its points carry on a result's curve: the one declared, else the serving framework
+        of the system's registered description."""
+        if self.stack:
+            return self.stack
+        description = self.system.description if isinstance(self.system.description, dict) else {}
+        framework = description.get("serving_framework")
+        return framework[:200] if isinstance(framework, str) else ""
+
+    @property
     def result_root_id(self) -> int:
         """The first submission of the result this submission belongs to (itself unless it is an extension)."""
         return self.extends_id or self.pk

@@ -30,6 +30,7 @@ from accounts.selectors import (
     user_roles,
 )
 from leaderboard.views import publication_panel
+from leaderboard.views_extensions import extension_panel
 from portal.errors import ApplicationError
 from review.selectors import waived_error_count
 from review.views_submitter import review_panel
@@ -192,6 +193,7 @@ def submission_detail(request, pk: int):
         "review": review_panel(request.user, submission),
         # After the audit: the submitter's choice of publication date, then the link to the public page.
         "publication_panel": publication_panel(request.user, submission),
+        "extension_panel": extension_panel(request.user, submission),
     }
     if selected is not None:
         context["check"] = check_section_context(submission, selected)

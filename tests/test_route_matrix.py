@@ -683,6 +683,7 @@ LEADERBOARD_ROUTES = {
     "leaderboard:benchmark": (PUBLIC, "get", lambda w: "/leaderboard/llama3_1-8b/"),
     "leaderboard:compare": (PUBLISHED, "get", lambda w: f"/leaderboard/{w['model']}/compare/?ids={w['ids']}"),
     "leaderboard:publication_choose": (LOGIN, "post", lambda w: "/leaderboard/submissions/1/publish/"),
+    "leaderboard:extension_open": (LOGIN, "post", lambda w: "/leaderboard/submissions/1/extend/"),
     "results:detail": (PUBLISHED, "get", lambda w: f"/results/{w['public_id']}/"),
     "results:data_json": (PUBLISHED, "get", lambda w: f"/results/{w['public_id']}/points.json"),
     "results:data_csv": (PUBLISHED, "get", lambda w: f"/results/{w['public_id']}/points.csv"),
