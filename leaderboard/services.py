@@ -302,7 +302,8 @@ def publications_publish_due(*, now: datetime | None = None) -> list[str]:
             if revision is None:
                 continue
             if _publish_revision(revision, actor=None, now=now):
-                published.append(f"{revision.publication.public_id} r{revision.submission.revision}")
+                revision.refresh_from_db()
+                published.append(f"{revision.publication.public_id} r{revision.number}")
     return published
 
 

@@ -114,3 +114,32 @@ def test_an_extension_in_review_is_seen_only_where_its_submission_is(result, rol
         user = role_users[who]
         response = _get(f"/submissions/{pending.pk}/", user)
         assert response.status_code == status, who
+
+
+def test_an_extension_scheduled_for_a_date_becomes_the_next_revision_when_due(result, role_users):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from leaderboard import services
+    from leaderboard.models import PublicationRevision
+    from submissions.models import Submission
+
+    publication, pending = result["publication"], result["pending"]
+    Submission.objects.filter(pk=pending.pk).update(status="audited")
+    pending.refresh_from_db()
+    when = timezone.now() + timedelta(days=3)
+    scheduled = services.publication_schedule(
+        submission=pending, actor=role_users["submitter"], mode="date", publish_at=when
+    )
+    assert scheduled.status == "scheduled" and scheduled.number is None
+    assert services.publications_publish_due(now=timezone.now()) == []
+    assert "serve 3.0-rc" not in _get(f"/results/{publication.public_id}/").content.decode()
+    assert services.publications_publish_due(now=when + timedelta(minutes=1)) == [
+        f"{publication.public_id} r4"
+    ]
+    revision = PublicationRevision.objects.get(submission=pending)
+    assert revision.number == 4 and revision.status == "published"
+    publication.refresh_from_db()
+    assert publication.headline["points"] == 9 and publication.version_id == pending.submitted_version_id
+    assert services.publications_publish_due(now=when + timedelta(minutes=2)) == []  # exactly once
