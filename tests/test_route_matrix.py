@@ -87,6 +87,7 @@ ROUTES = {
     "api:submission-withdraw": (OBJECT, "post", lambda w: f"/api/v1/submissions/{w['sub'].pk}/withdraw/"),
     "api:submission-reject": (OBJECT, "post", lambda w: f"/api/v1/submissions/{w['sub'].pk}/reject/"),
     "api:submission-resubmit": (OBJECT, "post", lambda w: f"/api/v1/submissions/{w['sub'].pk}/resubmit/"),
+    "api:submission-extend": (OBJECT, "post", lambda w: f"/api/v1/submissions/{w['sub'].pk}/extend/"),
     "api:version-detail": (OBJECT, "get", lambda w: f"/api/v1/versions/{w['version'].pk}/"),
     "api:version-file": (OBJECT, "get", lambda w: f"/api/v1/versions/{w['version'].pk}/files/0/"),
     "api:version-recheck": (OBJECT, "post", lambda w: f"/api/v1/versions/{w['version'].pk}/recheck/"),

@@ -143,3 +143,28 @@ def test_an_extension_scheduled_for_a_date_becomes_the_next_revision_when_due(re
     publication.refresh_from_db()
     assert publication.headline["points"] == 9 and publication.version_id == pending.submitted_version_id
     assert services.publications_publish_due(now=when + timedelta(minutes=2)) == []  # exactly once
+
+
+def test_the_api_opens_an_extension_and_refuses_a_hardware_change(role_users, storage_dir):
+    from submissions.models import Submission
+    from tests.submissions.support import api_client
+
+    publication = publish(organisation=role_users["organisations"]["acme"])
+    url = f"/api/v1/submissions/{publication.submission_id}/extend/"
+    submitter = api_client(role_users["submitter"])
+    refused = submitter.post(url, {"stack": "serve 2.0", "hardware_changed": True}, format="json")
+    assert refused.status_code == 400 and refused.json()["code"] == "extension-hardware-change"
+    assert "new submission" in refused.json()["detail"]
+    assert api_client(role_users["reviewer"]).post(url, {"stack": "s"}, format="json").status_code in (
+        403,
+        404,
+    )
+    assert submitter.post(url, {}, format="json").status_code == 400  # the stack is required
+    opened = submitter.post(url, {"stack": "serve 2.0", "software": "serve 1.0 -> 2.0"}, format="json")
+    assert opened.status_code == 201, opened.json()
+    body = opened.json()
+    assert body["extends"] == publication.submission_id and body["status"] == "draft"
+    assert body["stack"] == "serve 2.0" and body["changes"]["software"] == "serve 1.0 -> 2.0"
+    assert Submission.objects.get(pk=body["id"]).extends_id == publication.submission_id
+    again = submitter.post(url, {"stack": "serve 2.1"}, format="json")
+    assert again.status_code == 409 and again.json()["code"] == "extension-open"
