@@ -168,3 +168,16 @@ def test_the_api_opens_an_extension_and_refuses_a_hardware_change(role_users, st
     assert Submission.objects.get(pk=body["id"]).extends_id == publication.submission_id
     again = submitter.post(url, {"stack": "serve 2.1"}, format="json")
     assert again.status_code == 409 and again.json()["code"] == "extension-open"
+
+
+def test_auditors_see_the_delta_and_the_audit_queue_marks_the_extension(result, role_users):
+    from submissions.models import Submission
+
+    pending = result["pending"]
+    Submission.objects.filter(pk=pending.pk).update(status="peer_reviewed")
+    auditor = role_users["auditor"]
+    page = _get(f"/review/audit/{pending.pk}/", auditor).content.decode()
+    assert "data-extension-delta" in page and "Extension of" in page
+    assert "serve 3.0-rc" in page and "data-delta-added" in page and "data-delta-replaced" not in page
+    queue = _get("/review/audit/", auditor).content.decode()
+    assert 'class="badge extension"' in queue
