@@ -1,8 +1,9 @@
 """Publications and what follows them: the public record of an audited result (a stable public id, the version
 published, when and how), challenges by other organisations, public annotations and retractions.
 
-A publication never changes its published version; a challenge ends in a dismissal, a public annotation or a
-retraction (the result keeps its page, marked retracted, and leaves the rankings), never in a silent edit.
+A publication's snapshot changes only when a published extension makes its next revision (docs/extensions.md), and
+every revision keeps what it published (PublicationRevision); a challenge ends in a dismissal, a public annotation or
+a retraction (the result keeps its page, marked retracted, and leaves the rankings), never in a silent edit.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ class Publication(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     retracted_at = models.DateTimeField(null=True, blank=True)
     retraction_reason = models.TextField(blank=True)
-    # A snapshot taken when published, so public pages read one row per result: the check run the numbers come
+    # A snapshot taken when published (and when an extension publishes the next revision: `version` and `check_run`
+    # are then the newest revision's), so public pages read one row per result: the check run the numbers come
     # from, its curve (points with official metrics, Pareto fronts, step vertices; checker.curve.build_curves)
     # and the headline figures the leaderboard table shows.
     check_run = models.ForeignKey(
