@@ -225,8 +225,9 @@ def run_archive_remeasured(
                 point = yaml.safe_load(data)
                 point["concurrency"] = as_concurrency
                 point["region"] = template.get("region")
+                # The offline election belongs to the curve's C_max point: only a re-measurement of that point keeps it.
                 point.pop("offline", None)
-                if "offline" in template:
+                if "offline" in template and as_concurrency == descriptors_of:
                     point["offline"] = template["offline"]
                 if isinstance(point.get("warmup"), dict):
                     point["warmup"]["concurrency"] = as_concurrency

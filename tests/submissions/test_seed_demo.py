@@ -187,4 +187,8 @@ def test_seed_demo_publishes_both_sample_systems_and_shows_cohort_annotation_and
     assert pending.status == "in_review" and pending.extends_id == ax8000.submission_id
     assert not hasattr(pending, "publication_revision") or pending.publication_revision is None
     assert all(p["concurrency"] != 48 for p in ax8000.curve["points"])
+    pending_run = pending.submitted_version.check_runs.get()
+    assert [p["concurrency"] for p in pending_run.curves[0]["points"]] == [1, 2, 4, 8, 16, 32, 48, 64]
+    for rule in ("offline-point-present", "extension-hardware-change", "extension-undeclared-change"):
+        assert not pending_run.findings.filter(rule=rule, severity="error").exists(), rule
     assert audit_chain_verify().ok
