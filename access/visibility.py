@@ -30,7 +30,7 @@ from accounts.models import (
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from catalog.models import Benchmark
-from leaderboard.models import Annotation, Challenge, Publication
+from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from review.selectors import organisations_conflicted_with_any
 from submissions.models import (
@@ -346,6 +346,15 @@ def publications_visible_to(user) -> QuerySet[Publication]:
     return Publication.objects.filter(published | Q(submission__in=submissions_visible_to(user)))
 
 
+def publication_revisions_visible_to(user) -> QuerySet[PublicationRevision]:
+    """A published revision is public (its result's history); a scheduled one is seen wherever its extension is:
+    the new points of an extension never show before it is published, though the result it extends is public."""
+    published = Q(status=PublicationRevision.Status.PUBLISHED)
+    if not _signed_in(user):
+        return PublicationRevision.objects.filter(published)
+    return PublicationRevision.objects.filter(published | Q(submission__in=submissions_visible_to(user)))
+
+
 def challenges_visible_to(user) -> QuerySet[Challenge]:
     """The challenger's organisation, the challenged organisation, auditors and the chair; resolved challenges
     show on the result page through their annotation, not as rows."""
@@ -392,6 +401,7 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     Conflict: conflicts_visible_to,
     Notification: notifications_visible_to,
     Publication: publications_visible_to,
+    PublicationRevision: publication_revisions_visible_to,
     Challenge: challenges_visible_to,
     Annotation: annotations_visible_to,
     NotificationPreference: notification_preferences_visible_to,

@@ -60,7 +60,7 @@ def build_curves(report: Report, *, ruleset: Any = None) -> list[dict[str, Any]]
             metrics, basis = official_metrics(pr.claimed, pr.recomputed)
             metrics["concurrency"] = pr.concurrency
             point = {"point": pr.key, "basis": basis, **metrics}
-            for extra_key in ("region", "offline", "tps_utilization"):
+            for extra_key in ("region", "offline", "tps_utilization", "revision", "stack"):
                 if extra_key in pr.extra:
                     point[extra_key] = pr.extra[extra_key]
             power = pr.extra.get("power") if isinstance(pr.extra.get("power"), dict) else {}

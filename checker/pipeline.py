@@ -11,6 +11,8 @@ same files, same findings: a submitter gets the same answer from their laptop an
     judge_version(...)         schemas, checksums, every rule over the whole curve, the portal's own rules
                                (when a submission scope is given), curves, the official cross-check;
                                findings de-duplicated and sorted, here and nowhere else
+    judge_extension(...)       judge_version over the union of an extension's points and the published
+                               revisions' points (checker.extension), plus the extension's own rules
 
 A point step may open only the files that hold its point (the worker downloads just those): its
 findings are the recompute's alone, so they never depend on which other files were opened.
@@ -31,12 +33,20 @@ from checker.checksums import verify_bundle_checksums
 from checker.compare import report_differences
 from checker.curve import build_curves
 from checker.events import derive_official, recompute_point
+from checker.extension import (
+    ExtensionScope,
+    check_extension,
+    finding_identity,
+    inherited_result,
+    merge_layouts,
+)
 from checker.inputs import Layout, Limits, PointInput, open_inputs
 from checker.loaders import load_json
 from checker.official import cross_check
 from checker.portal_rules import SubmissionScope, check_registered_description, check_submission_scope
 from checker.report import Finding, Findings, PointResult, Report
 from checker.rules import run_rules
+from checker.ruleset import RulesetError, load_ruleset
 from checker.schema_check import check_layout_descriptors
 from checker.tokens import TokenCounter
 
@@ -243,6 +253,65 @@ def judge_version(
         check_submission_scope(layout, scope=scope, findings=findings)
         check_registered_description(layout, scope=scope, ruleset=ruleset, findings=findings)
     report.findings[:] = unique_sorted(report.findings)
+    return report
+
+
+def judge_extension(
+    opened: OpenedVersion,
+    outcomes: Iterable[PointOutcome],
+    *,
+    extension: ExtensionScope,
+    ruleset: str = DEFAULT_RULESET,
+    limits: Limits,
+    official: bool = False,
+    scope: SubmissionScope | None = None,
+    sandbox: str | Path | None = None,
+    progress: Progress | None = None,
+) -> Report:
+    """judge_version over the curve an extension would make (checker.extension): its own points and, for every
+    other concurrency, the newest published revision's point (stored results, not recomputed again). Findings a
+    published revision already carried on its own points are left out; points carry their revision and stack.
+    The curve consistency of system descriptions is judged among the extension's own points (a declared software
+    stack may differ from the published one; hardware may not: extension-hardware-change)."""
+    outcomes = list(outcomes)
+    merged, inherited = merge_layouts(opened.layout, extension.revisions)
+    by_number = {revision.number: revision for revision in extension.revisions}
+    for outcome in outcomes:
+        outcome.result.extra = {**outcome.result.extra, "revision": None, "stack": extension.stack}
+    for key, number in inherited.items():
+        revision = by_number[number]
+        outcomes.append(PointOutcome(result=inherited_result(revision.results[key], revision=revision)))
+    combined = OpenedVersion(layout=merged, findings=opened.findings, inputs=opened.inputs)
+    report = judge_version(
+        combined,
+        outcomes,
+        ruleset=ruleset,
+        limits=limits,
+        official=official,
+        scope=scope,
+        sandbox=sandbox,
+        progress=progress,
+    )
+    judged = {number: revision.judged for number, revision in by_number.items()}
+    newest = extension.revisions[0].judged if extension.revisions else set()
+
+    def already_judged(finding: Finding) -> bool:
+        identity = finding_identity(finding.rule, finding.severity, finding.point, finding.message)
+        if finding.point in inherited:
+            return identity in judged[inherited[finding.point]]
+        return finding.point is None and identity in newest
+
+    kept = Findings(
+        finding
+        for finding in report.findings
+        if finding.rule != "system-description-consistency" and not already_judged(finding)
+    )
+    try:
+        per_point = set(load_ruleset(ruleset).get("disclosure", "system_desc_per_point", default=[]) or [])
+    except RulesetError:
+        per_point = set()
+    check_extension(opened.layout, scope=extension, findings=kept, per_point_keys=per_point)
+    report.findings[:] = unique_sorted(kept)
     return report
 
 

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 
 from access.visibility import annotations_visible_to, benchmarks_visible_to, publications_visible_to
-from leaderboard import exports
+from leaderboard import exports, selectors
 from leaderboard.cache import cached_response
 from leaderboard.models import Publication
 from leaderboard.procurement import MAX_MODELS, requirements_from_query
@@ -154,6 +154,8 @@ _POINT_FIELDS = {
     "ttft_p90_ms": serializers.FloatField(allow_null=True),
     "system_tps_per_kw": serializers.FloatField(allow_null=True),
     "region": serializers.CharField(allow_null=True),
+    "revision": serializers.IntegerField(help_text="The result revision that published this measurement."),
+    "stack": serializers.CharField(help_text="The software stack it was measured with."),
 }
 PointOut = inline_serializer("PublicPoint", _POINT_FIELDS)
 ResultDetailOut = inline_serializer(
@@ -161,6 +163,24 @@ ResultDetailOut = inline_serializer(
     {
         **_RESULT_FIELDS,
         "system_description": serializers.JSONField(),
+        "revision": serializers.IntegerField(
+            help_text="The revision shown (?revision=N; default the newest)."
+        ),
+        "revisions": inline_serializer(
+            "PublicResultRevision",
+            {
+                "revision": serializers.IntegerField(),
+                "url": serializers.CharField(),
+                "published_at": serializers.DateTimeField(),
+                "stack": serializers.CharField(),
+                "changes": serializers.JSONField(),
+                "bundle_sha256": serializers.CharField(),
+                "points": serializers.IntegerField(),
+                "max_system_tps": serializers.FloatField(allow_null=True),
+                "replaced": serializers.JSONField(),
+            },
+            many=True,
+        ),
         "official": serializers.CharField(allow_null=True),
         "ruleset": serializers.CharField(allow_null=True),
         "annotations": inline_serializer(
@@ -331,18 +351,27 @@ class PublicResultViewSet(PublicViewSet):
 
     @extend_schema(
         responses=ResultDetailOut,
-        parameters=[FORMAT_PARAMETER],
-        description="One published result with its points, curve and annotations; as CSV: its points.",
+        parameters=[
+            FORMAT_PARAMETER,
+            OpenApiParameter(
+                "revision", OpenApiTypes.INT, description="A revision number (default: the newest, as ranked)"
+            ),
+        ],
+        description="One published result with its points, curve, annotations and revisions; as CSV: its points. "
+        "?revision=N serves that revision of the result.",
     )
     def retrieve(self, request, public_id=None, **kwargs):
-        publication = exports.published_only(public_publications()).filter(public_id=public_id).first()
-        if publication is None:
+        newest = exports.published_only(public_publications()).filter(public_id=public_id).first()
+        if newest is None:
             raise _not_found("result")
+        revision = selectors.parse_revision(request.query_params.get("revision"))
+        publication = selectors.publication_at_revision(newest, revision)
         if self.wants_csv():
-            self.table_name = public_id
+            self.table_name = public_id if revision is None else f"{public_id}-r{revision}"
             return Response(exports.point_rows(publication))
-        annotations = list(annotations_visible_to(None).filter(publication=publication))
-        return Response(exports.result_detail(publication, annotations))
+        annotations = list(annotations_visible_to(None).filter(publication=newest))
+        revisions = selectors.publication_revisions_public(newest)
+        return Response(exports.result_detail(publication, annotations, revisions))
 
 
 class PublicPointViewSet(PublicViewSet):

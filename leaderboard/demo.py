@@ -7,6 +7,8 @@
 | AX-8000 published | published | audited (waivers granted, attested), published now |
 | AX-4000 preview, retracted | published, retracted | bundle; published now; challenged, the chair retracts |
 | AX-4000 published | published | the sample bundle, audited, published now |
+| AX-8000 extension: acme-serve 1.0 | published as revision 2 of AX-8000 published | re-measures c16 and c32 |
+| AX-8000 extension: acme-serve 1.1 | in review | adds c48 to the same result (revision 3 once published) |
 
 Every step goes through review.services and leaderboard.services (waiver requests and grants, two approvals,
 evidence, attestation, publication_schedule, challenge_raise, challenge_resolve), in publication order, so the
@@ -16,10 +18,16 @@ Unreleased-Z9 stays in review, unpublished.
 
 from __future__ import annotations
 
-from leaderboard import services
+from leaderboard import extensions, services
 from leaderboard.models import Challenge, Publication
-from review.demo import AUDITED_TITLE, audited_through_review, demo_submission
-from submissions.demo_submissions import bundle_archive_for_system, run_archive_files
+from review.demo import (
+    AUDITED_TITLE,
+    audited_through_review,
+    demo_submission,
+    demo_version,
+    extension_in_review,
+)
+from submissions.demo_submissions import bundle_archive_for_system, run_archive_files, run_archive_remeasured
 from submissions.models import Submission
 
 Status = Submission.Status
@@ -78,6 +86,73 @@ def _challenge(publication: Publication, users, reason: str, outcome: str, resol
         )
 
 
+REVISION_2_TITLE = "Demo: AX-8000 extension: acme-serve 1.0 re-measures c16 and c32"
+IN_REVIEW_EXTENSION_TITLE = "Demo: AX-8000 extension: acme-serve 1.1 adds c48"
+STACK_1_0 = {
+    "serving_framework": "acme-serve 1.0 (stand-in: guidellm 0.8.1 mock-server)",
+    "inference_backend": "acme-serve 1.0",
+}
+STACK_1_1 = {
+    "serving_framework": "acme-serve 1.1 (stand-in: guidellm 0.8.1 mock-server)",
+    "inference_backend": "acme-serve 1.1",
+}
+# title, stack label, declared software and configuration changes, run archives, the state it is taken to
+EXTENSIONS = (
+    (
+        REVISION_2_TITLE,
+        "acme-serve 1.0",
+        "acme-serve 0.9 -> 1.0: continuous batching v2",
+        "batch 256 -> 512",
+        lambda: [
+            run_archive_remeasured(measured_at=32, as_concurrency=16, descriptors_of=16, software=STACK_1_0),
+            run_archive_remeasured(measured_at=64, as_concurrency=32, descriptors_of=32, software=STACK_1_0),
+        ],
+        Status.PUBLISHED,
+    ),
+    (
+        IN_REVIEW_EXTENSION_TITLE,
+        "acme-serve 1.1",
+        "acme-serve 1.0 -> 1.1: prefix caching",
+        "",
+        lambda: [
+            run_archive_remeasured(measured_at=64, as_concurrency=48, descriptors_of=64, software=STACK_1_1)
+        ],
+        Status.IN_REVIEW,
+    ),
+)
+
+
+def seed_demo_extensions(publication: Publication, users) -> dict[str, Submission]:
+    """The AX-8000 result grows: an extension published as its revision 2, another in review (see the module
+    docstring). Each goes through the real services: extension_open, upload and check (judged with the published
+    curve), waivers, review, audit, publication."""
+    submitter = users["demo-submitter"]
+    made = {}
+    for title, stack, software, configuration, files, state in EXTENSIONS:
+        extension = Submission.objects.filter(extends=publication.submission, title=title).first()
+        if extension is None:
+            extension = extensions.extension_open(
+                publication=publication,
+                actor=submitter,
+                stack=stack,
+                software=software,
+                configuration=configuration,
+                title=title,
+            )
+        if extension.status == Status.DRAFT:
+            demo_version(extension, 1, files, submitter, official=False)
+        if state == Status.PUBLISHED and extension.status != Status.PUBLISHED:
+            extension = audited_through_review(extension, users, files, kind="run_archives", official=False)
+            _publish(extension, submitter, Publication.Mode.NOW)
+        elif state == Status.IN_REVIEW and extension.status == Status.DRAFT:
+            extension_in_review(extension, users)
+        extension.refresh_from_db()
+        if extension.status != state:
+            raise RuntimeError(f"Demo extension {title!r} is {extension.status}, not {state}.")
+        made[title] = extension
+    return made
+
+
 def seed_demo_publications(seed) -> dict[str, Submission]:
     """Publish the demo results (see the module docstring); title -> submission."""
     users = seed.users
@@ -100,4 +175,5 @@ def seed_demo_publications(seed) -> dict[str, Submission]:
     for title, submission in made.items():
         if submission.status != Status.PUBLISHED:
             raise RuntimeError(f"Demo result {title!r} is {submission.status}, not published.")
+    made.update(seed_demo_extensions(made[AX8000_TITLE].publication, users))
     return made

@@ -94,6 +94,8 @@ def _point_row(publication: Publication, point: dict) -> dict[str, Any]:
     for name in POINT_FIELDS:
         value = point.get(name)
         row[name] = value if name in ("point", "basis", "region") else number(value)
+    row["revision"] = point.get("revision") or 1
+    row["stack"] = point.get("stack") or ""
     return row
 
 
@@ -125,10 +127,32 @@ def curve_rows(publication: Publication) -> list[dict[str, Any]]:
     return rows
 
 
-def result_detail(publication: Publication, annotations: list[Annotation]) -> dict[str, Any]:
+def revision_rows(publication: Publication, revisions: list) -> list[dict[str, Any]]:
+    """The result's published revisions: number, date, stack, declared changes, bundle hash, what each replaced."""
+    return [
+        {
+            "revision": revision.number,
+            "url": f"/api/v1/public/results/{publication.public_id}/?revision={revision.number}",
+            "published_at": revision.published_at.isoformat() if revision.published_at else None,
+            "stack": revision.stack,
+            "changes": revision.changes or {},
+            "bundle_sha256": revision.version.sha256,
+            "points": len((revision.curve or {}).get("points") or []),
+            "max_system_tps": (revision.headline or {}).get("max_system_tps"),
+            "replaced": revision.replaced or [],
+        }
+        for revision in revisions
+    ]
+
+
+def result_detail(
+    publication: Publication, annotations: list[Annotation], revisions: list | None = None
+) -> dict[str, Any]:
     curve = publication.curve or {}
     return {
         **result_row(publication),
+        "revision": curve.get("revision") or 1,
+        "revisions": revision_rows(publication, revisions or []),
         "system_description": publication.submission.system.description,
         "official": curve.get("official"),
         "ruleset": curve.get("ruleset"),

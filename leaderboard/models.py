@@ -1,8 +1,9 @@
 """Publications and what follows them: the public record of an audited result (a stable public id, the version
 published, when and how), challenges by other organisations, public annotations and retractions.
 
-A publication never changes its published version; a challenge ends in a dismissal, a public annotation or a
-retraction (the result keeps its page, marked retracted, and leaves the rankings), never in a silent edit.
+A publication's snapshot changes only when a published extension makes its next revision (docs/extensions.md), and
+every revision keeps what it published (PublicationRevision); a challenge ends in a dismissal, a public annotation or
+a retraction (the result keeps its page, marked retracted, and leaves the rankings), never in a silent edit.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ class Publication(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     retracted_at = models.DateTimeField(null=True, blank=True)
     retraction_reason = models.TextField(blank=True)
-    # A snapshot taken when published, so public pages read one row per result: the check run the numbers come
+    # A snapshot taken when published (and when an extension publishes the next revision: `version` and `check_run`
+    # are then the newest revision's), so public pages read one row per result: the check run the numbers come
     # from, its curve (points with official metrics, Pareto fronts, step vertices; checker.curve.build_curves)
     # and the headline figures the leaderboard table shows.
     check_run = models.ForeignKey(
@@ -110,3 +112,56 @@ class Annotation(models.Model):
 
     def __str__(self) -> str:
         return f"note on {self.publication.public_id}"
+
+
+class PublicationRevision(models.Model):
+    """One revision of a published result: revision 1 is its first publication, each published extension the next
+    (docs/extensions.md). It keeps what that revision published, forever: the version (bundle hashes), the check
+    run, the union curve with every point's revision and stack, the points it replaced, and when."""
+
+    class Status(models.TextChoices):
+        SCHEDULED = "scheduled", "Scheduled"
+        PUBLISHED = "published", "Published"
+        CANCELLED = "cancelled", "Cancelled"
+
+    publication = models.ForeignKey(Publication, on_delete=models.PROTECT, related_name="revisions")
+    submission = models.OneToOneField(
+        "submissions.Submission", on_delete=models.PROTECT, related_name="publication_revision"
+    )
+    number = models.PositiveIntegerField(null=True, blank=True, help_text="Given when published: 1, 2, 3...")
+    version = models.ForeignKey("submissions.SubmissionVersion", on_delete=models.PROTECT, related_name="+")
+    check_run = models.ForeignKey(
+        "submissions.CheckRun", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    stack = models.CharField(max_length=200, blank=True)
+    changes = models.JSONField(default=dict, blank=True)
+    mode = models.CharField(max_length=16, choices=Publication.Mode.choices, default=Publication.Mode.NOW)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.SCHEDULED)
+    publish_at = models.DateTimeField()
+    published_at = models.DateTimeField(null=True, blank=True)
+    chosen_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    curve = models.JSONField(default=dict, blank=True, help_text="The union curve this revision published.")
+    headline = models.JSONField(default=dict, blank=True)
+    replaced = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The published points this revision re-measured: concurrency, the revision they came from and "
+        "their metrics, next to the new ones.",
+    )
+
+    class Meta:
+        ordering = ["publication_id", "number", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["publication", "number"], name="publication_revision_unique_number"
+            )
+        ]
+        indexes = [models.Index(fields=["status", "publish_at"], name="publication_revision_due_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.publication.public_id} r{self.number or '?'} ({self.status})"
+
+    @property
+    def public_id(self) -> str:
+        return self.publication.public_id

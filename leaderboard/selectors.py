@@ -7,6 +7,7 @@ retracted result keeps its page (`publication_public`) and history entry, but le
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 from django.db.models import Count, Exists, OuterRef, QuerySet
@@ -14,7 +15,7 @@ from django.http import Http404
 
 from catalog.models import Benchmark
 from catalog.selectors import benchmark_list
-from leaderboard.models import Annotation, Publication
+from leaderboard.models import Annotation, Publication, PublicationRevision
 from review.models import Attestation, Review, Waiver
 from submissions.models import PointMetric, Submission
 from submissions.selectors import check_run_official
@@ -300,14 +301,16 @@ def publication_provenance(publication: Publication) -> Provenance:
             "rule", "point"
         )
     )
+    # The submission that made the revision shown (an extension's reviews and attestation for its revision).
+    made_by = publication.version.submission_id
     organisations = (
-        Review.objects.filter(assignment__submission=publication.submission, decision=Review.Decision.APPROVE)
+        Review.objects.filter(assignment__submission_id=made_by, decision=Review.Decision.APPROVE)
         .values("assignment__organisation_id")
         .distinct()
         .count()
     )
     attestation = (
-        Attestation.objects.filter(submission=publication.submission, version=publication.version)
+        Attestation.objects.filter(submission_id=made_by, version=publication.version)
         .order_by("-created_at")
         .first()
     )
@@ -330,3 +333,56 @@ def publication_provenance(publication: Publication) -> Provenance:
 def submission_publication(submission: Submission) -> Publication | None:
     """The submission's publication record (scheduled or published), for the submitter's page."""
     return Publication.objects.filter(submission=submission).first()
+
+
+# --- Revisions of a result (incremental submissions, docs/extensions.md) ----------------------------------
+
+
+def publication_revisions_public(publication: Publication) -> list[PublicationRevision]:
+    """The result's published revisions, oldest first (a result published before revisions were recorded has
+    none: it is its own revision 1)."""
+    return list(
+        PublicationRevision.objects.filter(
+            publication=publication, status=PublicationRevision.Status.PUBLISHED
+        )
+        .select_related("version", "submission")
+        .order_by("number")
+    )
+
+
+def parse_revision(value) -> int | None:
+    """?revision=N as a number; None when absent; Http404 when it is not a revision number."""
+    if value in (None, ""):
+        return None
+    text = str(value).strip()
+    if not text.isdigit() or len(text) > 6 or int(text) < 1:
+        raise Http404("No such revision.")
+    return int(text)
+
+
+def publication_at_revision(publication: Publication, number: int | None) -> Publication:
+    """The result as revision `number` published it (its curve, headline, version, check run, date and the
+    submission that made it), an unsaved copy; the newest revision (the result itself) when `number` is None.
+    Http404 for a revision that is not published."""
+    if number is None:
+        return publication
+    revision = (
+        PublicationRevision.objects.filter(
+            publication=publication, number=number, status=PublicationRevision.Status.PUBLISHED
+        )
+        .select_related("version", "check_run")
+        .first()
+    )
+    if revision is None:
+        if number == 1 and not PublicationRevision.objects.filter(publication=publication).exists():
+            return publication
+        raise Http404("No such revision of this result.")
+    shown = copy.copy(publication)
+    shown.curve = revision.curve
+    shown.headline = revision.headline
+    shown.version = revision.version
+    shown.check_run = revision.check_run
+    shown.published_at = revision.published_at
+    shown.shown_revision = revision
+    shown.revision_submission_id = revision.submission_id
+    return shown

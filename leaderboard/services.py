@@ -16,7 +16,8 @@ from accounts.services import notify
 from audit.services import audit_event_record
 from catalog.cohorts import next_cohort
 from leaderboard.cache import public_cache_invalidate_on_commit
-from leaderboard.models import Annotation, Challenge, Publication
+from leaderboard.extensions import revision_record
+from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.lifecycle import transition
 from submissions.models import Submission
@@ -71,6 +72,8 @@ def publication_schedule(
         when = next_cohort(now)
     else:
         raise ApplicationError(f"Mode must be one of {', '.join(Publication.Mode.values)}.", code="invalid")
+    if submission.extends_id is not None:
+        return _revision_schedule(submission=submission, actor=actor, mode=mode, when=when, now=now)
     existing = Publication.objects.filter(submission=submission).first()
     if existing is not None and existing.status == Publication.Status.PUBLISHED:
         raise ConflictError("This result is already published.", code="state-conflict")
@@ -105,6 +108,89 @@ def publication_schedule(
         _publish(publication, actor=actor, now=now)
         publication.refresh_from_db()
     return publication
+
+
+def _revision_schedule(*, submission: Submission, actor, mode: str, when: datetime, now: datetime):
+    """An audited extension's publication: the next revision of the result it extends, now or when due."""
+    publication = Publication.objects.get(submission_id=submission.extends_id)
+    revision = PublicationRevision.objects.filter(submission=submission).first()
+    if revision is None:
+        revision = PublicationRevision.objects.create(
+            publication=publication,
+            submission=submission,
+            version=submission.submitted_version,
+            stack=submission.stack,
+            changes=submission.changes or {},
+            mode=mode,
+            publish_at=when,
+            chosen_by=actor,
+        )
+    else:
+        PublicationRevision.objects.filter(pk=revision.pk).update(
+            mode=mode, publish_at=when, chosen_by=actor, status=PublicationRevision.Status.SCHEDULED
+        )
+        revision.refresh_from_db()
+    audit_event_record(
+        actor=actor,
+        action="publication.revision_scheduled",
+        obj=revision,
+        data={
+            "submission": submission.pk,
+            "mode": mode,
+            "publish_at": when.isoformat(),
+            "public_id": publication.public_id,
+        },
+    )
+    if mode == Publication.Mode.NOW:
+        _publish_revision(revision, actor=actor, now=now)
+        revision.refresh_from_db()
+    return revision
+
+
+def _publish_revision(revision: PublicationRevision, *, actor, now: datetime) -> bool:
+    """Publish an extension as the next revision of its result (caller's transaction): the union curve its check
+    judged becomes the result's snapshot; the public id stays."""
+    submission = revision.submission
+    if submission.status != Submission.Status.AUDITED:  # withdrawn (or rejected) while waiting
+        PublicationRevision.objects.filter(
+            pk=revision.pk, status=PublicationRevision.Status.SCHEDULED
+        ).update(status=PublicationRevision.Status.CANCELLED)
+        return False
+    publication = Publication.objects.select_for_update().get(pk=revision.publication_id)
+    if publication.is_retracted:
+        raise ConflictError(
+            "The result was retracted: its extension cannot be published.", code="result-retracted"
+        )
+    transition(submission=submission, action="publish", actor=actor)
+    submission.refresh_from_db()
+    check_run = check_run_latest(submission.submitted_version)
+    curve = _curve_of(check_run, submission)
+    published = revision_record(
+        publication=publication,
+        submission=submission,
+        check_run=check_run,
+        curve=curve,
+        headline=headline_of(curve),
+        actor=actor,
+        now=now,
+    )
+    Publication.objects.filter(pk=publication.pk).update(
+        curve=published.curve, headline=published.headline, version=published.version, check_run=check_run
+    )
+    public_cache_invalidate_on_commit()
+    audit_event_record(
+        actor=actor,
+        action="publication.revised",
+        obj=publication,
+        data={
+            "submission": submission.pk,
+            "public_id": publication.public_id,
+            "revision": published.number,
+            "version": published.version_id,
+            "replaced": [point["concurrency"] for point in published.replaced],
+        },
+    )
+    return True
 
 
 def _curve_of(check_run, submission: Submission) -> dict:
@@ -149,12 +235,21 @@ def _publish(publication: Publication, *, actor, now: datetime) -> bool:
     transition(submission=submission, action="publish", actor=actor)
     check_run = check_run_latest(publication.version)
     curve = _curve_of(check_run, submission)
+    first = revision_record(
+        publication=publication,
+        submission=submission,
+        check_run=check_run,
+        curve=curve,
+        headline=headline_of(curve),
+        actor=actor,
+        now=now,
+    )
     updated = Publication.objects.filter(pk=publication.pk, status=Publication.Status.SCHEDULED).update(
         status=Publication.Status.PUBLISHED,
         published_at=now,
         check_run=check_run,
-        curve=curve,
-        headline=headline_of(curve),
+        curve=first.curve,
+        headline=first.headline,
     )
     if not updated:
         raise ConflictError("This publication was published meanwhile.", code="state-conflict")
@@ -193,6 +288,22 @@ def publications_publish_due(*, now: datetime | None = None) -> list[str]:
                 continue
             if _publish(publication, actor=None, now=now):
                 published.append(publication.public_id)
+    due_revisions = PublicationRevision.objects.filter(
+        status=PublicationRevision.Status.SCHEDULED, publish_at__lte=now
+    ).values_list("pk", flat=True)
+    for revision_id in list(due_revisions):
+        with transaction.atomic():
+            revision = (
+                PublicationRevision.objects.select_for_update(skip_locked=True)
+                .select_related("submission", "publication")
+                .filter(pk=revision_id, status=PublicationRevision.Status.SCHEDULED)
+                .first()
+            )
+            if revision is None:
+                continue
+            if _publish_revision(revision, actor=None, now=now):
+                revision.refresh_from_db()
+                published.append(f"{revision.publication.public_id} r{revision.number}")
     return published
 
 

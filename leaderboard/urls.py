@@ -3,7 +3,7 @@ choice of publication date."""
 
 from django.urls import include, path
 
-from leaderboard import views
+from leaderboard import views, views_extensions
 
 app_name = "leaderboard"
 
@@ -11,6 +11,7 @@ urlpatterns = [
     path("", views.index, name="index"),
     path("", include("leaderboard.urls_query")),  # slo/, procurement/: before <model_id>/
     path("submissions/<int:pk>/publish/", views.publication_choose, name="publication_choose"),
+    path("submissions/<int:pk>/extend/", views_extensions.extension_open, name="extension_open"),
     path("<str:model_id>/", views.benchmark, name="benchmark"),
     path("<str:model_id>/compare/", views.compare, name="compare"),
 ]

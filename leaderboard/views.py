@@ -318,13 +318,66 @@ def _measured_rows(points: list[dict], measured: dict[int, dict]) -> list[dict]:
     return rows
 
 
-def _result_context(public_id: str) -> dict:
-    publication = selectors.publication_public(public_id)
+def _timeline(publication: Publication, revisions: list, *, shown: int, x: str) -> dict | None:
+    """The result's revisions (dates, stacks, what each added or re-measured, its bundle) and a chart of how the
+    curve moved: one step function per revision. None while the result has a single revision."""
+    if len(revisions) < 2:
+        return None
+    rows = []
+    for revision in revisions:
+        points = (revision.curve or {}).get("points") or []
+        replaced = sorted(r.get("concurrency") for r in revision.replaced or [])
+        measured = sorted(p.get("concurrency") for p in points if p.get("revision") == revision.number)
+        rows.append(
+            {
+                "number": revision.number,
+                "published_at": revision.published_at,
+                "stack": revision.stack,
+                "changes": revision.changes or {},
+                "sha256": revision.version.sha256,
+                "points": len(points),
+                "added": [c for c in measured if c not in replaced] if revision.number > 1 else measured,
+                "replaced": revision.replaced or [],
+                "peak": (revision.headline or {}).get("max_system_tps"),
+                "url": f"{_result_url(publication)}?revision={revision.number}",
+                "shown": revision.number == shown,
+            }
+        )
+    chart = chart_spec(
+        "chart-revisions",
+        "How the curve moved: system throughput against " + axis_label(x).lower(),
+        x=x,
+        y="system_tps",
+        series=[
+            series_of(
+                revision.curve,
+                x=x,
+                y="system_tps",
+                label=f"Revision {revision.number}" + (f" · {revision.stack}" if revision.stack else ""),
+                index=index,
+                sid=f"r{revision.number}",
+            )
+            for index, revision in enumerate(revisions)
+        ],
+        note="One official step function per revision, through the measured points it published.",
+    )
+    return {"rows": rows, "chart": chart, "newest": revisions[-1].number}
+
+
+def _result_context(public_id: str, revision: int | None = None) -> dict:
+    newest = selectors.publication_public(public_id)
+    publication = selectors.publication_at_revision(newest, revision)
+    revisions = selectors.publication_revisions_public(newest)
     provenance = selectors.publication_provenance(publication)
     submission = publication.submission
     x = interactivity_metric(submission.benchmark)
     points = sorted((publication.curve or {}).get("points") or [], key=lambda p: p.get("concurrency") or 0)
+    shown = revision or (revisions[-1].number if revisions else 1)
     return {
+        "timeline": _timeline(newest, revisions, shown=shown, x=x),
+        "shown_revision": shown,
+        "older_revision": revision is not None and bool(revisions) and revision != revisions[-1].number,
+        "revision_query": f"?revision={revision}" if revision is not None else "",
         "publication": publication,
         "submission": submission,
         "facts": system_desc_facts(submission.system.description),
@@ -350,8 +403,11 @@ def result(request, public_id: str):
     cached under the public generation, the challenges (a member's and the chair's) per visitor."""
 
     def respond():
+        revision = selectors.parse_revision(request.GET.get("revision"))
         fragment = public_fragment(
-            f"page:result:{public_id}", "leaderboard/result.html", lambda: _result_context(public_id)
+            f"page:result:{public_id}:{revision or 'newest'}",
+            "leaderboard/result.html",
+            lambda: _result_context(public_id, revision),
         )
         meta = fragment["meta"]
         user = request.user
@@ -383,10 +439,12 @@ def _data_rows(publication: Publication) -> list[dict]:
 
 @require_GET
 def result_data(request, public_id: str, fmt: str):
-    """The result's points as JSON (with where they come from) or CSV, one row per measured point."""
-    publication = selectors.publication_public(public_id)
+    """The result's points as JSON (with where they come from) or CSV, one row per measured point; ?revision=N
+    serves that revision of the result."""
+    revision = selectors.parse_revision(request.GET.get("revision"))
+    publication = selectors.publication_at_revision(selectors.publication_public(public_id), revision)
     rows = _data_rows(publication)
-    name = f"{publication.public_id}-points.{fmt}"
+    name = f"{publication.public_id}{f'-r{revision}' if revision else ''}-points.{fmt}"
     if fmt == "json":
         body = {
             "public_id": publication.public_id,
@@ -398,6 +456,7 @@ def result_data(request, public_id: str, fmt: str):
             "retracted": publication.is_retracted,
             "retraction_reason": publication.retraction_reason or None,
             "bundle_sha256": publication.version.sha256,
+            "revision": (publication.curve or {}).get("revision") or 1,
             "headline": publication.headline,
             "pareto": (publication.curve or {}).get("pareto") or {},
             "points": rows,
@@ -406,7 +465,17 @@ def result_data(request, public_id: str, fmt: str):
     else:
         out = io.StringIO()
         writer = csv.writer(out)
-        writer.writerow(["public_id", "system", "bundle_sha256", *(key for key, _ in POINT_COLUMNS), "point"])
+        writer.writerow(
+            [
+                "public_id",
+                "system",
+                "bundle_sha256",
+                *(key for key, _ in POINT_COLUMNS),
+                "point",
+                "revision",
+                "stack",
+            ]
+        )
         for row in rows:
             writer.writerow(
                 [
@@ -415,6 +484,8 @@ def result_data(request, public_id: str, fmt: str):
                     publication.version.sha256,
                     *("" if row.get(key) is None else row.get(key) for key, _ in POINT_COLUMNS),
                     row.get("point", ""),
+                    row.get("revision") or 1,
+                    row.get("stack") or "",
                 ]
             )
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
@@ -424,8 +495,9 @@ def result_data(request, public_id: str, fmt: str):
 
 @require_GET
 def result_file(request, public_id: str, position: int):
-    """One file of the published bundle, exactly as uploaded."""
-    publication = selectors.publication_public(public_id)
+    """One file of the published bundle, exactly as uploaded (?revision=N: of that revision's bundle)."""
+    revision = selectors.parse_revision(request.GET.get("revision"))
+    publication = selectors.publication_at_revision(selectors.publication_public(public_id), revision)
     version_file = get_object_or_404(publication.version.files, position=position)
     return version_file_response(version_file)
 

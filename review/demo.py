@@ -302,6 +302,28 @@ def _submitted(submission, users) -> None:
         services.assignments_draw(submission=submission, actor=chair)
 
 
+def demo_version(
+    submission: Submission, number: int, files, actor, *, official: bool = True, kind: str = "run_archives"
+):
+    """Version `number` of a demo submission, uploaded and checked when missing (for leaderboard.demo)."""
+    return _version(submission, number, files, actor, official=official, kind=kind)
+
+
+def extension_in_review(submission: Submission, users) -> None:
+    """An extension taken into review: waivers asked for and granted, two reviewers, one approval of the delta."""
+    first, _ = _reviewed_in_review(
+        submission,
+        users["demo-submitter"],
+        [users["demo-reviewer"], users["demo-reviewer2"]],
+        users["demo-chair"],
+    )
+    _review(
+        first,
+        Review.Decision.APPROVE,
+        "The new c48 point recomputes from its raw log and sits between the published c32 and c64 steps.",
+    )
+
+
 def audited_through_review(submission: Submission, users, files, *, kind: str, official: bool) -> Submission:
     """Version 1 uploaded and checked, waivers asked for and granted, two approvals, evidence, attestation: the
     audited flow above, for the results leaderboard.demo publishes."""

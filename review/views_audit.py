@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from access.permissions import can
 from access.visibility import get_visible_or_404
 from accounts.selectors import user_is_auditor, user_is_chair
+from leaderboard.views_extensions import extension_delta
 from portal.errors import ApplicationError
 from review import selectors, services
 from review.models import EvidenceRequest, Waiver
@@ -139,6 +140,7 @@ def attestation(request, pk: int):
         "is_auditor": user_is_auditor(request.user),
         "is_chair": user_is_chair(request.user),
         "peer_reviewed": submission.status == Submission.Status.PEER_REVIEWED,
+        "extension": extension_delta(submission),
         "can_reject": any(
             a.action == "reject" and a.enabled for a in lifecycle.allowed_actions(request.user, submission)
         ),

@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from access.visibility import review_assignments_visible_to, review_submissions_visible_to
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
+from leaderboard.views_extensions import extension_delta
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
 from review import bundle_files, selectors, services
@@ -355,6 +356,7 @@ def review_page(request, pk: int):
         .filter(visibility__in=visibilities or ("-",))
         .count(),
         "diff": _diff_context(submission, versions, frozen, request.GET.get("diff", "")) if frozen else None,
+        "extension": extension_delta(submission),
         "point_keys": [row.key for row in check.get("point_rows", [])],
         "anchor_file": request.GET.get("anchor_file", "")[:500],
         "anchor_line": anchor_line if parse_id(anchor_line) is not None else "",

@@ -31,7 +31,7 @@ import json
 import logging
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -46,11 +46,13 @@ from accounts.selectors import user_is_auditor, user_is_chair
 from audit.services import audit_event_record
 from catalog.selectors import benchmark_tokenizer_json
 from checker import __version__ as checker_version
+from checker.extension import ExtensionScope, PublishedRevision, finding_identity
 from checker.inputs import Limits
 from checker.pipeline import (
     PointOutcome,
     check_point,
     findings_from_dicts,
+    judge_extension,
     judge_version,
     list_points,
     open_version,
@@ -60,7 +62,8 @@ from checker.portal_rules import SubmissionScope
 from checker.report import PointResult, Report, json_safe
 from checker.tokens import TokenCounter
 from portal.errors import NotAllowedError
-from submissions.models import CheckOutbox, CheckRun, Finding, PointMetric, SubmissionVersion
+from submissions.models import CheckOutbox, CheckRun, Finding, PointMetric, Submission, SubmissionVersion
+from submissions.selectors import check_run_latest, published_revisions
 from submissions.storage import StoredFile, fetch_to_folder
 
 logger = logging.getLogger(__name__)
@@ -451,6 +454,46 @@ def _stored_outcomes(check_run: CheckRun) -> dict[str, PointOutcome]:
     return outcomes
 
 
+def _extension_scope(
+    submission: Submission, *, stack: ExitStack, beat: _Beat, limits: Limits
+) -> ExtensionScope:
+    """The published revisions an extension builds on (newest first), each version's files opened inside `stack`,
+    with the stored results and findings of the check run each was published with."""
+    revisions = []
+    for number, published in published_revisions(submission.extends):
+        version = published.submitted_version
+        published_run = check_run_latest(version)
+        files, folder = stack.enter_context(_fetched(version, beat=beat))
+        opened = stack.enter_context(
+            open_version([path for _, path in files], limits=limits, workdir=folder, raw_logs=False)
+        )
+        stored = _stored_outcomes(published_run) if published_run is not None else {}
+        judged = (
+            {
+                finding_identity(rule, severity, point or None, message)
+                for rule, severity, point, message in published_run.findings.values_list(
+                    "rule", "severity", "point", "message"
+                )
+            }
+            if published_run is not None
+            else set()
+        )
+        revisions.append(
+            PublishedRevision(
+                number=number,
+                stack=published.stack_label,
+                layout=opened.layout,
+                results={key: outcome.result for key, outcome in stored.items()},
+                judged=judged,
+            )
+        )
+    return ExtensionScope(
+        stack=submission.stack,
+        declares_stack_change=bool((submission.changes or {}).get("software")),
+        revisions=tuple(revisions),
+    )
+
+
 def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
     """The join (pipeline.judge_version over the stored points), then running -> passed/failed. The
     report's findings replace the point steps' rows: the run's findings are exactly the report's."""
@@ -466,22 +509,30 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
     _heartbeat(check_run_id, attempt, progress_stage="rules")
     beat = _Beat(check_run_id, attempt)
     limits = _limits(check_run.version)
+    submission = check_run.version.submission
     with _fetched(check_run.version, beat=beat) as (files, folder):
         # The join needs the descriptors only: the points' raw logs were read by their own tasks.
-        with open_version(
-            [path for _, path in files], limits=limits, workdir=folder, raw_logs=False
-        ) as opened:
+        with (
+            open_version(
+                [path for _, path in files], limits=limits, workdir=folder, raw_logs=False
+            ) as opened,
+            ExitStack() as base,
+        ):
             opened.inputs = [path.name for _, path in files]
-            report = judge_version(
-                opened,
-                [outcomes[key] for key in list_points(opened.layout)],
+            arguments = dict(
                 ruleset=check_run.ruleset,
                 limits=limits,
                 official=settings.PORTAL_CHECK_OFFICIAL,
-                scope=_scope_of(check_run.version.submission),
+                scope=_scope_of(submission),
                 sandbox=folder,
                 progress=beat,
             )
+            own = [outcomes[key] for key in list_points(opened.layout)]
+            if submission.extends_id is None:
+                report = judge_version(opened, own, **arguments)
+            else:  # the union with the published revisions (checker.extension)
+                extension = _extension_scope(submission, stack=base, beat=beat, limits=limits)
+                report = judge_extension(opened, own, extension=extension, **arguments)
     counts = report.counts()
     status = CheckRun.Status.FAILED if report.verdict == "fail" else CheckRun.Status.PASSED
     with transaction.atomic():

@@ -194,3 +194,63 @@ def system_description_of(files: list[DemoFile]) -> dict:
     with tarfile.open(fileobj=io.BytesIO(files[0].data), mode="r:gz") as tar:
         member = next(m for m in tar.getmembers() if m.name.endswith("/system_desc.json"))
         return json.loads(tar.extractfile(member).read())
+
+
+def run_archive_remeasured(
+    *, measured_at: int, as_concurrency: int, descriptors_of: int, software: dict[str, str]
+) -> DemoFile:
+    """A run archive for an extension of the demo's AX-8000 result: the raw log and summary of the sample run at
+    concurrency `measured_at`, filed as concurrency `as_concurrency` (folder, point.yaml, config.yaml), with the
+    region and offline election of the sample point `descriptors_of`, and the software stack of its
+    system_desc.json node type replaced by `software` (e.g. {"inference_backend": "acme-serve 1.0"}). The hardware
+    is the sample's. Deterministic bytes, like bundle_archive_for_system."""
+    import yaml
+
+    by_concurrency = {int(f.filename.split("_c")[1].split(".")[0]): f for f in run_archive_files()}
+
+    def point_yaml_of(demo_file: DemoFile) -> dict:
+        with tarfile.open(fileobj=io.BytesIO(demo_file.data), mode="r:gz") as tar:
+            member = next(m for m in tar.getmembers() if m.name.endswith("/point.yaml"))
+            return yaml.safe_load(tar.extractfile(member).read())
+
+    template = point_yaml_of(by_concurrency[descriptors_of])
+    source = tarfile.open(fileobj=io.BytesIO(by_concurrency[measured_at].data), mode="r:gz")
+    buffer = io.BytesIO()
+    old_dir, new_dir = f"c{measured_at}", f"c{as_concurrency}"
+    with source, tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6, format=tarfile.PAX_FORMAT) as tar:
+        for member in source.getmembers():
+            data = source.extractfile(member).read() if member.isfile() else None
+            name = new_dir + member.name[len(old_dir) :] if member.name.startswith(old_dir) else member.name
+            if data is not None and member.name.endswith("/point.yaml"):
+                point = yaml.safe_load(data)
+                point["concurrency"] = as_concurrency
+                point["region"] = template.get("region")
+                # The offline election belongs to the curve's C_max point: only a re-measurement of that point keeps it.
+                point.pop("offline", None)
+                if "offline" in template and as_concurrency == descriptors_of:
+                    point["offline"] = template["offline"]
+                if isinstance(point.get("warmup"), dict):
+                    point["warmup"]["concurrency"] = as_concurrency
+                data = yaml.safe_dump(point, sort_keys=False).encode()
+            elif data is not None and member.name.endswith("/config.yaml"):
+                config = yaml.safe_load(data)
+                config["settings"]["load_pattern"]["target_concurrency"] = as_concurrency
+                data = yaml.safe_dump(config, sort_keys=False).encode()
+            elif data is not None and member.name.endswith("/system_desc.json"):
+                description = json.loads(data)
+                for node in description.get("node_types") or []:
+                    node.update({k: v for k, v in software.items() if k != "serving_framework"})
+                if "serving_framework" in software:
+                    description["serving_framework"] = software["serving_framework"]
+                data = json.dumps(description, indent=2).encode()
+            info = tarfile.TarInfo(name)
+            info.type, info.mode, info.mtime = member.type, member.mode, 1_764_460_800
+            info.uid, info.gid, info.uname, info.gname = 0, 0, "", ""
+            if data is None:
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    data = bytearray(buffer.getvalue())
+    data[4:8] = b"\x00\x00\x00\x00"
+    return DemoFile(f"AX-8000_c{as_concurrency}.tar.gz", bytes(data))

@@ -128,6 +128,36 @@ class Submission(models.Model):
         editable=False,
         help_text="The version frozen at submit time: reviewers and auditors judge this one.",
     )
+    # Incremental submissions (docs/extensions.md): an extension adds or re-measures load points of a published
+    # result; it goes through the same lifecycle, and publishing it makes the result's next revision.
+    extends = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="extensions",
+        editable=False,
+        help_text="The published result (its first submission) this extension adds load points to.",
+    )
+    stack = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The software stack the points were measured with, as the curve labels them, e.g. "
+        "'acme-serve 1.0, driver 1.2'.",
+    )
+    changes = models.JSONField(
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="What an extension declares changed since the published result: software, configuration, "
+        "system_description_revision.",
+    )
+    revision = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="The result revision its publication made (1 for the first submission, then 2, 3...).",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -135,6 +165,11 @@ class Submission(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["status"], name="submission_status_idx")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["extends", "revision"], name="submission_unique_revision_per_result"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.organisation.slug}/{self.system.name}/{self.benchmark.model_id}"
@@ -142,6 +177,25 @@ class Submission(models.Model):
     def clean(self):
         if self.system_id and self.organisation_id and self.system.organisation_id != self.organisation_id:
             raise ValidationError({"system": "The system belongs to another organisation."})
+
+    @property
+    def is_extension(self) -> bool:
+        return self.extends_id is not None
+
+    @property
+    def stack_label(self) -> str:
+        """The software stack its points carry on a result's curve: the one declared, else the serving framework
+        of the system's registered description."""
+        if self.stack:
+            return self.stack
+        description = self.system.description if isinstance(self.system.description, dict) else {}
+        framework = description.get("serving_framework")
+        return framework[:200] if isinstance(framework, str) else ""
+
+    @property
+    def result_root_id(self) -> int:
+        """The first submission of the result this submission belongs to (itself unless it is an extension)."""
+        return self.extends_id or self.pk
 
 
 class SubmissionVersion(models.Model):

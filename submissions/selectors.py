@@ -147,3 +147,26 @@ def check_run_findings(check_run):
 
 def check_run_point_metrics(check_run):
     return check_run.point_metrics.order_by("system", "model", "concurrency")
+
+
+def published_revisions(root: Submission) -> list[tuple[int, Submission]]:
+    """The published revisions of a result, newest first: (revision number, the submission that made it). The
+    first submission is revision 1 (also when published before revisions were numbered)."""
+    extensions = list(
+        root.extensions.filter(status=Submission.Status.PUBLISHED, revision__isnull=False)
+        .select_related("submitted_version")
+        .order_by("-revision")
+    )
+    out = [(extension.revision, extension) for extension in extensions]
+    if root.status == Submission.Status.PUBLISHED:
+        out.append((root.revision or 1, root))
+    return out
+
+
+def extension_open_of(root: Submission) -> Submission | None:
+    """The result's extension still on its way (neither published, withdrawn nor rejected), if any."""
+    return (
+        root.extensions.exclude(status__in=(*Submission.TERMINAL_STATUSES, Submission.Status.PUBLISHED))
+        .order_by("-created_at")
+        .first()
+    )

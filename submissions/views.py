@@ -32,6 +32,7 @@ from accounts.selectors import (
 )
 from checker.portal_rules import PORTAL_ONLY_RULES
 from leaderboard.views import publication_panel
+from leaderboard.views_extensions import extension_panel
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
 from review.selectors import waived_error_count
@@ -203,6 +204,7 @@ def submission_detail(request, pk: int):
         "review": review_panel(request.user, submission),
         # After the audit: the submitter's choice of publication date, then the link to the public page.
         "publication_panel": publication_panel(request.user, submission),
+        "extension_panel": extension_panel(request.user, submission),
     }
     if selected is not None:
         check = context["check"] = check_section_context(submission, selected)

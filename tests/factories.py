@@ -44,7 +44,7 @@ from accounts.models import (
 )
 from audit.models import AuditEvent
 from catalog.models import Benchmark
-from leaderboard.models import Annotation, Challenge, Publication
+from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from submissions.models import (
     CheckOutbox,
@@ -752,6 +752,39 @@ class PublicationFactory(_Factory):
     publish_at = factory.LazyFunction(timezone.now)
     published_at = factory.LazyFunction(timezone.now)
     chosen_by = factory.LazyAttribute(lambda p: p.submission.created_by)
+
+
+class PublicationRevisionFactory(_Factory):
+    """A published revision of a result (`scheduled=True`: an audited extension waiting for its date)."""
+
+    class Meta:
+        model = PublicationRevision
+
+    class Params:
+        scheduled = factory.Trait(
+            status=PublicationRevision.Status.SCHEDULED,
+            number=None,
+            published_at=None,
+            submission=factory.LazyAttribute(
+                lambda r: SubmissionFactory(
+                    audited=True,
+                    organisation=r.publication.submission.organisation,
+                    system=r.publication.submission.system,
+                    benchmark=r.publication.submission.benchmark,
+                    extends=r.publication.submission,
+                )
+            ),
+        )
+
+    publication = factory.SubFactory(PublicationFactory)
+    submission = factory.LazyAttribute(lambda r: r.publication.submission)
+    number = 1
+    version = factory.LazyAttribute(lambda r: r.submission.submitted_version)
+    stack = "acme-serve 0.9"
+    status = PublicationRevision.Status.PUBLISHED
+    publish_at = factory.LazyFunction(timezone.now)
+    published_at = factory.LazyFunction(timezone.now)
+    chosen_by = factory.LazyAttribute(lambda r: r.submission.created_by)
 
 
 class ChallengeFactory(_Factory):

@@ -218,6 +218,7 @@ ROUTES: dict[str, Route] = {
     "api:submission-withdraw": _p(SUBJECT_WRITE, who=(OWN,)),
     "api:submission-reject": _p(SUBJECT_WRITE, who=OVERSIGHT),
     "api:submission-resubmit": _p(SUBJECT_WRITE, who=(OWN,)),
+    "api:submission-extend": _p(SUBJECT_WRITE, who=(OWN,)),
     "api:version-detail": _g(SUBJECT, pk="version"),
     "api:version-file": _g(SUBJECT, pk="version_file"),
     "api:version-recheck": _p(SUBJECT_WRITE, pk="version", who=(OWN, *OVERSIGHT)),
@@ -302,6 +303,7 @@ ROUTES: dict[str, Route] = {
     "results:challenge_resolve": _p(SUBJECT_WRITE, pk="challenge", who=(CHAIR,)),
     # the publication date is chosen by the submitting organisation's submitters, on an audited submission
     "leaderboard:publication_choose": _p(SUBJECT_WRITE, who=(OWN,)),
+    "leaderboard:extension_open": _p(SUBJECT_WRITE, who=(OWN,)),
 }
 
 
@@ -376,6 +378,7 @@ def _build_world() -> World:
     from django.contrib.auth import get_user_model
 
     from accounts.models import GlobalRole, Membership, Notification, Organisation
+    from leaderboard.demo import AX8000_TITLE
     from leaderboard.models import Challenge, Publication
     from review import services as review_services
     from review.demo import Z9_TITLE
@@ -386,6 +389,7 @@ def _build_world() -> World:
         BenchmarkFactory,
         MembershipFactory,
         OrganisationFactory,
+        ReviewAssignmentFactory,
         SubmissionFactory,
         UserFactory,
     )
@@ -419,6 +423,31 @@ def _build_world() -> World:
     withdrawn = SubmissionFactory(submitted=True, system=system, title="Matrix: withdrawn after assignment")
     review_services.assignment_create(submission=withdrawn, reviewer=demo["demo-reviewer"], actor=chair)
     transition(submission=withdrawn, action="withdraw", actor=demo["demo-submitter"], reason="matrix")
+    # Extensions of the demo's AX-8000 result in every state the demo does not show (it has one published as
+    # revision 2 and one in review): each with its own stack label, which the public result must never show
+    # before the extension is published.
+    root = Submission.objects.get(title=AX8000_TITLE)
+    reviewer = demo["demo-reviewer"]
+    for state in STATES:
+        if state in ("published", "in_review"):
+            continue
+        extension = SubmissionFactory(
+            status=state,
+            system=root.system,
+            benchmark=root.benchmark,
+            extends=root,
+            stack=f"matrix-stack-{state}",
+            title=f"Matrix: extension {state}",
+            frozen_version=state != "draft",
+        )
+        if state != "draft":
+            ReviewAssignmentFactory(
+                accepted=True,
+                submission=extension,
+                reviewer=reviewer,
+                organisation=reviewer.memberships.get().organisation,
+                assigned_by=chair,
+            )
     members: dict[int, set] = {}
     reviewers = set()
     for user_id, organisation_id, role in Membership.objects.values_list(
@@ -915,19 +944,21 @@ def test_seeding_emails_carry_z9_only_to_those_who_may_see_it(world):
 def test_publication_choice_is_the_own_submitters_on_an_audited_submission(state, world):
     """Choosing "now" publishes only when the submitting organisation's submitter asks on an audited submission;
     for anyone else and in any other state nothing is published (rolled back after each request)."""
-    from leaderboard.models import Publication
+    from leaderboard.models import Publication, PublicationRevision
+    from submissions.models import Submission
 
     failures = []
     for subject in world.subjects[state]:
         url = reverse("leaderboard:publication_choose", kwargs={"pk": subject.pk})
+        # An extension's publication is the next revision of the result it extends (docs/extensions.md).
+        extension = Submission.objects.filter(pk=subject.pk, extends__isnull=False).exists()
+        record = PublicationRevision if extension else Publication
         for role in ROLES:
             user = subject.users[role]
-            published = Publication.objects.filter(
-                submission_id=subject.pk, status=Publication.Status.PUBLISHED
-            )
+            published = record.objects.filter(submission_id=subject.pk, status="published")
             with transaction.atomic():
                 before = published.exists()
-                scheduled = Publication.objects.filter(submission_id=subject.pk).exists()
+                scheduled = record.objects.filter(submission_id=subject.pk).exists()
                 response = _client(world, user, api=False).post(url, {"mode": "now"})
                 after = published.exists()
                 transaction.set_rollback(True)
@@ -945,3 +976,41 @@ def test_publication_choice_is_the_own_submitters_on_an_audited_submission(state
                     f"#{subject.pk} {role}: {response.status_code}, published {before} -> {after}"
                 )
     assert not failures, f"publication_choose [{state}]: " + "; ".join(failures)
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_an_extension_shows_on_its_public_result_only_once_published(state, world):
+    """The result an extension extends is public; the extension's points are not until it is published: its stack
+    label (on every point it measured) appears on no public page, data file or API answer of the result, for any
+    role, its own organisation included; once published, it is the result's newest revision."""
+    from leaderboard.models import Publication
+    from submissions.models import Submission
+
+    failures = []
+    extensions = Submission.objects.filter(status=state, extends__isnull=False).select_related("extends")
+    assert extensions.exists(), f"the matrix world holds an extension in state {state}"
+    for extension in extensions:
+        public_id = Publication.objects.get(submission=extension.extends).public_id
+        urls = [
+            f"/results/{public_id}/",
+            f"/results/{public_id}/points.json",
+            f"/results/{public_id}/points.csv",
+            f"/api/v1/public/results/{public_id}/",
+            f"/api/v1/public/results/{public_id}/?format=csv",
+            "/api/v1/public/points/?limit=500",
+            f"/leaderboard/{extension.benchmark.model_id}/",
+        ]
+        for role in ROLES:
+            user = next(s for s in world.subjects[state] if s.pk == extension.pk).users[role]
+            for url in urls:
+                response = _request(world, user, "get", url)
+                body = _body(response)
+                if response.status_code != 200:
+                    failures.append(f"{role} {url}: {response.status_code}")
+                elif state != "published" and extension.stack in body:
+                    failures.append(f"{role} {url} shows {extension.stack!r}")
+        if state == "published":
+            page = _body(_request(world, None, "get", f"/results/{public_id}/"))
+            if extension.stack not in page or f'data-revision="{extension.revision}"' not in page:
+                failures.append(f"revision {extension.revision} ({extension.stack}) missing from {public_id}")
+    assert not failures, f"extension [{state}]: " + "; ".join(failures[:20])

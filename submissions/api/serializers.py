@@ -79,11 +79,21 @@ class SubmissionSerializer(serializers.ModelSerializer):
         source="submitted_version.number", read_only=True, allow_null=True
     )
     latest_version = VersionSerializer(source="serialized_latest_version", read_only=True, allow_null=True)
+    extends = serializers.IntegerField(
+        source="extends_id",
+        read_only=True,
+        allow_null=True,
+        help_text="An extension: the first submission of the published result it adds points to.",
+    )
 
     class Meta:
         model = Submission
         fields = [
             "id",
+            "extends",
+            "stack",
+            "changes",
+            "revision",
             "organisation",
             "system",
             "system_id",

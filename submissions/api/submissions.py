@@ -12,6 +12,8 @@ from rest_framework.response import Response
 from access.visibility import submissions_visible_to
 from accounts.permissions import TokenScopeAllows
 from catalog.models import Benchmark
+from leaderboard.extensions import extension_open
+from leaderboard.models import Publication
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
 from submissions import lifecycle, services
@@ -113,6 +115,19 @@ class ReasonSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=2000)
 
 
+class ExtensionOpenSerializer(serializers.Serializer):
+    stack = serializers.CharField(
+        max_length=200, help_text="The software stack the new points carry on the curve."
+    )
+    software = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+    configuration = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+    system_description_revision = serializers.IntegerField(required=False, allow_null=True, default=None)
+    hardware_changed = serializers.BooleanField(
+        required=False, default=False, help_text="True is refused: a hardware change is a new submission."
+    )
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
 class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Submissions the caller may see (DESIGN.md visibility); create drafts; the lifecycle actions (submit,
     withdraw, reject); a single submission lists the `allowed_actions` of the caller."""
@@ -197,3 +212,28 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         """changes_requested -> in_review (the organisation's submitters; needs a new version whose check
         passed): the same reviewers see what changed."""
         return self._transition(request, "resubmit")
+
+    @extend_schema(
+        request=ExtensionOpenSerializer,
+        responses={201: SubmissionDetailSerializer},
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def extend(self, request, pk=None):
+        """Open an extension of this published result (docs/extensions.md): a new draft for only the new or
+        re-measured load points, checked with the published curve; 400 `extension-hardware-change` when the
+        hardware changed (a new submission), 409 `extension-open` while another extension is on its way."""
+        submission = self.get_object()
+        data = ExtensionOpenSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        publication = Publication.objects.filter(submission_id=submission.result_root_id).first()
+        if publication is None:
+            raise ApplicationError("Only a published result can be extended.", code="state-conflict")
+        extension = extension_open(
+            publication=publication,
+            actor=request.user,
+            description_revision=data.validated_data.pop("system_description_revision"),
+            **data.validated_data,
+        )
+        return Response(SubmissionDetailSerializer(extension, context={"request": request}).data, status=201)

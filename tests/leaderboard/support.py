@@ -88,3 +88,77 @@ def publish(
         )
         publication.refresh_from_db()
     return publication
+
+
+def extend(
+    publication: Publication,
+    *,
+    add=(),
+    remeasure=(),
+    factor: float = 1.25,
+    stack: str = "serve 2.0",
+    status: str = "audited",
+    publish_now: bool = True,
+    **changes,
+):
+    """An extension of `publication` that adds points at the concurrencies `add` and re-measures those in
+    `remeasure` (throughput x `factor`), its check run holding the union curve as the pipeline makes it (inherited
+    points keep their revision and stack, new ones carry `stack`); published now through the real service
+    unless `publish_now` is False (then it stays in `status`)."""
+    from leaderboard import services
+
+    root = publication.submission
+    base = [dict(p) for p in (publication.curve or {}).get("points") or []]
+    by_concurrency = {p["concurrency"]: p for p in base}
+    rows = []
+    for concurrency in sorted({*by_concurrency, *add}):
+        if concurrency in by_concurrency and concurrency not in remeasure:
+            inherited = by_concurrency[concurrency]
+            rows.append(
+                {**inherited, "revision": inherited.get("revision") or 1, "stack": inherited.get("stack", "")}
+            )
+            continue
+        template = by_concurrency.get(concurrency) or by_concurrency[max(by_concurrency)]
+        scale = factor if concurrency in by_concurrency else 1.0 + 0.1 * len(rows)
+        rows.append(
+            {
+                **template,
+                "point": f"{root.system.name}/{root.benchmark.model_id}/r{concurrency}",
+                "concurrency": concurrency,
+                "system_tps": round(
+                    template["system_tps"] * scale * (1.6 if concurrency not in by_concurrency else 1), 2
+                ),
+                "tps_per_user": round(
+                    template["tps_per_user"] * (0.8 if concurrency not in by_concurrency else 1.05), 3
+                ),
+                "revision": None,
+                "stack": stack,
+            }
+        )
+    curve = curve_of(
+        system=root.system.name, model=root.benchmark.model_id, points=rows, ruleset="endpoints-v1.0"
+    )
+    extension = SubmissionFactory(
+        status=status,
+        organisation=root.organisation,
+        system=root.system,
+        benchmark=root.benchmark,
+        extends=root,
+        stack=stack,
+        changes={
+            "software": changes.get("software", stack),
+            "configuration": changes.get("configuration", ""),
+        },
+        title=changes.get("title", f"Extension of {publication.public_id}"),
+    )
+    run = (
+        extension.submitted_version.check_runs.order_by("-id").first()
+        if extension.submitted_version
+        else None
+    )
+    if run is not None:
+        type(run).objects.filter(pk=run.pk).update(curves=[curve])
+    if publish_now:
+        services.publication_schedule(submission=extension, actor=root.created_by, mode="now")
+        publication.refresh_from_db()
+    return extension

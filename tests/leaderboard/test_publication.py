@@ -222,7 +222,9 @@ def test_publishing_snapshots_the_curve_and_headline_of_the_frozen_versions_chec
     }
     CheckRun.objects.filter(pk=run.pk).update(curves=[other, mine])
     publication = services.publication_schedule(submission=audited, actor=role_users["submitter"], mode="now")
-    assert publication.check_run_id == run.pk and publication.curve == mine
+    # Revision 1 of the result: every point labelled with the revision and stack it was measured with.
+    labelled = {**mine, "revision": 1, "points": [{**p, "revision": 1, "stack": ""} for p in points]}
+    assert publication.check_run_id == run.pk and publication.curve == labelled
     assert publication.headline["max_system_tps"] == 640.0 and publication.headline["points"] == 2
     assert (
         publication.headline["min_ttft_p90_ms"] == 20.0

@@ -15,7 +15,14 @@ from accounts.models import Organisation
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from audit.selectors import audit_chain_verify
-from leaderboard.demo import ANNOTATED_TITLE, AX4000_TITLE, AX8000_TITLE, RETRACTED_TITLE
+from leaderboard.demo import (
+    ANNOTATED_TITLE,
+    AX4000_TITLE,
+    AX8000_TITLE,
+    IN_REVIEW_EXTENSION_TITLE,
+    RETRACTED_TITLE,
+    REVISION_2_TITLE,
+)
 from leaderboard.models import Challenge, Publication
 from review.demo import AUDITED_TITLE, Z9_SYSTEM, Z9_TITLE
 from review.models import Comment, Conflict, ReviewAssignment, Waiver
@@ -79,7 +86,9 @@ def test_seed_demo_is_idempotent_and_shows_every_state(capsys):
     )
 
     # Every state the issue names, once each among Acme's demo submissions, plus Zephyr's in review.
-    statuses = sorted(Submission.objects.filter(organisation=acme).values_list("status", flat=True))
+    statuses = sorted(
+        Submission.objects.filter(organisation=acme, extends__isnull=True).values_list("status", flat=True)
+    )
     assert statuses == sorted(
         [
             "draft",
@@ -109,7 +118,7 @@ def test_seed_demo_is_idempotent_and_shows_every_state(capsys):
         "granted"
     }
 
-    in_review = Submission.objects.get(organisation=acme, status="in_review")
+    in_review = Submission.objects.get(organisation=acme, status="in_review", extends__isnull=True)
     (objection,) = open_objections(in_review)
     assert objection.objection_status == Comment.ObjectionStatus.OPEN
     assert (objection.answer_due_at - objection.created_at).days <= 3  # the next business day
@@ -149,10 +158,11 @@ def test_seed_demo_publishes_both_sample_systems_and_shows_cohort_annotation_and
         submission = publication.submission
         assert submission.system.name == system and submission.organisation == acme
         assert submission.status == "published" and publication.retracted_at is None
-        assert publication.version == submission.submitted_version and publication.curve["points"]
+        first = publication.revisions.get(number=1)  # AX-8000 grew a revision 2 (below)
+        assert first.version == submission.submitted_version and publication.curve["points"]
         assert submission.attestations.exists()
         assert ReviewAssignment.objects.filter(submission=submission, status="accepted").count() == 2
-        waivers = set(Waiver.objects.filter(version=publication.version).values_list("status", flat=True))
+        waivers = set(Waiver.objects.filter(version=first.version).values_list("status", flat=True))
         assert waivers == {"granted"}
         assert not publication.annotations.exists()
     # Annotated: challenged by another organisation's member, resolved "annotated" by the chair; still ranked.
@@ -172,4 +182,30 @@ def test_seed_demo_publishes_both_sample_systems_and_shows_cohort_annotation_and
     assert waiting.submission.status == "audited" and waiting.publish_at > waiting.created_at
     assert not Publication.objects.filter(submission__title=Z9_TITLE).exists()
     assert published.count() == 4
+    # Incremental submissions: AX-8000 has two published revisions (the second re-measures c16 and c32 under
+    # acme-serve 1.0, through review and audit) and an extension in review that adds c48 (not public).
+    ax8000 = published.get(submission__title=AX8000_TITLE)
+    revisions = list(ax8000.revisions.order_by("number"))
+    assert [(r.number, r.status) for r in revisions] == [(1, "published"), (2, "published")]
+    # Revision 1 declared no stack: it carries the serving framework of the registered system description.
+    assert revisions[0].stack.startswith("acme-serve 0.9") and revisions[1].stack == "acme-serve 1.0"
+    second = revisions[1].submission
+    assert second.title == REVISION_2_TITLE and second.extends_id == ax8000.submission_id
+    assert second.attestations.exists() and second.status == "published" and second.revision == 2
+    assert sorted(r["concurrency"] for r in revisions[1].replaced) == [16, 32]
+    assert all(r["after"]["system_tps"] > r["before"]["system_tps"] for r in revisions[1].replaced)
+    assert ax8000.version == second.submitted_version and ax8000.headline["points"] == 7
+    stacks = {p["concurrency"]: (p["revision"], p["stack"]) for p in ax8000.curve["points"]}
+    assert stacks[16] == (2, "acme-serve 1.0") and stacks[64] == (1, revisions[0].stack)
+    extension_run = second.submitted_version.check_runs.get()
+    assert not extension_run.findings.filter(rule="extension-hardware-change").exists()
+    assert extension_run.findings.filter(rule="extension-replaces-point").count() == 2
+    pending = Submission.objects.get(title=IN_REVIEW_EXTENSION_TITLE)
+    assert pending.status == "in_review" and pending.extends_id == ax8000.submission_id
+    assert not hasattr(pending, "publication_revision") or pending.publication_revision is None
+    assert all(p["concurrency"] != 48 for p in ax8000.curve["points"])
+    pending_run = pending.submitted_version.check_runs.get()
+    assert [p["concurrency"] for p in pending_run.curves[0]["points"]] == [1, 2, 4, 8, 16, 32, 48, 64]
+    for rule in ("offline-point-present", "extension-hardware-change", "extension-undeclared-change"):
+        assert not pending_run.findings.filter(rule=rule, severity="error").exists(), rule
     assert audit_chain_verify().ok
