@@ -74,8 +74,9 @@ def _agent(request) -> str:
 
 
 def _clean_next(request, value: str | None) -> str:
-    """`value` when it is a page of this site, else ""."""
-    if value and url_has_allowed_host_and_scheme(
+    """`value` when it is a path of this site, else "" (a bare word such as `123` would be read by redirect()
+    as a view name)."""
+    if value and value.startswith("/") and url_has_allowed_host_and_scheme(
         value, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
         return value
