@@ -5,14 +5,32 @@ are not counted here."""
 
 from __future__ import annotations
 
+import logging
+
 from django.db import connection
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
 from accounts.models import ApiToken
 
+logger = logging.getLogger(__name__)
+
+
+def _cache_down(error: Exception) -> None:
+    logger.warning("API throttle skipped: the cache is unreachable (%s: %s)", type(error).__name__, error)
+
 
 class _PortalThrottle(SimpleRateThrottle):
+    """Counts in the cache; when the cache (Redis) is unreachable the request is let through and a warning
+    logged: a throttle must not turn a cache outage into a 500 for every token request."""
+
+    def allow_request(self, request, view):
+        try:
+            return super().allow_request(request, view)
+        except Exception as error:  # noqa: BLE001 - any cache client error
+            _cache_down(error)
+            return True
+
     def get_rate(self):
         # Read at request time (not when the class was defined) so a changed setting applies at once.
         return api_settings.DEFAULT_THROTTLE_RATES[self.scope]
@@ -59,16 +77,23 @@ class FailedTokenThrottle(_PortalThrottle):
     def blocked_for(self, request) -> float | None:
         """Seconds until this address may send a token again, or None when it may now."""
         key = self.get_cache_key(request)
-        if (self.cache.get(key) or 0) < self.num_requests:
+        try:
+            if (self.cache.get(key) or 0) < self.num_requests:
+                return None
+            opened = self.cache.get(f"{key}:opened") or self.timer()
+        except Exception as error:  # noqa: BLE001 - any cache client error
+            _cache_down(error)
             return None
-        opened = self.cache.get(f"{key}:opened") or self.timer()
         return max(opened + self.duration - self.timer(), 1.0)
 
     def record_failure(self, request) -> None:
         key = self.get_cache_key(request)
-        self.cache.add(f"{key}:opened", self.timer(), self.duration)
-        self.cache.add(key, 0, self.duration)
         try:
-            self.cache.incr(key)
-        except ValueError:  # the window closed between add and incr: this failure opens the next one
-            self.cache.add(key, 1, self.duration)
+            self.cache.add(f"{key}:opened", self.timer(), self.duration)
+            self.cache.add(key, 0, self.duration)
+            try:
+                self.cache.incr(key)
+            except ValueError:  # the window closed between add and incr: this failure opens the next one
+                self.cache.add(key, 1, self.duration)
+        except Exception as error:  # noqa: BLE001 - any cache client error
+            _cache_down(error)

@@ -42,7 +42,7 @@ def test_unstorable_text_is_a_page_that_names_the_field(
     page.set_input_files("#update-description input[type=file]", str(bad))
     page.click("#update-description button[type=submit]")
     main = page.inner_text("main")
-    assert "text-unstorable" in main and "/node_types/0/driver" in main and "NUL character" in main
+    assert "json-nul" in main and "/node_types/0/driver" in main and "NUL character" in main
     page.locator("#update-description").scroll_into_view_if_needed()
     _shot(page, "system-desc-unstorable-text.png")
     system.refresh_from_db()

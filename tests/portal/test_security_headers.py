@@ -2,8 +2,8 @@
 
 import pytest
 from django.test import RequestFactory
-from rest_framework.throttling import AnonRateThrottle
 
+from accounts.throttling import TokenAddressThrottle
 from portal.middleware import client_ip
 
 pytestmark = pytest.mark.django_db
@@ -49,8 +49,8 @@ def _request(xff: str):
 def test_x_forwarded_for_is_ignored_without_trusted_proxies(settings):
     request = _request("203.0.113.9")
     assert client_ip(request) == "10.0.0.5"
-    # DRF's throttles key anonymous clients by the same address: a client cannot pick a fresh one per request.
-    assert AnonRateThrottle().get_ident(request) == "10.0.0.5"
+    # the API throttles key clients by the same address: a client cannot pick a fresh one per request.
+    assert TokenAddressThrottle().get_ident(request) == "10.0.0.5"
 
 
 def test_x_forwarded_for_behind_one_trusted_proxy(settings):
@@ -63,6 +63,6 @@ def test_x_forwarded_for_behind_one_trusted_proxy(settings):
         # the client sent "1.2.3.4" itself; the proxy appended the address it saw
         request = _request("1.2.3.4, 198.51.100.7")
         assert client_ip(request) == "198.51.100.7"
-        assert AnonRateThrottle().get_ident(request) == "198.51.100.7"
+        assert TokenAddressThrottle().get_ident(request) == "198.51.100.7"
     finally:
         api_settings.reload()

@@ -187,6 +187,7 @@ def test_api_lists_read_few_queries_for_5_or_40_submissions(acme, path):
     organisation, benchmark, submitter = acme
     api = api_client(submitter)
     _add_submissions(organisation, submitter, benchmark, 5)
+    api.get(path)  # the token's first use records when it was last used (an UPDATE at most once a minute)
     few, _ = _queries(lambda: api.get(path))
     _add_submissions(organisation, submitter, benchmark, 35)
     many, response = _queries(lambda: api.get(path))
