@@ -76,8 +76,12 @@ def _agent(request) -> str:
 def _clean_next(request, value: str | None) -> str:
     """`value` when it is a path of this site, else "" (a bare word such as `123` would be read by redirect()
     as a view name)."""
-    if value and value.startswith("/") and url_has_allowed_host_and_scheme(
-        value, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    if (
+        value
+        and value.startswith("/")
+        and url_has_allowed_host_and_scheme(
+            value, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        )
     ):
         return value
     return ""
