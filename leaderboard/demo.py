@@ -7,8 +7,8 @@
 | AX-8000 published | published | audited (waivers granted, attested), published now |
 | AX-4000 preview, retracted | published, retracted | bundle; published now; challenged, the chair retracts |
 | AX-4000 published | published | the sample bundle, audited, published now |
-| AX-8000 extension: acme-serve 1.0 | published as revision 2 of AX-8000 published | re-measures c16 and c32 |
-| AX-8000 extension: acme-serve 1.1 | in review | adds c48 to the same result (revision 3 once published) |
+| AX-8000 extension: acme-serve 1.0 | published as revision 2 of AX-8000 published | re-measures r16 and r32 |
+| AX-8000 extension: acme-serve 1.1 | in review | adds r48 to the same result (revision 3 once published) |
 
 Every step goes through review.services and leaderboard.services (waiver requests and grants, two approvals,
 evidence, attestation, publication_schedule, challenge_raise, challenge_resolve), in publication order, so the
@@ -86,8 +86,8 @@ def _challenge(publication: Publication, users, reason: str, outcome: str, resol
         )
 
 
-REVISION_2_TITLE = "Demo: AX-8000 extension: acme-serve 1.0 re-measures c16 and c32"
-IN_REVIEW_EXTENSION_TITLE = "Demo: AX-8000 extension: acme-serve 1.1 adds c48"
+REVISION_2_TITLE = "Demo: AX-8000 extension: acme-serve 1.0 re-measures r16 and r32"
+IN_REVIEW_EXTENSION_TITLE = "Demo: AX-8000 extension: acme-serve 1.1 adds r48"
 STACK_1_0 = {
     "serving_framework": "acme-serve 1.0 (stand-in: guidellm 0.8.1 mock-server)",
     "inference_backend": "acme-serve 1.0",

@@ -182,8 +182,8 @@ def test_seed_demo_publishes_both_sample_systems_and_shows_cohort_annotation_and
     assert waiting.submission.status == "audited" and waiting.publish_at > waiting.created_at
     assert not Publication.objects.filter(submission__title=Z9_TITLE).exists()
     assert published.count() == 4
-    # Incremental submissions: AX-8000 has two published revisions (the second re-measures c16 and c32 under
-    # acme-serve 1.0, through review and audit) and an extension in review that adds c48 (not public).
+    # Incremental submissions: AX-8000 has two published revisions (the second re-measures r16 and r32 under
+    # acme-serve 1.0, through review and audit) and an extension in review that adds r48 (not public).
     ax8000 = published.get(submission__title=AX8000_TITLE)
     revisions = list(ax8000.revisions.order_by("number"))
     assert [(r.number, r.status) for r in revisions] == [(1, "published"), (2, "published")]
