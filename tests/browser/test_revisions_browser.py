@@ -79,7 +79,7 @@ def test_the_revision_timeline_in_chromium(chromium, live_server, plain_http, sc
     legend = chart.locator(".legend li")
     assert legend.count() == 3 and "Revision 3 · acme-serve 1.1" in legend.nth(2).inner_text()
     assert chart.locator("svg path, svg polyline").count() >= 3
-    assert "r3 · acme-serve 1.1" in page.locator(".points-table").inner_text()
+    assert "rev. 3 · acme-serve 1.1" in page.locator(".points-table").inner_text()
     assert PENDING_STACK not in page.content()
     timeline.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "extension-result-timeline.png"), full_page=True)
