@@ -39,6 +39,7 @@ def test_create_use_and_revoke_a_token(chromium, live_server, plain_http, role_u
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     base = live_server.url
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
     _login(page, base, "submitter")
     page.goto(f"{base}/accounts/tokens/")
     assert "No active tokens" in page.inner_text("main")
@@ -59,7 +60,10 @@ def test_create_use_and_revoke_a_token(chromium, live_server, plain_http, role_u
     key = page.input_value("[data-token-key]")
     assert key.startswith("ep_") and len(key) == 67
     page.click("[data-copy=new-token-key]")
-    assert page.inner_text("[data-copy=new-token-key]") == "Copied"
+    # The clipboard write is asynchronous: the label changes when it settles.
+    page.wait_for_function(
+        "document.querySelector('[data-copy=new-token-key]').textContent === 'Copied'", timeout=10_000
+    )
     _shot(page, "api-tokens-created.png")
 
     status, me = _api(base, key)
