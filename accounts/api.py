@@ -16,6 +16,7 @@ from accounts.models import Notification, NotificationPreference
 from accounts.permissions import TokenScopeAllows
 from accounts.selectors import user_roles
 from accounts.services import notification_preference_of, notification_preference_set, notifications_mark_read
+from portal.private_cache import PrivateCachedListMixin
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.idempotency import idempotent
 
@@ -49,7 +50,9 @@ class NotificationSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class NotificationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class NotificationViewSet(
+    PrivateCachedListMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     """The caller's own notifications, newest first (`?unread=1` for the unread ones); mark one or all read."""
 
     serializer_class = NotificationSerializer

@@ -5,6 +5,7 @@ measured under 32 concurrent clients with locust (headless).
     python bench/private_load.py [--submissions 37] [--users 32] [--duration 20] [--think 1.0] [--workers 4]
         [--code DIR] [--database NAME] [--keep] [--postgres postgres://postgres@127.0.0.1:5432]
         [--redis redis://127.0.0.1:6379/3] [--scenarios dashboard,page,api-submissions,api-lists] [--conn-max-age 0]
+        [--accounts 1] [--private-cache on|off]
 
 The data: `manage.py seed_demo` (its checks run in-process: real reports, curves, findings and per-point metrics
 of the sample bundle and run archives), then drafts and submitted results of AcmeCompute copied from the demo's
@@ -17,6 +18,10 @@ the dashboard (/dashboard/), a submission page (/submissions/<id>/ over every su
 the token API list of submissions (/api/v1/submissions/) and the other API lists a submitter reads
 (/api/v1/versions/, /api/v1/check-runs/, /api/v1/systems/, /api/v1/uploads/, /api/v1/notifications/).
 Prints p50/p95/p99 (ms) and requests/s per scenario, and the queries and time of one request alone.
+
+--private-cache off serves without the per-user cache of signed-in pages (portal/private_cache.py), for a
+before/after on the same data. --accounts N spreads the clients over N submitters of AcmeCompute (demo-submitter
+and N-1 more, made on first use), each with its own session and token: every account fills its own entries.
 
 --code DIR serves another checkout (e.g. /work/main for "before"): the data is loaded by this checkout's code
 (the same schema), gunicorn runs from DIR. --database NAME loads into NAME once and reuses it on later runs
@@ -45,22 +50,26 @@ BIN = Path(sys.executable).parent
 CLIENT = "demo-submitter"
 
 LOCUSTFILE = """
-import json, os, random
+import itertools, json, os, random
 from locust import FastHttpUser, between, constant, task
 
 PATHS = os.environ["BENCH_PATHS"].split("|")
-HEADERS = json.loads(os.environ["BENCH_HEADERS"])
+ACCOUNTS = json.loads(os.environ["BENCH_HEADERS"])  # one set of headers per account
+COUNT = itertools.count()
 
 
 class Client(FastHttpUser):
     THINK = float(os.environ["BENCH_THINK_S"])
     wait_time = between(THINK * 0.5, THINK * 1.5) if THINK > 0 else constant(0)
 
+    def on_start(self):
+        self.headers = ACCOUNTS[next(COUNT) % len(ACCOUNTS)]
+
     @task
     def get(self):
         path = random.choice(PATHS)
         with self.client.get(
-            path, name=os.environ["BENCH_NAME"], headers=HEADERS, catch_response=True
+            path, name=os.environ["BENCH_NAME"], headers=self.headers, catch_response=True
         ) as response:
             if response.status_code != 200:
                 response.failure(f"{response.status_code} {path}")
@@ -201,23 +210,44 @@ def load(target: int) -> None:
     Submission.objects.bulk_update(submissions, ["submitted_version"])
 
 
-def credentials() -> tuple[dict, dict, list[int]]:
-    """Headers of CLIENT's browser session and API token, and the ids of the submissions CLIENT sees."""
+def credentials(accounts: int) -> tuple[list[dict], list[dict], list[int]]:
+    """Headers of `accounts` browser sessions and API tokens (CLIENT, then other submitters of its organisation,
+    made on first use), and the ids of the submissions CLIENT sees (every account sees the same ones)."""
     from django.contrib.auth import get_user_model
+    from django.http import HttpRequest
+    from django.middleware.csrf import get_token
     from django.test import Client
-    from rest_framework.authtoken.models import Token
 
     from access.visibility import submissions_visible_to
+    from accounts.models import Membership
+    from accounts.services import api_token_create, api_tokens_revoke_named
 
     User = get_user_model()
 
-    user = User.objects.get(username=CLIENT)
-    browser = Client()
-    browser.force_login(user)
-    session = browser.cookies["sessionid"].value
-    token, _ = Token.objects.get_or_create(user=user)
-    ids = sorted(submissions_visible_to(user).values_list("pk", flat=True))
-    return {"Cookie": f"sessionid={session}"}, {"Authorization": f"Token {token.key}"}, ids
+    client_user = User.objects.get(username=CLIENT)
+    membership = Membership.objects.filter(user=client_user).select_related("organisation").first()
+    users = [client_user]
+    for i in range(1, accounts):
+        user, created = User.objects.get_or_create(
+            username=f"{CLIENT}-{i}", defaults={"email": f"bench{i}@x.test"}
+        )
+        if created:
+            Membership.objects.create(user=user, organisation=membership.organisation, role=membership.role)
+        users.append(user)
+    pages, apis = [], []
+    for user in users:
+        browser = Client()
+        browser.force_login(user)
+        session = browser.cookies["sessionid"].value
+        # A browser that has seen one form holds a CSRF cookie: its value is the secret get_token() keeps in META.
+        blank = HttpRequest()
+        get_token(blank)
+        pages.append({"Cookie": f"sessionid={session}; csrftoken={blank.META['CSRF_COOKIE']}"})
+        api_tokens_revoke_named(user=user, name="private load bench")  # a kept database holds the last run's
+        _, key = api_token_create(user=user, name="private load bench", scope="read")
+        apis.append({"Authorization": f"Token {key}"})
+    ids = sorted(submissions_visible_to(client_user).values_list("pk", flat=True))
+    return pages, apis, ids
 
 
 def alone(base: str, path: str, headers: dict, repeat: int = 5) -> float:
@@ -265,7 +295,9 @@ def _run_locust(
     think_s: float,
 ) -> dict:
     # Warm every gunicorn worker: sequential requests tend to reach one worker only, so send them 8 at a time.
-    warm = [urllib.request.Request(base + p, headers=headers) for p in sorted(set(paths)) for _ in range(4)]
+    warm = [
+        urllib.request.Request(base + p, headers=headers[0]) for p in sorted(set(paths)) for _ in range(4)
+    ]
     with ThreadPoolExecutor(max_workers=8) as pool:
         statuses = set(pool.map(_status, warm))
     if statuses != {200}:
@@ -319,9 +351,10 @@ def _queries_alone(paths: list[str], headers: dict) -> int:
     from django.test.utils import CaptureQueriesContext
 
     client = Client(headers={k: v for k, v in headers.items() if k != "Cookie"}, SERVER_NAME="127.0.0.1")
-    if "Cookie" in headers:
-        name, value = headers["Cookie"].split("=", 1)
-        client.cookies[name] = value
+    for cookie in headers.get("Cookie", "").split("; "):
+        if cookie:
+            name, value = cookie.split("=", 1)
+            client.cookies[name] = value
     with CaptureQueriesContext(connection) as captured:
         response = client.get(paths[0])
     if response.status_code != 200:
@@ -358,6 +391,18 @@ def main() -> None:
         "connection per request, the default when DATABASE_URL does not say)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the throwaway database")
+    parser.add_argument(
+        "--accounts",
+        type=int,
+        default=1,
+        help="distinct signed-in accounts the clients are spread over (1: every client is demo-submitter)",
+    )
+    parser.add_argument(
+        "--private-cache",
+        choices=("on", "off"),
+        default="on",
+        help="PORTAL_PRIVATE_CACHE of the server (on: the per-user page cache, the default with Redis)",
+    )
     args = parser.parse_args()
     code = Path(args.code).resolve()
 
@@ -404,7 +449,7 @@ def main() -> None:
         started = time.time()
         if not exists or not User.objects.filter(username=CLIENT).exists():
             load(args.submissions)
-        page_headers, api_headers, ids = credentials()
+        page_headers, api_headers, ids = credentials(args.accounts)
         rows = submissions_visible_to(User.objects.get(username=CLIENT)).count()
         print(f"{database}: {CLIENT} sees {rows} submissions (ready in {time.time() - started:.1f} s)")
         from django.db import connection
@@ -428,10 +473,10 @@ def main() -> None:
         chosen = [scenarios[key] for key in args.scenarios.split(",")]
         if code == ROOT:
             for name, paths, headers in chosen:
-                print(f"{name}: {_queries_alone(paths, headers)} queries for {paths[0]} (this checkout)")
+                print(f"{name}: {_queries_alone(paths, headers[0])} queries for {paths[0]} (this checkout)")
         connection.close()
         base = f"http://127.0.0.1:{args.port}"
-        served = {**env}
+        served = {**env, "PORTAL_PRIVATE_CACHE": "1" if args.private_cache == "on" else "0"}
         if args.conn_max_age:
             served["DATABASE_URL"] = f"{env['DATABASE_URL']}?conn_max_age={args.conn_max_age}"
         gunicorn = subprocess.Popen(
@@ -457,7 +502,8 @@ def main() -> None:
         print(
             f"serving {code} ({subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=code, capture_output=True, text=True).stdout.strip()}); "
             f"{args.users} concurrent clients (think time {args.think} s), {args.duration} s per scenario, "
-            f"gunicorn -w {args.workers}, conn_max_age={args.conn_max_age}; load average {load_1:.1f}"
+            f"gunicorn -w {args.workers}, conn_max_age={args.conn_max_age}, private cache {args.private_cache}, "
+            f"{args.accounts} account(s); load average {load_1:.1f}"
         )
         print(
             f"{'scenario':24} {'alone ms':>8} {'requests':>9} {'fail':>5} {'p50 ms':>7} {'p95 ms':>7} "
@@ -465,7 +511,7 @@ def main() -> None:
         )
         for name, paths, headers in chosen:
             r = _run_locust(name, base, paths, headers, args.users, args.duration, out, args.think)
-            single = statistics.median(alone(base, p, headers, repeat=3) for p in paths[:10])
+            single = statistics.median(alone(base, p, headers[0], repeat=3) for p in paths[:10])
             print(
                 f"{name:24} {single:>8.0f} {r['requests']:>9} {r['failures']:>5} {r['p50']:>7} {r['p95']:>7} "
                 f"{r['p99']:>7} {r['rps']:>7.1f}"

@@ -32,11 +32,12 @@ def _namespace() -> str:
 
 
 def public_generation() -> tuple[int, int]:
-    """(generation, when it last changed as a Unix time); started at 1 and now when the cache has neither."""
+    """(generation, when it last changed as a Unix time); started from the clock when the cache has neither, so
+    that a cleared or restarted cache never repeats a generation this process still holds entries of."""
     generation_key, changed_key = f"{_namespace()}:generation", f"{_namespace()}:changed"
     values = cache.get_many([generation_key, changed_key])
     if generation_key not in values or changed_key not in values:
-        cache.add(generation_key, 1, None)
+        cache.add(generation_key, time.time_ns() // 1000, None)
         cache.add(changed_key, int(time.time()), None)
         values = cache.get_many([generation_key, changed_key])
     return int(values.get(generation_key, 1)), int(values.get(changed_key, time.time()))
@@ -90,6 +91,36 @@ def public_cached(
     return value
 
 
+class _ResponseMemo:
+    """The most recently used whole responses of this process, within a byte budget: a hot page or API answer
+    (a results page of 100 rows is ~100 KB) is served without fetching and unpickling it from Redis each time.
+    Keys carry the generation, so a new generation never reads an old entry; old ones fall out as new ones come."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.entries: OrderedDict[str, dict] = OrderedDict()
+        self.size = 0
+
+    def get(self, key: str) -> dict | None:
+        entry = self.entries.get(key)
+        if entry is not None:
+            self.entries.move_to_end(key)
+        return entry
+
+    def put(self, key: str, entry: dict) -> None:
+        size = len(entry["content"])
+        if size > self.max_bytes // 4 or key in self.entries:
+            return
+        self.entries[key] = entry
+        self.size += size
+        while self.size > self.max_bytes:
+            _, dropped = self.entries.popitem(last=False)
+            self.size -= len(dropped["content"])
+
+
+_response_memo = _ResponseMemo(max_bytes=16 * 1024**2)
+
+
 def _etag_matches(header: str, etag: str) -> bool:
     if header.strip() == "*":
         return True
@@ -118,7 +149,11 @@ def cached_response(request: HttpRequest, respond: Callable[[], HttpResponse]) -
         )
     )
     key = f"{_namespace()}:{generation}:response:{hashlib.sha256(variant.encode()).hexdigest()}"
-    entry = cache.get(key)
+    entry = _response_memo.get(key)
+    if entry is None:
+        entry = cache.get(key)
+        if entry is not None:
+            _response_memo.put(key, entry)
     if entry is None:
         response = respond()
         if hasattr(response, "render"):
@@ -135,6 +170,7 @@ def cached_response(request: HttpRequest, respond: Callable[[], HttpResponse]) -
             "etag": f'"{hashlib.sha256(response.content).hexdigest()[:40]}"',
         }
         cache.set(key, entry, ENTRY_TIMEOUT_S)
+        _response_memo.put(key, entry)
     headers = {
         "ETag": entry["etag"],
         "Last-Modified": http_date(changed_at),

@@ -152,6 +152,10 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+# Signed-in pages and API lists cached per user under a write generation (portal/private_cache.py): only
+# coherent when every process shares the cache, so on with Redis and off with the in-process cache.
+PORTAL_PRIVATE_CACHE = env_bool("PORTAL_PRIVATE_CACHE", bool(REDIS_URL))
+
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 # Without a broker, tasks run in-process at .delay() time: the zero-config demo needs no worker.
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", not REDIS_URL)

@@ -35,6 +35,7 @@ from leaderboard.views import publication_panel
 from leaderboard.views_extensions import extension_panel
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
+from portal.private_cache import private_page_cached
 from review.selectors import waived_error_count
 from review.views_submitter import review_panel
 from submissions import checks, lifecycle, services, uploads
@@ -100,6 +101,7 @@ def _dashboard_rows(submissions):
 
 
 @login_required
+@private_page_cached
 def dashboard(request, form: SubmissionCreateForm | None = None, duplicates=()):
     user = request.user
     visible = submissions_visible_to(user).order_by("-created_at", "-id")
@@ -163,6 +165,7 @@ def submission_create(request):
 
 @_with_login_redirect
 @require_GET
+@private_page_cached
 def submission_detail(request, pk: int):
     submission = _visible_submission(request, pk)
     versions = list(

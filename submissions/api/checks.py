@@ -10,6 +10,7 @@ from access.visibility import check_runs_visible_to
 from accounts.permissions import TokenScopeAllows
 from checker.portal_rules import PORTAL_ONLY_RULES
 from checker.regions import region_label
+from portal.private_cache import PrivateCachedListMixin
 from submissions.api.common import ReadAnyoneWriteAuthenticated
 from submissions.api.serializers import CheckRunSummarySerializer
 from submissions.models import CheckRun, Finding, PointMetric
@@ -81,7 +82,9 @@ class CheckRunFilter(django_filters.FilterSet):
         fields = ["version", "status"]
 
 
-class CheckRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class CheckRunViewSet(
+    PrivateCachedListMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     """Check runs of visible versions; the detail holds every finding and per-point metric."""
 
     permission_classes = [TokenScopeAllows, ReadAnyoneWriteAuthenticated]

@@ -16,6 +16,7 @@ from leaderboard.extensions import extension_open
 from leaderboard.models import Publication
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
+from portal.private_cache import PrivateCachedListMixin
 from submissions import lifecycle, services
 from submissions.api.common import IDEMPOTENCY_PARAMETER, ReadAnyoneWriteAuthenticated
 from submissions.api.serializers import SubmissionSerializer
@@ -128,7 +129,9 @@ class ExtensionOpenSerializer(serializers.Serializer):
     title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
 
 
-class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class SubmissionViewSet(
+    PrivateCachedListMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     """Submissions the caller may see (DESIGN.md visibility); create drafts; the lifecycle actions (submit,
     withdraw, reject); a single submission lists the `allowed_actions` of the caller."""
 

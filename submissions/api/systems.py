@@ -20,6 +20,7 @@ from accounts.models import Organisation
 from accounts.permissions import TokenScopeAllows
 from portal.errors import ApplicationError, NotAllowedError
 from portal.parsers import PARSER_CLASSES
+from portal.private_cache import PrivateCachedListMixin
 from submissions import services
 from submissions.api.common import IDEMPOTENCY_PARAMETER, ReadAnyoneWriteAuthenticated
 from submissions.idempotency import idempotent
@@ -125,7 +126,9 @@ class SystemFilter(django_filters.FilterSet):
         fields = ["organisation", "name"]
 
 
-class SystemViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class SystemViewSet(
+    PrivateCachedListMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     """Systems under test with their system_desc.json: list, register, update the description (history kept)."""
 
     permission_classes = [TokenScopeAllows, ReadAnyoneWriteAuthenticated]

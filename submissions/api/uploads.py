@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from access.visibility import submissions_visible_to, uploads_visible_to
 from accounts.permissions import TokenScopeAllows
+from portal.private_cache import PrivateCachedListMixin
 from submissions import checks, uploads
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.api.serializers import VersionSerializer
@@ -162,7 +163,9 @@ def _part_body(request):
     return request.stream or io.BytesIO(b"")
 
 
-class UploadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class UploadViewSet(
+    PrivateCachedListMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     """Chunked, resumable uploads: start, PUT parts (raw bytes, any order), check status, finish, abort;
     the list (filter by sha256, size, status, submission, mine) finds an upload to resume."""
 

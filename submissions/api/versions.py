@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from access.visibility import versions_visible_to
 from accounts.permissions import TokenScopeAllows
 from portal.parsers import parse_id
+from portal.private_cache import PrivateCachedListMixin
 from submissions import checks, uploads
 from submissions.api.common import IDEMPOTENCY_PARAMETER, ReadAnyoneWriteAuthenticated
 from submissions.api.serializers import CheckRunSummarySerializer, VersionSerializer
@@ -31,7 +32,9 @@ class VersionFilter(django_filters.FilterSet):
         fields = ["submission"]
 
 
-class VersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class VersionViewSet(
+    PrivateCachedListMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     """Immutable versions of visible submissions; their stored files; the chair's re-check."""
 
     serializer_class = VersionSerializer

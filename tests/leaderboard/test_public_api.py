@@ -262,3 +262,29 @@ def test_every_public_endpoint_is_in_the_openapi_schema():
         "limit",
     } <= names
     assert "security" not in slo or {} in slo["security"]
+
+
+def test_response_memo_keeps_the_newest_entries_within_its_byte_budget():
+    from leaderboard.cache import _ResponseMemo
+
+    memo = _ResponseMemo(max_bytes=1000)
+    for name in "abcd":
+        memo.put(name, {"content": b"x" * 240})
+    assert memo.get("a") is not None  # a is now the most recently used
+    memo.put("e", {"content": b"x" * 240})  # 1200 bytes: the least recently used (b) goes
+    assert memo.get("b") is None
+    assert [memo.get(n) is not None for n in "acde"] == [True, True, True, True]
+    assert memo.size <= 1000
+    memo.put("huge", {"content": b"x" * 300})  # over a quarter of the budget: never kept
+    assert memo.get("huge") is None
+
+
+def test_a_cleared_cache_never_repeats_a_generation(db):
+    from django.core.cache import cache
+
+    from leaderboard.cache import _namespace, public_generation
+
+    before, _ = public_generation()
+    cache.delete_many([f"{_namespace()}:generation", f"{_namespace()}:changed"])
+    after, _ = public_generation()
+    assert after != before

@@ -135,6 +135,12 @@ def _queries(get) -> tuple[list[str], object]:
     return [q["sql"] for q in captured.captured_queries], response
 
 
+@pytest.fixture(autouse=True)
+def _uncached(settings):
+    """These count what a render costs: the per-user cache (tests/portal/test_private_cache.py) is off here."""
+    settings.PORTAL_PRIVATE_CACHE = False
+
+
 @pytest.fixture
 def acme(role_users):
     acme = role_users["organisations"]["acme"]
