@@ -6,10 +6,13 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.shortcuts import render
+from django.template.loader import get_template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 
 from access.visibility import benchmarks_visible_to
 from leaderboard.api import SloQuery, public_publications, slo_answer
-from leaderboard.cache import cached_response
+from leaderboard.cache import cached_response, public_generation
 from leaderboard.exports import procurement_query
 from leaderboard.procurement import MAX_MODELS, requirements_from_query
 from leaderboard.slo import NO_INTERPOLATION
@@ -24,6 +27,37 @@ PROCUREMENT_FIELDS = (
     ("delivery_system_tps_min", "Delivery throughput ≥ (tok/s)"),
     ("expansion_system_tps_min", "Expansion throughput ≥ (tok/s)"),
 )
+
+
+_ROW_CELLS_MAX = 50_000  # a benchmark of 1,000 results has ~15,000 points; ~600 bytes each
+_row_cells: dict[tuple, str] = {}
+_row_cells_generation: list[int | None] = [None]
+
+
+def _slo_rows_html(rows: list[dict], metric: str, generation: int) -> list[SafeString]:
+    """The SLO table's rows. A point's cells (all but its rank) are the same in every answer of one public
+    generation, so they are rendered once per process and generation: formatting a hundred rows of numbers was
+    most of an answer's time. `generation` is read before the answer is computed, so cells of older data are
+    never kept under a newer generation."""
+    if _row_cells_generation[0] != generation or len(_row_cells) > _ROW_CELLS_MAX:
+        _row_cells.clear()
+        _row_cells_generation[0] = generation
+    template = get_template("leaderboard/_slo_row_cells.html")
+    html = []
+    for row in rows:
+        key = (row["public_id"], row["concurrency"], metric)
+        cells = _row_cells.get(key)
+        if cells is None:
+            cells = _row_cells[key] = template.render({"row": row, "metric": metric}).split("\n", 1)[1]
+        html.append(
+            format_html(
+                '\n      <tr data-public-id="{}">\n        <td>{}</td>\n{}      </tr>',
+                row["public_id"],
+                row["rank"],
+                mark_safe(cells),
+            )
+        )
+    return html
 
 
 def _public_page(view):
@@ -46,6 +80,7 @@ def slo(request):
     context = {"benchmarks": benchmarks, "note": NO_INTERPOLATION, "values": request.GET, "asked": False}
     if request.GET.get("benchmark"):
         context["asked"] = True
+        generation, _ = public_generation()
         query = SloQuery(data=request.GET)
         if not query.is_valid():
             context["errors"] = {name: " ".join(str(e) for e in errs) for name, errs in query.errors.items()}
@@ -59,6 +94,9 @@ def slo(request):
                 context.update(
                     answer=answer,
                     shown_rows=answer["rows"][:PAGE_ROWS],
+                    shown_rows_html=_slo_rows_html(
+                        answer["rows"][:PAGE_ROWS], answer["interactivity_metric"], generation
+                    ),
                     json_url="/api/v1/public/slo/?" + urlencode(params),
                     csv_url="/api/v1/public/slo/?" + urlencode({**params, "format": "csv", "limit": 1000}),
                 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 from django.test import Client
@@ -157,6 +158,26 @@ def test_the_page_shows_the_same_ranking_and_says_there_is_no_interpolation(worl
     assert "Unreleased-Z9" not in html
     bad = Client().get("/leaderboard/slo/", {"benchmark": "slo-model", "ttft_p90_ms_max": "x"})
     assert bad.status_code == 400
+
+
+def test_the_page_shows_new_figures_of_a_point_once_the_public_data_changes(world):
+    """A row's cells are rendered once per public generation: a corrected curve shows on the next answer, and
+    rows shared by two answers show each answer's own rank."""
+    query = {"benchmark": "slo-model", "ttft_p90_ms_max": 1000, "interactivity_min": 0}
+    first = Client().get("/leaderboard/slo/", {**query, "n": 1}).content.decode()
+    second = Client().get("/leaderboard/slo/", {**query, "interactivity_min": 40}).content.decode()
+    top_first = re.search(r'data-public-id="([^"]+)">\s*<td>1</td>', first).group(1)
+    assert re.search(r'<td>1</td>', second)
+
+    publication = next(p for p in world["all"] if p.public_id == top_first)
+    curve = publication.curve
+    best = max(curve["points"], key=lambda p: p["system_tps"])
+    best["system_tps"] = 987654.25
+    publication.save(update_fields=["curve"])
+    public_cache_bump()  # what the services do after a publication, annotation or retraction commits
+    html = Client().get("/leaderboard/slo/", {**query, "n": 2}).content.decode()
+    row = re.search(rf'<tr data-public-id="{top_first}">.*?</tr>', html, re.S).group(0)
+    assert "987654.2" in row or "987654.3" in row
 
 
 def test_the_api_refuses_bad_targets_with_a_stable_code(world):
