@@ -18,6 +18,7 @@ from leaderboard.models import Publication, PublicationRevision
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.models import Submission, SystemDescriptionRevision
 from submissions.selectors import extension_open_of
+from submissions.services import submission_create
 
 HARDWARE_CHANGE_DETAIL = (
     "A hardware change is not an extension: results on other hardware are a new submission. Register the new "
@@ -85,25 +86,18 @@ def extension_open(
         "configuration": (configuration or "").strip(),
         "system_description_revision": description_revision,
     }
-    extension = Submission(
-        organisation_id=root.organisation_id,
-        system_id=root.system_id,
-        benchmark_id=root.benchmark_id,
+    # The same service as every new draft: the benchmark must still take submissions, the actor must submit for
+    # the organisation; the audit event says what it extends.
+    extension = submission_create(
+        actor=actor,
+        system=root.system,
+        benchmark=root.benchmark,
         division=root.division,
         availability=root.availability,
         title=(title or "").strip() or f"Extension of {publication.public_id}",
         extends=root,
         stack=stack,
         changes=changes,
-        created_by=actor,
-    )
-    extension.full_clean()
-    extension.save()
-    audit_event_record(
-        actor=actor,
-        action="submission.created",
-        obj=extension,
-        data={"extends": root.pk, "public_id": publication.public_id, "stack": stack, "changes": changes},
     )
     return extension
 

@@ -121,8 +121,12 @@ def submission_create(
     division: str = "standardized",
     availability: str = "available",
     title: str = "",
+    extends: Submission | None = None,
+    stack: str = "",
+    changes: dict | None = None,
 ):
-    """A new draft submission of one system x benchmark for the system's organisation."""
+    """A new draft submission of one system x benchmark for the system's organisation; with `extends`, an
+    extension of that published result (leaderboard.extensions.extension_open checks the rest)."""
     if not systems_for_new_drafts(actor).filter(pk=system.pk).exists():
         # The chair included: a draft is its organisation's own and hidden from everyone else (DESIGN.md).
         raise NotAllowedError(f"Only submitters of {system.organisation.name} can create its submissions.")
@@ -136,21 +140,22 @@ def submission_create(
         availability=availability,
         title=title,
         created_by=actor,
+        extends=extends,
+        stack=stack,
+        changes=changes or {},
     )
     submission.full_clean()
     submission.save()
-    audit_event_record(
-        actor=actor,
-        action="submission.created",
-        obj=submission,
-        data={
-            "organisation": system.organisation.slug,
-            "system": system.name,
-            "benchmark": benchmark.model_id,
-            "division": division,
-            "availability": availability,
-        },
-    )
+    data = {
+        "organisation": system.organisation.slug,
+        "system": system.name,
+        "benchmark": benchmark.model_id,
+        "division": division,
+        "availability": availability,
+    }
+    if extends is not None:
+        data.update(extends=extends.pk, stack=stack, changes=changes or {})
+    audit_event_record(actor=actor, action="submission.created", obj=submission, data=data)
     return submission
 
 

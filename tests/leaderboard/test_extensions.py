@@ -179,7 +179,15 @@ def test_who_may_open_an_extension_and_when(acme, role_users):
     with pytest.raises(ApplicationError) as no_stack:
         extensions.extension_open(publication=publication, actor=submitter, stack=" ")
     assert no_stack.value.code == "invalid"
+    # A benchmark closed for new submissions takes no extension either (the same service as every new draft).
+    type(benchmark).objects.filter(pk=benchmark.pk).update(is_active=False)
+    with pytest.raises(ConflictError) as closed:
+        extensions.extension_open(publication=publication, actor=submitter, stack="s")
+    assert closed.value.code == "benchmark-inactive"
+    type(benchmark).objects.filter(pk=benchmark.pk).update(is_active=True)
     first = extensions.extension_open(publication=publication, actor=submitter, stack="s")
+    created = AuditEvent.objects.filter(action="submission.created", object_id=str(first.pk)).get()
+    assert created.data["extends"] == publication.submission_id and created.data["stack"] == "s"
     with pytest.raises(ConflictError) as second:
         extensions.extension_open(publication=publication, actor=submitter, stack="s")
     assert second.value.code == "extension-open" and f"#{first.pk}" in second.value.detail
