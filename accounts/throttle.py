@@ -14,10 +14,17 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import caches
+from django.core.cache.backends.locmem import LocMemCache
+
+# While the shared cache is unreachable (portal.cache_backend), failures are counted in this process: a lockout
+# must not end because Redis did (each process then counts its own, so an attacker gets at most workers x limit).
+_in_process = LocMemCache("portal-login-throttle-while-cache-down", {})
 
 
 def _cache():
-    return caches[settings.PORTAL_LOGIN_THROTTLE_CACHE]
+    shared = caches[settings.PORTAL_LOGIN_THROTTLE_CACHE]
+    is_down = getattr(shared, "is_down", None)
+    return _in_process if is_down is not None and is_down() else shared
 
 
 def _key(kind: str, value: str) -> str:

@@ -31,16 +31,18 @@ def _namespace() -> str:
     return f"leaderboard:public:{connection.settings_dict.get('NAME')}"
 
 
-def public_generation() -> tuple[int, int]:
+def public_generation() -> tuple[int | None, int]:
     """(generation, when it last changed as a Unix time); started from the clock when the cache has neither, so
-    that a cleared or restarted cache never repeats a generation this process still holds entries of."""
+    that a cleared or restarted cache never repeats a generation this process still holds entries of. The
+    generation is None when the cache cannot be reached (portal.cache_backend): nothing is cached or read then."""
     generation_key, changed_key = f"{_namespace()}:generation", f"{_namespace()}:changed"
     values = cache.get_many([generation_key, changed_key])
     if generation_key not in values or changed_key not in values:
         cache.add(generation_key, time.time_ns() // 1000, None)
         cache.add(changed_key, int(time.time()), None)
         values = cache.get_many([generation_key, changed_key])
-    return int(values.get(generation_key, 1)), int(values.get(changed_key, time.time()))
+    generation = values.get(generation_key)
+    return (None if generation is None else int(generation)), int(values.get(changed_key, time.time()))
 
 
 def public_cache_bump() -> None:
@@ -49,7 +51,7 @@ def public_cache_bump() -> None:
     try:
         cache.incr(generation_key)
     except ValueError:  # evicted or never read: any value other than the old one will do
-        cache.set(generation_key, int(time.time() * 1000), None)
+        cache.set(generation_key, time.time_ns() // 1000, None)
     cache.set(f"{_namespace()}:changed", int(time.time()), None)
 
 
@@ -72,6 +74,8 @@ def public_cached(
     entries (page fragments: many, small and cheap to read, which would push out the large snapshots)."""
     if generation is None:
         generation, _ = public_generation()
+        if generation is None:  # the cache is unreachable: build it every time
+            return build()
     memo_key = (_namespace(), generation, name)
     if memo and memo_key in _memo:
         _memo.move_to_end(memo_key)
@@ -141,6 +145,8 @@ def cached_response(request: HttpRequest, respond: Callable[[], HttpResponse]) -
     if request.method not in ("GET", "HEAD"):
         return respond()
     generation, changed_at = public_generation()
+    if generation is None:  # the cache is unreachable: answer uncached (no ETag to promise)
+        return respond()
     variant = "|".join(
         (
             request.get_full_path(),

@@ -13,7 +13,6 @@ from django.db.models import Max
 
 from accounts.models import Membership
 from accounts.selectors import user_org_ids
-from audit.services import audit_event_record
 from leaderboard.models import Publication, PublicationRevision
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.models import Submission, SystemDescriptionRevision

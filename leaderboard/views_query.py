@@ -34,11 +34,13 @@ _row_cells: dict[tuple, str] = {}
 _row_cells_generation: list[int | None] = [None]
 
 
-def _slo_rows_html(rows: list[dict], metric: str, generation: int) -> list[SafeString]:
+def _slo_rows_html(rows: list[dict], metric: str, generation: int | None) -> list[SafeString]:
     """The SLO table's rows. A point's cells (all but its rank) are the same in every answer of one public
     generation, so they are rendered once per process and generation: formatting a hundred rows of numbers was
     most of an answer's time. `generation` is read before the answer is computed, so cells of older data are
     never kept under a newer generation."""
+    if generation is None:  # the cache is unreachable: nothing says when the data changes, keep nothing
+        _row_cells.clear()
     if _row_cells_generation[0] != generation or len(_row_cells) > _ROW_CELLS_MAX:
         _row_cells.clear()
         _row_cells_generation[0] = generation

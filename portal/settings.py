@@ -144,9 +144,11 @@ REDIS_URL = env_url("REDIS_URL", ("redis", "rediss"))
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # Redis with an outage read as misses (portal/cache_backend.py): pages are then built uncached.
+            "BACKEND": "portal.cache_backend.ResilientRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "portal",
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
         }
     }
 else:

@@ -167,7 +167,7 @@ def test_the_page_shows_new_figures_of_a_point_once_the_public_data_changes(worl
     first = Client().get("/leaderboard/slo/", {**query, "n": 1}).content.decode()
     second = Client().get("/leaderboard/slo/", {**query, "interactivity_min": 40}).content.decode()
     top_first = re.search(r'data-public-id="([^"]+)">\s*<td>1</td>', first).group(1)
-    assert re.search(r'<td>1</td>', second)
+    assert re.search(r"<td>1</td>", second)
 
     publication = next(p for p in world["all"] if p.public_id == top_first)
     curve = publication.curve
