@@ -25,6 +25,7 @@ transport failure (also when the check could not run, or --wait timed out).
 
 from __future__ import annotations
 
+import email.utils
 import gzip
 import hashlib
 import json
@@ -41,6 +42,27 @@ from pathlib import Path
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 RETRIES = 5
+THROTTLED_WAITS = 8  # HTTP 429s waited out per request before giving up
+RETRY_AFTER_MAX_S = 120.0
+
+
+def retry_after_s(header: str | None, *, now: float | None = None) -> float:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date, clamped to 1..RETRY_AFTER_MAX_S
+    (5 s when the header is missing or unreadable)."""
+    if not header:
+        return 5.0
+    header = header.strip()
+    if header.isascii() and header.isdigit():
+        seconds = float(header)
+    else:
+        try:
+            when = email.utils.parsedate_to_datetime(header)
+        except (TypeError, ValueError):
+            return 5.0
+        if when is None or when.tzinfo is None:
+            return 5.0
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    return min(max(seconds, 1.0), RETRY_AFTER_MAX_S)
 
 
 class RemoteError(Exception):
@@ -79,7 +101,10 @@ class Client:
             headers["Idempotency-Key"] = idempotency_key
         url = urllib.parse.urljoin(self.base, path)
         delay = 0.5
-        for attempt in range(retries + 1):
+        throttled = 0
+        attempt = -1
+        while attempt < retries:
+            attempt += 1
             req = urllib.request.Request(url, data=data, method=method, headers=headers)
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as response:
@@ -92,6 +117,18 @@ class Client:
                 except ValueError:
                     payload = {}
                 code = payload.get("code") if isinstance(payload, dict) else None
+                if exc.code == 429 and throttled < THROTTLED_WAITS:
+                    # The server's rate limit: wait what it asks (Retry-After), then send the same request again.
+                    throttled += 1
+                    wait = retry_after_s(exc.headers.get("Retry-After"))
+                    print(
+                        f"portal: rate limited by the server ({path}); retrying in {wait:.0f} s "
+                        f"({throttled}/{THROTTLED_WAITS})",
+                        file=sys.stderr,
+                    )
+                    time.sleep(wait)
+                    attempt -= 1  # a throttled request was not processed: it does not use up a retry
+                    continue
                 if exc.code >= 500 or code == "idempotency-key-in-progress":
                     if attempt < retries:
                         time.sleep(delay)
