@@ -14,8 +14,10 @@ import json
 import re
 from dataclasses import dataclass
 
+from django.core.cache import cache
 from django.core.files.base import ContentFile
 from django.core.files.storage import storages
+from django.db import connection
 from django.utils import timezone
 
 from audit.hashing import canonical_timestamp, checkpoint_signature, signature_matches
@@ -66,7 +68,30 @@ def checkpoint_write(*, now: dt.datetime | None = None) -> Checkpoint:
     body = {**fields, "signature": checkpoint_signature(fields)}
     name = f"checkpoint-{sequence:012d}-{created:%Y%m%dT%H%M%SZ}.json"
     saved = _storage().save(name, ContentFile((json.dumps(body, indent=2) + "\n").encode()))
+    cache.delete(_latest_key())
     return Checkpoint(sequence, digest, fields["created_at"], saved)
+
+
+LATEST_CACHE_S = 60
+_NONE = "none"
+
+
+def _latest_key() -> str:
+    storage = _storage()
+    where = getattr(storage, "bucket_name", None) or getattr(storage, "location", "")
+    return f"audit:checkpoint-latest:{connection.settings_dict.get('NAME')}:{type(storage).__name__}:{where}"
+
+
+def checkpoint_latest_cached() -> Checkpoint | None:
+    """checkpoint_latest() for the public head page: listing the checkpoint folder (an S3 listing in production,
+    growing by one file a day) is done at most once a minute and right after a checkpoint is written here. A
+    checkpoint that fails its signature is never cached: each request re-reads it and raises CheckpointError."""
+    cached = cache.get(_latest_key())
+    if cached is not None:
+        return None if cached == _NONE else cached
+    latest = checkpoint_latest()
+    cache.set(_latest_key(), _NONE if latest is None else latest, LATEST_CACHE_S)
+    return latest
 
 
 def checkpoint_latest() -> Checkpoint | None:

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_safe
 from access.permissions import can
 from access.visibility import audit_events_visible_to, submissions_visible_to
 from accounts.selectors import user_is_chair
-from audit.checkpoints import CheckpointError, checkpoint_latest
+from audit.checkpoints import CheckpointError, checkpoint_latest_cached
 from audit.models import AuditEvent
 from audit.selectors import audit_chain_head
 
@@ -138,7 +138,7 @@ def head(request):
     sequence, digest = audit_chain_head()
     checkpoint, checkpoint_problem = None, ""
     try:
-        checkpoint = checkpoint_latest()
+        checkpoint = checkpoint_latest_cached()
     except CheckpointError:
         checkpoint_problem = "The newest checkpoint is not validly signed; the operators have been told."
         logger.error("audit head page: newest checkpoint is not validly signed", exc_info=True)

@@ -53,3 +53,23 @@ def test_a_checkpoint_not_signed_with_the_key_is_not_shown(client, checkpoint_di
     page = client.get("/audit/head").content.decode()
     assert 'id="audit-checkpoint"' not in page
     assert "not validly signed" in page
+
+
+def test_the_checkpoint_folder_is_listed_at_most_once_a_minute(client, checkpoint_dir, monkeypatch):
+    from audit import checkpoints
+
+    with transaction.atomic():
+        first = audit_event_record(actor=None, action="system.checked")
+    call_command("verify_audit_log", "--write-checkpoint")
+    listings = []
+    real = checkpoints.checkpoint_latest
+    monkeypatch.setattr(checkpoints, "checkpoint_latest", lambda: listings.append(1) or real())
+    for _ in range(3):
+        assert f"1:{first.hash}" in client.get("/audit/head").content.decode()
+    assert len(listings) == 1
+    # A new checkpoint written here shows at once.
+    with transaction.atomic():
+        second = audit_event_record(actor=None, action="system.checked")
+    call_command("verify_audit_log", "--write-checkpoint")
+    page = client.get("/audit/head").content.decode()
+    assert f'<code id="audit-checkpoint" class="break-all">2:{second.hash}</code>' in page
