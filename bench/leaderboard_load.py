@@ -17,7 +17,6 @@ A script, not a test: nothing asserts a time. The database is dropped at the end
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
 import os
 import random
@@ -26,31 +25,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from _load import run_locust, status, wait_up, warm  # bench/_load.py: python runs bench/ scripts from there
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "llama3_1-8b"
-
-LOCUSTFILE = """
-import os, random
-from locust import FastHttpUser, between, constant, task
-
-PATHS = os.environ["BENCH_PATHS"].split("|")
-
-
-class Client(FastHttpUser):
-    THINK = float(os.environ["BENCH_THINK_S"])
-    wait_time = between(THINK * 0.5, THINK * 1.5) if THINK > 0 else constant(0)
-
-    @task
-    def get(self):
-        path = random.choice(PATHS)
-        with self.client.get(path, name=os.environ["BENCH_NAME"], catch_response=True) as response:
-            if response.status_code != 200:
-                response.failure(f"{response.status_code} {path}")
-"""
 
 
 def _curve(system: str, rng: random.Random, points: int) -> dict:
@@ -180,83 +160,6 @@ def load(results: int) -> list[str]:
     return [p.public_id for p in publications]
 
 
-def _wait_up(base: str, deadline_s: float = 60) -> None:
-    end = time.time() + deadline_s
-    while time.time() < end:
-        try:
-            urllib.request.urlopen(f"{base}/healthz", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit("gunicorn did not come up")
-
-
-def _status(url: str) -> int:
-    try:
-        return urllib.request.urlopen(url, timeout=120).status
-    except urllib.error.HTTPError as error:
-        return error.code
-    except TimeoutError:
-        return 0
-
-
-def _run_locust(
-    name: str,
-    base: str,
-    paths: list[str],
-    users: int,
-    duration: int,
-    out: Path,
-    think_s: float,
-    *,
-    spawn_rate: float,
-    reset_stats: bool,
-    pin: str | None,
-) -> dict:
-    # Warm every gunicorn worker (each keeps its own per-process snapshot) and the shared cache: what a steady
-    # state serves. Sequential requests tend to reach one worker only, so send them 16 at a time.
-    warm = [base + path for path in sorted(set(paths[:60])) for _ in range(8)]
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        list(pool.map(_status, warm))
-    locustfile = out / "locustfile.py"
-    locustfile.write_text(LOCUSTFILE)
-    prefix = out / name
-    env = {**os.environ, "BENCH_PATHS": "|".join(paths), "BENCH_NAME": name, "BENCH_THINK_S": str(think_s)}
-    command = [
-        *(["taskset", "-c", pin] if pin else []),
-        str(ROOT / ".venv/bin/locust"),
-        "-f",
-        str(locustfile),
-        "--headless",
-        "-u",
-        str(users),
-        "-r",
-        str(spawn_rate),
-        "-t",
-        f"{duration}s",
-        *(["--reset-stats"] if reset_stats else []),
-        "--host",
-        base,
-        "--csv",
-        str(prefix),
-        "--only-summary",
-        "--loglevel",
-        "WARNING",
-    ]
-    subprocess.run(command, env=env, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    with open(f"{prefix}_stats.csv") as handle:
-        row = next(r for r in csv.DictReader(handle) if r["Name"] == name)
-    return {
-        "scenario": name,
-        "requests": int(row["Request Count"]),
-        "failures": int(row["Failure Count"]),
-        "p50": row["50%"],
-        "p95": row["95%"],
-        "p99": row["99%"],
-        "rps": float(row["Requests/s"]),
-    }
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", type=int, default=1000)
@@ -343,15 +246,13 @@ def main() -> None:
             env=env,
             start_new_session=True,
         )
-        _wait_up(base)
+        wait_up(base)
         rng = random.Random(7)
         sample = rng.sample(public_ids, min(50, len(public_ids)))
         page = f"/leaderboard/{MODEL}/"
-        leaderboard = (
-            [page] if _status(base + page) == 200 else [f"/api/v1/public/results/?benchmark={MODEL}"]
-        )
+        leaderboard = [page] if status(base + page) == 200 else [f"/api/v1/public/results/?benchmark={MODEL}"]
         result_page = (
-            "/results/{}/" if _status(f"{base}/results/{sample[0]}/") == 200 else "/api/v1/public/results/{}/"
+            "/results/{}/" if status(f"{base}/results/{sample[0]}/") == 200 else "/api/v1/public/results/{}/"
         )
         slo = [
             f"/api/v1/public/slo/?benchmark={MODEL}&ttft_p90_ms_max={ttft}&interactivity_min={inter}"
@@ -386,14 +287,18 @@ def main() -> None:
             f"{'scenario':32} {'requests':>9} {'fail':>5} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'req/s':>8}"
         )
         for name, paths in scenarios:
-            r = _run_locust(
+            # Warm every gunicorn worker (each keeps its own per-process snapshot) and the shared cache: what a
+            # steady state serves.
+            warm(base, paths[:60], {}, repeat=8, threads=16)
+            r = run_locust(
                 name,
                 base,
                 paths,
-                args.users,
-                args.duration,
-                out,
-                args.think,
+                users=args.users,
+                duration=args.duration,
+                out=out,
+                think_s=args.think,
+                locust=ROOT / ".venv/bin/locust",
                 spawn_rate=args.spawn_rate or args.users,
                 reset_stats=args.steady,
                 pin=client_cpus,

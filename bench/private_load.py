@@ -31,8 +31,6 @@ and N-1 more, made on first use), each with its own session and token: every acc
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import os
 import signal
 import statistics
@@ -42,38 +40,13 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from _load import run_locust, wait_up, warm  # bench/_load.py: python runs bench/ scripts from there
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 CLIENT = "demo-submitter"
-
-LOCUSTFILE = """
-import itertools, json, os, random
-from locust import FastHttpUser, between, constant, task
-
-PATHS = os.environ["BENCH_PATHS"].split("|")
-ACCOUNTS = json.loads(os.environ["BENCH_HEADERS"])  # one set of headers per account
-COUNT = itertools.count()
-
-
-class Client(FastHttpUser):
-    THINK = float(os.environ["BENCH_THINK_S"])
-    wait_time = between(THINK * 0.5, THINK * 1.5) if THINK > 0 else constant(0)
-
-    def on_start(self):
-        self.headers = ACCOUNTS[next(COUNT) % len(ACCOUNTS)]
-
-    @task
-    def get(self):
-        path = random.choice(PATHS)
-        with self.client.get(
-            path, name=os.environ["BENCH_NAME"], headers=self.headers, catch_response=True
-        ) as response:
-            if response.status_code != 200:
-                response.failure(f"{response.status_code} {path}")
-"""
 
 
 def load(target: int) -> None:
@@ -262,88 +235,6 @@ def alone(base: str, path: str, headers: dict, repeat: int = 5) -> float:
     return statistics.median(times)
 
 
-def _wait_up(base: str, deadline_s: float = 60) -> None:
-    end = time.time() + deadline_s
-    while time.time() < end:
-        try:
-            urllib.request.urlopen(f"{base}/healthz", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit("gunicorn did not come up")
-
-
-def _status(request: urllib.request.Request) -> int:
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            response.read()
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
-    except TimeoutError:
-        return 0
-
-
-def _run_locust(
-    name: str,
-    base: str,
-    paths: list[str],
-    headers: dict,
-    users: int,
-    duration: int,
-    out: Path,
-    think_s: float,
-) -> dict:
-    # Warm every gunicorn worker: sequential requests tend to reach one worker only, so send them 8 at a time.
-    warm = [
-        urllib.request.Request(base + p, headers=headers[0]) for p in sorted(set(paths)) for _ in range(4)
-    ]
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        statuses = set(pool.map(_status, warm))
-    if statuses != {200}:
-        raise SystemExit(f"{name}: warm-up answered {sorted(statuses)}, not 200")
-    locustfile = out / "locustfile.py"
-    locustfile.write_text(LOCUSTFILE)
-    prefix = out / name.replace(" ", "_")
-    env = {
-        **os.environ,
-        "BENCH_PATHS": "|".join(paths),
-        "BENCH_NAME": name,
-        "BENCH_THINK_S": str(think_s),
-        "BENCH_HEADERS": json.dumps(headers),
-    }
-    command = [
-        str(BIN / "locust"),
-        "-f",
-        str(locustfile),
-        "--headless",
-        "-u",
-        str(users),
-        "-r",
-        str(users),
-        "-t",
-        f"{duration}s",
-        "--host",
-        base,
-        "--csv",
-        str(prefix),
-        "--only-summary",
-        "--loglevel",
-        "WARNING",
-    ]
-    subprocess.run(command, env=env, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    with open(f"{prefix}_stats.csv") as handle:
-        row = next(r for r in csv.DictReader(handle) if r["Name"] == name)
-    return {
-        "requests": int(row["Request Count"]),
-        "failures": int(row["Failure Count"]),
-        "p50": row["50%"],
-        "p95": row["95%"],
-        "p99": row["99%"],
-        "rps": float(row["Requests/s"]),
-    }
-
-
 def _queries_alone(paths: list[str], headers: dict) -> int:
     """Queries of one request for the first path, served in this process by this checkout's code."""
     from django.db import connection
@@ -496,7 +387,7 @@ def main() -> None:
             env=served,
             start_new_session=True,
         )
-        _wait_up(base)
+        wait_up(base)
         out = Path(tempfile.mkdtemp(prefix="bench-private-locust-"))
         load_1 = os.getloadavg()[0]
         print(
@@ -510,7 +401,19 @@ def main() -> None:
             f"{'p99 ms':>7} {'req/s':>7}"
         )
         for name, paths, headers in chosen:
-            r = _run_locust(name, base, paths, headers, args.users, args.duration, out, args.think)
+            if warm(base, paths, headers[0], repeat=4, threads=8) != {200}:
+                raise SystemExit(f"{name}: the warm-up did not answer 200 everywhere")
+            r = run_locust(
+                name,
+                base,
+                paths,
+                users=args.users,
+                duration=args.duration,
+                out=out,
+                think_s=args.think,
+                locust=BIN / "locust",
+                accounts=headers,
+            )
             single = statistics.median(alone(base, p, headers[0], repeat=3) for p in paths[:10])
             print(
                 f"{name:24} {single:>8.0f} {r['requests']:>9} {r['failures']:>5} {r['p50']:>7} {r['p95']:>7} "
