@@ -33,6 +33,7 @@ from django.core.cache import cache
 from django.db import connections
 from django.db.backends.signals import connection_created
 from django.http import HttpRequest, HttpResponse
+from django.utils.safestring import SafeString, mark_safe
 
 logger = logging.getLogger(__name__)
 
@@ -179,6 +180,22 @@ def private_page_cached(view):
         return _cached(request, f"page|{csrf_secret}", respond)
 
     return wrapped
+
+
+def shared_fragment(name: str, build: Callable[[], str]) -> SafeString:
+    """A piece of a signed-in page that is the same for everyone allowed to see the page (a finished check run's
+    findings, table and chart), built once per generation and shared by all users: their own entries are
+    per user, so without this every user's first request would render it again. The caller must have checked
+    that the user may see what `name` stands for; `build()` returns HTML."""
+    generation = private_generation() if enabled() else None
+    if generation is None:
+        return mark_safe(build())  # noqa: S308 - build() renders a template
+    key = f"{_namespace()}:{generation}:fragment:{name}"
+    value = cache.get(key)
+    if value is None:
+        value = str(build())
+        cache.set(key, value, ENTRY_TIMEOUT_S)
+    return mark_safe(value)  # noqa: S308 - rendered by build() from a template, cached as is
 
 
 class PrivateCachedListMixin:

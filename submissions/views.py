@@ -18,6 +18,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Q
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -33,6 +34,7 @@ from accounts.selectors import (
 from checker.portal_rules import PORTAL_ONLY_RULES
 from leaderboard.views import publication_panel
 from leaderboard.views_extensions import extension_panel
+from portal import private_cache
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
 from portal.private_cache import private_page_cached
@@ -209,7 +211,19 @@ def submission_detail(request, pk: int):
         "publication_panel": publication_panel(request.user, submission),
         "extension_panel": extension_panel(request.user, submission),
     }
-    if selected is not None:
+    run = None if selected is None else selected.latest_check
+    if run is not None and not check_run_is_live(run) and private_cache.enabled():
+        # A finished run's section (findings, point table, chart) is the same for everyone who may see this page:
+        # rendered once per cache generation and shared (portal.private_cache.shared_fragment).
+        context["check"] = {"check_run": run, "live": False}
+        context["check_section_html"] = private_cache.shared_fragment(
+            f"check-section:{run.pk}",
+            lambda: render_to_string(
+                "submissions/_check_section.html", {"check": check_section_context(submission, selected)}
+            ),
+        )
+        context["waived_errors"] = waived_error_count(selected, run)
+    elif selected is not None:
         check = context["check"] = check_section_context(submission, selected)
         groups = check.get("finding_groups")  # a finished run's findings: no need to read its errors again
         errors = None if groups is None else [f for g in groups if g.severity == "error" for f in g.findings]

@@ -148,3 +148,53 @@ def test_cache_outage_serves_the_page_uncached(client, acme_submission, role_use
     monkeypatch.setattr(private_cache.cache, "get", broken)
     body, state = _page(client, path)
     assert state is None and "Baseline r16" in body
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_finished_check_section_is_rendered_once_for_everyone_who_may_see_it(
+    role_users, settings, monkeypatch
+):
+    from django.test import Client
+
+    from submissions import views
+    from submissions.models import Finding
+    from tests.factories import MembershipFactory
+    from tests.submissions.support import make_catalog
+    from tests.submissions.test_private_page_queries import _add_submissions
+
+    settings.PORTAL_PRIVATE_CACHE = True
+    acme = role_users["organisations"]["acme"]
+    benchmark, _ = make_catalog(acme)
+    (submission,) = _add_submissions(acme, role_users["submitter"], benchmark, 1)
+    colleague = UserFactory(username="colleague")
+    MembershipFactory(user=colleague, organisation=acme, role="submitter")
+    renders = []
+    real = views.check_section_context
+    monkeypatch.setattr(views, "check_section_context", lambda *a: renders.append(a) or real(*a))
+    path = reverse("submissions:detail", args=[submission.pk])
+
+    browsers = {}
+    for user in (role_users["submitter"], colleague):  # signing in writes (last_login): both before the reads
+        browsers[user.pk] = Client()
+        browsers[user.pk].force_login(user)
+    for browser in browsers.values():
+        browser.cookies["csrftoken"] = "a" * 32  # the CSRF cookie a browser holds once it has seen a form
+
+    def check_section(user) -> str:
+        body = browsers[user.pk].get(path).content.decode()
+        return body[
+            body.index('<div id="check-section"') : body.index("</section>", body.index("check-section"))
+        ]
+
+    first = check_section(role_users["submitter"])
+    assert "error 0" in first and len(renders) == 1
+    assert check_section(colleague) == first and len(renders) == 1  # the colleague's first request: shared
+
+    Finding.objects.filter(check_run__version__submission=submission, message__startswith="error 0").update(
+        message="corrected finding text"
+    )
+    assert "corrected finding text" in check_section(colleague) and len(renders) == 2
+
+    outsider = Client()
+    outsider.force_login(role_users["reviewer"])  # another organisation: the draft stays hidden, cache or not
+    assert outsider.get(path).status_code == 404
