@@ -19,6 +19,7 @@ from accounts.selectors import user_is_chair
 from audit.checkpoints import CheckpointError, checkpoint_latest_cached
 from audit.models import AuditEvent
 from audit.selectors import audit_chain_head
+from portal.parsers import parse_id
 
 logger = logging.getLogger(__name__)
 
@@ -50,12 +51,16 @@ def filtered_events(user, params) -> tuple:
     return events, filters
 
 
+def _plain_id(value: str) -> bool:
+    return parse_id(value) is not None
+
+
 def _submission_of(event: AuditEvent, versions: dict, runs: dict) -> int | None:
-    if event.object_type == "submissions.submission" and event.object_id.isdigit():
+    if event.object_type == "submissions.submission" and _plain_id(event.object_id):
         return int(event.object_id)
-    if event.object_type == "submissions.submissionversion" and event.object_id.isdigit():
+    if event.object_type == "submissions.submissionversion" and _plain_id(event.object_id):
         return versions.get(int(event.object_id))
-    if event.object_type == "submissions.checkrun" and event.object_id.isdigit():
+    if event.object_type == "submissions.checkrun" and _plain_id(event.object_id):
         return runs.get(int(event.object_id))
     value = (event.data or {}).get("submission") if isinstance(event.data, dict) else None
     return value if isinstance(value, int) else None
@@ -68,10 +73,10 @@ def event_links(user, events: list[AuditEvent]) -> dict[int, str]:
     version_ids = [
         int(e.object_id)
         for e in events
-        if e.object_type == "submissions.submissionversion" and e.object_id.isdigit()
+        if e.object_type == "submissions.submissionversion" and _plain_id(e.object_id)
     ]
     run_ids = [
-        int(e.object_id) for e in events if e.object_type == "submissions.checkrun" and e.object_id.isdigit()
+        int(e.object_id) for e in events if e.object_type == "submissions.checkrun" and _plain_id(e.object_id)
     ]
     versions = dict(SubmissionVersion.objects.filter(pk__in=version_ids).values_list("pk", "submission_id"))
     runs = dict(CheckRun.objects.filter(pk__in=run_ids).values_list("pk", "version__submission_id"))
@@ -108,7 +113,7 @@ def event_list(request):
     page = Paginator(events, 50).get_page(request.GET.get("page"))
     links = event_links(request.user, list(page.object_list))
     rows = [{"event": event, "link": links.get(event.pk)} for event in page.object_list]
-    actions = sorted(set(AuditEvent.objects.values_list("action", flat=True).distinct()))
+    actions = list(AuditEvent.objects.order_by("action").values_list("action", flat=True).distinct())
     families = sorted({action.split(".")[0] + ".*" for action in actions if "." in action})
     query = request.GET.copy()
     query.pop("page", None)
@@ -119,9 +124,14 @@ def event_list(request):
             "page": page,
             "rows": rows,
             "filters": filters,
-            "object_types": sorted(
-                t for t in AuditEvent.objects.values_list("object_type", flat=True).distinct() if t
-            ),
+            # order_by() first: the model's ordering by sequence would make DISTINCT keep one row per event.
+            "object_types": [
+                t
+                for t in AuditEvent.objects.order_by("object_type")
+                .values_list("object_type", flat=True)
+                .distinct()
+                if t
+            ],
             "actions": families + actions,
             "query": query.urlencode(),
             "filtered": any(filters.values()),

@@ -355,7 +355,7 @@ def parse_revision(value) -> int | None:
     if value in (None, ""):
         return None
     text = str(value).strip()
-    if not text.isdigit() or len(text) > 6 or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or len(text) > 6 or int(text) < 1:
         raise Http404("No such revision.")
     return int(text)
 

@@ -17,6 +17,7 @@ from leaderboard import extensions
 from leaderboard.charts import axis_label, chart_spec, interactivity_metric, series_of
 from leaderboard.models import Publication, PublicationRevision
 from portal.errors import ApplicationError
+from portal.parsers import parse_id
 from submissions.models import Submission, SystemDescriptionRevision
 from submissions.selectors import check_run_latest, extension_open_of, published_revisions, version_latest
 
@@ -152,7 +153,7 @@ def extension_open(request, pk: int):
             stack=request.POST.get("stack", "")[:200],
             software=request.POST.get("software", "")[:2000],
             configuration=request.POST.get("configuration", "")[:2000],
-            description_revision=int(revision) if revision.isdigit() else None,
+            description_revision=parse_id(revision) if revision else None,
             hardware_changed=request.POST.get("hardware_changed") == "on",
             title=request.POST.get("title", "")[:200],
         )

@@ -11,7 +11,7 @@ from accounts import views_auth as accounts_auth
 from audit import api as audit_api
 from catalog import api as catalog_api
 from leaderboard import api as leaderboard_api
-from portal import health, views
+from portal import api_format, health, views
 from review import api as review_api
 from submissions import api as submissions_api
 
@@ -20,10 +20,14 @@ admin.site.site_title = "Endpoints Portal admin"
 
 
 class _PublicRootRouter(routers.DefaultRouter):
-    """The API index is public, like the published results and the benchmark catalog it leads to."""
+    """The API index is public, like the published results and the benchmark catalog it leads to. Every viewset
+    takes a format suffix (`.json`) on every route, its own actions included (api_format.FormatSuffixAware)."""
 
     class APIRootView(routers.APIRootView):
         permission_classes = [permissions.AllowAny]
+
+    def register(self, prefix, viewset, basename=None):
+        super().register(prefix, api_format.format_suffix_aware(viewset), basename)
 
 
 router = _PublicRootRouter()

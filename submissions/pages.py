@@ -393,7 +393,7 @@ def compare_versions(a, b) -> VersionComparison:
 
     def order(key: str) -> tuple:
         head, _, tail = key.rpartition("/r")
-        return (head, int(tail) if tail.isdigit() else 0)
+        return (head, int(tail) if tail.isascii() and tail.isdigit() else 0)
 
     for key in sorted(set(metrics_a) | set(metrics_b), key=order):
         ma, mb = metrics_a.get(key), metrics_b.get(key)

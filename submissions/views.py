@@ -308,12 +308,12 @@ def version_compare(request, pk: int):
     for side in ("b", "a"):
         value = request.GET.get(side, "").strip()
         if value:
-            if not value.isdigit() or int(value) not in numbers:
+            if parse_id(value) not in numbers:
                 known = ", ".join(map(str, numbers)) or "none yet"
                 detail = f"This submission has no version “{value[:20]}” (its versions: {known})."
                 back = reverse("submissions:detail", args=[submission.pk])
                 return render(request, "404.html", {"detail": detail, "back": back}, status=404)
-            asked[side] = int(value)
+            asked[side] = int(parse_id(value) or 0)
         elif side == "b" and numbers:
             asked["b"] = numbers[-1]
         elif side == "a" and "b" in asked:
