@@ -8,7 +8,6 @@ Every row names the result (public id, its page) and the SHA-256 of the bundle i
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from typing import Any
@@ -20,6 +19,7 @@ from leaderboard.cache import public_cached
 from leaderboard.models import Annotation, Publication
 from leaderboard.procurement import ModelRequirement, procurement_report
 from leaderboard.slo import SloIndex, SloTargets, accelerator_count, interactivity_metric_for, number
+from portal import csv_safe
 from submissions.models import Submission
 
 HEADLINE_FIELDS = (
@@ -266,7 +266,7 @@ def rows_to_csv(rows: list[dict]) -> str:
     for row in rows:
         columns.update(dict.fromkeys(row))
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv_safe.writer(out, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
         writer.writerow([_cell(row.get(column)) for column in columns])
@@ -278,6 +278,4 @@ def _cell(value: Any) -> Any:
         return ""
     if isinstance(value, dict | list):
         value = json.dumps(value, sort_keys=True)
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value  # a spreadsheet would read it as a formula
-    return value
+    return value  # formulas are neutralised by the writer (portal.csv_safe)

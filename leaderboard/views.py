@@ -3,7 +3,6 @@ publication: the submitter's choice of date, a member's challenge, the chair's r
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from leaderboard.charts import (
     series_of,
 )
 from leaderboard.models import Challenge, Publication
+from portal import csv_safe
 from portal.errors import ApplicationError
 from portal.parsers import parse_positive
 from submissions.models import Submission
@@ -464,7 +464,7 @@ def result_data(request, public_id: str, fmt: str):
         response = HttpResponse(json.dumps(body, indent=2), content_type="application/json")
     else:
         out = io.StringIO()
-        writer = csv.writer(out)
+        writer = csv_safe.writer(out)
         writer.writerow(
             [
                 "public_id",
