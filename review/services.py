@@ -405,7 +405,7 @@ def review_submit(
         raise ApplicationError(
             f"Decision must be one of {', '.join(Review.Decision.values)}.", code="invalid"
         )
-    body = (body or "").strip()
+    body = _text_within_cap((body or "").strip(), what="A review")
     if decision != Review.Decision.APPROVE and not body:
         raise ApplicationError("Say what must change, or what you object to.", code="invalid")
     version = submission.submitted_version
@@ -448,6 +448,22 @@ def _may_post(actor, submission: Submission, visibility: str) -> bool:
     return visibility in allowed
 
 
+# The longest comment, review or answer any door takes (the API's serializers say the same): readers of a review
+# page load every comment of the thread.
+TEXT_MAX_CHARS = 20_000
+
+
+def _text_within_cap(text: str, *, what: str) -> str:
+    if len(text) > TEXT_MAX_CHARS:
+        raise ApplicationError(
+            f"{what} can be at most {TEXT_MAX_CHARS:,} characters (this one has {len(text):,}): shorten it, or "
+            "attach the long part as a file to a new version.",
+            code="text-too-long",
+            extra={"max_chars": TEXT_MAX_CHARS},
+        )
+    return text
+
+
 @transaction.atomic
 def comment_post(
     *,
@@ -466,7 +482,7 @@ def comment_post(
 ) -> Comment:
     """A comment, an objection (reviewers, auditors, the chair) or a reply. A submitter's reply to an open
     objection answers it; an objection's answer is due in PORTAL_OBJECTION_ANSWER_BUSINESS_DAYS business days."""
-    body = (body or "").strip()
+    body = _text_within_cap((body or "").strip(), what="A comment")
     if not body:
         raise ApplicationError("A comment needs a text.", code="invalid")
     if submission.status == Status.DRAFT:

@@ -437,10 +437,12 @@ def comment_create(request, pk: int):
     except ApplicationError as exc:
         messages.error(request, f"Not posted: {exc.detail}")
         return redirect(_page_url(submission, "#thread"))
-    what = (
-        "Objection raised" if comment.kind == Comment.Kind.OBJECTION else ("Reply" if parent else "Comment")
+    messages.success(
+        request,
+        "Objection raised."
+        if comment.kind == Comment.Kind.OBJECTION
+        else ("Reply posted." if parent else "Comment posted."),
     )
-    messages.success(request, f"{what} posted.")
     return redirect(_page_url(submission, f"#comment-{comment.pk}"))
 
 

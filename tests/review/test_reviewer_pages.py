@@ -248,3 +248,30 @@ def test_diff_between_versions_on_the_review_page(review_world):
     assert f"Changes from version {first.number} to version {second.number}" in body
     assert "raw-log-consistency" in body  # finding added
     assert "AX-8000_c1.tar.gz" in body  # files removed
+
+
+def test_a_comment_longer_than_the_cap_is_refused_by_the_page_form_and_nothing_is_stored(
+    review_world, settings
+):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = (
+        8 * 1024 * 1024
+    )  # the cap, not the request size limit, must refuse it
+    pk = review_world["submission"].pk
+    before = Comment.objects.count()
+    client = _client(review_world["assigned"])
+    response = client.post(f"/review/submissions/{pk}/comments/", {"body": "x" * 3_000_000}, follow=True)
+    assert Comment.objects.count() == before
+    assert "at most 20,000 characters (this one has 3,000,000)" in response.content.decode()
+    client.post(f"/review/submissions/{pk}/comments/", {"body": "y" * 20_000})
+    assert Comment.objects.filter(body="y" * 20_000).exists()
+
+
+def test_raising_an_objection_says_so_in_plain_words(review_world):
+    pk = review_world["submission"].pk
+    response = _client(review_world["assigned"]).post(
+        f"/review/submissions/{pk}/comments/",
+        {"body": "The c8 run is too short.", "kind": "objection", "objection_type": "methodology"},
+        follow=True,
+    )
+    body = response.content.decode()
+    assert "Objection raised." in body and "Objection raised posted" not in body
