@@ -275,3 +275,24 @@ def test_raising_an_objection_says_so_in_plain_words(review_world):
     )
     body = response.content.decode()
     assert "Objection raised." in body and "Objection raised posted" not in body
+
+
+def test_file_browser_shows_control_and_right_to_left_override_characters_in_member_names(review_world):
+    import io
+    import tarfile
+
+    from tests.factories import VersionFileFactory
+
+    hostile = "c16/report\u202etxt.exe"  # reads "c16/reportexe.txt" when the override is obeyed
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for name in (hostile, "c16/bell\x07.txt"):
+            info = tarfile.TarInfo(name)
+            info.size = 3
+            tar.addfile(info, io.BytesIO(b"hi\n"))
+    VersionFileFactory(
+        version=review_world["version"], original_filename="odd.tar.gz", content=out.getvalue()
+    )
+    listing = _browser(review_world, "assigned", "", name="odd.tar.gz").content.decode()
+    assert "c16/report⟨U+202E⟩txt.exe" in listing and "c16/bell⟨U+0007⟩.txt" in listing
+    assert "\u202e" not in listing.replace("%E2%80%AE", "") and "\x07" not in listing
