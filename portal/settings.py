@@ -9,6 +9,7 @@ from pathlib import Path
 
 from celery.schedules import crontab
 
+from portal.api_tags import SPECTACULAR_TAGS
 from portal.env import (
     EnvError,
     env_bool,
@@ -394,7 +395,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_THROTTLE_RATES": dict(PORTAL_API_THROTTLE_RATES),
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "portal.api_schema.GroupedAutoSchema",
     "DEFAULT_PAGINATION_CLASS": "portal.pagination.PortalPagination",
     "DEFAULT_PARSER_CLASSES": [
         "portal.parsers.SafeJSONParser",
@@ -420,6 +421,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "TAGS": SPECTACULAR_TAGS,  # one section per group of users (portal/api_tags.py)
     "ENUM_NAME_OVERRIDES": {
         "SubmissionStatusEnum": "submissions.models.Submission.Status",
         "CheckRunStatusEnum": "submissions.models.CheckRun.Status",
