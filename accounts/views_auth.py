@@ -24,13 +24,16 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_otp import login as otp_login
 
 from accounts import throttle
-from accounts.models import SignIn
+from accounts.models import Membership, SignIn
 from accounts.selectors import (
     recovery_codes_left,
     totp_device_of,
     user_find,
     user_has_second_factor,
+    user_is_auditor,
+    user_is_chair,
     user_requires_second_factor,
+    user_roles,
 )
 from accounts.services import (
     email_change_confirm,
@@ -88,7 +91,26 @@ def _clean_next(request, value: str | None) -> str:
 
 
 def _safe_next(request, value: str | None) -> str:
-    return _clean_next(request, value) or reverse(settings.LOGIN_REDIRECT_URL)
+    return _clean_next(request, value) or landing_url(request.user)
+
+
+def landing_url(user) -> str:
+    """Where a signed-in user starts, on their own work: the chair on the chair's dashboard, an auditor on the
+    audit queue, a member who only reviews on the review queue, everyone else on the dashboard."""
+    if user is None or not user.is_authenticated:
+        return reverse(settings.LOGIN_REDIRECT_URL)
+    if user_is_chair(user):
+        return reverse("review:chair_dashboard")
+    if user_is_auditor(user):
+        return reverse("review:audit_queue")
+    roles = _member_roles(user)
+    if roles and roles <= {Membership.Role.REVIEWER}:
+        return reverse("review:queue")
+    return reverse(settings.LOGIN_REDIRECT_URL)
+
+
+def _member_roles(user) -> set[str]:
+    return {role for roles in user_roles(user)["organisations"].values() for role in roles}
 
 
 def _lock_message(lock: throttle.Lock) -> str:

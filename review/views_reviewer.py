@@ -74,12 +74,14 @@ def _login_first(view):
 @login_required
 @require_GET
 def dashboard(request):
-    """Open assignments soonest due first (overdue marked), accept / decline, and my past reviews."""
+    """Open assignments (of submissions still in review) soonest due first, overdue marked; accept / decline; and
+    my past reviews."""
     user = request.user
     assignments = list(
         review_assignments_visible_to(user)
         .filter(reviewer=user, status__in=ReviewAssignment.ACTIVE_STATUSES)
-        .exclude(submission__status__in=(Submission.Status.WITHDRAWN, Submission.Status.REJECTED))
+        # open work only: a result peer reviewed, audited or published needs nothing more from its reviewers
+        .filter(submission__status__in=Submission.REVIEW_OPEN_STATUSES)
         .select_related(
             "submission__benchmark", "submission__system", "submission__organisation", "organisation"
         )

@@ -119,6 +119,7 @@ def dashboard(request, form: SubmissionCreateForm | None = None, duplicates=()):
         {
             "organisations": user_organisations(user),
             "roles": user_roles(user),
+            "reviews_only": not can_create and can(user, "review"),
             "memberships": membership_labels(user),
             "own_rows": _dashboard_rows(visible.filter(organisation_id__in=own_org_ids)),
             "other_rows": others,

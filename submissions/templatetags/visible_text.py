@@ -25,4 +25,3 @@ def visible(text: str) -> str:
 @register.filter
 def visible_chars(value) -> str:
     return visible(value) if isinstance(value, str) else value
-

@@ -123,7 +123,9 @@ def test_an_account_with_two_factor_signs_in_with_password_then_code(role_users)
     right = client.post(
         "/accounts/login/verify/", {"code": totp_code(totp_device_for(role_users["auditor"]))}
     )
-    assert right.status_code == 302 and right["Location"] == "/dashboard/"
+    assert (
+        right.status_code == 302 and right["Location"] == "/review/audit/"
+    )  # the auditor lands on the queue
     assert client.get("/review/audit/").status_code == 200  # verified: the auditor acts
     outcomes = list(SignIn.objects.filter(user=role_users["auditor"]).values_list("outcome", flat=True))
     assert outcomes == ["success", "bad_code"]  # newest first
