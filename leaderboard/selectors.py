@@ -15,7 +15,7 @@ from django.http import Http404
 
 from catalog.models import Benchmark
 from catalog.selectors import benchmark_list
-from leaderboard.models import Annotation, Publication, PublicationRevision
+from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
 from review.models import Attestation, Review, Waiver
 from submissions.models import PointMetric, Submission
 from submissions.selectors import check_run_official
@@ -386,3 +386,12 @@ def publication_at_revision(publication: Publication, number: int | None) -> Pub
     shown.shown_revision = revision
     shown.revision_submission_id = revision.submission_id
     return shown
+
+
+def challenges_open() -> list[Challenge]:
+    """Challenges of published results the chair has not resolved, oldest first (the chair sees them all)."""
+    return list(
+        Challenge.objects.filter(status=Challenge.Status.OPEN)
+        .select_related("publication__submission__system", "organisation", "raised_by")
+        .order_by("created_at", "pk")
+    )

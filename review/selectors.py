@@ -361,12 +361,7 @@ def chair_dashboard(*, now: datetime, stuck_after_days: int = 14) -> ChairDashbo
         .select_related("organisation", "system", "benchmark")
         .order_by("status_changed_at")
     )
-    waivers = list(
-        Waiver.objects.filter(status=Waiver.Status.REQUESTED)
-        .exclude(version__submission__status=Status.DRAFT)
-        .select_related("version__submission__organisation", "version__submission__system", "requested_by")
-        .order_by("created_at")
-    )
+    waivers = waivers_awaiting_decision()
     return ChairDashboard(
         unassigned=unassigned,
         overdue_assignments=overdue_assignments,
@@ -432,3 +427,13 @@ def version_diff(old: SubmissionVersion, new: SubmissionVersion) -> VersionDiff:
 
 def quorum_size() -> int:
     return settings.PORTAL_REVIEW_QUORUM
+
+
+def waivers_awaiting_decision() -> list[Waiver]:
+    """Waivers a submitter asked for that the chair or an auditor has not decided, oldest first."""
+    return list(
+        Waiver.objects.filter(status=Waiver.Status.REQUESTED)
+        .exclude(version__submission__status=Status.DRAFT)
+        .select_related("version__submission__organisation", "version__submission__system", "requested_by")
+        .order_by("created_at")
+    )

@@ -114,7 +114,9 @@ def audit_queue(request):
                 "readiness": readiness,
             }
         )
-    return render(request, "review/audit_queue.html", {"rows": rows})
+    return render(
+        request, "review/audit_queue.html", {"rows": rows, "waivers": selectors.waivers_awaiting_decision()}
+    )
 
 
 @login_required

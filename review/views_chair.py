@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from access.visibility import conflicts_visible_to, get_visible_or_404
 from accounts.models import Membership, Organisation
 from accounts.selectors import user_is_chair, user_org_ids
+from leaderboard.selectors import challenges_open
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
 from review import selectors, services
@@ -68,6 +69,7 @@ def dashboard(request):
         "review/chair_dashboard.html",
         {
             "board": board,
+            "open_challenges": challenges_open(),
             "overdue_count": len(board.overdue_assignments) + len(board.overdue_objections),
             "now": timezone.now(),
             "per_submission": _default_count(),
