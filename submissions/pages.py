@@ -194,11 +194,39 @@ def portal_only_counts(groups: list[FindingGroup]) -> PortalOnlyCounts:
 
 
 @dataclass
+class RuleGroup:
+    """The findings of one rule within a severity: shown as one line with a count and the points, expandable."""
+
+    rule: str
+    findings: list
+
+    @property
+    def first(self):
+        return self.findings[0]
+
+    @property
+    def points(self) -> list[str]:
+        return list(dict.fromkeys(f.point_label for f in self.findings if getattr(f, "point_label", "")))
+
+    @property
+    def files(self) -> int:
+        return len({f.file for f in self.findings if f.file})
+
+
+@dataclass
 class FindingGroup:
     severity: str
     title: str
     help: str
     findings: list
+
+    @property
+    def by_rule(self) -> list[RuleGroup]:
+        """The findings grouped by rule, rules in the order their first finding comes."""
+        rules: dict[str, list] = {}
+        for finding in self.findings:
+            rules.setdefault(finding.rule, []).append(finding)
+        return [RuleGroup(rule, findings) for rule, findings in rules.items()]
 
 
 def finding_groups(check_run: CheckRun) -> list[FindingGroup]:

@@ -10,3 +10,14 @@ document.addEventListener("DOMContentLoaded", () => {
   kind.addEventListener("change", sync);
   sync();
 });
+
+// Findings of one rule are folded into one line; a link to one of them (#finding-N) opens its fold.
+function openFoldOf(hash) {
+  const target = hash && hash.startsWith("#finding-") && document.getElementById(hash.slice(1));
+  for (let el = target && target.parentElement; el; el = el.parentElement) {
+    if (el.tagName === "DETAILS") el.open = true;
+  }
+  if (target) target.scrollIntoView();
+}
+document.addEventListener("DOMContentLoaded", () => openFoldOf(window.location.hash));
+window.addEventListener("hashchange", () => openFoldOf(window.location.hash));
