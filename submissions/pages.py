@@ -193,6 +193,12 @@ def portal_only_counts(groups: list[FindingGroup]) -> PortalOnlyCounts:
     return PortalOnlyCounts(portal=portal, official=official, local=local)
 
 
+def _point_order(label: str) -> tuple:
+    """r2 before r16 (by concurrency), other labels after, by name."""
+    digits = label[1:] if label.startswith("r") else ""
+    return (0, int(digits), "") if digits.isascii() and digits.isdigit() else (1, 0, label)
+
+
 @dataclass
 class RuleGroup:
     """The findings of one rule within a severity: shown as one line with a count and the points, expandable."""
@@ -206,7 +212,8 @@ class RuleGroup:
 
     @property
     def points(self) -> list[str]:
-        return list(dict.fromkeys(f.point_label for f in self.findings if getattr(f, "point_label", "")))
+        labels = dict.fromkeys(f.point_label for f in self.findings if getattr(f, "point_label", ""))
+        return sorted(labels, key=_point_order)
 
     @property
     def files(self) -> int:

@@ -21,3 +21,12 @@ def pass_second_factor(page, username: str) -> None:
     page.wait_for_url(VERIFY_URL)
     page.fill("input[name=code]", totp_code(totp_device_for(user)))
     page.click("main button[type=submit]")
+
+
+def landing_path(username: str) -> str:
+    """The page a user lands on after signing in (accounts.views_auth.landing_url: their role's own work)."""
+    from django.contrib.auth import get_user_model
+
+    from accounts.views_auth import landing_url
+
+    return landing_url(get_user_model().objects.get(username=username))

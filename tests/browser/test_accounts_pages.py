@@ -110,7 +110,7 @@ def test_the_chair_sets_up_two_factor_then_signs_in_with_a_code(
     TOTPDevice.objects.filter(pk=device.pk).update(last_t=-1)  # the same 30-second step as the setup
     page.fill("input[name=code]", str(totp(device.bin_key)).zfill(6))
     page.click("main button[type=submit]")
-    page.wait_for_url(f"{base}/dashboard/")
+    page.wait_for_url(f"{base}/review/chair/")  # the chair lands on the chair's dashboard
     page.goto(f"{base}/accounts/")
     assert "On" in page.inner_text("[data-section=two-factor]")
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from submissions.models import CheckRun, Submission, Upload, UploadPart
+from tests.browser.signin import landing_path
 from tests.factories import PASSWORD, RUN_ARCHIVES
 from tests.submissions.conftest import wait_for_run
 from tests.submissions.support import SEVEN_ARCHIVES_ERRORS, assert_failed_on
@@ -35,7 +36,7 @@ def _login(page, base, username):
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", PASSWORD)
     page.click("main button[type=submit]")
-    page.wait_for_url(f"{base}/dashboard/")
+    page.wait_for_url(f"{base}{landing_path(username)}")
 
 
 # Every change of the check section, as the user sees it: the status badge and "N of M done".

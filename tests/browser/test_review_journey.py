@@ -16,7 +16,7 @@ import pytest
 
 from review.models import Comment, ReviewAssignment, Waiver
 from submissions.models import CheckRun, Submission
-from tests.browser.signin import pass_second_factor
+from tests.browser.signin import landing_path, pass_second_factor
 from tests.factories import PASSWORD, RUN_ARCHIVES, MembershipFactory, OrganisationFactory, UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,7 +47,7 @@ class Journey:
         page.fill("input[name=password]", PASSWORD)
         page.click("main button[type=submit]")
         pass_second_factor(page, username)
-        page.wait_for_url(f"{self.base}/dashboard/")
+        page.wait_for_url(f"{self.base}{landing_path(username)}")
         return page
 
     def shot(self, page, name: str, selector: str | None = None) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from catalog.models import Benchmark
 from submissions.models import CheckRun, Submission
-from tests.browser.signin import pass_second_factor
+from tests.browser.signin import landing_path, pass_second_factor
 from tests.factories import PASSWORD, RUN_ARCHIVES
 from tests.submissions.support import SEVEN_ARCHIVES_ERRORS, assert_failed_on
 
@@ -33,7 +33,7 @@ def _login(page, base, username):
     page.fill("input[name=password]", PASSWORD)
     page.click("main button[type=submit]")
     pass_second_factor(page, username)
-    page.wait_for_url(f"{base}/dashboard/")
+    page.wait_for_url(f"{base}{landing_path(username)}")
 
 
 def test_submitter_uploads_run_archives_and_sees_the_check(chromium, portal, tmp_path):

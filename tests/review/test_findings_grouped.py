@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 def test_findings_of_one_rule_are_one_line_with_count_and_points(review_world):
     version = review_world["version"]
     run = CheckRunFactory(version=version, status="passed")
-    for point in ("r1", "r2", "r4"):
+    for point in ("r16", "r2", "r4"):
         FindingFactory(
             check_run=run,
             severity="warning",
@@ -32,10 +32,7 @@ def test_findings_of_one_rule_are_one_line_with_count_and_points(review_world):
     assert fold, "point-duration is not folded"
     summary = fold.group(1).split("</summary>")[0]
     assert "×3" in summary
-    assert [p for p in ("r1", "r2", "r4") if f'<span class="badge point">{p}</span>' in summary] == [
-        "r1",
-        "r2",
-        "r4",
-    ]
+    # by concurrency, not by name
+    assert re.findall(r'<span class="badge point">(r\d+)</span>', summary) == ["r2", "r4", "r16"]
     assert fold.group(1).count('<li class="finding" id="finding-') == 3  # each one still there, expandable
     assert f'id="finding-{single.pk}"' in page and 'data-rule="steady-state-basis"' not in page
