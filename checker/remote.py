@@ -1,14 +1,14 @@
 """`portal submit` and `portal status`: talk to a portal over its HTTP API (stdlib only, no Django).
 
     portal submit PATH... --url URL --token TOKEN [--system NAME] [--benchmark ID] [--submission ID]
-                  [--new-draft] [--wait] [--json] [--timeout S]
+                  [--wait] [--json] [--timeout S]
     portal status SUBMISSION_ID --url URL --token TOKEN
 
 PORTAL_URL and PORTAL_TOKEN may replace --url and --token. Where it goes: --submission ID adds a version to that
-draft; otherwise the system and benchmark are read from the files (every load point names both) unless
---system/--benchmark say them, and the version goes to the caller's one open draft of that system and
-benchmark, or to a new draft when there is none (or with --new-draft). It asks for --system/--benchmark only
-when the files name several (or none). It prints the submission's web address. What is uploaded:
+submission (a draft, or one with changes requested); otherwise a new draft is created for the system and
+benchmark the files name (every load point names both) unless --system/--benchmark say them, and it says so
+before uploading, naming the caller's drafts of that system and benchmark already open. It asks for
+--system/--benchmark only when the files name several (or none). It prints the submission's web address. What is uploaded:
   * one archive file: as is;
   * a folder (a bundle, or a run folder): packed into a .tar.gz made in a temporary folder;
   * several paths: each becomes one file of the same version (a set of run archives), each file its
@@ -692,21 +692,16 @@ def cmd_submit(args) -> int:
             if system_exists(client, system) is False:
                 print(f"portal submit: {register_system_hint(base_url, system)}", file=sys.stderr)
                 return EXIT_USAGE
-            drafts = [] if args.new_draft else open_drafts(client, system, benchmark)
-            if len(drafts) > 1:
-                listed = ", ".join(f"#{d['id']} ({d['status']})" for d in drafts)
-                print(
-                    f"portal submit: {system} on {benchmark} has {len(drafts)} open drafts ({listed}): give "
-                    "--submission ID to add the version to one of them, or --new-draft to start another.",
-                    file=sys.stderr,
-                )
-                return EXIT_USAGE
+            # A new draft unless told which submission to add to: never a guess at an older one.
+            start_fields = {"system": system, "benchmark": benchmark}
+            where = "creating a new draft"
+            drafts = open_drafts(client, system, benchmark)
             if drafts:
-                submission = drafts[0]["id"]
-                where = f"adding a version to your draft #{submission} ({drafts[0]['status']})"
-            else:
-                start_fields = {"system": system, "benchmark": benchmark}
-                where = "creating a new draft"
+                listed = ", ".join(f"#{d['id']} ({d['status']})" for d in drafts)
+                where += (
+                    f" (open already: {listed}; to add a version to one instead, run again with "
+                    f"--submission {drafts[0]['id']})"
+                )
             if not args.quiet:
                 print(f"portal submit: {system} on {benchmark} ({how}); {where}", file=sys.stderr)
         run_key = uuid.uuid4().hex
@@ -825,11 +820,13 @@ def add_commands(sub) -> None:
     submit.add_argument(
         "--benchmark", help="the benchmark's model id, e.g. llama3_1-8b (default: the one the files name)"
     )
-    submit.add_argument("--submission", type=int, help="add a version to this draft submission")
     submit.add_argument(
-        "--new-draft",
-        action="store_true",
-        help="start a new draft even when one of this system and benchmark is open",
+        "--submission",
+        type=int,
+        help="add a version to this submission (a draft or one with changes requested) instead of a new draft",
+    )
+    submit.add_argument(
+        "--new-draft", action="store_true", help="start a new draft (the default; kept for scripts)"
     )
     submit.add_argument("--wait", action="store_true", help="wait for the checks and print the findings")
     submit.add_argument(

@@ -53,22 +53,32 @@ def test_submit_reads_system_and_benchmark_from_the_files_and_prints_the_web_add
     assert f"uploading {RUN_ARCHIVES[0].name}: 100%" in first.stderr and "\r" not in first.stderr
     assert "verifying" in first.stderr
 
-    # Fixed files, same command: the version goes to the open draft, not to a second one.
+    # Fixed files, same command: a new draft (never a guess at the open one), naming the open one and the option.
     second = _portal("submit", str(RUN_ARCHIVES[0]), env=portal_env)
     assert second.returncode == 0, second.stderr
-    assert f"adding a version to your draft #{submission.pk} (draft)" in second.stderr
-    assert Submission.objects.count() == 1
-    assert SubmissionVersion.objects.filter(submission=submission).count() == 2
-    assert f"/submissions/{submission.pk}/?version=2#check" in second.stdout
-
-    # --new-draft starts another; then two drafts are open, and the command asks which one.
-    third = _portal("submit", str(RUN_ARCHIVES[0]), "--new-draft", "-q", env=portal_env)
-    assert third.returncode == 0, third.stderr
+    assert (
+        f"creating a new draft (open already: #{submission.pk} (draft); to add a version to one instead, run "
+        f"again with --submission {submission.pk})" in second.stderr
+    )
     assert Submission.objects.count() == 2
-    fourth = _portal("submit", str(RUN_ARCHIVES[0]), env=portal_env)
-    assert fourth.returncode == 2
-    assert "has 2 open drafts" in fourth.stderr and "--submission ID" in fourth.stderr
-    assert SubmissionVersion.objects.count() == 3
+    assert SubmissionVersion.objects.filter(submission=submission).count() == 1
+
+    # --submission adds a version to the one it names, and says so before uploading.
+    third = _portal("submit", str(RUN_ARCHIVES[0]), "--submission", str(submission.pk), env=portal_env)
+    assert third.returncode == 0, third.stderr
+    assert SubmissionVersion.objects.filter(submission=submission).count() == 2
+    assert f"/submissions/{submission.pk}/?version=2#check" in third.stdout
+    assert Submission.objects.count() == 2
+
+
+def test_submit_never_adds_a_version_to_a_submission_in_review(portal_env):
+    first = _portal("submit", str(RUN_ARCHIVES[0]), "-q", env=portal_env)
+    assert first.returncode == 0, first.stderr
+    submission = Submission.objects.get()
+    Submission.objects.filter(pk=submission.pk).update(status="in_review")
+    refused = _portal("submit", str(RUN_ARCHIVES[0]), "--submission", str(submission.pk), env=portal_env)
+    assert refused.returncode == 2, refused.stderr
+    assert SubmissionVersion.objects.filter(submission=submission).count() == 1
 
 
 def test_submit_asks_for_the_system_only_when_the_files_name_several(portal_env):
