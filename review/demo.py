@@ -204,10 +204,23 @@ def _reviewed_in_review(submission: Submission, submitter, reviewers: list, chai
 # --- One flow per state ---------------------------------------------------------------------------
 
 
+# Who submits an organisation's demo results and which two reviewers (of other organisations) review them.
+TEAMS = {
+    "acmecompute": ("demo-submitter", ("demo-reviewer", "demo-reviewer2")),
+    "nimbuscloud": ("demo-nimbus", ("demo-reviewer2", "demo-reviewer3")),
+}
+
+
+def submitter_of(submission: Submission, users):
+    return users[TEAMS[submission.organisation.slug][0]]
+
+
 def _audited(submission, users) -> None:
-    submitter, chair, auditor = users["demo-submitter"], users["demo-chair"], users["demo-auditor"]
+    chair, auditor = users["demo-chair"], users["demo-auditor"]
+    submitter_name, reviewer_names = TEAMS[submission.organisation.slug]
+    submitter = users[submitter_name]
     first, second = _reviewed_in_review(
-        submission, submitter, [users["demo-reviewer"], users["demo-reviewer2"]], chair
+        submission, submitter, [users[name] for name in reviewer_names], chair
     )
     _review(first, Review.Decision.APPROVE, "Curve and recomputed metrics agree with the claims.")
     _review(second, Review.Decision.APPROVE)
@@ -327,7 +340,7 @@ def extension_in_review(submission: Submission, users) -> None:
 def audited_through_review(submission: Submission, users, files, *, kind: str, official: bool) -> Submission:
     """Version 1 uploaded and checked, waivers asked for and granted, two approvals, evidence, attestation: the
     audited flow above, for the results leaderboard.demo publishes."""
-    _version(submission, 1, files, users["demo-submitter"], official=official, kind=kind)
+    _version(submission, 1, files, submitter_of(submission, users), official=official, kind=kind)
     _audited(submission, users)
     submission.refresh_from_db()
     return submission

@@ -81,6 +81,13 @@ DEMO_USERS = [
         Membership.Role.REVIEWER,
     ),
     DemoUser(
+        "demo-nimbus",
+        "demo-nimbus-pass",
+        "submitter at NimbusCloud (Nimbus NB-2)",
+        "nimbuscloud",
+        Membership.Role.SUBMITTER,
+    ),
+    DemoUser(
         "demo-zephyr",
         "demo-zephyr-pass",
         "submitter at Zephyr Silicon (Unreleased-Z9)",
@@ -97,7 +104,12 @@ DEMO_USERS = [
     ),
 ]
 
-DEMO_SYSTEMS = [("acmecompute", "Acme_AX-8000"), ("acmecompute", "Acme_AX-4000")]
+# organisation, system, who registers it
+DEMO_SYSTEMS = [
+    ("acmecompute", "Acme_AX-8000", "demo-submitter"),
+    ("acmecompute", "Acme_AX-4000", "demo-submitter"),
+    ("nimbuscloud", "Nimbus_NB-2", "demo-nimbus"),
+]
 
 
 @dataclass
@@ -143,16 +155,24 @@ def seed_demo_users(seed: DemoSeed) -> None:
         seed.users[spec.username] = user
 
 
+def system_description_of_system(name: str) -> dict:
+    """The system_desc.json of a demo system: from the sample bundle, or (NB-2) from its first run archive."""
+    if name == "Nimbus_NB-2":
+        from submissions.demo_submissions import second_system_files, system_description_of
+
+        return system_description_of(second_system_files())
+    return system_description_from_fixture(name)
+
+
 def seed_demo_systems(seed: DemoSeed) -> None:
-    submitter = seed.users["demo-submitter"]
-    for slug, name in DEMO_SYSTEMS:
+    for slug, name, username in DEMO_SYSTEMS:
         organisation = seed.organisations[slug]
         system = System.objects.filter(organisation=organisation, name=name).first()
         seed.systems[name] = system or system_register(
             organisation=organisation,
             name=name,
-            description=system_description_from_fixture(name),
-            actor=submitter,
+            description=system_description_of_system(name),
+            actor=seed.users[username],
         )
 
 
