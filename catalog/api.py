@@ -22,6 +22,12 @@ class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
     """The benchmark catalog (public, read-only)."""
 
     class OutputSerializer(serializers.ModelSerializer):
+        ruleset_preview = serializers.BooleanField(
+            source="is_preview",
+            read_only=True,
+            help_text="True for a preview rule set (demos, tests of short runs): its results are not official.",
+        )
+
         class Meta:
             model = Benchmark
             fields = [
@@ -31,6 +37,7 @@ class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
                 "dataset_sample_count",
                 "workload",
                 "ruleset_version",
+                "ruleset_preview",
                 "tokenizer_is_placeholder",
                 "tokenizer_note",
             ]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
 from catalog.tokenizer_packages import TokenizerUnavailable, packaged
+from checker.ruleset import RulesetError, available_rulesets, load_ruleset
 
 PLACEHOLDER_TOKENIZER_NOTE = (
     "Token counts for this benchmark use a placeholder tokenizer, not the model's own: input and output "
@@ -18,6 +21,16 @@ MODEL_ID_VALIDATOR = RegexValidator(
     r"^[a-z0-9][a-z0-9_.-]{0,63}$",
     "Use lower-case letters, digits, '_', '.' and '-' (as in the bundle's results/<system>/<model>/ folder).",
 )
+
+
+@functools.lru_cache(maxsize=32)
+def ruleset_is_preview(name: str) -> bool:
+    """Whether the packaged rule set `name` is a preview (demos, tests of short runs; never official). An unknown
+    name is not a preview: Benchmark.clean() refuses it, and a stored one reads as what it claims."""
+    try:
+        return load_ruleset(name).preview
+    except RulesetError:
+        return False
 
 
 class Benchmark(models.Model):
@@ -53,6 +66,8 @@ class Benchmark(models.Model):
         default=False,
         help_text="The tokenizer is a stand-in, not the model's own: token counts will not match real runs.",
     )
+    # A rule set under checker/rulesets/ (validated in clean()): endpoints-v1.0 (official) or a preview such as
+    # endpoints-v1.0-preview (demos and tests of short sample runs: never official, never ranked with official results).
     ruleset_version = models.CharField(max_length=50, default="endpoints-v1.0")
     is_active = models.BooleanField(default=True, help_text="Open for new submissions.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -68,7 +83,16 @@ class Benchmark(models.Model):
         """What a reader must know about this benchmark's token counts; empty when the tokenizer is the model's."""
         return PLACEHOLDER_TOKENIZER_NOTE if self.tokenizer_is_placeholder else ""
 
+    @property
+    def is_preview(self) -> bool:
+        """The benchmark is checked under a preview rule set: its board is marked so and never official."""
+        return ruleset_is_preview(self.ruleset_version)
+
     def clean(self):
+        if self.ruleset_version not in available_rulesets():
+            raise ValidationError(
+                {"ruleset_version": f"Unknown rule set; choose one of {', '.join(available_rulesets())}."}
+            )
         path = self.tokenizer_path or ""
         try:
             if packaged(path) is not None:

@@ -37,3 +37,21 @@ def benchmark_create(
     benchmark.save()
     audit_event_record(actor=actor, action="benchmark.created", obj=benchmark, data={"model_id": model_id})
     return benchmark
+
+
+@transaction.atomic
+def benchmark_ruleset_set(*, benchmark: Benchmark, ruleset_version: str, actor=None) -> Benchmark:
+    """Put a benchmark under another rule set (e.g. endpoints-v1.0-preview for a demo of short sample runs); the
+    chair's, audited. Results already checked keep the rule set their check ran under."""
+    require_chair(actor)
+    previous = benchmark.ruleset_version
+    benchmark.ruleset_version = ruleset_version
+    benchmark.full_clean()
+    benchmark.save(update_fields=["ruleset_version"])
+    audit_event_record(
+        actor=actor,
+        action="benchmark.ruleset_changed",
+        obj=benchmark,
+        data={"model_id": benchmark.model_id, "from": previous, "to": ruleset_version},
+    )
+    return benchmark

@@ -112,6 +112,22 @@ class Ruleset:
     def relative_tolerance(self) -> float:
         return float(self.get("tolerances", "relative", default=0.01))
 
+    @property
+    def description(self) -> str:
+        return str(self.get("description", default="") or "")
+
+    @property
+    def preview(self) -> bool:
+        """A preview rule set (demos, tests of short sample runs): its results are never official and never rank
+        with the results of an official rule set."""
+        return self.get("preview", default=False) is True
+
+    @property
+    def duration_severity(self) -> str:
+        """The severity of rule point-duration (a point shorter than the minimum): "error" unless the rule set
+        says "warning" (a preview)."""
+        return "warning" if self.get("duration_below_minimum", default="error") == "warning" else "error"
+
     def min_duration_ms(self, concurrency: int, *, agentic: bool) -> int:
         table = self.get("duration_ms", "agentic" if agentic else "single_turn", default={}) or {}
         if concurrency <= self.ultra_low_max:
@@ -203,10 +219,22 @@ def available_rulesets() -> list[str]:
     return sorted(p.stem for p in RULESETS_DIR.glob("*.yaml"))
 
 
-def load_ruleset(name: str = DEFAULT_RULESET) -> Ruleset:
-    """Load a packaged ruleset by name (e.g. "endpoints-v1.0"); RulesetError when unknown or malformed."""
+def _merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `override`'s keys laid over it, mappings merged key by key (lists and scalars replaced)."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merged(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read_raw(name: str, seen: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise RulesetError(f"invalid ruleset name {name!r}")
+    if name in seen:
+        raise RulesetError(f"ruleset {seen[0]}: `extends` loops through {name}")
     path = RULESETS_DIR / f"{name}.yaml"
     if not path.is_file():
         raise RulesetError(f"unknown ruleset {name!r}; available: {', '.join(available_rulesets())}")
@@ -214,4 +242,17 @@ def load_ruleset(name: str = DEFAULT_RULESET) -> Ruleset:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise RulesetError(f"ruleset {name}: {exc}") from exc
-    return parse_ruleset(raw, name=name)
+    if not isinstance(raw, dict):
+        raise RulesetError(f"ruleset {name}: top level must be a mapping")
+    base = raw.get("extends")
+    if base is None:
+        return raw
+    # A derived rule set (e.g. a preview) names its base and lists only what it changes.
+    own = {key: value for key, value in raw.items() if key != "extends"}
+    return _merged(_read_raw(str(base), (*seen, name)), own)
+
+
+def load_ruleset(name: str = DEFAULT_RULESET) -> Ruleset:
+    """Load a packaged ruleset by name (e.g. "endpoints-v1.0"); RulesetError when unknown or malformed. A file with
+    `extends: BASE` holds only what differs from BASE (endpoints-v1.0-preview)."""
+    return parse_ruleset(_read_raw(name, ()), name=name)

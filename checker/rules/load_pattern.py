@@ -365,8 +365,10 @@ def check_duration_and_queries(run: RuleRun, point: Point, regions: Regions | No
             duration_ms, basis = (None, "") if duration_ns is None else (duration_ns / 1e6, "whole-run")
         point.result.extra["min_duration_ms"] = min_duration = min_ms
         if duration_ms is not None and duration_ms < min_duration:
-            run.findings.warning(
+            # An error under an official rule set; a preview rule set (short sample runs) makes it a warning.
+            run.findings.add(
                 "point-duration",
+                run.ruleset.duration_severity,
                 f"Point {point.concurrency} ({point.region}): {basis} duration {duration_ms:.0f} ms < minimum "
                 f"{min_duration} ms",
                 file=file,
