@@ -9,9 +9,9 @@
 | AX-8000 changes requested | changes_requested | version 1 lacked the c64 run; version 2 (all seven) uploaded and checked |
 | AX-8000 peer reviewed | peer_reviewed | two approvals: waits for the auditor |
 | AX-8000 rejected | rejected | the chair rejects it |
-| Unreleased-Z9 | in_review | Zephyr Silicon's embargoed system, reviewed by demo-reviewer and demo-reviewer2 |
+| Unreleased-Z9 | in_review | Zephyr Silicon's embargoed system, reviewed by demo-reviewer and demo-reviewer2 (a stand-in: the AX-8000 runs renamed, never published) |
 
-The sample runs are short, so their checks fail on `accuracy-sample-count` (16 accuracy samples): the submitter
+The sample runs are short, so their checks fail on `accuracy-sample-count` (32 accuracy samples): the submitter
 asks for a waiver of each such finding and the chair grants them, as docs/review.md describes. Each step is
 skipped when it was already taken, so the command is safe to run again (and resumes a half-seeded database).
 """
@@ -46,8 +46,8 @@ Z9_SYSTEM = "Unreleased-Z9"
 Z9_TITLE = "Zephyr's first results (embargoed until launch)"
 
 WAIVER_REASONS = {
-    "accuracy-sample-count": "The demo's sample runs are short: 16 accuracy samples instead of the full set. The full "
-    "accuracy run is attached to the thread.",
+    "accuracy-sample-count": "The demo's sample runs are short: an accuracy probe of 32 samples instead of the full "
+    "set. The full accuracy run is attached to the thread.",
     "accuracy-coverage": "The c64 run is being repeated after a power-meter fault; it follows in the next version.",
     "offline-point-present": "The c64 run is being repeated after a power-meter fault; it follows in the next "
     "version.",
@@ -384,7 +384,7 @@ def _zephyr_z9(seed: DemoSeed) -> Submission:
     _comment_once(
         submission,
         first.reviewer,
-        f"{Z9_SYSTEM} holds 2,000 tok/s per user up to c16: is speculative decoding on? The system "
+        f"{Z9_SYSTEM} keeps about 100 tokens/s per user from c1 to c64: is speculative decoding on? The system "
         "description does not say.",
     )
     return submission

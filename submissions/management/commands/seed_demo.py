@@ -40,7 +40,7 @@ from submissions.models import Submission
 CONSOLE_BACKEND = "django.core.mail.backends.console.EmailBackend"
 LOCMEM_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # Bump when the demo's data or story changes: a database seeded with another version is rebuilt.
-DEMO_DATA_VERSION = "2026-12-02 real extension runs and Nimbus NB-2"
+DEMO_DATA_VERSION = "2026-12-02 real extension runs, Nimbus NB-2, preview rule set"
 STARTED, FINISHED = "demo.seeding_started", "demo.seeding_finished"
 
 
@@ -72,10 +72,17 @@ def _quiet_logs(verbosity: int):
     if verbosity > 1:
         yield
         return
-    loggers = [logging.getLogger(name) for name in ("", "celery", "celery.app.trace", "celery.task")]
+    # kombu warns once that the in-process broker has no host name: nothing for a demo's user to act on.
+    quiet = {
+        "": logging.WARNING,
+        "celery": logging.WARNING,
+        "celery.app.trace": logging.WARNING,
+        "kombu": logging.ERROR,
+    }
+    loggers = [logging.getLogger(name) for name in quiet]
     levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.WARNING)
+    for logger, level in zip(loggers, quiet.values(), strict=True):
+        logger.setLevel(level)
     try:
         yield
     finally:
