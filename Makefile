@@ -21,14 +21,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
-# Zero-config demo: SQLite + local files under ./var/, tasks in-process, plain http on loopback.
+# Zero-config demo: SQLite + local files under ./var/, tasks in-process, plain http on loopback. Run again, it reuses
+# the seeded demo database (DEMO_RESET=1 rebuilds it); links it prints carry PORT.
+DEMO_ENV := env -u DATABASE_URL -u REDIS_URL PORTAL_SITE_URL=http://127.0.0.1:$(PORT)
 demo: install
-	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py demo_database_check
-	env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py migrate --noinput
-	env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py collectstatic --noinput --verbosity 0
-	env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py seed_demo
+	@$(DEMO_ENV) $(BIN)/python manage.py demo_database_check
+	@$(DEMO_ENV) $(BIN)/python manage.py migrate --noinput --verbosity 0
+	@$(DEMO_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	@$(DEMO_ENV) $(BIN)/python manage.py seed_demo $(if $(DEMO_RESET),--reset,)
 	@echo "Endpoints Portal demo on http://127.0.0.1:$(PORT)/  (Ctrl-C to stop)"
-	env -u DATABASE_URL -u REDIS_URL PORTAL_SECURE_COOKIES=0 $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+	$(DEMO_ENV) PORTAL_SECURE_COOKIES=0 $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
 
 lint: install
 	$(BIN)/ruff check .

@@ -3,12 +3,15 @@
 | title (the marker) | state | how |
 |---|---|---|
 | AX-8000 from its seven run archives | audited, awaiting its cohort | review.demo's audited flow; `cohort` chosen |
-| AX-8000 first results, annotated | published | audited, published now; Zephyr challenges, the chair annotates |
+| NB-2 published, annotated | published | NimbusCloud's seven real runs; audited, published; Zephyr challenges, the chair annotates |
 | AX-8000 published | published | audited (waivers granted, attested), published now |
 | AX-4000 preview, retracted | published, retracted | bundle; published now; challenged, the chair retracts |
 | AX-4000 published | published | the sample bundle, audited, published now |
-| AX-8000 extension: acme-serve 1.0 | published as revision 2 of AX-8000 published | re-measures r16 and r32 |
-| AX-8000 extension: acme-serve 1.1 | in review | adds r48 to the same result (revision 3 once published) |
+| AX-8000 extension: acme-serve 1.1 re-measures r16, r32 | published as revision 2 of AX-8000 published | real runs |
+| AX-8000 extension: acme-serve 1.1 adds r48 | in review | a real run (revision 3 once published) |
+
+The extension runs are the real acme-serve 1.1 runs of the AX-8000 (tests/checker/fixtures/extension/), uploaded as
+the client and the official builder wrote them; NB-2's are NimbusCloud's (fixtures/second-system/).
 
 Every step goes through review.services and leaderboard.services (waiver requests and grants, two approvals,
 evidence, attestation, publication_schedule, challenge_raise, challenge_resolve), in publication order, so the
@@ -22,27 +25,35 @@ from leaderboard import extensions, services
 from leaderboard.models import Challenge, Publication
 from review.demo import (
     AUDITED_TITLE,
+    TEAMS,
     audited_through_review,
     demo_submission,
     demo_version,
     extension_in_review,
 )
-from submissions.demo_submissions import bundle_archive_for_system, run_archive_files, run_archive_remeasured
+from submissions.demo_submissions import (
+    bundle_archive_for_system,
+    extension_archive_files,
+    run_archive_files,
+    second_system_files,
+)
 from submissions.models import Submission
 
 Status = Submission.Status
 
-ANNOTATED_TITLE = "Demo: AX-8000 first results (annotated after a challenge)"
+ANNOTATED_TITLE = "Demo: Nimbus NB-2 published (annotated after a challenge)"
+NB2_SYSTEM = "Nimbus_NB-2"
 AX8000_TITLE = "Demo: AX-8000 published"
 RETRACTED_TITLE = "Demo: AX-4000 preview (retracted after a challenge)"
 AX4000_TITLE = "Demo: AX-4000 published from the sample bundle"
 
 CHALLENGES = {
     ANNOTATED_TITLE: (
-        "The c64 point's TTFT P90 is lower than at c32: was the c64 run warmed up differently?",
+        "From c16 to c64 the NB-2's throughput stays flat while its TTFT P90 rises elevenfold: are the c32 and "
+        "c64 points limited by the load generator rather than the system?",
         Challenge.Status.ANNOTATED,
-        "The c64 run used a longer warm-up, disclosed in the system description; the numbers stand, read them "
-        "with that in mind.",
+        "NimbusCloud's raw logs show 32 and 64 requests in flight, as declared: the NB-2's two accelerators are "
+        "saturated from c16 on and the extra requests queue. The numbers stand; its Pareto front ends at r16.",
     ),
     RETRACTED_TITLE: (
         "The preview's bundle carries no raw logs: its metrics cannot be recomputed.",
@@ -59,7 +70,7 @@ def _bundle_ax4000():
 
 # title, system, files, upload kind, official checker verdict read (about 1.5 s a version), publication mode
 RESULTS = (
-    (ANNOTATED_TITLE, "Acme_AX-8000", run_archive_files, "run_archives", False, Publication.Mode.NOW),
+    (ANNOTATED_TITLE, NB2_SYSTEM, second_system_files, "run_archives", False, Publication.Mode.NOW),
     (RETRACTED_TITLE, "Acme_AX-4000", _bundle_ax4000, "bundle", False, Publication.Mode.NOW),
     (AX8000_TITLE, "Acme_AX-8000", run_archive_files, "run_archives", True, Publication.Mode.NOW),
     (AX4000_TITLE, "Acme_AX-4000", _bundle_ax4000, "bundle", True, Publication.Mode.NOW),
@@ -86,37 +97,19 @@ def _challenge(publication: Publication, users, reason: str, outcome: str, resol
         )
 
 
-REVISION_2_TITLE = "Demo: AX-8000 extension: acme-serve 1.0 re-measures r16 and r32"
+REVISION_2_TITLE = "Demo: AX-8000 extension: acme-serve 1.1 re-measures r16 and r32"
 IN_REVIEW_EXTENSION_TITLE = "Demo: AX-8000 extension: acme-serve 1.1 adds r48"
-STACK_1_0 = {
-    "serving_framework": "acme-serve 1.0 (stand-in: guidellm 0.8.1 mock-server)",
-    "inference_backend": "acme-serve 1.0",
-}
-STACK_1_1 = {
-    "serving_framework": "acme-serve 1.1 (stand-in: guidellm 0.8.1 mock-server)",
-    "inference_backend": "acme-serve 1.1",
-}
+STACK = "acme-serve 1.1"
+SOFTWARE_CHANGE = "acme-serve 0.9 -> 1.1: lower time to first token and inter-token latency"
 # title, stack label, declared software and configuration changes, run archives, the state it is taken to
 EXTENSIONS = (
-    (
-        REVISION_2_TITLE,
-        "acme-serve 1.0",
-        "acme-serve 0.9 -> 1.0: continuous batching v2",
-        "batch 256 -> 512",
-        lambda: [
-            run_archive_remeasured(measured_at=32, as_concurrency=16, descriptors_of=16, software=STACK_1_0),
-            run_archive_remeasured(measured_at=64, as_concurrency=32, descriptors_of=32, software=STACK_1_0),
-        ],
-        Status.PUBLISHED,
-    ),
+    (REVISION_2_TITLE, STACK, SOFTWARE_CHANGE, "", lambda: extension_archive_files(16, 32), Status.PUBLISHED),
     (
         IN_REVIEW_EXTENSION_TITLE,
-        "acme-serve 1.1",
-        "acme-serve 1.0 -> 1.1: prefix caching",
+        STACK,
+        SOFTWARE_CHANGE + " (the stack of revision 2's points)",
         "",
-        lambda: [
-            run_archive_remeasured(measured_at=64, as_concurrency=48, descriptors_of=64, software=STACK_1_1)
-        ],
+        lambda: extension_archive_files(48),
         Status.IN_REVIEW,
     ),
 )
@@ -159,10 +152,12 @@ def seed_demo_publications(seed) -> dict[str, Submission]:
     submitter = users["demo-submitter"]
     made = {}
     for title, system_name, files, kind, official, mode in RESULTS:
-        submission = demo_submission(system=seed.systems[system_name], title=title, actor=submitter)
+        system = seed.systems[system_name]
+        owner = users[TEAMS[system.organisation.slug][0]]
+        submission = demo_submission(system=system, title=title, actor=owner)
         if submission.status != Status.PUBLISHED:
             submission = audited_through_review(submission, users, files, kind=kind, official=official)
-            publication = _publish(submission, submitter, mode)
+            publication = _publish(submission, owner, mode)
         else:
             publication = submission.publication
         if title in CHALLENGES:

@@ -9,9 +9,9 @@
 | AX-8000 changes requested | changes_requested | version 1 lacked the c64 run; version 2 (all seven) uploaded and checked |
 | AX-8000 peer reviewed | peer_reviewed | two approvals: waits for the auditor |
 | AX-8000 rejected | rejected | the chair rejects it |
-| Unreleased-Z9 | in_review | Zephyr Silicon's embargoed system, reviewed by demo-reviewer and demo-reviewer2 |
+| Unreleased-Z9 | in_review | Zephyr Silicon's embargoed system, reviewed by demo-reviewer and demo-reviewer2 (a stand-in: the AX-8000 runs renamed, never published) |
 
-The sample runs are short, so their checks fail on `accuracy-sample-count` (16 accuracy samples): the submitter
+The sample runs are short, so their checks fail on `accuracy-sample-count` (32 accuracy samples): the submitter
 asks for a waiver of each such finding and the chair grants them, as docs/review.md describes. Each step is
 skipped when it was already taken, so the command is safe to run again (and resumes a half-seeded database).
 """
@@ -46,8 +46,8 @@ Z9_SYSTEM = "Unreleased-Z9"
 Z9_TITLE = "Zephyr's first results (embargoed until launch)"
 
 WAIVER_REASONS = {
-    "accuracy-sample-count": "The demo's sample runs are short: 16 accuracy samples instead of the full set. The full "
-    "accuracy run is attached to the thread.",
+    "accuracy-sample-count": "The demo's sample runs are short: an accuracy probe of 32 samples instead of the full "
+    "set. The full accuracy run is attached to the thread.",
     "accuracy-coverage": "The c64 run is being repeated after a power-meter fault; it follows in the next version.",
     "offline-point-present": "The c64 run is being repeated after a power-meter fault; it follows in the next "
     "version.",
@@ -204,10 +204,23 @@ def _reviewed_in_review(submission: Submission, submitter, reviewers: list, chai
 # --- One flow per state ---------------------------------------------------------------------------
 
 
+# Who submits an organisation's demo results and which two reviewers (of other organisations) review them.
+TEAMS = {
+    "acmecompute": ("demo-submitter", ("demo-reviewer", "demo-reviewer2")),
+    "nimbuscloud": ("demo-nimbus", ("demo-reviewer2", "demo-reviewer3")),
+}
+
+
+def submitter_of(submission: Submission, users):
+    return users[TEAMS[submission.organisation.slug][0]]
+
+
 def _audited(submission, users) -> None:
-    submitter, chair, auditor = users["demo-submitter"], users["demo-chair"], users["demo-auditor"]
+    chair, auditor = users["demo-chair"], users["demo-auditor"]
+    submitter_name, reviewer_names = TEAMS[submission.organisation.slug]
+    submitter = users[submitter_name]
     first, second = _reviewed_in_review(
-        submission, submitter, [users["demo-reviewer"], users["demo-reviewer2"]], chair
+        submission, submitter, [users[name] for name in reviewer_names], chair
     )
     _review(first, Review.Decision.APPROVE, "Curve and recomputed metrics agree with the claims.")
     _review(second, Review.Decision.APPROVE)
@@ -327,7 +340,7 @@ def extension_in_review(submission: Submission, users) -> None:
 def audited_through_review(submission: Submission, users, files, *, kind: str, official: bool) -> Submission:
     """Version 1 uploaded and checked, waivers asked for and granted, two approvals, evidence, attestation: the
     audited flow above, for the results leaderboard.demo publishes."""
-    _version(submission, 1, files, users["demo-submitter"], official=official, kind=kind)
+    _version(submission, 1, files, submitter_of(submission, users), official=official, kind=kind)
     _audited(submission, users)
     submission.refresh_from_db()
     return submission
@@ -371,7 +384,7 @@ def _zephyr_z9(seed: DemoSeed) -> Submission:
     _comment_once(
         submission,
         first.reviewer,
-        f"{Z9_SYSTEM} holds 2,000 tok/s per user up to c16: is speculative decoding on? The system "
+        f"{Z9_SYSTEM} keeps about 100 tokens/s per user from c1 to c64: is speculative decoding on? The system "
         "description does not say.",
     )
     return submission

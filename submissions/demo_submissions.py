@@ -1,8 +1,16 @@
 """Demo submissions built from the real samples, uploaded and checked through the portal's own services.
 
 - Acme_AX-8000: its seven run archives (with raw logs), so the checker really recomputes every point.
+- Acme_AX-8000 on acme-serve 1.1: three more real runs of the same hardware (r16 and r32 re-measured, r48
+  new), for the extensions of the published AX-8000 result (`extension/`).
+- Nimbus_NB-2: NimbusCloud's seven real run archives (2 accelerators, a real cliff after c16; `second-system/`).
 - Acme_AX-4000: the sample bundle's AX-4000 points packed as a bundle archive; they carry no raw log,
   so the check shows `raw-log-missing` findings next to the claimed curve.
+
+Every archive is uploaded byte for byte as the official client and builder wrote it (tests/checker/fixtures/*/
+README.md give their SHA-256): no demo result relabels a run as another concurrency. The one exception to "as on
+disk" is the embargoed Unreleased-Z9 (review.demo, never published), whose archives are the AX-8000 runs renamed
+(run_archives_renamed), which its review thread and docs/review.md say.
 
 Idempotent: a demo submission is recognised by its title and never uploaded twice. Under the demo's
 zero-config settings (no REDIS_URL) Celery runs in-process, so the checks finish before seed_demo ends;
@@ -25,6 +33,8 @@ from submissions.models import Submission
 
 SAMPLES_DIR = Path(settings.BASE_DIR) / "tests" / "checker" / "fixtures"
 RUN_ARCHIVES_DIR = SAMPLES_DIR / "run_archives"
+EXTENSION_DIR = SAMPLES_DIR / "extension"
+SECOND_SYSTEM_DIR = SAMPLES_DIR / "second-system"
 BUNDLE_PARENT = SAMPLES_DIR / "bundle"
 BUNDLE_ROOT = BUNDLE_PARENT / "AcmeCompute" / "acme-2026-12-C0-endpoints-001"
 DEMO_MODEL_ID = "llama3_1-8b"
@@ -38,14 +48,32 @@ class DemoFile:
     data: bytes
 
 
-def run_archive_files() -> list[DemoFile]:
-    """The seven AX-8000 run archives, one per load point, sorted by concurrency."""
+def _archives(folder: Path, prefix: str, concurrencies=None) -> list[DemoFile]:
+    """The run archives `<prefix>_c<C>.tar.gz` in `folder` (only those of `concurrencies` when given), sorted by
+    concurrency, as they are on disk."""
     paths = sorted(
-        RUN_ARCHIVES_DIR.glob("AX-8000_c*.tar.gz"), key=lambda p: int(p.name.split("_c")[1].split(".")[0])
+        folder.glob(f"{prefix}_c*.tar.gz"), key=lambda p: int(p.name.split("_c")[-1].split(".")[0])
     )
+    if concurrencies is not None:
+        paths = [p for p in paths if int(p.name.split("_c")[-1].split(".")[0]) in set(concurrencies)]
     if not paths:
-        raise FileNotFoundError(f"No AX-8000 run archives under {RUN_ARCHIVES_DIR}")
+        raise FileNotFoundError(f"No {prefix} run archives under {folder}")
     return [DemoFile(path.name, path.read_bytes()) for path in paths]
+
+
+def run_archive_files() -> list[DemoFile]:
+    """The seven AX-8000 run archives (acme-serve 0.9), one per load point, sorted by concurrency."""
+    return _archives(RUN_ARCHIVES_DIR, "AX-8000")
+
+
+def extension_archive_files(*concurrencies: int) -> list[DemoFile]:
+    """The real AX-8000 runs on acme-serve 1.1 (r16, r32 re-measured; r48 new), those of `concurrencies`."""
+    return _archives(EXTENSION_DIR, "AX-8000-v1.1", concurrencies or None)
+
+
+def second_system_files() -> list[DemoFile]:
+    """NimbusCloud's seven Nimbus NB-2 run archives, sorted by concurrency."""
+    return _archives(SECOND_SYSTEM_DIR, "NB-2")
 
 
 def bundle_archive_for_system(system_name: str) -> DemoFile:
@@ -194,63 +222,3 @@ def system_description_of(files: list[DemoFile]) -> dict:
     with tarfile.open(fileobj=io.BytesIO(files[0].data), mode="r:gz") as tar:
         member = next(m for m in tar.getmembers() if m.name.endswith("/system_desc.json"))
         return json.loads(tar.extractfile(member).read())
-
-
-def run_archive_remeasured(
-    *, measured_at: int, as_concurrency: int, descriptors_of: int, software: dict[str, str]
-) -> DemoFile:
-    """A run archive for an extension of the demo's AX-8000 result: the raw log and summary of the sample run at
-    concurrency `measured_at`, filed as concurrency `as_concurrency` (folder, point.yaml, config.yaml), with the
-    region and offline election of the sample point `descriptors_of`, and the software stack of its
-    system_desc.json node type replaced by `software` (e.g. {"inference_backend": "acme-serve 1.0"}). The hardware
-    is the sample's. Deterministic bytes, like bundle_archive_for_system."""
-    import yaml
-
-    by_concurrency = {int(f.filename.split("_c")[1].split(".")[0]): f for f in run_archive_files()}
-
-    def point_yaml_of(demo_file: DemoFile) -> dict:
-        with tarfile.open(fileobj=io.BytesIO(demo_file.data), mode="r:gz") as tar:
-            member = next(m for m in tar.getmembers() if m.name.endswith("/point.yaml"))
-            return yaml.safe_load(tar.extractfile(member).read())
-
-    template = point_yaml_of(by_concurrency[descriptors_of])
-    source = tarfile.open(fileobj=io.BytesIO(by_concurrency[measured_at].data), mode="r:gz")
-    buffer = io.BytesIO()
-    old_dir, new_dir = f"c{measured_at}", f"c{as_concurrency}"
-    with source, tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6, format=tarfile.PAX_FORMAT) as tar:
-        for member in source.getmembers():
-            data = source.extractfile(member).read() if member.isfile() else None
-            name = new_dir + member.name[len(old_dir) :] if member.name.startswith(old_dir) else member.name
-            if data is not None and member.name.endswith("/point.yaml"):
-                point = yaml.safe_load(data)
-                point["concurrency"] = as_concurrency
-                point["region"] = template.get("region")
-                # The offline election belongs to the curve's C_max point: only a re-measurement of that point keeps it.
-                point.pop("offline", None)
-                if "offline" in template and as_concurrency == descriptors_of:
-                    point["offline"] = template["offline"]
-                if isinstance(point.get("warmup"), dict):
-                    point["warmup"]["concurrency"] = as_concurrency
-                data = yaml.safe_dump(point, sort_keys=False).encode()
-            elif data is not None and member.name.endswith("/config.yaml"):
-                config = yaml.safe_load(data)
-                config["settings"]["load_pattern"]["target_concurrency"] = as_concurrency
-                data = yaml.safe_dump(config, sort_keys=False).encode()
-            elif data is not None and member.name.endswith("/system_desc.json"):
-                description = json.loads(data)
-                for node in description.get("node_types") or []:
-                    node.update({k: v for k, v in software.items() if k != "serving_framework"})
-                if "serving_framework" in software:
-                    description["serving_framework"] = software["serving_framework"]
-                data = json.dumps(description, indent=2).encode()
-            info = tarfile.TarInfo(name)
-            info.type, info.mode, info.mtime = member.type, member.mode, 1_764_460_800
-            info.uid, info.gid, info.uname, info.gname = 0, 0, "", ""
-            if data is None:
-                tar.addfile(info)
-            else:
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-    data = bytearray(buffer.getvalue())
-    data[4:8] = b"\x00\x00\x00\x00"
-    return DemoFile(f"AX-8000_c{as_concurrency}.tar.gz", bytes(data))

@@ -50,7 +50,15 @@ def test_seed_demo_is_idempotent_and_shows_every_state(capsys):
     counts = _counts()
     call_command("seed_demo")
     assert _counts() == counts
-    for login in ("demo-submitter", "demo-reviewer", "demo-reviewer2", "demo-reviewer3", "demo-zephyr"):
+    logins = (
+        "demo-submitter",
+        "demo-reviewer",
+        "demo-reviewer2",
+        "demo-reviewer3",
+        "demo-nimbus",
+        "demo-zephyr",
+    )
+    for login in logins:
         assert login in out and f"{login}-pass" in out
     assert "demo-auditor-pass" in out and "demo-chair-pass" in out
     # The chair and the auditor sign in with a second factor: their demo secrets and a pending invitation printed.
@@ -98,9 +106,11 @@ def test_seed_demo_is_idempotent_and_shows_every_state(capsys):
             "peer_reviewed",
             "audited",
             "rejected",
-            *["published"] * 4,
+            *["published"] * 3,
         ]
     )
+    nb2 = Submission.objects.get(system__name="Nimbus_NB-2", extends__isnull=True)
+    assert nb2.organisation.slug == "nimbuscloud" and nb2.status == "published"
     # Reviewers of four organisations: the chair's draw had a choice (and took the least loaded one).
     assert Organisation.objects.filter(memberships__role="reviewer").distinct().count() >= 3
     waiting = Submission.objects.get(organisation=acme, status="submitted")
@@ -147,7 +157,7 @@ def test_seed_demo_is_idempotent_and_shows_every_state(capsys):
     assert audit_chain_verify().ok
 
 
-def test_seed_demo_publishes_both_sample_systems_and_shows_cohort_annotation_and_retraction():
+def test_seed_demo_publishes_the_sample_systems_and_shows_cohort_annotation_and_retraction():
     BenchmarkFactory(sample=True)
     call_command("seed_demo", stdout=open("/dev/null", "w"))  # noqa: SIM115
     acme = Organisation.objects.get(name="AcmeCompute")
@@ -165,8 +175,17 @@ def test_seed_demo_publishes_both_sample_systems_and_shows_cohort_annotation_and
         waivers = set(Waiver.objects.filter(version=first.version).values_list("status", flat=True))
         assert waivers == {"granted"}
         assert not publication.annotations.exists()
-    # Annotated: challenged by another organisation's member, resolved "annotated" by the chair; still ranked.
+    # Annotated: NimbusCloud's NB-2 (its own seven real runs, reviewed by two other organisations), challenged by
+    # another organisation's member, resolved "annotated" by the chair; still ranked.
     annotated = published.get(submission__title=ANNOTATED_TITLE)
+    assert (
+        annotated.submission.system.name == "Nimbus_NB-2"
+        and annotated.submission.organisation.slug == "nimbuscloud"
+    )
+    assert annotated.submission.attestations.exists() and annotated.headline["points"] == 7
+    nb2_reviewers = ReviewAssignment.objects.filter(submission=annotated.submission, status="accepted")
+    assert not nb2_reviewers.filter(reviewer__memberships__organisation__slug="nimbuscloud").exists()
+    assert nb2_reviewers.count() == 2
     (challenge,) = annotated.challenges.all()
     assert challenge.status == Challenge.Status.ANNOTATED
     assert challenge.organisation.slug == "zephyr-silicon" and challenge.organisation != acme
@@ -183,12 +202,13 @@ def test_seed_demo_publishes_both_sample_systems_and_shows_cohort_annotation_and
     assert not Publication.objects.filter(submission__title=Z9_TITLE).exists()
     assert published.count() == 4
     # Incremental submissions: AX-8000 has two published revisions (the second re-measures r16 and r32 under
-    # acme-serve 1.0, through review and audit) and an extension in review that adds r48 (not public).
+    # acme-serve 1.1, with the real runs, through review and audit) and an extension in review that adds the real
+    # r48 (not public).
     ax8000 = published.get(submission__title=AX8000_TITLE)
     revisions = list(ax8000.revisions.order_by("number"))
     assert [(r.number, r.status) for r in revisions] == [(1, "published"), (2, "published")]
     # Revision 1 declared no stack: it carries the serving framework of the registered system description.
-    assert revisions[0].stack.startswith("acme-serve 0.9") and revisions[1].stack == "acme-serve 1.0"
+    assert revisions[0].stack.startswith("acme-serve 0.9") and revisions[1].stack == "acme-serve 1.1"
     second = revisions[1].submission
     assert second.title == REVISION_2_TITLE and second.extends_id == ax8000.submission_id
     assert second.attestations.exists() and second.status == "published" and second.revision == 2
@@ -196,7 +216,7 @@ def test_seed_demo_publishes_both_sample_systems_and_shows_cohort_annotation_and
     assert all(r["after"]["system_tps"] > r["before"]["system_tps"] for r in revisions[1].replaced)
     assert ax8000.version == second.submitted_version and ax8000.headline["points"] == 7
     stacks = {p["concurrency"]: (p["revision"], p["stack"]) for p in ax8000.curve["points"]}
-    assert stacks[16] == (2, "acme-serve 1.0") and stacks[64] == (1, revisions[0].stack)
+    assert stacks[16] == (2, "acme-serve 1.1") and stacks[64] == (1, revisions[0].stack)
     extension_run = second.submitted_version.check_runs.get()
     assert not extension_run.findings.filter(rule="extension-hardware-change").exists()
     assert extension_run.findings.filter(rule="extension-replaces-point").count() == 2
@@ -209,3 +229,146 @@ def test_seed_demo_publishes_both_sample_systems_and_shows_cohort_annotation_and
     for rule in ("offline-point-present", "extension-hardware-change", "extension-undeclared-change"):
         assert not pending_run.findings.filter(rule=rule, severity="error").exists(), rule
     assert audit_chain_verify().ok
+
+
+def test_seed_demo_again_after_the_demo_was_used_reuses_it(capsys, monkeypatch):
+    """`make demo` a second time, after someone used the demo (the auditor attested and published the result
+    waiting for them), reuses the database and prints the summary instead of stopping."""
+    from django.core.management.base import CommandError
+
+    from leaderboard import services as leaderboard_services
+    from review import services as review_services
+    from submissions.management.commands import seed_demo
+
+    BenchmarkFactory(sample=True)
+    call_command("seed_demo")
+    first = capsys.readouterr().out
+    assert "Demo data ready" in first
+    assert not re.search(r"\bINFO\b", first)  # a summary, not the workers' log lines
+    User = get_user_model()
+    waiting = Submission.objects.get(title="Demo: AX-8000 peer reviewed, waiting for the auditor")
+    review_services.attestation_record(
+        submission=waiting, actor=User.objects.get(username="demo-auditor"), notes="Re-read in the demo."
+    )
+    leaderboard_services.publication_schedule(
+        submission=Submission.objects.get(pk=waiting.pk),
+        actor=User.objects.get(username="demo-submitter"),
+        mode="now",
+    )
+    counts = _counts()[:4]
+
+    call_command("seed_demo")
+    again = capsys.readouterr().out
+    assert "reused" in again and "Demo data ready" not in again
+    assert _counts()[:4] == counts
+    assert Submission.objects.get(pk=waiting.pk).status == "published"  # what the demo's user did is kept
+    assert "demo-chair-pass" in again and "/accounts/invitations/" in again
+    assert f"/submissions/{waiting.pk}/" in again  # every demo submission's link, with its state now
+
+    # A database an older demo seeded cannot be reused; outside var/ (here PostgreSQL) it is never deleted.
+    monkeypatch.setattr(seed_demo, "DEMO_DATA_VERSION", "an older demo")
+    with pytest.raises(CommandError, match="drop and re-create it"):
+        call_command("seed_demo")
+    assert _counts()[:4] == counts
+
+
+def _raw_log_digests(version) -> dict[int, str]:
+    """Concurrency -> SHA-256 of the events.jsonl in each run archive of the version, read from storage."""
+    import hashlib
+    import tarfile
+
+    import yaml
+
+    from submissions.storage import storage_open_stream
+
+    digests = {}
+    for stored in version.files.all():
+        with (
+            storage_open_stream(stored.storage_key) as stream,
+            tarfile.open(fileobj=stream, mode="r:gz") as tar,
+        ):
+            members = {m.name.split("/", 1)[-1]: m for m in tar.getmembers() if m.isfile()}
+            if "events.jsonl" not in members:
+                continue
+            point = yaml.safe_load(tar.extractfile(members["point.yaml"]).read())
+            digests[int(point["concurrency"])] = hashlib.sha256(
+                tar.extractfile(members["events.jsonl"]).read()
+            ).hexdigest()
+    return digests
+
+
+def _sample_raw_logs() -> set[str]:
+    """SHA-256 of the raw log of every real sample run the portal ships (tests/checker/fixtures/*/)."""
+    import hashlib
+    import tarfile
+    from pathlib import Path
+
+    from submissions.demo_submissions import SAMPLES_DIR
+
+    digests = set()
+    for archive in SAMPLES_DIR.glob("*/*.tar.gz"):
+        with tarfile.open(archive, mode="r:gz") as tar:
+            for member in tar.getmembers():
+                if Path(member.name).name == "events.jsonl":
+                    digests.add(hashlib.sha256(tar.extractfile(member).read()).hexdigest())
+    return digests
+
+
+# sixteen users at P90 pace make at most 16 x tps_per_user (their mean pace is faster than the P90 one, so a real
+# run's implied concurrency system_tps / tps_per_user is at or a little below C; the relabelled c32 run made 29.9 at
+# "c16"). 5 % leaves room for rounding and for a run whose TPOT spread is narrow.
+PHYSICAL_TOLERANCE = 0.05
+
+
+def test_no_demo_point_is_physically_impossible_and_each_published_point_is_its_own_real_run():
+    BenchmarkFactory(sample=True)
+    call_command("seed_demo", stdout=io.StringIO())
+    curves = [
+        (run.version.submission.title, curve) for run in CheckRun.objects.all() for curve in run.curves or []
+    ]
+    published = Publication.objects.filter(status=Publication.Status.PUBLISHED, retracted_at__isnull=True)
+    curves += [(p.submission.title, p.curve) for p in published]
+    points = 0
+    for title, curve in curves:
+        for point in curve["points"]:
+            implied = point["system_tps"] / point["tps_per_user"]
+            assert implied <= point["concurrency"] * (1 + PHYSICAL_TOLERANCE), (title, point)
+            points += 1
+    assert points > 100
+
+    # Every recomputed point on a published curve comes from its own raw log, one of the real sample runs.
+    real = _sample_raw_logs()
+    assert len(real) == 7 + 3 + 7
+    seen: dict[str, tuple] = {}
+    for publication in published:
+        measured = {}
+        for revision in publication.revisions.order_by("number"):
+            for concurrency, digest in _raw_log_digests(revision.version).items():
+                measured[concurrency] = digest  # a later revision re-measures the point
+        for point in publication.curve["points"]:
+            if point["basis"] != "recomputed":
+                continue
+            digest = measured[point["concurrency"]]
+            assert digest in real, (publication.submission.title, point["concurrency"])
+            assert digest not in seen, (publication.submission.title, point["concurrency"], seen.get(digest))
+            seen[digest] = (publication.submission.title, point["concurrency"])
+    assert len(seen) == 14  # AX-8000: r1 r2 r4 r8 r64 (acme-serve 0.9) + r16 r32 (1.1); NB-2: all seven
+
+    # Every demo check ran under the rule set the demo names (the preview: the sample runs are ~20 s long), and each
+    # published result passed it but for the waived accuracy-sample-count of the 32-sample accuracy probe.
+    from review.selectors import unwaived_errors
+
+    assert set(CheckRun.objects.values_list("ruleset", flat=True)) == {"endpoints-v1.0-preview"}
+    for publication in published:
+        for revision in publication.revisions.all():
+            run = revision.check_run
+            assert run.ruleset == "endpoints-v1.0-preview"
+            assert not unwaived_errors(revision.version, run, granted_only=True), publication.submission.title
+            errors = set(run.findings.filter(severity="error").values_list("rule", flat=True))
+            claimed = all(point["basis"] == "claimed" for point in revision.curve["points"])
+            # The AX-4000 sample bundle has no raw logs: claimed, and shown so (raw-log-missing, waived).
+            allowed = {"accuracy-sample-count"} | ({"raw-log-missing"} if claimed else set())
+            assert errors <= allowed, (publication.submission.title, errors)
+    ax8000 = published.get(submission__title=AX8000_TITLE).curve["points"]
+    by_c = {p["concurrency"]: p for p in ax8000}
+    assert round(by_c[16]["system_tps"], 1) == 1986.5 and round(by_c[32]["system_tps"], 1) == 3896.5
