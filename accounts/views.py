@@ -145,6 +145,7 @@ def account(request):
             "two_factor_required": user_requires_second_factor(user),
             "codes_left": recovery_codes_left(user) if confirmed else 0,
             "tokens_count": _api_tokens_count(user),
+            "email_verified": user_email_verified(user),
             "preference_form": PreferenceForm(initial={"delivery": notification_preference_of(user)}),
             "sign_ins": sign_ins_visible_to(user)[:15],
         },
@@ -444,6 +445,19 @@ def invitation_accept_page(request, token: str):
         f"Your account is ready. We sent a link to {user.email}: open it to confirm the address and join "
         f"{invitation.organisation.name}.",
     )
+    return redirect("accounts:account")
+
+
+@login_required
+@require_POST
+def email_verify_send(request):
+    """Send the account's current address a confirmation link (from the account page)."""
+    try:
+        email_verification_send(user=request.user)
+    except ApplicationError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(request, f"We sent a link to {request.user.email}: open it to confirm the address.")
     return redirect("accounts:account")
 
 

@@ -135,3 +135,15 @@ def test_a_confirmed_address_change_verifies_the_new_address(role_users, acme_ad
     assert user_email_verified(user)
     invitation_accept(invitation=invitation, user=user)
     assert Membership.objects.filter(user=user, organisation=acme, role="reviewer").exists()
+
+
+def test_the_account_page_confirms_the_address(role_users, django_capture_on_commit_callbacks):
+    user = role_users["submitter"]
+    client = _client(user)
+    assert 'data-email-verified="no"' in client.get("/accounts/").content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post("/accounts/email/verify/").status_code == 302
+    assert mail.outbox[-1].to == [user.email]
+    assert client.post(_verify_link(mail.outbox[-1])).status_code == 302
+    assert 'data-email-verified="yes"' in client.get("/accounts/").content.decode()
+    assert AuditEvent.objects.filter(action="account.email_verified", actor=user).count() == 1
