@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 from rest_framework.views import APIView
 
+from access.notifications import notifications_shown_to
 from access.visibility import notifications_visible_to
 from accounts.models import Notification, NotificationPreference
 from accounts.permissions import TokenScopeAllows
@@ -43,17 +44,32 @@ class MeApi(APIView):
         return Response({"username": request.user.get_username(), **user_roles(request.user)})
 
 
-class NotificationSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Notification
-        fields = ["id", "kind", "subject", "body", "url", "created_at", "read_at", "emailed_at"]
-        read_only_fields = fields
+class NotificationSerializer(serializers.Serializer):
+    """A notification as the caller may see it now (access.notifications): `hidden` true when it is about a
+    submission the caller can no longer read, whose subject is then the kind and the number only, and whose body
+    and link are gone."""
+
+    id = serializers.IntegerField(read_only=True)
+    kind = serializers.CharField(read_only=True)
+    subject = serializers.CharField(read_only=True)
+    body = serializers.CharField(read_only=True)
+    url = serializers.CharField(read_only=True)
+    submission = serializers.IntegerField(read_only=True, allow_null=True)
+    hidden = serializers.BooleanField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    read_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    emailed_at = serializers.DateTimeField(read_only=True, allow_null=True)
+
+
+def _shown(request, rows):
+    return notifications_shown_to(request.user, rows)
 
 
 class NotificationViewSet(
     PrivateCachedListMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
-    """The caller's own notifications, newest first (`?unread=1` for the unread ones); mark one or all read."""
+    """The caller's own notifications, newest first (`?unread=1` for the unread ones); mark one or all read. Each is
+    rendered as the caller may see it now (a submission they no longer read shows its number only)."""
 
     serializer_class = NotificationSerializer
     permission_classes = [TokenScopeAllows, IsAuthenticated]
@@ -62,6 +78,14 @@ class NotificationViewSet(
         rows = notifications_visible_to(self.request.user)
         return rows.filter(read_at__isnull=True) if self.request.query_params.get("unread") else rows
 
+    def get_serializer(self, instance=None, *args, **kwargs):
+        # Rows become what the caller may see of them now (list, retrieve, and the cached list alike).
+        if isinstance(instance, Notification):
+            instance = _shown(self.request, [instance])[0]
+        elif instance is not None:
+            instance = _shown(self.request, instance)
+        return super().get_serializer(instance, *args, **kwargs)
+
     @extend_schema(request=None, responses={200: NotificationSerializer}, parameters=[IDEMPOTENCY_PARAMETER])
     @action(detail=True, methods=["post"])
     @idempotent
@@ -69,7 +93,7 @@ class NotificationViewSet(
         notification = self.get_object()
         notifications_mark_read(user=request.user, notification_ids=[notification.pk])
         notification.refresh_from_db()
-        return Response(NotificationSerializer(notification).data)
+        return Response(NotificationSerializer(_shown(request, [notification])[0]).data)
 
     @extend_schema(
         request=None,

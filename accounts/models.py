@@ -97,10 +97,18 @@ class NotificationPreference(models.Model):
 
 class Notification(models.Model):
     """Something a user should know (an assignment, a comment, a deadline, a decision); listed on their
-    notifications page and e-mailed once, immediately or in the daily digest."""
+    notifications page and e-mailed once, immediately or in the daily digest.
+
+    A notification about a submission names it by `submission_ref`: its text is shown only while the reader may
+    still read that submission's review (access.notifications renders it at read time), and its e-mail carries
+    the submission number and a link, never a system name or a comment body."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications")
     kind = models.CharField(max_length=48, help_text="Stable machine name, e.g. review.assigned.")
+    # A plain id, no foreign key: accounts sits below submissions in the layers (docs/portal.md).
+    submission_ref = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="The submission this is about (its id = its number), if any."
+    )
     subject = models.CharField(max_length=200)
     body = models.TextField(blank=True)
     url = models.CharField(max_length=300, blank=True, help_text="Site-relative link to the object.")
@@ -196,6 +204,24 @@ class Invitation(models.Model):
         from django.utils import timezone
 
         return self.accepted_at is None and self.revoked_at is None and self.expires_at > timezone.now()
+
+
+class VerifiedAddress(models.Model):
+    """An e-mail address a user proved is theirs by opening a signed link sent to it (an invitation is accepted
+    only by an account whose current address is verified and is the one invited: docs/accounts.md)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="verified_addresses"
+    )
+    email = models.EmailField(help_text="Kept lower-case.")
+    verified_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-verified_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["user", "email"], name="verified_address_once")]
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.email}"
 
 
 class SignIn(models.Model):

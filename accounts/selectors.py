@@ -10,7 +10,7 @@ from typing import TypeVar
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 
-from accounts.models import GlobalRole, Membership, Organisation
+from accounts.models import GlobalRole, Membership, Organisation, VerifiedAddress
 
 # --- One read per request -------------------------------------------------------------------
 # A page asks "which organisations is this user in", "is the user the chair" a dozen times (the header, the
@@ -234,6 +234,14 @@ def invitations_pending(organisation) -> QuerySet:
 
 def global_role_holders() -> QuerySet[GlobalRole]:
     return GlobalRole.objects.select_related("user").order_by("role", "user__username")
+
+
+def user_email_verified(user) -> bool:
+    """Whether the user's current e-mail address is one they proved is theirs (a signed link sent to it)."""
+    email = (getattr(user, "email", "") or "").strip().lower()
+    if not email or user.pk is None:
+        return False
+    return VerifiedAddress.objects.filter(user=user, email=email).exists()
 
 
 def user_find(identifier: str):

@@ -23,8 +23,9 @@ from accounts.models import (
     NotificationPreference,
     Organisation,
     SignIn,
+    VerifiedAddress,
 )
-from accounts.selectors import user_administers, user_is_chair, user_org_ids
+from accounts.selectors import user_administers, user_email_verified, user_is_chair, user_org_ids
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, NotAllowedError
 
@@ -83,6 +84,14 @@ def membership_grant(*, user, organisation: Organisation, role: str, actor=None,
         user_is_chair(actor) or organisation.pk in user_org_ids(actor, roles=(Membership.Role.ORG_ADMIN,))
     ):
         raise NotAllowedError("Only the chair or an admin of this organisation can add members.")
+    return _membership_add(user=user, organisation=organisation, role=role, actor=actor, added_by=added_by)
+
+
+def _membership_add(
+    *, user, organisation: Organisation, role: str, actor, added_by=None, via: str = ""
+) -> Membership:
+    """The role given and its audit event (actor: who did it, e.g. the invitee accepting an invitation; the
+    caller checked that they may)."""
     if role not in Membership.Role.values:
         raise NotAllowedError(
             f"{role!r} is not a role inside an organisation (the auditor and chair roles are the chair's to give)."
@@ -92,12 +101,12 @@ def membership_grant(*, user, organisation: Organisation, role: str, actor=None,
     )
     if created:
         membership.full_clean()
-        audit_event_record(
-            actor=actor,
-            action="membership.granted",
-            obj=membership,
-            data={"user": user.username, "organisation": organisation.slug, "role": role},
-        )
+        data = {"user": user.username, "organisation": organisation.slug, "role": role}
+        if via:
+            data["via"] = via
+        if membership.added_by_id is not None:
+            data["added_by"] = membership.added_by.get_username()
+        audit_event_record(actor=actor, action="membership.granted", obj=membership, data=data)
     return membership
 
 
@@ -237,17 +246,71 @@ def invitation_create(*, organisation: Organisation, email: str, roles, actor) -
     return invitation
 
 
-@transaction.atomic
+def _invitation_refusal_record(*, invitation: Invitation, user, reason: str) -> None:
+    """The refusal in the audit log, in its own transaction: it stays when the refusal rolls back the caller's."""
+    with transaction.atomic():
+        audit_event_record(
+            actor=user,
+            action="invitation.refused",
+            obj=invitation,
+            data={
+                "organisation": invitation.organisation.slug,
+                "user": user.get_username(),
+                "reason": reason,
+            },
+        )
+
+
 def invitation_accept(*, invitation: Invitation, user) -> list[Membership]:
-    """`user` takes the invitation's roles; the invitation is used up (a second acceptance is refused)."""
-    locked = Invitation.objects.select_for_update().get(pk=invitation.pk)
-    if locked.accepted_at is not None or locked.revoked_at is not None or locked.expires_at <= timezone.now():
+    """`user` takes the invitation's roles; the invitation is used up (a second acceptance is refused).
+
+    The invitation is bound to the address it was sent to: only an account whose current e-mail address is that
+    address, and verified (email_verify), may take it. Another account holding the link (a forwarded or leaked
+    e-mail) is refused with `invitation_wrong_account`, and the refusal is audited."""
+    invitation = Invitation.objects.select_related("organisation").get(pk=invitation.pk)
+    _invitation_usable(invitation)
+    if (user.email or "").strip().lower() != invitation.email.strip().lower():
+        _invitation_refusal_record(invitation=invitation, user=user, reason="address_mismatch")
+        raise NotAllowedError(
+            f"This invitation was sent to {invitation.email}, and you are signed in as {user.get_username()}, "
+            "whose address is another one. Sign in with the account that uses the invited address (or create "
+            "one from this link after signing out), or ask the organisation's admin to invite your own address.",
+            code="invitation_wrong_account",
+        )
+    if not user_email_verified(user):
+        raise NotAllowedError(
+            f"Confirm first that {invitation.email} is yours: send yourself the confirmation link from this page "
+            "and open it; it takes you into the organisation.",
+            code="email_unverified",
+        )
+    return _invitation_take(invitation=invitation, user=user)
+
+
+def _invitation_usable(invitation: Invitation) -> None:
+    if (
+        invitation.accepted_at is not None
+        or invitation.revoked_at is not None
+        or invitation.expires_at <= timezone.now()
+    ):
         raise ApplicationError("This invitation is no longer valid.", code="invitation_used")
+
+
+@transaction.atomic
+def _invitation_take(*, invitation: Invitation, user) -> list[Membership]:
+    locked = Invitation.objects.select_for_update().get(pk=invitation.pk)
+    _invitation_usable(locked)
     locked.accepted_at = timezone.now()
     locked.accepted_by = user
     locked.save(update_fields=["accepted_at", "accepted_by"])
     memberships = [
-        membership_grant(user=user, organisation=locked.organisation, role=role, added_by=locked.invited_by)
+        _membership_add(
+            user=user,
+            organisation=locked.organisation,
+            role=role,
+            actor=user,
+            added_by=locked.invited_by,
+            via=f"invitation {locked.pk}",
+        )
         for role in locked.roles
     ]
     audit_event_record(
@@ -351,8 +414,9 @@ def organisation_create_with_admin(*, name: str, kind: str, admin_email: str, ac
 
 @transaction.atomic
 def user_register_from_invitation(*, invitation: Invitation, username: str, password: str) -> User:
-    """A new account for the invited address, which takes the invitation at once."""
-    user = User(username=username, email=invitation.email)
+    """A new account for the invited address. It joins when its owner opens the confirmation link e-mailed to
+    that address (email_verify): holding the invitation link alone proves nothing, it may have been forwarded."""
+    user = User(username=username, email=invitation.email.strip())
     user.set_password(password)
     user.full_clean(exclude=["password"])
     user.save()
@@ -366,8 +430,99 @@ def user_register_from_invitation(*, invitation: Invitation, username: str, pass
             "organisation": invitation.organisation.slug,
         },
     )
-    invitation_accept(invitation=invitation, user=user)
+    email_verification_send(user=user, invitation=invitation)
     return user
+
+
+# --- Verified e-mail addresses ---------------------------------------------------------------------
+
+EMAIL_VERIFY_SALT = "accounts.email-verify"
+EMAIL_VERIFY_DAYS = 2
+
+
+def _address_verified_record(*, user, email: str, via: str) -> bool:
+    """Remember that `user` proved `email` is theirs; audited the first time. True when it is new."""
+    _, created = VerifiedAddress.objects.get_or_create(user=user, email=email.strip().lower())
+    if created:
+        audit_event_record(
+            actor=user,
+            action="account.email_verified",
+            obj=user,
+            data={"email": email.strip().lower(), "via": via},
+        )
+    return created
+
+
+def email_verification_send(*, user, invitation: Invitation | None = None) -> str:
+    """E-mail a signed link to the user's current address (after commit); opening it, signed in as that user,
+    verifies the address and, with `invitation`, joins its organisation. The absolute link."""
+    email = (user.email or "").strip()
+    if not email:
+        raise ApplicationError(
+            "Your account has no e-mail address: add one on /accounts/email/ first.", code="no_email"
+        )
+    payload: dict[str, object] = {"u": user.pk, "e": email.lower()}
+    if invitation is not None:
+        payload |= {"i": invitation.pk, "n": invitation.nonce}
+    token = signing.dumps(payload, salt=EMAIL_VERIFY_SALT, compress=True)
+    link = (
+        f"{settings.PORTAL_SITE_URL.rstrip('/')}{reverse('accounts:email_verify', kwargs={'token': token})}"
+    )
+    joining = f" and join {invitation.organisation.name}" if invitation is not None else ""
+    transaction.on_commit(
+        lambda: send_mail(
+            "[Endpoints Portal] Confirm your e-mail address",
+            f"Someone (we hope you) asked to confirm this address for the Endpoints Portal account "
+            f"{user.get_username()}.\n\nConfirm{joining} within {EMAIL_VERIFY_DAYS} days (sign in as "
+            f"{user.get_username()} when asked):\n{link}\n\nIgnore this e-mail if it was not you.\n",
+            None,
+            [email],
+        )
+    )
+    return link
+
+
+def email_verify(*, user, token: str) -> Organisation | None:
+    """Open a confirmation link: the user's address is verified (audited); a link sent for an invitation also
+    accepts it. The organisation joined, else None. The address stays verified when the invitation is refused
+    (expired, withdrawn, already used): that refusal is raised after."""
+    try:
+        payload = signing.loads(token, salt=EMAIL_VERIFY_SALT, max_age=timedelta(days=EMAIL_VERIFY_DAYS))
+    except signing.SignatureExpired:
+        raise ApplicationError(
+            "This confirmation link has expired: ask for a new one.", code="link_expired"
+        ) from None
+    except signing.BadSignature:
+        raise ApplicationError(
+            "This confirmation link is not valid: check that it was copied whole.", code="link_invalid"
+        ) from None
+    if payload.get("u") != user.pk:
+        raise NotAllowedError(
+            "This link confirms another account's address: sign out and sign in as that account.",
+            code="link_wrong_account",
+        )
+    if payload.get("e") != (user.email or "").strip().lower():
+        raise ApplicationError(
+            "Your address changed since this link was sent: ask for a new one.", code="link_used"
+        )
+    with transaction.atomic():
+        _address_verified_record(user=user, email=user.email, via="confirmation link")
+    if "i" not in payload:
+        return None
+    invitation = (
+        Invitation.objects.select_related("organisation", "invited_by")
+        .filter(pk=payload["i"], nonce=payload.get("n"))
+        .first()
+    )
+    if invitation is None or invitation.revoked_at is not None:
+        raise ApplicationError(
+            "Your address is confirmed, but the invitation was withdrawn: ask the organisation's admin for a new one.",
+            code="invitation_revoked",
+        )
+    if invitation.accepted_at is not None and invitation.accepted_by_id == user.pk:
+        return invitation.organisation
+    invitation_accept(invitation=invitation, user=user)
+    return invitation.organisation
 
 
 # --- Sign-ins, lockouts, e-mail and password changes ----------------------------------------------
@@ -442,6 +597,8 @@ def email_change_confirm(*, user, token: str) -> str:
     audit_event_record(
         actor=user, action="account.email_changed", obj=user, data={"old": old, "new": user.email}
     )
+    # The link went to the new address: opening it proves the address is the user's.
+    _address_verified_record(user=user, email=user.email, via="address change")
     if old:
         transaction.on_commit(
             lambda: send_mail(
@@ -455,9 +612,52 @@ def email_change_confirm(*, user, token: str) -> str:
     return user.email
 
 
+def _account_roles(user) -> list[str]:
+    """The global roles an account holds (a chair's or auditor's password change stands out in the log)."""
+    roles = sorted(GlobalRole.objects.filter(user=user).values_list("role", flat=True))
+    if user.is_superuser and GlobalRole.Role.CHAIR not in roles:
+        roles.append("superuser")
+    return roles
+
+
+PASSWORD_HOW = {
+    # how -> (audit action, what the account's owner is told)
+    "change": ("account.password_changed", "was changed from the account page"),
+    "reset": ("account.password_reset", "was reset with a link e-mailed to this address"),
+    "admin": ("account.password_set_by_admin", "was set by {actor} in the portal's admin"),
+}
+
+
 @transaction.atomic
-def password_changed_record(*, user) -> None:
-    audit_event_record(actor=user, action="account.password_changed", obj=user, data={"user": user.username})
+def password_set(*, user, password: str, actor, how: str) -> None:
+    """Set `user`'s password and record it in the same transaction: `change` (the user, knowing the old one),
+    `reset` (the user, through the e-mailed reset link; `actor` is the user, who proved the address) or `admin`
+    (the chair in the Django admin). The owner is e-mailed (after commit) unless they changed it themselves."""
+    if how not in PASSWORD_HOW:
+        raise ValueError(f"unknown way of setting a password: {how!r}")
+    if how == "admin":
+        require_chair(actor)
+    elif actor is None or actor.pk != user.pk:
+        raise NotAllowedError("Only the account's owner changes or resets its password.")
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    action, told = PASSWORD_HOW[how]
+    data = {"user": user.get_username(), "global_roles": _account_roles(user)}
+    if how == "admin":
+        data["set_by"] = actor.get_username()
+    audit_event_record(actor=actor, action=action, obj=user, data=data)
+    if how != "change" and user.email:
+        message = told.format(actor=actor.get_username() if actor is not None else "the system")
+        site = settings.PORTAL_SITE_URL.rstrip("/")
+        transaction.on_commit(
+            lambda: send_mail(
+                "[Endpoints Portal] Your password was changed",
+                f"The password of the Endpoints Portal account {user.get_username()} {message}.\n"
+                f"If this was not you, reset it now ({site}{reverse('password_reset')}) and tell the chair.\n",
+                None,
+                [user.email],
+            )
+        )
 
 
 # --- Two-factor sign-in (django-otp devices) --------------------------------------------------------
@@ -648,6 +848,38 @@ def api_tokens_revoke_named(*, user, name: str, actor=None) -> int:
 # --- Notifications -------------------------------------------------------------------------------
 
 
+# What an e-mail calls each kind of notification about a submission. E-mails carry this title, the submission's
+# number and a link, never a system name, a figure or a comment body: the page behind the link checks who may read.
+NOTIFICATION_TITLES = {
+    "review.assigned": "Review requested",
+    "review.accepted": "A reviewer accepted",
+    "review.declined": "A reviewer declined",
+    "review.released": "Reviewer released",
+    "review.peer_reviewed": "Peer reviewed",
+    "review.changes_requested": "Changes requested",
+    "review.comment": "New comment",
+    "review.objection": "New objection",
+    "review.objection_due": "Objection due tomorrow",
+    "review.objection_overdue": "Objection overdue",
+    "waiver.requested": "Waiver requested",
+    "waiver.granted": "Waiver granted",
+    "waiver.refused": "Waiver refused",
+    "audit.attested": "Audited",
+    "audit.evidence_requested": "Evidence requested",
+    "audit.evidence_answered": "Evidence answered",
+    "audit.evidence_overdue": "Evidence overdue",
+}
+
+
+def notification_title(notification: Notification) -> str:
+    """The kind's title with the submission's number (or the stored subject for a notification about no
+    submission, e.g. a challenge of a public result): all an e-mail says."""
+    if notification.submission_ref is None:
+        return notification.subject
+    title = NOTIFICATION_TITLES.get(notification.kind, "Update")
+    return f"{title}: submission #{notification.submission_ref}"
+
+
 def _deliver_now(notification_ids: list[int]) -> None:
     """E-mail the given notifications whose users want them immediately (each at most once)."""
     digest_users = set(
@@ -665,25 +897,43 @@ def _deliver_now(notification_ids: list[int]) -> None:
             emailed_at=timezone.now()
         ):
             continue
-        link = f"\n\n{settings.PORTAL_SITE_URL.rstrip('/')}{notification.url}" if notification.url else ""
+        site = settings.PORTAL_SITE_URL.rstrip("/")
         send_mail(
-            f"[Endpoints Portal] {notification.subject}",
-            f"{notification.body}{link}",
+            f"[Endpoints Portal] {notification_title(notification)}",
+            f"{notification_title(notification)}\n{site}{notification.url or '/accounts/notifications/'}\n\n"
+            "Sign in to read it: the page shows it while you may see it.\n",
             None,
             [notification.user.email],
         )
 
 
-def notify(*, users, kind: str, subject: str, body: str = "", url: str = "", dedupe_key: str = "") -> list:
+def notify(
+    *,
+    users,
+    kind: str,
+    subject: str,
+    body: str = "",
+    url: str = "",
+    dedupe_key: str = "",
+    submission_id: int | None = None,
+) -> list:
     """Tell each of `users` about something: a Notification row now, an e-mail after commit (immediately, or
-    in the daily digest when the user chose it). With `dedupe_key`, a user is told about the same event once."""
+    in the daily digest when the user chose it). With `dedupe_key`, a user is told about the same event once.
+    `submission_id` names the submission it is about: its subject and body are shown only to a reader who may
+    still read that submission's review (access.notifications), and e-mails carry only its number and a link."""
     created = []
     for user in {user.pk: user for user in users if user is not None}.values():
         if dedupe_key and Notification.objects.filter(user=user, dedupe_key=dedupe_key).exists():
             continue
         created.append(
             Notification.objects.create(
-                user=user, kind=kind, subject=subject[:200], body=body, url=url, dedupe_key=dedupe_key
+                user=user,
+                kind=kind,
+                subject=subject[:200],
+                body=body,
+                url=url,
+                dedupe_key=dedupe_key,
+                submission_ref=submission_id,
             )
         )
     ids = [notification.pk for notification in created]
@@ -739,14 +989,11 @@ def _digest_one(user, *, now) -> int:
         ):
             return 0
         site = settings.PORTAL_SITE_URL.rstrip("/")
-        parts = []
-        for notification in pending:
-            lines = [f"- {notification.subject} ({notification.created_at:%Y-%m-%d %H:%M} UTC)"]
-            if notification.body:
-                lines.append("  " + notification.body.strip().replace("\n", "\n  "))
-            if notification.url:
-                lines.append(f"  {site}{notification.url}")
-            parts.append("\n".join(lines))
+        parts = [
+            f"- {notification_title(notification)} ({notification.created_at:%Y-%m-%d %H:%M} UTC)\n"
+            f"  {site}{notification.url or '/accounts/notifications/'}"
+            for notification in pending
+        ]
         count = len(pending)
         send_mail(
             f"[Endpoints Portal] Daily digest: {count} notification{'s' if count != 1 else ''}",

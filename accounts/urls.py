@@ -31,4 +31,6 @@ urlpatterns = [
     path("roles/", views.global_roles, name="global_roles"),
     path("roles/<int:pk>/remove/", views.global_role_remove, name="global_role_remove"),
     path("invitations/<str:token>/", views.invitation_accept_page, name="invitation_accept"),
+    path("email/verify/", views.email_verify_send, name="email_verify_send"),
+    path("email/verify/<str:token>/", views.email_verify_page, name="email_verify"),
 ]

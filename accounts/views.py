@@ -17,6 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from access.notifications import notifications_shown_to
 from access.visibility import notifications_visible_to, sign_ins_visible_to
 from accounts.models import ApiToken, GlobalRole, Invitation, Membership, NotificationPreference, Organisation
 from accounts.selectors import (
@@ -28,11 +29,14 @@ from accounts.selectors import (
     recovery_codes_left,
     totp_device_of,
     user_administers,
+    user_email_verified,
     user_find,
     user_is_chair,
     user_requires_second_factor,
 )
 from accounts.services import (
+    email_verification_send,
+    email_verify,
     global_role_grant,
     global_role_revoke,
     invitation_accept,
@@ -47,7 +51,7 @@ from accounts.services import (
     organisation_create_with_admin,
     user_register_from_invitation,
 )
-from portal.errors import ApplicationError
+from portal.errors import ApplicationError, NotAllowedError
 from portal.parsers import parse_id
 
 ROLE_CHOICES = Membership.Role.choices
@@ -64,6 +68,8 @@ def notifications(request):
     if request.GET.get("show") == "unread":
         rows = rows.filter(read_at__isnull=True)
     page = Paginator(rows, 50).get_page(request.GET.get("page"))
+    # Rendered now through the visibility table: a submission the reader no longer sees shows its number only.
+    page.object_list = notifications_shown_to(request.user, page.object_list)
     return render(
         request,
         "accounts/notifications.html",
@@ -139,6 +145,7 @@ def account(request):
             "two_factor_required": user_requires_second_factor(user),
             "codes_left": recovery_codes_left(user) if confirmed else 0,
             "tokens_count": _api_tokens_count(user),
+            "email_verified": user_email_verified(user),
             "preference_form": PreferenceForm(initial={"delivery": notification_preference_of(user)}),
             "sign_ins": sign_ins_visible_to(user)[:15],
         },
@@ -374,8 +381,27 @@ class RegisterForm(forms.Form):
         return cleaned
 
 
+def _invitation_page(request, invitation, register, *, problem=None, status=200):
+    return render(
+        request,
+        "accounts/invitation.html",
+        {
+            "invitation": invitation,
+            "roles": [Membership.Role(role).label for role in invitation.roles],
+            "register": register,
+            "refusal": problem,
+            "address_matches": request.user.is_authenticated
+            and (request.user.email or "").strip().lower() == invitation.email.strip().lower(),
+            "address_verified": request.user.is_authenticated and user_email_verified(request.user),
+        },
+        status=status,
+    )
+
+
 @require_http_methods(["GET", "POST"])
 def invitation_accept_page(request, token: str):
+    """Join with the signed-in account (its verified address must be the invited one), or create an account for
+    the invited address, which joins once the address is confirmed from the e-mail it gets."""
     try:
         invitation = invitation_from_token(token)
     except ApplicationError as exc:
@@ -384,31 +410,73 @@ def invitation_accept_page(request, token: str):
         request.POST if request.method == "POST" and not request.user.is_authenticated else None,
         email=invitation.email,
     )
-    if request.method == "POST":
+    if request.method != "POST":
+        return _invitation_page(request, invitation, register)
+    if request.user.is_authenticated:
+        if request.POST.get("action") == "verify":
+            try:
+                email_verification_send(user=request.user, invitation=invitation)
+            except ApplicationError as exc:
+                return _invitation_page(request, invitation, register, problem=exc, status=exc.status_code)
+            messages.success(
+                request,
+                f"We sent a link to {request.user.email}: open it (signed in as {request.user.get_username()}) "
+                f"to confirm the address and join {invitation.organisation.name}.",
+            )
+            return redirect("accounts:account")
         try:
-            if request.user.is_authenticated:
-                invitation_accept(invitation=invitation, user=request.user)
-                user = request.user
-            elif register.is_valid():
-                user = user_register_from_invitation(
-                    invitation=invitation,
-                    username=register.cleaned_data["username"],
-                    password=register.cleaned_data["password1"],
-                )
-                auth.login(request, user, backend="accounts.backends.UsernameOrEmailBackend")
-            else:
-                user = None
+            invitation_accept(invitation=invitation, user=request.user)
+        except NotAllowedError as exc:
+            return _invitation_page(request, invitation, register, problem=exc, status=exc.status_code)
         except ApplicationError as exc:
             return render(request, "accounts/invitation.html", {"problem": exc}, status=410)
-        if user is not None:
-            messages.success(request, f"Welcome to {invitation.organisation.name}.")
-            return redirect("accounts:account")
-    return render(
-        request,
-        "accounts/invitation.html",
-        {
-            "invitation": invitation,
-            "roles": [Membership.Role(role).label for role in invitation.roles],
-            "register": register,
-        },
+        messages.success(request, f"Welcome to {invitation.organisation.name}.")
+        return redirect("accounts:account")
+    if not register.is_valid():
+        return _invitation_page(request, invitation, register)
+    user = user_register_from_invitation(
+        invitation=invitation,
+        username=register.cleaned_data["username"],
+        password=register.cleaned_data["password1"],
     )
+    auth.login(request, user, backend="accounts.backends.UsernameOrEmailBackend")
+    messages.success(
+        request,
+        f"Your account is ready. We sent a link to {user.email}: open it to confirm the address and join "
+        f"{invitation.organisation.name}.",
+    )
+    return redirect("accounts:account")
+
+
+@login_required
+@require_POST
+def email_verify_send(request):
+    """Send the account's current address a confirmation link (from the account page)."""
+    try:
+        email_verification_send(user=request.user)
+    except ApplicationError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(request, f"We sent a link to {request.user.email}: open it to confirm the address.")
+    return redirect("accounts:account")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def email_verify_page(request, token: str):
+    """A confirmation link from an e-mail: GET asks to press the button (mail scanners open links), POST confirms
+    the address (and joins the organisation it was sent for)."""
+    if request.method == "GET":
+        return render(request, "accounts/email_verify.html", {"token": token})
+    try:
+        organisation = email_verify(user=request.user, token=token)
+    except ApplicationError as exc:
+        messages.error(request, exc.detail)
+        return render(
+            request, "accounts/email_verify.html", {"token": token, "problem": exc}, status=exc.status_code
+        )
+    if organisation is not None:
+        messages.success(request, f"{request.user.email} is confirmed. Welcome to {organisation.name}.")
+    else:
+        messages.success(request, f"{request.user.email} is confirmed.")
+    return redirect("accounts:account")

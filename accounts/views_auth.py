@@ -39,7 +39,7 @@ from accounts.services import (
     email_change_confirm,
     email_change_request,
     lockout_notify,
-    password_changed_record,
+    password_set,
     recovery_codes_regenerate,
     second_factor_match,
     second_factor_wait,
@@ -414,11 +414,28 @@ def email_confirm(request, token: str):
 
 
 class PasswordChangeView(auth_views.PasswordChangeView):
-    """Django's form; the change is recorded in the audit log and the session stays signed in (and verified)."""
+    """Django's form; the new password is set by accounts.services.password_set, which records the change in the
+    audit log in the same transaction; the session stays signed in (and verified)."""
 
     success_url = reverse_lazy("password_change_done")
 
     def form_valid(self, form):
-        response = super().form_valid(form)
-        password_changed_record(user=self.request.user)
-        return response
+        password_set(
+            user=form.user, password=form.cleaned_data["new_password1"], actor=self.request.user, how="change"
+        )
+        auth.update_session_auth_hash(self.request, form.user)
+        return redirect(self.get_success_url())
+
+
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    """Django's reset link and form (the link's token checked by Django); the new password is set by
+    accounts.services.password_set, audited as `account.password_reset` with the account's owner as actor (the
+    chair's account included) and e-mailed to the owner. No sign-in follows: the chair and auditors still need
+    their second factor."""
+
+    def form_valid(self, form):
+        password_set(
+            user=form.user, password=form.cleaned_data["new_password1"], actor=form.user, how="reset"
+        )
+        del self.request.session[auth_views.INTERNAL_RESET_SESSION_TOKEN]
+        return redirect(self.get_success_url())

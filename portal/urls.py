@@ -60,10 +60,16 @@ _redoc = SpectacularRedocView.as_view(url_name="api-schema")
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", health.healthz, name="healthz"),
-    # The portal's sign-in (username or e-mail, throttled, two-factor) and audited password change, in place of
-    # Django's views of the same names; the rest of django.contrib.auth.urls (logout, password reset) as they are.
+    # The portal's sign-in (username or e-mail, throttled, two-factor) and audited password change and reset, in
+    # place of Django's views of the same names; the rest of django.contrib.auth.urls (logout, the reset request)
+    # as they are.
     path("accounts/login/", accounts_auth.login_view, name="login"),
     path("accounts/password_change/", accounts_auth.PasswordChangeView.as_view(), name="password_change"),
+    path(
+        "accounts/reset/<uidb64>/<token>/",
+        accounts_auth.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
     path("accounts/", include("django.contrib.auth.urls")),
     # The admin signs in through the same throttled, two-factor sign-in (Django's admin login would bypass both).
     path("admin/login/", accounts_auth.login_view, name="admin_login"),

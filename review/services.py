@@ -192,6 +192,7 @@ def assignment_create(
     notify(
         users=[reviewer],
         kind="review.assigned",
+        submission_id=submission.pk,
         subject=f"Please review {_label(submission)}",
         body=f"The chair asks you to review {_label(submission)} by {assignment.due_at:%Y-%m-%d}. Accept or decline "
         "on your review dashboard.",
@@ -273,6 +274,7 @@ def assignment_accept(*, assignment: ReviewAssignment, actor) -> ReviewAssignmen
     notify(
         users=_submitters(submission),
         kind="review.accepted",
+        submission_id=submission.pk,
         subject=f"A reviewer accepted {_label(submission)}",
         url=f"/submissions/{submission.pk}/",
     )
@@ -297,6 +299,7 @@ def assignment_decline(*, assignment: ReviewAssignment, actor, reason: str) -> R
     notify(
         users=chairs(),
         kind="review.declined",
+        submission_id=assignment.submission_id,
         subject=f"{actor} declined to review {_label(assignment.submission)}",
         body=reason.strip(),
         url="/review/chair/",
@@ -331,6 +334,7 @@ def _release(assignment: ReviewAssignment, *, actor, reason: str) -> bool:
     notify(
         users=[assignment.reviewer],
         kind="review.released",
+        submission_id=assignment.submission_id,
         subject=f"You were released from {_label(assignment.submission)}",
         body=reason,
         url="/review/",
@@ -338,6 +342,7 @@ def _release(assignment: ReviewAssignment, *, actor, reason: str) -> bool:
     notify(
         users=chairs(),
         kind="review.released",
+        submission_id=assignment.submission_id,
         subject=f"{assignment.reviewer} was released from {_label(assignment.submission)}",
         body=reason,
         url="/review/chair/",
@@ -375,6 +380,7 @@ def _try_complete_review(submission: Submission, actor) -> bool:
     notify(
         users=_submitters(submission) + auditors(),
         kind="review.peer_reviewed",
+        submission_id=submission.pk,
         subject=f"{_label(submission)} is peer reviewed",
         body="A quorum of reviewers approved it; it waits for an auditor.",
         url=_url(submission),
@@ -431,6 +437,7 @@ def review_submit(
         notify(
             users=_submitters(submission),
             kind="review.changes_requested",
+            submission_id=submission.pk,
             subject=f"Changes requested on {_label(submission)}",
             body=body,
             url=f"/submissions/{submission.pk}/",
@@ -557,6 +564,7 @@ def comment_post(
     notify(
         users=[user for user in readers if user.pk != actor.pk],
         kind="review.objection" if kind == Comment.Kind.OBJECTION else "review.comment",
+        submission_id=submission.pk,
         subject=(
             f"Objection ({comment.get_objection_type_display().lower()}) on {_label(submission)}"
             if kind == Comment.Kind.OBJECTION
@@ -651,6 +659,7 @@ def waiver_request(
         notify(
             users=chairs() + auditors(),
             kind="waiver.requested",
+            submission_id=submission.pk,
             subject=f"Waiver of {rule} asked for on {_label(submission)}",
             body=reason.strip(),
             url=_url(submission),
@@ -688,6 +697,7 @@ def waiver_decide(*, waiver: Waiver, actor, grant: bool, reason: str) -> Waiver:
     notify(
         users=_submitters(submission),
         kind=f"waiver.{status}",
+        submission_id=submission.pk,
         subject=f"Waiver of {waiver.rule} {status} on {_label(submission)}",
         body=reason.strip(),
         url=f"/submissions/{submission.pk}/",
@@ -742,6 +752,7 @@ def attestation_record(*, submission: Submission, actor, notes: str) -> Attestat
     notify(
         users=_submitters(submission) + chairs(),
         kind="audit.attested",
+        submission_id=submission.pk,
         subject=f"{_label(submission)} is audited",
         body="Choose when to publish it.",
         url=f"/submissions/{submission.pk}/",
@@ -781,6 +792,7 @@ def evidence_request(
     notify(
         users=_submitters(submission),
         kind="audit.evidence_requested",
+        submission_id=submission.pk,
         subject=f"An auditor asks for evidence on {_label(submission)}",
         body=f"{question.strip()}\n\nAnswer by {request.due_at:%Y-%m-%d}.",
         url=f"/submissions/{submission.pk}/",
@@ -813,6 +825,7 @@ def evidence_answer(*, request: EvidenceRequest, actor, answer: str) -> Evidence
     notify(
         users=[request.auditor],
         kind="audit.evidence_answered",
+        submission_id=submission.pk,
         subject=f"Evidence answered on {_label(submission)}",
         body=answer.strip()[:2000],
         url=_url(submission),
@@ -852,6 +865,7 @@ def deadlines_run(*, now: datetime | None = None) -> dict[str, int]:
                 notify(
                     users=_submitters(objection.submission),
                     kind="review.objection_due",
+                    submission_id=objection.submission_id,
                     subject=f"An objection on {_label(objection.submission)} is due tomorrow",
                     body=objection.body[:2000],
                     url=f"/submissions/{objection.submission_id}/",
@@ -869,6 +883,7 @@ def deadlines_run(*, now: datetime | None = None) -> dict[str, int]:
                 notify(
                     users=chairs(),
                     kind="review.objection_overdue",
+                    submission_id=objection.submission_id,
                     subject=f"An objection on {_label(objection.submission)} is overdue",
                     body=objection.body[:2000],
                     url=_url(objection.submission),
@@ -877,6 +892,7 @@ def deadlines_run(*, now: datetime | None = None) -> dict[str, int]:
                 notify(
                     users=_submitters(objection.submission),
                     kind="review.objection_overdue",
+                    submission_id=objection.submission_id,
                     subject=f"An objection on {_label(objection.submission)} is overdue",
                     url=f"/submissions/{objection.submission_id}/",
                     dedupe_key=f"objection-overdue:{objection.pk}",
@@ -892,6 +908,7 @@ def deadlines_run(*, now: datetime | None = None) -> dict[str, int]:
                 notify(
                     users=chairs() + [request.auditor],
                     kind="audit.evidence_overdue",
+                    submission_id=request.submission_id,
                     subject=f"Evidence on {_label(request.submission)} is overdue",
                     url=_url(request.submission),
                     dedupe_key=f"evidence-overdue:{request.pk}",

@@ -161,6 +161,8 @@ ROUTES: dict[str, Route] = {
     "accounts:two_factor_off": _p(LOGIN),
     "accounts:email_change": _g(LOGIN),
     "accounts:email_confirm": _g(LOGIN, pk="account"),
+    "accounts:email_verify": _g(LOGIN, pk="account"),
+    "accounts:email_verify_send": _p(LOGIN),
     "accounts:organisations": _g(LOGIN),
     "accounts:organisation": _g(ONLY, pk="account", who=(CHAIR,)),
     "accounts:invite": _p(ONLY, pk="account", who=(CHAIR,)),

@@ -136,6 +136,8 @@ ROUTES = {
     "accounts:two_factor_off": (LOGIN, "post", lambda w: "/accounts/two-factor/off/"),
     "accounts:email_change": (LOGIN, "get", lambda w: "/accounts/email/"),
     "accounts:email_confirm": (LOGIN, "get", lambda w: "/accounts/email/confirm/not-a-token/"),
+    "accounts:email_verify": (LOGIN, "get", lambda w: "/accounts/email/verify/not-a-token/"),
+    "accounts:email_verify_send": (LOGIN, "post", lambda w: "/accounts/email/verify/"),
     "accounts:organisations": (LOGIN, "get", lambda w: "/accounts/organisations/"),
     "accounts:organisation": (ROLE, "get", lambda w: "/accounts/organisations/acmecompute/"),
     "accounts:invite": (ROLE, "post", lambda w: "/accounts/organisations/acmecompute/invite/"),

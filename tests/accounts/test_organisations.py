@@ -12,7 +12,7 @@ from django.core import mail
 from django.test import Client
 from django.utils import timezone
 
-from accounts.models import GlobalRole, Invitation, Membership, Organisation
+from accounts.models import GlobalRole, Invitation, Membership, Organisation, VerifiedAddress
 from accounts.services import (
     global_role_grant,
     invitation_accept,
@@ -68,9 +68,18 @@ def test_invite_accept_as_a_new_account_and_the_member_list_shows_who_invited_wh
     assert "Join AcmeCompute" in page and "Reviewer, Submitter" in page
     weak = visitor.post(link, {"username": "newcomer", "password1": "short", "password2": "short"})
     assert weak.status_code == 200 and "too short" in weak.content.decode()
-    joined = visitor.post(
-        link, {"username": "newcomer", "password1": "a-long-passphrase-1", "password2": "a-long-passphrase-1"}
-    )
+    with django_capture_on_commit_callbacks(execute=True):
+        registered = visitor.post(
+            link,
+            {"username": "newcomer", "password1": "a-long-passphrase-1", "password2": "a-long-passphrase-1"},
+        )
+    assert registered.status_code == 302 and registered["Location"] == "/accounts/"
+    assert not Membership.objects.filter(
+        user__username="newcomer"
+    ).exists()  # not before the address confirms
+    assert mail.outbox[-1].to == ["newcomer@example.org"]
+    confirm = re.search(r"http://[^/\s]+(/accounts/email/verify/[^/\s]+/)", mail.outbox[-1].body).group(1)
+    joined = visitor.post(confirm)
     assert joined.status_code == 302 and joined["Location"] == "/accounts/"
     assert "AcmeCompute" in visitor.get("/accounts/").content.decode()
     newcomer = Membership.objects.filter(user__username="newcomer").select_related("user")
@@ -87,14 +96,15 @@ def test_invite_accept_as_a_new_account_and_the_member_list_shows_who_invited_wh
 def test_an_invitation_works_once(role_users, acme_admin):
     invitation = invitation_create(
         organisation=role_users["organisations"]["acme"],
-        email="x@example.org",
+        email="reviewer@example.com",
         roles=["reviewer"],
         actor=acme_admin,
     )
+    VerifiedAddress.objects.create(user=role_users["reviewer"], email="reviewer@example.com")
     link = invitation_link(invitation)
     first = _client(role_users["reviewer"]).post(link)
     assert first.status_code == 302
-    second = _client(role_users["submitter"]).post(link)
+    second = _client(role_users["reviewer"]).post(link)
     assert second.status_code == 410 and "already been used" in second.content.decode()
     assert not Membership.objects.filter(user=role_users["submitter"], role="reviewer").exists()
     assert Client().get(link).status_code == 410
@@ -272,7 +282,8 @@ def test_the_chair_creates_an_organisation_with_its_first_admin(
     invitation = Invitation.objects.get(organisation__slug="helix-compute")
     assert invitation.roles == ["org_admin"] and invitation.invited_by == role_users["chair"]
     assert mail.outbox[-1].to == ["boss@helix.example"]
-    boss = UserFactory(username="boss")
+    boss = UserFactory(username="boss", email="boss@helix.example")
+    VerifiedAddress.objects.create(user=boss, email="boss@helix.example")
     _client(boss).post(_link_in(mail.outbox[-1]))
     assert _client(boss).get("/accounts/organisations/helix-compute/").status_code == 200  # now its admin
     assert AuditEvent.objects.filter(action="organisation.created", actor=role_users["chair"]).exists()

@@ -57,6 +57,15 @@ def test_invite_then_accept_with_a_new_account(chromium, live_server, plain_http
     invitee.screenshot(path=str(SHOTS / "accounts-invitation.png"), full_page=True)
     invitee.click("form[data-form=register] button[type=submit]")
     invitee.wait_for_url(f"{base}/accounts/")
+    assert "open it to confirm the address and join AcmeCompute" in invitee.inner_text(".messages")
+    # The account joins once the invited address is confirmed (the link e-mailed to it).
+    assert mail.outbox[-1].to == ["newcomer@example.org"]
+    confirm = re.search(r"http://[^/\s]+(/accounts/email/verify/[^/\s]+/)", mail.outbox[-1].body).group(1)
+    invitee.goto(f"{base}{confirm}")
+    invitee.screenshot(path=str(SHOTS / "accounts-email-verify.png"), full_page=True)
+    invitee.click("form[data-form=email-verify] button[type=submit]")
+    invitee.wait_for_url(f"{base}/accounts/")
+    assert "Welcome to AcmeCompute" in invitee.inner_text(".messages")
     roles = invitee.inner_text("[data-section=roles]")
     assert "AcmeCompute" in roles and "Reviewer" in roles and "Submitter" in roles
     SignInFactory(
