@@ -6,11 +6,12 @@ from celery import shared_task
 
 from audit.checkpoints import CheckpointError, checkpoint_latest, checkpoint_write
 from audit.selectors import audit_chain_verify
+from portal.queues import task_kind
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(ignore_result=True)
+@shared_task(**task_kind("housekeeping", ignore_result=True))
 def audit_chain_verify_task() -> bool:
     """Verify the chain against the newest signed checkpoint; logs an error naming the first break."""
     try:
@@ -29,7 +30,7 @@ def audit_chain_verify_task() -> bool:
     return result.ok
 
 
-@shared_task(ignore_result=True)
+@shared_task(**task_kind("housekeeping", ignore_result=True))
 def audit_checkpoint_task() -> bool:
     """Daily (beat): verify the chain, then write a signed checkpoint of its head to the audit_checkpoints
     storage. A broken chain gets no checkpoint: the last good one keeps vouching for the chain as it was."""

@@ -22,6 +22,7 @@ from portal.env import (
     parse_database_url,
     parse_email_url,
 )
+from portal.queues import time_limits_from_env, visibility_timeout_check
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
@@ -167,10 +168,18 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
+# Global limits, for a task that declares no kind; every portal task has one (portal/queues.py, below).
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 3600, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 3900, minimum=1)
 if CELERY_TASK_TIME_LIMIT <= CELERY_TASK_SOFT_TIME_LIMIT:
     raise EnvError("CELERY_TASK_TIME_LIMIT must be greater than CELERY_TASK_SOFT_TIME_LIMIT.")
+# Queues per kind of task (unpack, point, judge, notify, publish, housekeeping), named <prefix><kind>; each kind
+# has its own (soft, hard) time limits. Workers consume the queues of their role (docs/deploy.md).
+PORTAL_QUEUE_PREFIX = env_str("PORTAL_QUEUE_PREFIX", "portal.")
+PORTAL_TASK_TIME_LIMITS = time_limits_from_env(env_int)
+CELERY_TASK_ROUTES = ("portal.queues.route_task",)
+CELERY_TASK_DEFAULT_QUEUE = f"{PORTAL_QUEUE_PREFIX}housekeeping"
+# One message reserved per worker process: a long point never waits behind another in a busy worker's buffer.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
@@ -485,18 +494,26 @@ if len(PORTAL_AUDIT_HMAC_KEY) < 32:
 # Chords (one task per load point, joined by one task per version) need a result backend.
 CELERY_RESULT_BACKEND = REDIS_URL or None
 CELERY_RESULT_EXPIRES = 24 * 3600
-# acks_late tasks: Redis re-delivers an unacknowledged message after this; keep it above the hard limit.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}
+# acks_late tasks: Redis re-delivers an unacknowledged message after this; it must exceed the longest hard time
+# limit, or a long point is handed to a second worker while it still runs (start-up stops otherwise).
+CELERY_BROKER_VISIBILITY_TIMEOUT_S = env_int(
+    "CELERY_BROKER_VISIBILITY_TIMEOUT_S",
+    max(hard for _soft, hard in [*PORTAL_TASK_TIME_LIMITS.values(), (0, CELERY_TASK_TIME_LIMIT)]) + 600,
+    minimum=1,
+)
+visibility_timeout_check(
+    visibility_timeout_s=CELERY_BROKER_VISIBILITY_TIMEOUT_S,
+    time_limits={**PORTAL_TASK_TIME_LIMITS, "task": (CELERY_TASK_SOFT_TIME_LIMIT, CELERY_TASK_TIME_LIMIT)},
+)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_BROKER_VISIBILITY_TIMEOUT_S}
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = CELERY_BROKER_TRANSPORT_OPTIONS
-# Queue of the check tasks (a deployment may give heavy checks their own workers: -Q checks).
-PORTAL_CHECK_QUEUE = env_str("PORTAL_CHECK_QUEUE", "celery")
 # Start messages of checks committed while the broker was down wait in the outbox (submissions.CheckOutbox);
-# this task sends them once the broker is back. On the check queue: the check workers drain it.
+# this task sends them once the broker is back (on the housekeeping queue).
 PORTAL_CHECK_OUTBOX_EVERY_S = env_int("PORTAL_CHECK_OUTBOX_EVERY_S", 10, minimum=1)
 CELERY_BEAT_SCHEDULE["check-outbox-send"] = {
     "task": "submissions.tasks.check_outbox_send_task",
     "schedule": float(PORTAL_CHECK_OUTBOX_EVERY_S),
-    "options": {"queue": PORTAL_CHECK_QUEUE, "expires": float(PORTAL_CHECK_OUTBOX_EVERY_S) * 3},
+    "options": {"expires": float(PORTAL_CHECK_OUTBOX_EVERY_S) * 3},
 }
 # A running check whose heartbeat is older than this is re-queued (or failed after the last attempt).
 PORTAL_CHECK_HEARTBEAT_TIMEOUT_S = env_int("PORTAL_CHECK_HEARTBEAT_TIMEOUT_S", 300, minimum=5)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from portal.queues import task_kind
 from review.services import deadlines_run
 
 
-@shared_task
+@shared_task(**task_kind("notify"))
 def review_deadlines_task() -> dict:
     """Every 15 minutes (beat): release overdue reviewers, remind and escalate objections and evidence requests."""
     return deadlines_run()

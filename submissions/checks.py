@@ -93,9 +93,9 @@ def _queue_start(check_run: CheckRun) -> None:
 
 
 def _send_start(run_id: int, attempt: int) -> None:
-    current_app.signature(
-        CHECK_RUN_START_TASK, args=[run_id, attempt], queue=settings.PORTAL_CHECK_QUEUE
-    ).apply_async(retry=False)
+    current_app.signature(CHECK_RUN_START_TASK, args=[run_id, attempt]).apply_async(
+        retry=False
+    )  # unpack queue
 
 
 def check_outbox_send(*, ids: list[int] | None = None, now=None) -> int:

@@ -1,7 +1,8 @@
 """Celery tasks of the submissions app: the check pipeline (start -> one task per load point -> join).
 
 Convention: a task takes ids, calls one service, is safe to run twice, and is queued with
-transaction.on_commit / delay_on_commit. The pipeline tasks are acks_late with
+transaction.on_commit / delay_on_commit. Each task names its kind (portal/queues.py): its queue
+and time limits. The pipeline tasks (unpack, point, judge) are acks_late with
 reject_on_worker_lost: a message whose worker died is delivered again, and the services'
 compare-and-set on (status, attempt) makes the repeat harmless.
 """
@@ -11,8 +12,8 @@ from __future__ import annotations
 import logging
 
 from celery import chord, shared_task
-from django.conf import settings
 
+from portal.queues import task_kind
 from submissions.checks import (
     check_outbox_send,
     check_run_attempt_failed,
@@ -26,8 +27,6 @@ from submissions.uploads import uploads_expire
 
 logger = logging.getLogger(__name__)
 
-PIPELINE = {"acks_late": True, "reject_on_worker_lost": True}
-
 
 def _attempt_failed(check_run_id: int, attempt: int, exc: BaseException) -> None:
     logger.exception("check run %s attempt %s failed", check_run_id, attempt)
@@ -38,7 +37,7 @@ def _attempt_failed(check_run_id: int, attempt: int, exc: BaseException) -> None
     )
 
 
-@shared_task(**PIPELINE)
+@shared_task(**task_kind("unpack"))
 def check_run_start_task(check_run_id: int, attempt: int) -> None:
     """List the version's points and fan out one task per point, joined by check_run_finish_task."""
     try:
@@ -48,16 +47,17 @@ def check_run_start_task(check_run_id: int, attempt: int) -> None:
         return
     if keys is None:
         return
-    queue = settings.PORTAL_CHECK_QUEUE
-    join = check_run_finish_task.si(check_run_id, attempt).set(queue=queue)
+    join = check_run_finish_task.si(
+        check_run_id, attempt
+    )  # on the judge queue, each point on the point queue
     if not keys:
         join.apply_async()
         return
-    header = [check_run_point_task.si(check_run_id, attempt, key).set(queue=queue) for key in keys]
+    header = [check_run_point_task.si(check_run_id, attempt, key) for key in keys]
     chord(header)(join)
 
 
-@shared_task(ignore_result=False, **PIPELINE)
+@shared_task(**task_kind("point", ignore_result=False))
 def check_run_point_task(check_run_id: int, attempt: int, point_key: str) -> bool:
     """Recompute one load point (its result is only the chord's signal; rows hold the data)."""
     try:
@@ -67,7 +67,7 @@ def check_run_point_task(check_run_id: int, attempt: int, point_key: str) -> boo
         return False
 
 
-@shared_task(**PIPELINE)
+@shared_task(**task_kind("judge"))
 def check_run_finish_task(check_run_id: int, attempt: int) -> None:
     """Run the rules over the whole version and end the run passed or failed."""
     try:
@@ -76,21 +76,21 @@ def check_run_finish_task(check_run_id: int, attempt: int) -> None:
         _attempt_failed(check_run_id, attempt, exc)
 
 
-@shared_task
+@shared_task(**task_kind("housekeeping"))
 def check_runs_reconcile_task() -> list[int]:
     """Every minute (beat): re-queue or fail running checks whose heartbeat stopped, and queued checks that
     never started (their start message was lost)."""
     return check_runs_reconcile()
 
 
-@shared_task(ignore_result=True)
+@shared_task(**task_kind("housekeeping", ignore_result=True))
 def check_outbox_send_task() -> int:
-    """Every few seconds (beat, on the check queue): send the start messages still in the outbox (the broker
+    """Every few seconds (beat): send the start messages still in the outbox (the broker
     was down when their runs were committed)."""
     return check_outbox_send()
 
 
-@shared_task
+@shared_task(**task_kind("housekeeping"))
 def uploads_cleanup_task() -> dict:
     """Every 15 minutes (beat): expire idle uploads (parts deleted, quota freed) and old Idempotency-Keys."""
     expired = uploads_expire()

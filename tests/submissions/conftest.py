@@ -52,7 +52,7 @@ def _database_url_for_test_db() -> str:
 
 def service_env(
     *,
-    queue: str,
+    queue_prefix: str,
     media_root: Path,
     var_dir: Path,
     redis_url: str | None = None,
@@ -69,7 +69,7 @@ def service_env(
             "SECRET_KEY": "test-only-secret-key-not-for-any-deployment-0123456789",
             "PORTAL_MEDIA_ROOT": str(media_root),
             "PORTAL_VAR_DIR": str(var_dir),
-            "PORTAL_CHECK_QUEUE": queue,
+            "PORTAL_QUEUE_PREFIX": queue_prefix,
             "PORTAL_CHECK_HEARTBEAT_TIMEOUT_S": "5",
             "STORAGE_BACKEND": "local",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
@@ -81,25 +81,28 @@ def service_env(
 
 
 class Worker:
-    """One `celery -A portal worker` process group consuming one queue."""
+    """One `celery -A portal worker` process group consuming the queues of every kind under one prefix."""
 
     def __init__(
         self,
         *,
-        queue: str,
+        queue_prefix: str,
         media_root: Path,
         log_path: Path,
         extra_env: dict | None = None,
         redis_url: str | None = None,
+        kinds: tuple[str, ...] | None = None,
     ):
+        from portal.queues import queue_names
+
         env = service_env(
-            queue=queue,
+            queue_prefix=queue_prefix,
             media_root=media_root,
             var_dir=log_path.parent,
             redis_url=redis_url,
             extra_env=extra_env,
         )
-        self.queue, self.log_path = queue, log_path
+        self.queue_prefix, self.log_path = queue_prefix, log_path
         self.log = open(log_path, "ab")
         self.process = subprocess.Popen(
             [
@@ -108,13 +111,13 @@ class Worker:
                 "portal",
                 "worker",
                 "-Q",
-                queue,
+                ",".join(queue_names(prefix=queue_prefix, kinds=kinds)),
                 "-c",
                 "2",
                 "-l",
                 "INFO",
                 "-n",
-                f"{queue}-{uuid.uuid4().hex[:6]}@%h",
+                f"{queue_prefix}{uuid.uuid4().hex[:6]}@%h",
                 "--without-gossip",
                 "--without-mingle",
                 "--without-heartbeat",
@@ -156,10 +159,12 @@ class Worker:
 
 @pytest.fixture
 def live_pipeline(redis_url, tmp_path, settings):
-    """Tasks go to a real worker through Redis; factory `start(**env)` starts workers on one fresh queue."""
+    """Tasks go to a real worker through Redis; factory `start(**env)` starts workers on one fresh set of queues
+    (every kind's, under a prefix of the test's own)."""
     from portal.celery import app
+    from portal.queues import queue_names
 
-    queue = f"test-checks-{uuid.uuid4().hex[:8]}"
+    queue_prefix = f"test-{uuid.uuid4().hex[:8]}."
     media_root = tmp_path / "media"
     media_root.mkdir()
     settings.STORAGES = {
@@ -169,15 +174,16 @@ def live_pipeline(redis_url, tmp_path, settings):
             "OPTIONS": {"location": str(media_root)},
         },
     }
-    settings.PORTAL_CHECK_QUEUE = queue
+    settings.PORTAL_QUEUE_PREFIX = queue_prefix
     settings.PORTAL_CHECK_HEARTBEAT_TIMEOUT_S = 5
     was_eager = app.conf.task_always_eager
     app.conf.task_always_eager = False
     workers: list[Worker] = []
 
-    def start(redis_url: str | None = None, **extra_env) -> Worker:
+    def start(redis_url: str | None = None, kinds: tuple[str, ...] | None = None, **extra_env) -> Worker:
         worker = Worker(
-            queue=queue,
+            kinds=kinds,
+            queue_prefix=queue_prefix,
             media_root=media_root,
             log_path=tmp_path / f"worker-{len(workers)}.log",
             extra_env={k: str(v) for k, v in extra_env.items()},
@@ -186,7 +192,7 @@ def live_pipeline(redis_url, tmp_path, settings):
         workers.append(worker)
         return worker
 
-    start.queue = queue
+    start.queue_prefix = queue_prefix
     start.media_root = media_root
     yield start
     app.conf.task_always_eager = was_eager
@@ -195,7 +201,7 @@ def live_pipeline(redis_url, tmp_path, settings):
     import redis
 
     client = redis.Redis.from_url(redis_url)
-    client.delete(queue)
+    client.delete(*queue_names(prefix=queue_prefix))
     client.close()
 
 
@@ -312,7 +318,7 @@ def live_portal(transactional_db, tmp_path, live_pipeline):
     def start(redis_url: str | None = None, **extra_env) -> Process:
         port = _free_port()
         env = service_env(
-            queue=live_pipeline.queue,
+            queue_prefix=live_pipeline.queue_prefix,
             media_root=live_pipeline.media_root,
             var_dir=tmp_path,
             redis_url=redis_url,
@@ -355,7 +361,7 @@ def live_beat(tmp_path, live_pipeline):
 
     def start(redis_url: str | None = None, **extra_env) -> Process:
         env = service_env(
-            queue=live_pipeline.queue,
+            queue_prefix=live_pipeline.queue_prefix,
             media_root=live_pipeline.media_root,
             var_dir=tmp_path,
             redis_url=redis_url,

@@ -131,7 +131,7 @@ def test_concurrent_transitions_have_one_winner(role_users, draft):
 
 def test_stuck_runs_are_requeued_then_failed_with_a_reason(role_users, draft, settings):
     settings.PORTAL_CHECK_HEARTBEAT_TIMEOUT_S = 60
-    settings.PORTAL_CHECK_QUEUE = f"test-void-{uuid.uuid4().hex}"  # nobody consumes the re-queued start
+    settings.PORTAL_QUEUE_PREFIX = f"test-void-{uuid.uuid4().hex}."  # nobody consumes the re-queued start
     _, run = _version_with_run(draft, role_users["submitter"], CheckRun.Status.RUNNING)
     stale = timezone.now() - timedelta(minutes=5)
     CheckRun.objects.filter(pk=run.pk).update(heartbeat_at=stale, attempts=2, max_attempts=3)
@@ -162,7 +162,7 @@ def test_stuck_runs_are_requeued_then_failed_with_a_reason(role_users, draft, se
 
 
 def test_only_the_chair_rechecks_and_history_is_kept(role_users, draft, settings):
-    settings.PORTAL_CHECK_QUEUE = f"test-void-{uuid.uuid4().hex}"
+    settings.PORTAL_QUEUE_PREFIX = f"test-void-{uuid.uuid4().hex}."
     version, first = _version_with_run(draft, role_users["submitter"], CheckRun.Status.PASSED)
     with pytest.raises(NotAllowedError):
         check_run_requeue(version=version, actor=role_users["submitter"])

@@ -80,7 +80,7 @@ def test_worker_killed_mid_check_run_ends_exactly_once(role_users, draft, live_p
 
     deadline = time.monotonic() + 30
     while CheckRun.objects.get(pk=run_id).attempts == 1 and time.monotonic() < deadline:
-        check_runs_reconcile_task.apply_async(queue=live_pipeline.queue)
+        check_runs_reconcile_task.apply_async()
         time.sleep(2)
     run = wait_for_run(run_id, statuses=FINISHED, workers=[healthy])
     assert_failed_on(run, ONE_ARCHIVE_ERRORS[RUN_ARCHIVES[0].name])

@@ -48,7 +48,7 @@ def test_lost_start_message_is_resent_and_the_run_ends_exactly_once(
 
     deadline = time.monotonic() + 30
     while CheckRun.objects.get(pk=run_id).attempts == 1 and time.monotonic() < deadline:
-        check_runs_reconcile_task.apply_async(queue=live_pipeline.queue)  # what beat does every minute
+        check_runs_reconcile_task.apply_async()  # what beat does every minute
         time.sleep(1)
     run = wait_for_run(run_id, statuses=FINISHED, workers=[worker])
     assert_failed_on(run, ONE_ARCHIVE_ERRORS[RUN_ARCHIVES[0].name])
@@ -60,7 +60,7 @@ def test_lost_start_message_is_resent_and_the_run_ends_exactly_once(
     assert run.point_metrics.count() == 1
     # More reconciler passes change nothing: the run ended once.
     for _ in range(3):
-        check_runs_reconcile_task.apply_async(queue=live_pipeline.queue)
+        check_runs_reconcile_task.apply_async()
     time.sleep(3)
     run = CheckRun.objects.get(pk=run_id)
     assert run.attempts == 2 and run.status == CheckRun.Status.FAILED

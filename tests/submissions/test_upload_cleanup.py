@@ -195,7 +195,7 @@ def _queued_run(submission, user, *, age_s: float) -> CheckRun:
 
 def test_queued_runs_whose_message_was_lost_are_resent_then_failed(role_users, draft, settings):
     settings.PORTAL_CHECK_QUEUED_TIMEOUT_S = 600
-    settings.PORTAL_CHECK_QUEUE = f"test-void-{uuid.uuid4().hex}"  # nobody consumes the re-sent start
+    settings.PORTAL_QUEUE_PREFIX = f"test-void-{uuid.uuid4().hex}."  # nobody consumes the re-sent start
     from portal.celery import app
 
     lost = _queued_run(draft, role_users["submitter"], age_s=700)
