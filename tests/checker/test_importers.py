@@ -1,0 +1,152 @@
+"""`portal import` on real outputs of other benchmark tools: each tool's summary reproduced from its own
+per-request records, the portal's metrics beside it, and bad files turned into findings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker import kinds
+from checker.importing import FIGURES, import_runs
+from checker.kinds._measures import Slo
+
+ROOT = Path(__file__).parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "importers"
+GUIDELLM = FIXTURES / "guidellm"
+
+
+def portal(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "checker.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+
+
+def by_label(result) -> dict[tuple[str, str], dict]:
+    return {(point["file"], point["label"]): point for point in result.points}
+
+
+# ------------------------------------------------------------------------------------------------ registry
+
+
+def test_every_kind_has_one_spelling_and_the_layout_asks_the_registry(tmp_path):
+    names = [k.name for k in kinds.kinds()]
+    assert names[:2] == ["bundle", "run_archives"]
+    assert {"guidellm"} <= {k.name for k in kinds.importers()}
+    assert len(set(names)) == len(names)
+    run = tmp_path / "c4"
+    (run / "performance").mkdir(parents=True)
+    (run / "point.yaml").write_text("concurrency: 4\n")
+    (run / "performance" / "result_summary.json").write_text("{}")
+    assert kinds.detect_folder(run).name == "run_archives"
+    (tmp_path / "org" / "sub" / "results").mkdir(parents=True)
+    assert kinds.detect_folder(tmp_path / "org" / "sub").name == "bundle"
+    assert kinds.detect_folder(tmp_path / "org") is None
+    assert kinds.importer_for(GUIDELLM / "benchmarks.json").name == "guidellm"
+
+
+# ------------------------------------------------------------------------------------------------ GuideLLM
+
+
+@pytest.fixture(scope="module")
+def guidellm():
+    return import_runs([GUIDELLM / "benchmarks.json", GUIDELLM / "benchmarks-errors.json"])
+
+
+def test_guidellm_summary_is_reproduced_from_its_requests(guidellm):
+    assert guidellm.tool == "guidellm" and guidellm.tool_version == "0.8.1"
+    assert guidellm.findings == []
+    assert [(p["concurrency"], p["file"]) for p in guidellm.points] == [
+        (1, "benchmarks.json"),
+        (4, "benchmarks-errors.json"),
+        (4, "benchmarks.json"),
+        (8, "benchmarks.json"),
+    ]
+    for point in guidellm.points:
+        assert set(point["reported"]) == set(FIGURES)  # GuideLLM has every figure but tpot p90/p99
+        assert point["reported"].keys() == point["recomputed"].keys()
+        assert max(point["relative_difference"].values()) <= 1e-9
+    assert guidellm.max_relative_difference <= 1e-9
+
+
+def test_guidellm_run_with_server_errors_counts_them_as_guidellm_does(guidellm):
+    errors = by_label(guidellm)[("benchmarks-errors.json", "concurrent@4")]
+    assert errors["reported"]["requests_completed"] == errors["recomputed"]["requests_completed"] == 12
+    assert errors["reported"]["requests_failed"] == errors["recomputed"]["requests_failed"] == 12
+    portal_metrics = errors["portal"]
+    # the portal counts every request of the point, failed ones as SLO violations
+    assert portal_metrics["requests"] == 24 and portal_metrics["requests_ok"] == 12
+    assert portal_metrics["attainment"] == pytest.approx(0.5)
+    assert portal_metrics["goodput"] == pytest.approx(12 / errors["reported"]["duration_s"])
+
+
+def test_portal_metrics_follow_the_portal_definitions(guidellm):
+    point = by_label(guidellm)[("benchmarks.json", "concurrent@8")]
+    portal_metrics = point["portal"]
+    assert portal_metrics["concurrency"] == 8
+    # system_tps = output tokens of the successful requests / the tool's window (GuideLLM's own tokens/s differs
+    # only by the tokens it places outside the window, none here)
+    assert portal_metrics["system_tps"] == pytest.approx(point["reported"]["output_token_throughput"], rel=1e-9)
+    assert portal_metrics["tps_per_user"] == pytest.approx(1000 / portal_metrics["tpot_p90_ms"])
+    strict = import_runs([GUIDELLM / "benchmarks.json"], slo=Slo(ttft_ms=80, tpot_ms=100))
+    strict_point = by_label(strict)[("benchmarks.json", "concurrent@8")]["portal"]
+    assert 0 < strict_point["attainment"] < 1
+    assert strict_point["attainment"] == strict_point["attainment_ttft"]
+    assert strict_point["goodput"] < portal_metrics["goodput"]
+
+
+def test_an_edited_guidellm_summary_is_caught(tmp_path):
+    report = json.loads((GUIDELLM / "benchmarks.json").read_text())
+    block = report["benchmarks"][1]["metrics"]["time_to_first_token_ms"]["successful"]
+    block["percentiles"]["p90"] *= 0.8  # a nicer TTFT P90 than the requests show
+    edited = tmp_path / "benchmarks.json"
+    edited.write_text(json.dumps(report))
+    result = import_runs([edited])
+    mismatches = [f for f in result.findings if f.rule == "import-summary-mismatch"]
+    assert len(mismatches) == 1 and "ttft_ms_p90" in mismatches[0].message
+    assert mismatches[0].file == "benchmarks.json" and mismatches[0].fix
+    assert result.verdict == "fail"
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+
+
+def test_hostile_or_foreign_files_get_findings_not_exceptions(tmp_path):
+    nan = tmp_path / "benchmarks.json"
+    nan.write_text('{"metadata": {"guidellm_version": "0.8.1"}, "benchmarks": [{"duration": NaN}]}')
+    result = import_runs([nan])
+    assert [f.rule for f in result.findings] == ["json-nonfinite"] and result.points == []
+    truncated = tmp_path / "cut" / "benchmarks.json"
+    truncated.parent.mkdir()
+    truncated.write_bytes((GUIDELLM / "benchmarks-errors.json").read_bytes()[:5000])
+    result = import_runs([truncated])
+    assert [f.rule for f in result.findings] == ["json-syntax"]
+    assert result.findings[0].line is not None
+    no_benchmarks = tmp_path / "empty" / "benchmarks.json"
+    no_benchmarks.parent.mkdir()
+    no_benchmarks.write_text('{"metadata": {"guidellm_version": "0.8.1"}, "benchmarks": "none"}')
+    assert [f.rule for f in import_runs([no_benchmarks]).findings] == ["import-schema"]
+    other = tmp_path / "notes.txt"
+    other.write_text("hello")
+    assert [f.rule for f in import_runs([other]).findings] == ["import-unrecognised"]
+    assert [f.rule for f in import_runs([tmp_path / "missing.json"]).findings] == ["import-no-file"]
+
+
+# ------------------------------------------------------------------------------------------------ command
+
+
+def test_portal_import_prints_both_columns_and_writes_the_json_contract(tmp_path):
+    out = tmp_path / "import.json"
+    result = portal("import", str(GUIDELLM), "--tool", "guidellm", "--json", str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "reported" in result.stdout and "recomputed" in result.stdout and "concurrent@8" in result.stdout
+    data = json.loads(out.read_text())
+    assert data["tool"] == "guidellm" and data["tool_version"] == "0.8.1"
+    point = data["points"][0]
+    assert {"concurrency", "reported", "recomputed", "portal"} <= set(point)
+    assert {"system_tps", "tps_per_user", "ttft_p90_ms", "goodput", "attainment"} <= set(point["portal"])
+    unreadable = portal("import", str(tmp_path / "nothing-here"))
+    assert unreadable.returncode == 2
