@@ -89,7 +89,9 @@ def test_portal_metrics_follow_the_portal_definitions(guidellm):
     assert portal_metrics["concurrency"] == 8
     # system_tps = output tokens of the successful requests / the tool's window (GuideLLM's own tokens/s differs
     # only by the tokens it places outside the window, none here)
-    assert portal_metrics["system_tps"] == pytest.approx(point["reported"]["output_token_throughput"], rel=1e-9)
+    assert portal_metrics["system_tps"] == pytest.approx(
+        point["reported"]["output_token_throughput"], rel=1e-9
+    )
     assert portal_metrics["tps_per_user"] == pytest.approx(1000 / portal_metrics["tpot_p90_ms"])
     strict = import_runs([GUIDELLM / "benchmarks.json"], slo=Slo(ttft_ms=80, tpot_ms=100))
     strict_point = by_label(strict)[("benchmarks.json", "concurrent@8")]["portal"]
