@@ -188,7 +188,8 @@ def import_runs(
                 continue
             differences[key] = diff
             largest = diff if largest is None else max(largest, diff)
-            if diff > rel_tol:
+            allowed = max(rel_tol, point.extra.get("tolerance", {}).get(key, 0.0))
+            if diff > allowed:
                 findings.error(
                     "import-summary-mismatch",
                     f"{where}: {key} is {point.reported[key]!r} in the tool's summary but "
@@ -205,6 +206,7 @@ def import_runs(
                 "reported": {k: point.reported[k] for k in FIGURES if k in point.reported},
                 "recomputed": {k: point.recomputed[k] for k in FIGURES if k in point.recomputed},
                 "relative_difference": differences,
+                "tolerance": {k: v for k, v in point.extra.get("tolerance", {}).items() if k in differences},
                 "portal": portal_metrics(
                     point.requests, duration_s=point.duration_s, concurrency=point.concurrency, slo=slo
                 ),

@@ -17,6 +17,8 @@ from checker.kinds._measures import Slo
 ROOT = Path(__file__).parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "importers"
 GUIDELLM = FIXTURES / "guidellm"
+AIPERF = FIXTURES / "aiperf"
+INFERENCE_PERF = FIXTURES / "inference_perf"
 
 
 def portal(*args: str) -> subprocess.CompletedProcess:
@@ -35,7 +37,7 @@ def by_label(result) -> dict[tuple[str, str], dict]:
 def test_every_kind_has_one_spelling_and_the_layout_asks_the_registry(tmp_path):
     names = [k.name for k in kinds.kinds()]
     assert names[:2] == ["bundle", "run_archives"]
-    assert {"guidellm"} <= {k.name for k in kinds.importers()}
+    assert {"guidellm", "aiperf", "inference_perf"} <= {k.name for k in kinds.importers()}
     assert len(set(names)) == len(names)
     run = tmp_path / "c4"
     (run / "performance").mkdir(parents=True)
@@ -46,6 +48,12 @@ def test_every_kind_has_one_spelling_and_the_layout_asks_the_registry(tmp_path):
     assert kinds.detect_folder(tmp_path / "org" / "sub").name == "bundle"
     assert kinds.detect_folder(tmp_path / "org") is None
     assert kinds.importer_for(GUIDELLM / "benchmarks.json").name == "guidellm"
+    assert kinds.importer_for(AIPERF / "c4" / "profile_export.jsonl").name == "aiperf"
+    assert kinds.importer_for(AIPERF / "c4" / "profile_export_aiperf.json").name == "aiperf"
+    assert (
+        kinds.importer_for(INFERENCE_PERF / "c4" / "stage_0_lifecycle_metrics.json").name == "inference_perf"
+    )
+    assert kinds.importer_for(INFERENCE_PERF / "c4" / "config.yaml") is None
 
 
 # ------------------------------------------------------------------------------------------------ GuideLLM
@@ -111,6 +119,89 @@ def test_an_edited_guidellm_summary_is_caught(tmp_path):
     assert len(mismatches) == 1 and "ttft_ms_p90" in mismatches[0].message
     assert mismatches[0].file == "benchmarks.json" and mismatches[0].fix
     assert result.verdict == "fail"
+
+
+# ------------------------------------------------------------------------------------------------ AIPerf, inference-perf
+
+# (tool folder, figures that tool does not have, the counts of its run with server errors)
+SWEEPS = {
+    "aiperf": (AIPERF, {"tpot_ms_mean", "tpot_ms_p50"}),
+    "inference_perf": (INFERENCE_PERF, set()),
+}
+
+
+@pytest.mark.parametrize("tool", sorted(SWEEPS))
+def test_sweep_and_error_run_reproduced_from_the_per_request_records(tool):
+    folder, absent = SWEEPS[tool]
+    result = import_runs([folder], tool=tool)
+    assert result.tool == tool and result.findings == []
+    assert [(p["concurrency"], p["file"].split("/")[0]) for p in result.points] == [
+        (1, "c1"),
+        (4, "c4"),
+        (4, "errors-c4"),
+        (8, "c8"),
+    ]
+    for point in result.points:
+        assert set(point["reported"]) == set(FIGURES) - absent
+        assert point["reported"].keys() == point["recomputed"].keys()
+        for key, diff in point["relative_difference"].items():
+            assert diff <= point["tolerance"].get(key, 1e-9), key
+    errors = next(p for p in result.points if p["file"].startswith("errors-c4"))
+    assert errors["reported"]["requests_completed"] == errors["recomputed"]["requests_completed"] == 12
+    assert errors["reported"]["requests_failed"] == errors["recomputed"]["requests_failed"] == 12
+    assert errors["portal"]["requests"] == 24 and errors["portal"]["requests_ok"] == 12
+    assert errors["portal"]["attainment"] <= 0.5
+
+
+def test_aiperf_throughputs_are_held_to_the_precision_of_its_window():
+    result = import_runs([AIPERF / "c8"])
+    point = result.points[0]
+    # latencies agree to rounding; throughputs divide by a window written to the microsecond
+    assert max(v for k, v in point["relative_difference"].items() if k not in point["tolerance"]) < 1e-12
+    assert 1e-9 < point["relative_difference"]["request_throughput"] <= 1e-6
+    assert point["tolerance"]["request_throughput"] == 1e-6
+
+
+def test_an_inference_perf_request_dropped_from_the_per_request_report_is_caught(tmp_path):
+    run = tmp_path / "c4"
+    run.mkdir()
+    for name in ("stage_0_lifecycle_metrics.json", "config.yaml"):
+        (run / name).write_bytes((INFERENCE_PERF / "c4" / name).read_bytes())
+    rows = json.loads((INFERENCE_PERF / "c4" / "per_request_lifecycle_metrics.json").read_text())
+    slowest = max(rows, key=lambda row: row["end_time"] - row["start_time"])
+    rows.remove(slowest)
+    (run / "per_request_lifecycle_metrics.json").write_text(json.dumps(rows))
+    result = import_runs([run])
+    rules = {f.rule for f in result.findings}
+    assert rules == {"import-summary-mismatch"}
+    assert any("requests_completed" in f.message for f in result.findings)
+
+
+def test_an_aiperf_folder_without_its_records_or_with_a_broken_line_gets_findings(tmp_path):
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "profile_export_aiperf.json").write_bytes(
+        (AIPERF / "c1" / "profile_export_aiperf.json").read_bytes()
+    )
+    result = import_runs([alone])
+    assert [f.rule for f in result.findings] == [
+        "import-schema"
+    ] and "profile_export.jsonl" in result.findings[0].message
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "profile_export_aiperf.json").write_bytes(
+        (AIPERF / "c1" / "profile_export_aiperf.json").read_bytes()
+    )
+    lines = (AIPERF / "c1" / "profile_export.jsonl").read_bytes().splitlines(keepends=True)
+    lines[3] = lines[3].replace(b'"value":', b'"value":NaN,"x":', 1)
+    (broken / "profile_export.jsonl").write_bytes(b"".join(lines))
+    result = import_runs([broken])
+    invalid = [f for f in result.findings if f.rule == "import-record-invalid"]
+    assert len(invalid) == 1 and invalid[0].line == 4
+    # the dropped record no longer matches the summary's count
+    assert any(
+        f.rule == "import-summary-mismatch" and "requests_completed" in f.message for f in result.findings
+    )
 
 
 # ------------------------------------------------------------------------------------------------ bad input
