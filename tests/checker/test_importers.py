@@ -204,6 +204,35 @@ def test_an_aiperf_folder_without_its_records_or_with_a_broken_line_gets_finding
     )
 
 
+def test_a_vllm_result_saved_without_its_per_request_details_is_refused_with_a_fix(tmp_path):
+    # vLLM bench writes the per-request lists only with --save-detailed; the summary alone cannot be re-derived
+    summary_only = tmp_path / "vllm-4.0qps-concurrency4-mock.json"
+    summary_only.write_text(
+        json.dumps(
+            {
+                "date": "20261202-013000",
+                "endpoint_type": "openai-chat",
+                "backend": "openai-chat",
+                "label": None,
+                "model_id": "mock-llama",
+                "tokenizer_id": "tok",
+                "num_prompts": 24,
+                "request_rate": "inf",
+                "burstiness": 1.0,
+                "max_concurrency": 4,
+                "duration": 2.0,
+                "completed": 24,
+                "failed": 0,
+                "mean_ttft_ms": 80.0,
+            }
+        )
+    )
+    assert kinds.importer_for(summary_only).name == "vllm_bench"
+    result = import_runs([summary_only])
+    assert [f.rule for f in result.findings] == ["import-schema"]
+    assert "--save-detailed" in result.findings[0].fix
+
+
 # ------------------------------------------------------------------------------------------------ bad input
 
 
