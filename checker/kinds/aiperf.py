@@ -210,7 +210,8 @@ class AIPerfKind:
             value = number(dig(summary, tag, "avg"))
             if value is not None and value.is_integer():
                 reported[key] = int(value)
-        reported.setdefault("requests_failed", 0) if "requests_completed" in reported else None
+        if "requests_failed" not in reported and number(dig(summary, "request_error_rate", "avg")) == 0.0:
+            reported["requests_failed"] = 0  # AIPerf writes error_request_count only when a request failed
         recomputed["requests_completed"] = len(valid)
         recomputed["requests_failed"] = len(failed)
         starts_ns = [number(r["metadata"].get("request_start_ns")) for r in valid]

@@ -56,6 +56,27 @@ def test_every_kind_has_one_spelling_and_the_layout_asks_the_registry(tmp_path):
     assert kinds.importer_for(INFERENCE_PERF / "c4" / "config.yaml") is None
 
 
+def test_the_raw_log_reader_gives_the_tracked_samples_as_the_recompute_counts_them(tmp_path):
+    import numpy as np
+    from tokenizers import Tokenizer
+
+    from checker.inputs import Limits, open_inputs
+    from checker.report import Findings
+    from checker.tokens import TokenCounter
+    from tests.checker.archive_builders import RUN_ARCHIVES
+
+    layout = open_inputs([RUN_ARCHIVES[3]], workdir=tmp_path / "work", limits=Limits(), findings=Findings())
+    point = layout.points[0]
+    summary = json.loads(point.files["result_summary.json"].read_text())
+    counter = TokenCounter(Tokenizer.from_file(str(ROOT / "tests/checker/fixtures/tokenizer/tokenizer.json")))
+    records = list(kinds.kind(layout.kind).requests(point.files["events"], token_counter=counter))
+    assert len(records) == summary["n_samples_completed"]
+    assert sum(not r.ok for r in records) == summary["n_samples_failed"]
+    assert sum(r.output_tokens for r in records if r.ok) == summary["output_sequence_lengths"]["total"]
+    ttft_ns = np.array([round((r.first_token_s - r.issued_s) * 1e9) for r in records])
+    assert abs(np.percentile(ttft_ns, 90, method="lower") - summary["ttft"]["percentiles"]["90.0"]) < 1e3
+
+
 # ------------------------------------------------------------------------------------------------ GuideLLM
 
 
