@@ -87,6 +87,11 @@ class PointInput:
     def key(self) -> str:
         return f"{self.system}/{self.model}/r{self.concurrency}"
 
+    @property
+    def kind(self) -> str:
+        """The registered input kind this point was read as (checker.kinds): "bundle" or "run_archives"."""
+        return "bundle" if self.source == "bundle" else "run_archives"
+
     def display_of(self, name: str) -> str:
         return self.displays.get(name) or f"{self.display}{name}"
 
@@ -304,7 +309,7 @@ class _LayoutBuilder:
                     fix=f"Add {logical} as the official tools wrote it for this load point.",
                 )
         self.layout.points.append(point)
-        self.sources.add("bundle" if source == "bundle" else "run_archives")
+        self.sources.add(point.kind)
 
     def bundle(self, root: Path, origin: _Input, *, archive: bool) -> None:
         layout = self.layout
