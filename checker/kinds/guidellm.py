@@ -35,6 +35,7 @@ from checker.kinds.base import ImportedPoint, ImportedRun, RequestRecord
 from checker.report import Findings
 
 MERGE_THRESHOLD_S = 1e-4
+MAX_ITERATIONS = 1_000_000  # streamed iterations of one request; more is not a real response
 EPSILON = 1e-6
 STATUSES = ("successful", "errored", "incomplete")
 
@@ -42,7 +43,17 @@ STATUSES = ("successful", "errored", "incomplete")
 class _Request:
     """One request of a GuideLLM benchmark, its timings read once (seconds on GuideLLM's wall clock)."""
 
-    __slots__ = ("_request_start", "end", "first", "iterations", "last", "start", "status", "tokens")
+    __slots__ = (
+        "_request_start",
+        "end",
+        "first",
+        "iterations",
+        "last",
+        "start",
+        "status",
+        "suspect",
+        "tokens",
+    )
 
     def __init__(self, row: dict, status: str) -> None:
         timings = dig(row, "info", "timings") or {}
@@ -57,6 +68,9 @@ class _Request:
         self.iterations = (
             iterations if isinstance(iterations, int) and not isinstance(iterations, bool) else 0
         )
+        self.suspect = not 0 <= self.iterations <= MAX_ITERATIONS
+        if self.suspect:  # a hostile count must not size an array
+            self.iterations = 0
         tokens = dig(row, "output_metrics", "total_tokens")
         if isinstance(tokens, int) and not isinstance(tokens, bool):
             self.tokens: int | None = tokens
@@ -329,6 +343,16 @@ class GuideLLMKind:
             rows = requests.get(status)
             rows = rows if isinstance(rows, list) else []
             by_status[status] = [_Request(row, status) for row in rows if isinstance(row, dict)]
+        suspects = sum(r.suspect for rows in by_status.values() for r in rows)
+        if suspects:
+            findings.warning(
+                "import-schema",
+                f"{file}: benchmark {index} has {suspects} request(s) with an impossible token_iterations count "
+                f"(over {MAX_ITERATIONS:,}); their tokens were counted at their last token instead.",
+                file=file,
+                pointer=pointer,
+                fix="Import the benchmarks.json exactly as GuideLLM wrote it.",
+            )
         strategy = dig(benchmark, "config", "strategy") or {}
         streams = strategy.get("streams") if isinstance(strategy, dict) else None
         concurrency = streams if isinstance(streams, int) and not isinstance(streams, bool) else None

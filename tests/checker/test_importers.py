@@ -272,6 +272,15 @@ def test_hostile_or_foreign_files_get_findings_not_exceptions(tmp_path):
     no_benchmarks.parent.mkdir()
     no_benchmarks.write_text('{"metadata": {"guidellm_version": "0.8.1"}, "benchmarks": "none"}')
     assert [f.rule for f in import_runs([no_benchmarks]).findings] == ["import-schema"]
+    huge = json.loads((GUIDELLM / "benchmarks-errors.json").read_text())
+    huge["benchmarks"][0]["requests"]["successful"][0]["info"]["timings"]["token_iterations"] = 10**12
+    hostile = tmp_path / "huge" / "benchmarks.json"
+    hostile.parent.mkdir()
+    hostile.write_text(json.dumps(huge))
+    result = import_runs([hostile])  # an iteration count that would size a terabyte array is not trusted
+    assert [(f.rule, f.severity, f.pointer) for f in result.findings] == [
+        ("import-schema", "warning", "/benchmarks/0")
+    ]
     other = tmp_path / "notes.txt"
     other.write_text("hello")
     assert [f.rule for f in import_runs([other]).findings] == ["import-unrecognised"]
