@@ -1,5 +1,6 @@
 """The `portal` command line: `portal check` runs the checker locally (no Django, no network);
-`portal assemble` writes the bundle the portal builds from run archives."""
+`portal assemble` writes the bundle the portal builds from run archives; `portal import` reads another
+benchmark tool's output and recomputes its figures (checker.importing)."""
 
 from __future__ import annotations
 
@@ -119,6 +120,33 @@ def cmd_assemble(args) -> int:
     return EXIT_FAIL if any(f.severity == "error" for f in findings) else EXIT_PASS
 
 
+def cmd_import(args) -> int:
+    from checker import kinds
+    from checker.importing import import_runs, render_import_text
+    from checker.kinds._measures import Slo
+
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing and len(missing) == len(args.paths):
+        print(f"portal import: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.tool is not None and args.tool not in {k.name for k in kinds.importers()}:
+        names = ", ".join(k.name for k in kinds.importers())
+        print(f"portal import: --tool {args.tool} is unknown; use one of: {names}", file=sys.stderr)
+        return EXIT_USAGE
+    result = import_runs(
+        args.paths,
+        tool=args.tool,
+        slo=Slo(ttft_ms=args.slo_ttft_ms, tpot_ms=args.slo_tpot_ms),
+        rel_tol=args.tolerance,
+    )
+    if args.json:
+        Path(args.json).write_text(result.to_json() + "\n", encoding="utf-8")
+    sys.stdout.write(render_import_text(result))
+    if not result.points:
+        return EXIT_USAGE
+    return EXIT_FAIL if result.verdict == "fail" else EXIT_PASS
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="portal", description="Endpoints Portal command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -173,8 +201,44 @@ def build_parser() -> argparse.ArgumentParser:
         help="leave out events.jsonl[.zst] and power/ (the official bundle has neither)",
     )
     assemble.set_defaults(func=cmd_assemble)
+    _add_import_command(sub)
     _add_remote_commands(sub)
     return parser
+
+
+def _add_import_command(sub) -> None:
+    from checker import kinds
+    from checker.kinds._measures import DEFAULT_TPOT_SLO_MS, DEFAULT_TTFT_SLO_MS
+
+    names = [k.name for k in kinds.importers()]
+    command = sub.add_parser(
+        "import",
+        help="read another benchmark tool's output, recompute its figures from its per-request records",
+        description="Per load point: the tool's own figures, the same recomputed from its per-request records "
+        "with the tool's definitions, and the portal's metrics and goodput (docs/importers.md). "
+        "Exit 0 when every figure is reproduced, 1 when one is not or a file is bad, 2 when nothing was read.",
+    )
+    command.add_argument(
+        "paths", nargs="+", metavar="PATH", help="the tool's output files, or the folder it wrote them to"
+    )
+    command.add_argument(
+        "--tool", choices=names, metavar="NAME", help=f"read only this tool's files ({', '.join(names)})"
+    )
+    command.add_argument("--json", metavar="OUT", help="also write the comparison as JSON to OUT")
+    command.add_argument("--tolerance", type=float, default=1e-9, help="relative tolerance (default 1e-9)")
+    command.add_argument(
+        "--slo-ttft-ms",
+        type=float,
+        default=DEFAULT_TTFT_SLO_MS,
+        help="goodput's TTFT limit in ms (default 2000)",
+    )
+    command.add_argument(
+        "--slo-tpot-ms",
+        type=float,
+        default=DEFAULT_TPOT_SLO_MS,
+        help="goodput's TPOT limit in ms (default 100)",
+    )
+    command.set_defaults(func=cmd_import)
 
 
 def _add_remote_commands(sub) -> None:

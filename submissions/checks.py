@@ -359,6 +359,7 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
     beat = _Beat(check_run_id, attempt)
     first_file_of: dict[str, int] = {}
     pointless: list[int] = []
+    detected_kinds: set[str] = set()
     inflated = 0
     with _fetched(check_run.version, beat=beat) as (files, folder):
         for position, path in files:
@@ -367,6 +368,7 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
                 keys = list_points(opened.layout)
                 inflated = opened.layout.inflated_bytes
                 too_inflated = [f for f in opened.findings if f.rule == "archive-inflation"]
+                detected_kinds.add(opened.layout.kind)
             if too_inflated:  # the whole version is over the cap: no step reads it further
                 _end_inflated(check_run, attempt, too_inflated, inputs=[p.name for _, p in files])
                 return None
@@ -374,6 +376,7 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
                 pointless.append(position)
             for key in keys:
                 first_file_of.setdefault(key, position)  # a point given twice is read from its first file
+    _version_kind_record(version=check_run.version, detected=detected_kinds)
     keys = sorted(first_file_of)
     point_files = {key: sorted({first_file_of[key], *pointless}) for key in keys}
     _heartbeat(
@@ -386,6 +389,21 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
         progress_done=0,
     )
     return keys
+
+
+def _version_kind_record(*, version: SubmissionVersion, detected: set[str]) -> None:
+    """Record the version's kind as the registry of input kinds detected it in the files (checker.kinds).
+
+    The kind given at upload (or guessed from the number of files) is a claim; what the files are is known once
+    they are read. A version holding a bundle is a bundle (run archives beside it are extra points of it); a
+    version of run archives only is run_archives. The files themselves never change: only this label of them,
+    compare-and-set from the value read, so a concurrent re-check cannot flip it back."""
+    detected = detected & set(SubmissionVersion.Kind.values)
+    if not detected:
+        return
+    kind = SubmissionVersion.Kind.BUNDLE if SubmissionVersion.Kind.BUNDLE in detected else detected.pop()
+    if kind != version.kind:
+        SubmissionVersion.objects.filter(pk=version.pk, kind=version.kind).update(kind=kind)
 
 
 def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:

@@ -479,7 +479,9 @@ def version_create(
                 f"Upload {upload.id} ({upload.filename}) is {upload.status}, not verified.",
                 code="upload-not-verified",
             )
-    if kind is None:
+    if (
+        kind is None
+    ):  # a first guess: the check records the kind the registry detects (checks._version_kind_record)
         kind = SubmissionVersion.Kind.RUN_ARCHIVES if len(locked) > 1 else SubmissionVersion.Kind.BUNDLE
     number = (submission.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     version = SubmissionVersion(

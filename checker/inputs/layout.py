@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checker import kinds
 from checker.inputs.archive import RAW_LOG_NAMES, Budget, extract_archive, sniff_archive
 from checker.inputs.limits import Limits
 from checker.loaders import load_descriptor_quietly
@@ -86,6 +87,11 @@ class PointInput:
     def key(self) -> str:
         return f"{self.system}/{self.model}/r{self.concurrency}"
 
+    @property
+    def kind(self) -> str:
+        """The registered input kind this point was read as (checker.kinds): "bundle" or "run_archives"."""
+        return "bundle" if self.source == "bundle" else "run_archives"
+
     def display_of(self, name: str) -> str:
         return self.displays.get(name) or f"{self.display}{name}"
 
@@ -97,7 +103,7 @@ class PointInput:
 class Layout:
     """What the inputs hold, grouped: points by (system, model), plus bundle-level files."""
 
-    kind: str  # "bundle" | "run-archives" | "mixed" | "empty"
+    kind: str  # a registered input kind's name (checker.kinds: "bundle" | "run_archives"), "mixed" or "empty"
     points: list[PointInput] = field(default_factory=list)
     root: Path | None = None  # bundle root (<org>/<submission_id>/) when the input was a bundle
     root_display: str = ""
@@ -158,19 +164,20 @@ def _subdirs(path: Path) -> list[Path]:
         return []
 
 
+def _is_bundle_root(path: Path) -> bool:
+    return kinds.kind("bundle").detect_folder(path)
+
+
 def _is_run_folder(path: Path) -> bool:
-    return _is_file(path / "point.yaml") and (
-        _is_file(path / "performance" / "result_summary.json")
-        or any(_is_file(path / n) for n in EVENTS_NAMES)
-    )
+    return kinds.kind("run_archives").detect_folder(path)
 
 
 def _find(root: Path) -> tuple[list[Path], list[Path]]:
-    """(bundle roots, run folders) at depth 0..2 below root."""
+    """(bundle roots, run folders) at depth 0..2 below root, as the registry's kinds recognise them."""
     levels = [[root]]
     levels.append(_subdirs(root))
     levels.append([g for d in levels[1] for g in _subdirs(d)])
-    bundles = [d for level in levels for d in level if _is_dir(d / "results")]
+    bundles = [d for level in levels for d in level if _is_bundle_root(d)]
     if bundles:
         return bundles[:1] if bundles[0] == root else bundles, []
     for level in levels:
@@ -302,7 +309,7 @@ class _LayoutBuilder:
                     fix=f"Add {logical} as the official tools wrote it for this load point.",
                 )
         self.layout.points.append(point)
-        self.sources.add("bundle" if source == "bundle" else "run-archives")
+        self.sources.add(point.kind)
 
     def bundle(self, root: Path, origin: _Input, *, archive: bool) -> None:
         layout = self.layout

@@ -28,7 +28,7 @@ def _open(paths, tmp_path: Path, limits: Limits | None = None):
 def test_seven_run_archives_form_one_curve(tmp_path):
     layout, findings = _open(RUN_ARCHIVES, tmp_path)
     assert list(findings) == []
-    assert layout.kind == "run-archives"
+    assert layout.kind == "run_archives"
     assert layout.readable_inputs == 7
     curves = layout.curves()
     assert list(curves) == [("Acme_AX-8000", "llama3_1-8b")]

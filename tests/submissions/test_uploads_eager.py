@@ -279,6 +279,13 @@ def _upload_one_archive(role_users, draft) -> CheckRun:
     return CheckRun.objects.filter(version_id=body["version"]["id"]).latest("pk")
 
 
+def test_a_single_run_archive_is_recorded_as_run_archives_as_the_registry_detects_it(role_users, draft):
+    run = _upload_one_archive(role_users, draft)
+    assert_failed_on(run, ONE_ARCHIVE_ERRORS[RUN_ARCHIVES[0].name])
+    # one file used to be taken for a bundle; the registry of input kinds read it as a run archive
+    assert SubmissionVersion.objects.get(pk=run.version_id).kind == "run_archives"
+
+
 def test_a_broken_rule_suite_ends_the_run_in_error_naming_the_exception(
     role_users, draft, monkeypatch, settings
 ):
