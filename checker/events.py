@@ -9,6 +9,7 @@ size of the log or of its texts: texts are tokenized in bounded batches and drop
 
 from __future__ import annotations
 
+import hashlib
 import json
 from array import array
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from io import BufferedIOBase
 from itertools import islice
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
@@ -59,7 +60,11 @@ def open_binary(path: Path) -> BufferedIOBase:
     return open_log(path, buffer_size=READ_BLOCK_BYTES)
 
 
-def iter_lines(stream: BufferedIOBase, *, max_line_bytes: int, on_too_long) -> Iterator[tuple[int, bytes]]:
+class Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def iter_lines(stream: Readable, *, max_line_bytes: int, on_too_long) -> Iterator[tuple[int, bytes]]:
     """(line number, line bytes) in bounded memory; a line over the cap is skipped and reported."""
     number = 0
     rest = b""
@@ -163,6 +168,7 @@ class PointReplay:
         point: str | None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         progress=None,
+        declared_concurrency: int | None = None,
     ) -> None:
         # progress(lines_read): called every PROGRESS_EVERY_LINES lines, so a worker can heart-beat
         # through a multi-GB log and a terminal can show that a long point is moving.
@@ -204,6 +210,16 @@ class PointReplay:
         self._inflight_batch: tuple[Future, _Pending] | None = None
         self._executor: ThreadPoolExecutor | None = None
         self.lines = 0
+        # physical consistency (checker.rules.physical): tracked requests in flight, replayed in file order, and
+        # the digests that tell one raw log (or one tracked sample sequence) under two points
+        self.declared_concurrency = declared_concurrency
+        self.max_in_flight = 0
+        self.max_in_flight_line: int | None = None  # the issue line where the maximum was first reached
+        self.over_declared_line: int | None = (
+            None  # the first issue line leaving more than declared in flight
+        )
+        self.log_digest = hashlib.sha256()  # of the log's bytes as written (decompressed)
+        self.sequence_digest = hashlib.sha256()  # of the tracked sample uuids in issue order
 
     # -- findings ---------------------------------------------------------------------------
     def _finding(self, rule: str, severity: str, message: str, line: int | None, fix: str | None = None):
@@ -347,7 +363,8 @@ class PointReplay:
             )
 
         progress = self.progress
-        for number, raw in iter_lines(stream, max_line_bytes=self.max_line_bytes, on_too_long=too_long):
+        hashed = _HashingReader(stream, self.log_digest)
+        for number, raw in iter_lines(hashed, max_line_bytes=self.max_line_bytes, on_too_long=too_long):
             self.lines = number
             if progress is not None and number % PROGRESS_EVERY_LINES == 0:
                 progress(number)
@@ -356,6 +373,8 @@ class PointReplay:
             event = self._parse(number, raw)
             if event is not None:
                 self._apply(number, event)
+        while hashed.read(READ_BLOCK_BYTES):  # the digest covers the whole file, past session.ended too
+            pass
 
     def _parse(self, number: int, raw: bytes) -> dict | None:
         if _fast_loads is not None:
@@ -518,6 +537,13 @@ class PointReplay:
             return
         self.n_issued += 1
         self.inflight[uuid] = [ts, None, len(self.blocks) - 1]
+        self.sequence_digest.update(uuid.encode("utf-8", "backslashreplace") + b"\n")
+        in_flight = len(self.inflight)
+        if in_flight > self.max_in_flight:
+            self.max_in_flight, self.max_in_flight_line = in_flight, number
+        declared = self.declared_concurrency
+        if declared is not None and in_flight > declared and self.over_declared_line is None:
+            self.over_declared_line = number
         if isinstance(data, list) and len(data) > 1:
             token_ids = data[2] if len(data) > 2 else None
             if isinstance(token_ids, list):
@@ -632,8 +658,33 @@ class PointReplay:
             "finish_reason_counts": dict(self.finish),
             "window_ns": [self.blocks[0][0], self.stop_ns] if self.blocks else None,
             "warmup": {"issued": self.warmup_issued},
+            # Tracked requests in flight (issued, not yet completed), replayed in file order; the time-weighted
+            # mean over the tracked window is the time all tracked requests spent in flight (their latencies,
+            # each inside its tracking block) over the window's length (Little's law).
+            "in_flight": {
+                "max": self.max_in_flight,
+                "max_line": self.max_in_flight_line,
+                "over_declared_line": self.over_declared_line,
+                "mean": float(_int64s(self.latency).sum()) / duration_ns if duration_ns > 0 else None,
+            },
+            "raw_log_sha256": self.log_digest.hexdigest(),
+            "tracked_sequence_sha256": self.sequence_digest.hexdigest() if self.n_issued else None,
         }
         return out
+
+
+class _HashingReader:
+    """A binary stream's read() that also feeds every block it returns to a digest."""
+
+    def __init__(self, stream: Readable, digest) -> None:
+        self.stream = stream
+        self.digest = digest
+
+    def read(self, size: int = -1, /) -> bytes:
+        block = self.stream.read(size)
+        if block:
+            self.digest.update(block)
+        return block
 
 
 def _int64s(series: array) -> np.ndarray:
@@ -684,8 +735,10 @@ def recompute_point(
     point: str | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     progress=None,
+    declared_concurrency: int | None = None,
 ) -> dict | None:
-    """Recompute one point's summary from its raw log; None when the log cannot be read at all."""
+    """Recompute one point's summary from its raw log; None when the log cannot be read at all.
+    `declared_concurrency` lets the replay note the first line that leaves more requests in flight."""
     replay = PointReplay(
         tokenizer=tokenizer,
         findings=findings,
@@ -693,6 +746,7 @@ def recompute_point(
         point=point,
         max_line_bytes=max_line_bytes,
         progress=progress,
+        declared_concurrency=declared_concurrency,
     )
     try:
         stream = open_binary(path)

@@ -43,7 +43,12 @@ from checker.extension import (
 from checker.inputs import Layout, Limits, PointInput, open_inputs
 from checker.loaders import load_json
 from checker.official import cross_check
-from checker.portal_rules import SubmissionScope, check_registered_description, check_submission_scope
+from checker.portal_rules import (
+    SubmissionScope,
+    check_raw_log_reuse,
+    check_registered_description,
+    check_submission_scope,
+)
 from checker.report import Finding, Findings, PointResult, Report
 from checker.rules import run_rules
 from checker.ruleset import RulesetError, load_ruleset
@@ -185,6 +190,7 @@ def check_point(
         point=point.key,
         max_line_bytes=limits.max_line_bytes,
         progress=lines_read,
+        declared_concurrency=point.concurrency,
     )
     result.extra["recompute_seconds"] = round(time.perf_counter() - started, 3)
     if recomputed is None:
@@ -252,6 +258,7 @@ def judge_version(
     if scope is not None:
         check_submission_scope(layout, scope=scope, findings=findings)
         check_registered_description(layout, scope=scope, ruleset=ruleset, findings=findings)
+        check_raw_log_reuse(layout, scope=scope, findings=findings)
     report.findings[:] = unique_sorted(report.findings)
     return report
 

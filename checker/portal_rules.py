@@ -19,7 +19,15 @@ from checker.loaders import load_json
 from checker.report import Findings
 from checker.ruleset import RulesetError, load_ruleset
 
-PORTAL_ONLY_RULES = ("submission-scope", "system-desc-mismatch")
+PORTAL_ONLY_RULES = ("submission-scope", "system-desc-mismatch", "raw-log-reused")
+
+
+@dataclass(frozen=True)
+class ReusedRawLog:
+    """One of the version's raw logs that the portal also holds under a point of a submission of another system."""
+
+    point: str  # this version's point key
+    elsewhere: str  # how messages name the other submissions and points, e.g. "submission #12 (S/m/r32)"
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,23 @@ class SubmissionScope:
     model: str
     registered_description: dict[str, Any] = field(default_factory=dict)  # empty: nothing registered
     registered_revision: int | None = None
+    # The portal's lookup of this version's raw-log digests in submissions of other systems (rule raw-log-reused)
+    raw_logs_elsewhere: tuple[ReusedRawLog, ...] = ()
+
+
+def check_raw_log_reuse(layout: Layout, *, scope: SubmissionScope, findings: Findings) -> None:
+    """raw-log-reused: a raw log of this version is also a point of a submission of another system."""
+    displays = {point.key: point.display_of("events") for point in layout.points}
+    for reused in scope.raw_logs_elsewhere:
+        display = displays.get(reused.point, reused.point)
+        findings.error(
+            "raw-log-reused",
+            f"{display} of {reused.point} is also the raw log of {reused.elsewhere}, of another system: one run "
+            f"cannot stand for two systems.",
+            file=display,
+            point=reused.point,
+            fix=f"Upload the raw log of the run made on {scope.system} for this point.",
+        )
 
 
 def check_submission_scope(layout: Layout, *, scope: SubmissionScope, findings: Findings) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.http import Http404
 
-from catalog.models import Benchmark
+from catalog.models import Benchmark, ruleset_is_preview
 from catalog.selectors import benchmark_list
 from leaderboard.models import Annotation, Publication, PublicationRevision
 from review.models import Attestation, Review, Waiver
@@ -159,6 +159,8 @@ def leaderboard_for(
     if not with_curves:
         rows = rows.defer("curve")
     every = list(rows)
+    if not benchmark.is_preview:  # an official board never ranks a result checked under a preview rule set
+        every = [p for p in every if not ruleset_is_preview(getattr(p.check_run, "ruleset", "") or "")]
     options = {
         "division": sorted({(p.submission.division, p.submission.get_division_display()) for p in every}),
         "availability": sorted(

@@ -34,6 +34,7 @@ import time
 from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from celery import current_app
 from django.conf import settings
@@ -58,7 +59,7 @@ from checker.pipeline import (
     open_version,
     unique_sorted,
 )
-from checker.portal_rules import SubmissionScope
+from checker.portal_rules import ReusedRawLog, SubmissionScope
 from checker.report import PointResult, Report, json_safe
 from checker.tokens import TokenCounter
 from portal.errors import NotAllowedError
@@ -425,11 +426,59 @@ def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:
             claimed=_json_safe(result.claimed),
             recomputed=_json_safe(result.recomputed),
             extra=_json_safe(result.extra),
+            raw_log_sha256=_digest_of(result.recomputed, "raw_log_sha256"),
+            tracked_sequence_sha256=_digest_of(result.recomputed, "tracked_sequence_sha256"),
         )
         Finding.objects.bulk_create(_finding_rows(check_run, point_key, outcome.findings))
         done = PointMetric.objects.filter(check_run_id=check_run_id).count()
         _heartbeat(check_run_id, attempt, progress_done=done)
     return True
+
+
+def _digest_of(recomputed: Any, key: str) -> str:
+    value = recomputed.get(key) if isinstance(recomputed, dict) else None
+    return value if isinstance(value, str) and len(value) == 64 else ""
+
+
+def _raw_logs_elsewhere(check_run: CheckRun) -> tuple[ReusedRawLog, ...]:
+    """This run's raw logs (by either digest) found under the points of any check run of a submission of another
+    system, withdrawn and rejected ones included (one run is one run, whatever became of its submission)."""
+    submission = check_run.version.submission
+    own = PointMetric.objects.filter(check_run=check_run)
+    digests: dict[str, str] = {}  # digest -> own point key
+    for key, file_digest, sequence_digest in own.values_list(
+        "key", "raw_log_sha256", "tracked_sequence_sha256"
+    ):
+        for digest in (file_digest, sequence_digest):
+            if digest:
+                digests.setdefault(digest, key)
+    if not digests:
+        return ()
+    others = (
+        PointMetric.objects.filter(Q(raw_log_sha256__in=digests) | Q(tracked_sequence_sha256__in=digests))
+        .exclude(check_run__version__submission=submission)
+        .exclude(check_run__version__submission__system=submission.system)
+        .select_related("check_run__version__submission__system__organisation")
+        .order_by("check_run__version__submission_id", "key", "-check_run_id")
+    )
+    found: dict[str, list[str]] = {}  # own point key -> the other submissions' points, each once
+    for metric in others:
+        other = metric.check_run.version.submission
+        digest = metric.raw_log_sha256 if metric.raw_log_sha256 in digests else metric.tracked_sequence_sha256
+        own_key = digests[digest]
+        # Another organisation's submission is named by its number only: its system stays under embargo.
+        same_organisation = other.organisation_id == submission.organisation_id
+        label = (
+            f"submission #{other.pk} ({metric.key})"
+            if same_organisation
+            else f"submission #{other.pk} of another organisation (its point r{metric.concurrency})"
+        )
+        labels = found.setdefault(own_key, [])
+        if label not in labels:
+            labels.append(label)
+    return tuple(
+        ReusedRawLog(point=key, elsewhere=" and ".join(labels)) for key, labels in sorted(found.items())
+    )
 
 
 def _stored_outcomes(check_run: CheckRun) -> dict[str, PointOutcome]:
@@ -523,7 +572,9 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
                 ruleset=check_run.ruleset,
                 limits=limits,
                 official=settings.PORTAL_CHECK_OFFICIAL,
-                scope=_scope_of(submission),
+                scope=dataclasses.replace(
+                    _scope_of(submission), raw_logs_elsewhere=_raw_logs_elsewhere(check_run)
+                ),
                 sandbox=folder,
                 progress=beat,
             )

@@ -429,6 +429,10 @@ class PointMetric(models.Model):
     claimed = models.JSONField(null=True, blank=True)
     recomputed = models.JSONField(null=True, blank=True)
     extra = models.JSONField(default=dict, blank=True)
+    # The raw log's identity (checker.events): SHA-256 of events.jsonl and of its ordered tracked sample uuids. The
+    # judge step looks them up in other submissions' points (rule raw-log-reused); empty without a raw log.
+    raw_log_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
+    tracked_sequence_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
 
     class Meta:
         ordering = ["check_run_id", "system", "model", "concurrency"]

@@ -26,6 +26,7 @@ from checker.rules.load_pattern import (
     check_regions,
 )
 from checker.rules.metrics import check_metric_consistency, check_tps_utilization
+from checker.rules.physical import check_declared_concurrency, check_point_physics, check_raw_log_duplicates
 from checker.rules.power import check_engagement, check_point_power, check_system_power
 from checker.rules.state import Point, RuleRun
 from checker.rules.structure import check_structure
@@ -47,6 +48,7 @@ def run_rules(layout: Layout, report: Report, *, ruleset: str | Ruleset = "endpo
     provisioned = check_system_power(run)
     for (system, model), points in curves.items():
         _check_curve(run, system, model, points, provisioned.get(system))
+    check_raw_log_duplicates(run)
     check_accuracy_present(run)
 
 
@@ -67,6 +69,8 @@ def _check_curve(run: RuleRun, system: str, model: str, points: list[Point], pro
         check_steady_state(run, point)
         check_duration_and_queries(run, point, regions)
         check_metric_consistency(run, point)
+        check_declared_concurrency(run, point)
+        check_point_physics(run, point)
     check_tps_utilization(run, points)
     check_accuracy(run, model, points, regions, where)
     check_agentic_accuracy(run, model, points, regions, where)

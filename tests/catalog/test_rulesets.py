@@ -19,7 +19,8 @@ def test_preview_rule_set_has_the_official_parameters_and_only_short_runs_relaxe
     differing = {
         key for key in set(official.raw) | set(preview.raw) if official.raw.get(key) != preview.raw.get(key)
     }
-    assert differing == {"name", "description", "preview"}
+    assert differing == {"name", "description", "preview", "duration_below_minimum"}
+    assert official.duration_severity == "error"
     assert (
         preview.min_duration_ms(16, agentic=False) == official.min_duration_ms(16, agentic=False) == 600_000
     )

@@ -62,3 +62,31 @@ def bundle_zip(path: Path) -> Path:
 def snapshot(root: Path, skip: Path) -> set[str]:
     """Every path under root, except under `skip` (the sandbox)."""
     return {p.relative_to(root).as_posix() for p in root.rglob("*") if skip not in p.parents and p != skip}
+
+
+def relabelled_run_archive(path: Path, *, concurrency: int, as_concurrency: int) -> Path:
+    """The real run archive of `concurrency` relabelled as `as_concurrency` in every file that declares it (the
+    folder name, point.yaml, config.yaml, report.txt and result_summary.json's run_config), its events.jsonl
+    left as the client wrote it: the lie the physical-consistency rules must catch (checker.rules.physical)."""
+    import json
+    import re
+
+    old, new = f"c{concurrency}/", f"c{as_concurrency}/"
+    files: dict[str, bytes] = {}
+    for name, data in run_members(concurrency).items():
+        if name.endswith("point.yaml"):
+            data = re.sub(rb"(?m)^(\s*concurrency:) %d$" % concurrency, rb"\1 %d" % as_concurrency, data)
+        elif name.endswith("config.yaml"):
+            data = data.replace(
+                b"target_concurrency: %d\n" % concurrency, b"target_concurrency: %d\n" % as_concurrency
+            )
+        elif name.endswith("report.txt"):
+            data = data.replace(
+                b"target_concurrency=%d" % concurrency, b"target_concurrency=%d" % as_concurrency
+            )
+        elif name.endswith("result_summary.json"):
+            summary = json.loads(data)
+            summary["run_config"]["load_pattern"]["target_concurrency"] = as_concurrency
+            data = json.dumps(summary, indent=2).encode()
+        files[new + name[len(old) :] if name.startswith(old) else name] = data
+    return write_tar_gz(path, files)

@@ -21,6 +21,7 @@ from tests.checker.bundle_layout import ARCHIVES, BUNDLE, OFFICIAL_VERDICT
 
 RUN_ARCHIVES = sorted(ARCHIVES.glob("AX-8000_c*.tar.gz"))
 TOKENIZER = ARCHIVES.parent / "tokenizer" / "tokenizer.json"
+PREVIEW = "endpoints-v1.0-preview"  # the sample runs are ~20 s (docs/rules.md, "Rule sets")
 ORG, SID = "AcmeCompute", "acme-2026-12-C0-endpoints-001"
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64)
 
@@ -93,8 +94,8 @@ def test_without_raw_logs(tmp_path):
 
 
 def test_check_agrees_on_run_archives_and_the_assembled_bundle(assembled):
-    on_archives = check(RUN_ARCHIVES, tokenizer=TOKENIZER)
-    on_bundle = check([assembled], tokenizer=TOKENIZER)
+    on_archives = check(RUN_ARCHIVES, tokenizer=TOKENIZER, ruleset=PREVIEW)
+    on_bundle = check([assembled], tokenizer=TOKENIZER, ruleset=PREVIEW)
     by_point = lambda r: {(p.system, p.model, p.concurrency): p for p in r.points}  # noqa: E731
     a, b = by_point(on_archives), by_point(on_bundle)
     assert sorted(a) == sorted(b) and len(a) == 7
@@ -183,7 +184,7 @@ def test_official_checker_runs_on_run_archives():
         if os.environ.get("CI", "").lower() in ("1", "true"):
             pytest.fail("endpoints-submission-cli is not installed (pip install -e '.[official]')")
         pytest.skip("endpoints-submission-cli is not installed")
-    report = check(RUN_ARCHIVES, tokenizer=TOKENIZER, official=True)
+    report = check(RUN_ARCHIVES, tokenizer=TOKENIZER, ruleset=PREVIEW, official=True)
     assert report.official["ran"] is True
     assert report.official["assembled"] == "AcmeCompute/pending-submission-id/"
     assert not any(
@@ -236,7 +237,7 @@ def test_official_checker_on_a_bundle_plus_run_archives_sees_every_point(tmp_pat
     power = json.loads((runs / "c1/system_power.json").read_text())
     power["system_desc_id"] = "Acme_AX-9000"  # an extra system only the run folder brings
     (runs / "c1/system_power.json").write_text(json.dumps(power))
-    report = check([BUNDLE, runs / "c1"], tokenizer=TOKENIZER, official=True)
+    report = check([BUNDLE, runs / "c1"], tokenizer=TOKENIZER, ruleset=PREVIEW, official=True)
     assert report.official["ran"] is True
     assert report.official["assembled"] == "AcmeCompute/acme-2026-12-C0-endpoints-001/"
     points = {r["point"] for r in report.official["results"] if r["point"]}

@@ -37,6 +37,7 @@ def _tar_of(folder: Path, dest: Path, extra=None) -> Path:
 
 
 def _run(paths, **kwargs):
+    kwargs.setdefault("ruleset", "endpoints-v1.0-preview")  # short sample runs (docs/rules.md, "Rule sets")
     return check([str(p) for p in paths], tokenizer=TOKENIZER, **kwargs)
 
 

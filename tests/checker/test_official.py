@@ -32,7 +32,7 @@ def test_absence_is_reported_as_info(monkeypatch):
 
 def test_disagreements_name_both_verdicts():
     report = Report()
-    run_rules(layout_of(BUNDLE), report, ruleset="endpoints-v1.0")
+    run_rules(layout_of(BUNDLE), report, ruleset="endpoints-v1.0-preview")
     compare(report, json.loads(OFFICIAL_VERDICT.read_text())["results"])
     msgs = [f.message for f in report.findings if f.rule == "official-checker-disagreement"]
     assert all(f.severity == "info" for f in report.findings if f.rule == "official-checker-disagreement")
@@ -48,7 +48,7 @@ def test_real_official_checker_on_the_sample_bundle(tmp_path):
             pytest.fail("endpoints-submission-cli is not installed (pip install -e '.[official]')")
         pytest.skip("endpoints-submission-cli is not installed")
     report = Report()
-    run_rules(layout_of(BUNDLE), report, ruleset="endpoints-v1.0")
+    run_rules(layout_of(BUNDLE), report, ruleset="endpoints-v1.0-preview")
     cross_check(layout_of(BUNDLE), report)
     assert report.official["ran"] is True
     assert (report.official["errors"], report.official["warnings"]) == (8, 28)  # as in the stored verdict

@@ -69,7 +69,7 @@ def test_empty_results_folder(tmp_path):
         child.rmdir()
     report = Report()
     layout = layout_of(root)
-    run_rules(layout, report, ruleset="endpoints-v1.0")
+    run_rules(layout, report, ruleset="endpoints-v1.0-preview")
     assert ("system-results-dir", "error") in {(f.rule, f.severity) for f in report.findings}
 
 

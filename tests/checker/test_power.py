@@ -35,7 +35,7 @@ def test_component_sum_matches_the_samples_computed_block(system):
 
 def test_official_verdict_provisioned_power_message():
     report = Report()
-    run_rules(layout_of(BUNDLE), report, ruleset="endpoints-v1.0")
+    run_rules(layout_of(BUNDLE), report, ruleset="endpoints-v1.0-preview")
     msgs = {f.message for f in report.findings if f.rule == "power-descriptor"}
     assert "Provisioned power 6.00 kW" in msgs  # AX-4000, as in the official verdict
     r1 = next(p for p in report.points if p.key == "Acme_AX-4000/llama3_1-8b/r1")
@@ -125,7 +125,7 @@ def run_with_trace(
     report = Report()
     if recomputed is not None:  # as check() leaves it after recomputing the point from events.jsonl
         report.points.append(PointResult("Acme_AX-8000", "llama3_1-8b", 16, "bundle", recomputed=recomputed))
-    run_rules(layout_of(root), report, ruleset="endpoints-v1.0")
+    run_rules(layout_of(root), report, ruleset="endpoints-v1.0-preview")
     point = next(p for p in report.points if p.key.endswith("AX-8000/llama3_1-8b/r16"))
     return report, point.extra.get("power", {})
 

@@ -33,7 +33,7 @@ def edit(root: Path, rel: str, change) -> None:
 
 def check(root: Path) -> Report:
     report = Report()
-    run_rules(layout_of(root), report, ruleset="endpoints-v1.0")
+    run_rules(layout_of(root), report, ruleset="endpoints-v1.0-preview")
     return report
 
 

@@ -102,3 +102,18 @@ def test_queries_do_not_grow_with_the_number_of_results():
         ]
     assert len(board.results) == 7 and len(shown) == 7 + len(latest)
     assert len(many) == len(few) <= 10
+
+
+def test_an_official_board_never_ranks_a_result_checked_under_a_preview_rule_set():
+    official = BenchmarkFactory()
+    ranked = publish(benchmark=official, scale=1.0)
+    preview_checked = publish(benchmark=official, scale=5.0)
+    preview_checked.check_run.ruleset = "endpoints-v1.0-preview"
+    preview_checked.check_run.save(update_fields=["ruleset"])
+    assert [p.public_id for p in selectors.publications_ranked(official)] == [ranked.public_id]
+    # On a board of a preview benchmark (marked so on every board selector) the preview result ranks.
+    preview = BenchmarkFactory(ruleset_version="endpoints-v1.0-preview")
+    on_preview = publish(benchmark=preview, scale=2.0)
+    on_preview.check_run.ruleset = "endpoints-v1.0-preview"
+    on_preview.check_run.save(update_fields=["ruleset"])
+    assert [p.public_id for p in selectors.publications_ranked(preview)] == [on_preview.public_id]

@@ -165,7 +165,10 @@ def test_worker_findings_equal_portal_check_findings(case, role_users, live_pipe
     )
     assert run.status in (CheckRun.Status.PASSED, CheckRun.Status.FAILED), run.error_message
 
-    command = check(paths, tokenizer=TOKENIZER, official=settings.PORTAL_CHECK_OFFICIAL)
+    # The same rule set as the worker's: the benchmark's (the preview rule set of the short sample runs)
+    command = check(
+        paths, tokenizer=TOKENIZER, ruleset=benchmark.ruleset_version, official=settings.PORTAL_CHECK_OFFICIAL
+    )
     expected = [_key(f.to_dict()) for f in command.findings]
     portal = [
         _key(row)
