@@ -405,9 +405,10 @@ def _build_world() -> World:
     demo = {user.username: user for user in User.objects.filter(username__startswith="demo-")}
     acme = Organisation.objects.get(slug="acmecompute")
     zephyr = Organisation.objects.get(slug="zephyr-silicon")
+    nimbus = Organisation.objects.get(slug="nimbuscloud")  # publishes the demo's Nimbus NB-2
     chair = demo["demo-chair"]
     # Roles the demo does not hold for every submission: a reviewer nobody assigns (Quill University) and one
-    # whose organisation the chair declared in conflict with both submitters.
+    # whose organisation the chair declared in conflict with every submitting organisation.
     unassigned = UserFactory(username="matrix-unassigned", email="matrix-unassigned@example.com")
     MembershipFactory(
         user=unassigned, organisation=Organisation.objects.get(slug="quill-university"), role="reviewer"
@@ -415,7 +416,7 @@ def _build_world() -> World:
     rival = OrganisationFactory(name="Rival Accelerators", slug="rival-accelerators")
     conflicted = UserFactory(username="matrix-conflicted", email="matrix-conflicted@example.com")
     MembershipFactory(user=conflicted, organisation=rival, role="reviewer")
-    for organisation in (acme, zephyr):
+    for organisation in (acme, zephyr, nimbus):
         review_services.conflict_declare(
             organisation=rival, other=organisation, kind="competitor", reason="matrix", actor=chair
         )
@@ -478,9 +479,13 @@ def _build_world() -> World:
     )
     subjects: dict[str, list] = {}
     for submission in Submission.objects.select_related("system").order_by("pk"):
-        own, other = (demo["demo-zephyr"], demo["demo-submitter"])
-        if submission.organisation_id == acme.pk:
-            own, other = other, own
+        owners = {
+            acme.pk: demo["demo-submitter"],
+            zephyr.pk: demo["demo-zephyr"],
+            nimbus.pk: demo["demo-nimbus"],
+        }
+        own = owners[submission.organisation_id]
+        other = demo["demo-submitter"] if own == demo["demo-zephyr"] else demo["demo-zephyr"]
         assignment = (
             ReviewAssignment.objects.filter(submission=submission, status__in=("invited", "accepted"))
             .order_by("reviewer__username")
