@@ -136,3 +136,26 @@ def test_rendering_at_read_time_costs_the_same_queries_for_few_or_many_notificat
         return len(api.captured_queries) + len(page.captured_queries)
 
     assert queries_for(4) == queries_for(40)
+
+
+def test_the_submitting_organisation_reads_what_it_was_told_about_its_own_draft(role_users, draft):
+    submitter = role_users["submitter"]
+    NotificationFactory(
+        user=submitter,
+        kind="waiver.granted",
+        subject=f"Waiver granted on submission #{draft.pk}",
+        body="Granted: the sample run is short by design",
+        submission_ref=draft.pk,
+    )
+    NotificationFactory(
+        user=role_users["chair"],
+        kind="waiver.requested",
+        subject=f"Waiver asked for on submission #{draft.pk}",
+        body="The sample run is short by design",
+        submission_ref=draft.pk,
+    )
+    mine = _api_rows(_client(submitter))
+    assert len(mine) == 1 and not mine[0]["hidden"] and "short by design" in mine[0]["body"]
+    # A draft is its organisation's alone (DESIGN.md's visibility table): the chair reads it once submitted.
+    chairs = _api_rows(_client(role_users["chair"]))
+    assert chairs[0]["hidden"] and "short by design" not in chairs[0]["body"]
