@@ -3,7 +3,7 @@ submission is decided by what they may read NOW, not when it was made.
 
 A notification about a submission (`submission_ref`) shows its subject, body and link only while the reader may
 read that submission's review (review_submissions_visible_to: its organisation's members, reviewers with an
-active assignment and no conflict, auditors and the chair). A reviewer released from the assignment, or blocked
+active assignment and no conflict, auditors and the chair; never a draft, except for its own organisation). A reviewer released from the assignment, or blocked
 by a conflict declared since, sees the row (it is theirs, and they may mark it read) with the submission's number
 and the kind's title only: no system name, no figure, no comment text, no link."""
 
@@ -15,7 +15,9 @@ from datetime import datetime
 
 from access.visibility import review_submissions_visible_to
 from accounts.models import Notification
+from accounts.selectors import user_org_ids
 from accounts.services import notification_title
+from submissions.models import Submission
 
 HIDDEN_NOTE = "You can no longer see this submission: its details are hidden."
 
@@ -45,11 +47,17 @@ def notifications_shown_to(user, rows: Iterable[Notification]) -> list[Notificat
     still read, whatever the number of rows."""
     rows = list(rows)
     refs = {row.submission_ref for row in rows if row.submission_ref is not None}
-    readable = (
-        set(review_submissions_visible_to(user).filter(pk__in=refs).values_list("pk", flat=True))
-        if refs
-        else set()
-    )
+    readable: set[int] = set()
+    if refs:
+        readable = set(review_submissions_visible_to(user).filter(pk__in=refs).values_list("pk", flat=True))
+        # The submitting organisation also reads what it was told about its own drafts (a waiver asked for).
+        own = user_org_ids(user)
+        if own and refs - readable:
+            readable |= set(
+                Submission.objects.filter(pk__in=refs - readable, organisation_id__in=own).values_list(
+                    "pk", flat=True
+                )
+            )
     shown = []
     for row in rows:
         hidden = row.submission_ref is not None and row.submission_ref not in readable

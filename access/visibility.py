@@ -26,6 +26,7 @@ from accounts.models import (
     NotificationPreference,
     Organisation,
     SignIn,
+    VerifiedAddress,
 )
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
@@ -316,6 +317,13 @@ def sign_ins_visible_to(user) -> QuerySet[SignIn]:
     return SignIn.objects.filter(user=user)
 
 
+def verified_addresses_visible_to(user) -> QuerySet[VerifiedAddress]:
+    """Each user sees the addresses they confirmed, nobody else's."""
+    if not _signed_in(user):
+        return VerifiedAddress.objects.none()
+    return VerifiedAddress.objects.filter(user=user)
+
+
 def benchmarks_visible_to(user) -> QuerySet[Benchmark]:
     """The benchmark catalog is public."""
     return Benchmark.objects.all()
@@ -407,6 +415,7 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     NotificationPreference: notification_preferences_visible_to,
     Invitation: invitations_visible_to,
     SignIn: sign_ins_visible_to,
+    VerifiedAddress: verified_addresses_visible_to,
     AuditEvent: audit_events_visible_to,
     ApiToken: api_tokens_visible_to,
 }

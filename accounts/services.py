@@ -238,7 +238,8 @@ def invitation_create(*, organisation: Organisation, email: str, roles, actor) -
         lambda: send_mail(
             f"[Endpoints Portal] Join {organisation.name}",
             f"{inviter} invites you to join {organisation.name} on the Endpoints Portal as {labels}.\n\n"
-            f"Accept (the link works once, until {invitation.expires_at:%Y-%m-%d %H:%M} UTC):\n{link}\n",
+            f"Accept (the link works once, until {invitation.expires_at:%Y-%m-%d %H:%M} UTC, and only for an "
+            f"account with this address, {invitation.email}, confirmed):\n{link}\n",
             None,
             [invitation.email],
         )

@@ -41,6 +41,7 @@ from accounts.models import (
     NotificationPreference,
     Organisation,
     SignIn,
+    VerifiedAddress,
 )
 from audit.models import AuditEvent
 from catalog.models import Benchmark
@@ -211,6 +212,16 @@ class SignInFactory(_Factory):
     address = "192.0.2.10"
     user_agent = "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0"
     outcome = SignIn.Outcome.SUCCESS
+
+
+class VerifiedAddressFactory(_Factory):
+    """The user's current address, confirmed (as opening the e-mailed confirmation link does)."""
+
+    class Meta:
+        model = VerifiedAddress
+
+    user = factory.SubFactory(UserFactory)
+    email = factory.LazyAttribute(lambda row: row.user.email.lower())
 
 
 class TOTPDeviceFactory(_Factory):

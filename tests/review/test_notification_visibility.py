@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import pytest
 from django.core import mail
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
-from accounts.models import NotificationPreference
+from accounts.models import Notification, NotificationPreference
 from accounts.services import notifications_digest_send
 from review.services import assignment_release, comment_post
-from tests.factories import ConflictFactory
+from tests.factories import ConflictFactory, NotificationFactory
 from tests.review.conftest import HIDDEN_NAME
 
 pytestmark = pytest.mark.django_db
@@ -108,3 +110,52 @@ def test_e_mails_and_digests_carry_the_number_and_a_link_only(
     digest = mail.outbox[-1]
     assert digest.to == [world["auditor"].email] and f"New comment: submission #{number}" in digest.body
     assert HIDDEN_NAME not in digest.body and FIGURES not in digest.body
+
+
+def test_rendering_at_read_time_costs_the_same_queries_for_few_or_many_notifications(
+    review_world,
+):
+    world, reviewer = review_world, review_world["assigned"]
+    client = _client(reviewer)
+
+    def queries_for(count: int) -> int:
+        Notification.objects.filter(user=reviewer).delete()
+        for index in range(count):
+            NotificationFactory(
+                user=reviewer,
+                kind="review.comment",
+                subject=f"New comment {index}",
+                body=f"{HIDDEN_NAME} figure {index}",
+                submission_ref=world["submission"].pk if index % 2 else world["submission"].pk + 1000 + index,
+            )
+        with CaptureQueriesContext(connection) as api:
+            rows = _api_rows(client)
+        with CaptureQueriesContext(connection) as page:
+            client.get("/accounts/notifications/")
+        assert len(rows) == count and sum(row["hidden"] for row in rows) == count // 2
+        return len(api.captured_queries) + len(page.captured_queries)
+
+    assert queries_for(4) == queries_for(40)
+
+
+def test_the_submitting_organisation_reads_what_it_was_told_about_its_own_draft(role_users, draft):
+    submitter = role_users["submitter"]
+    NotificationFactory(
+        user=submitter,
+        kind="waiver.granted",
+        subject=f"Waiver granted on submission #{draft.pk}",
+        body="Granted: the sample run is short by design",
+        submission_ref=draft.pk,
+    )
+    NotificationFactory(
+        user=role_users["chair"],
+        kind="waiver.requested",
+        subject=f"Waiver asked for on submission #{draft.pk}",
+        body="The sample run is short by design",
+        submission_ref=draft.pk,
+    )
+    mine = _api_rows(_client(submitter))
+    assert len(mine) == 1 and not mine[0]["hidden"] and "short by design" in mine[0]["body"]
+    # A draft is its organisation's alone (DESIGN.md's visibility table): the chair reads it once submitted.
+    chairs = _api_rows(_client(role_users["chair"]))
+    assert chairs[0]["hidden"] and "short by design" not in chairs[0]["body"]
