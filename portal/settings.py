@@ -192,6 +192,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     "check-runs-reconcile": {"task": "submissions.tasks.check_runs_reconcile_task", "schedule": 60.0},
     "uploads-cleanup": {"task": "submissions.tasks.uploads_cleanup_task", "schedule": 900.0},
+    # Multipart uploads in the bucket that no open upload owns any more (submissions.direct_uploads).
+    "multipart-uploads-sweep": {"task": "submissions.tasks.multipart_uploads_sweep_task", "schedule": 3600.0},
     "review-deadlines": {"task": "review.tasks.review_deadlines_task", "schedule": 900.0},
     "publications-publish-due": {"task": "leaderboard.tasks.publications_publish_due_task", "schedule": 60.0},
     # One e-mail a day to each user who chose the digest (accounts.services.notifications_digest_send).
@@ -535,6 +537,17 @@ PORTAL_CHECK_MAX_INFLATION = env_int("PORTAL_CHECK_MAX_INFLATION", 100, minimum=
 PORTAL_CHECK_TEST_POINT_DELAY_S = env_int("PORTAL_CHECK_TEST_POINT_DELAY_S", 0, minimum=0)
 # Chunked uploads: every part but the last has exactly this size.
 PORTAL_UPLOAD_PART_BYTES = env_int("PORTAL_UPLOAD_PART_BYTES", 8 * 1024**2, minimum=64 * 1024)
+# Direct uploads (S3 storage; docs/uploads-and-checks.md, "Direct uploads"): parts of this size go from the client
+# straight to the bucket (S3 allows 5 MiB to 5 GiB), raised for a file that would need more than MAX_PARTS parts;
+# each presigned part URL is valid this long (a client signs again when one expired).
+PORTAL_UPLOAD_DIRECT_PART_BYTES = env_int(
+    "PORTAL_UPLOAD_DIRECT_PART_BYTES", 64 * 1024**2, minimum=5 * 1024**2, maximum=5 * 1024**3
+)
+PORTAL_UPLOAD_DIRECT_MAX_PARTS = env_int("PORTAL_UPLOAD_DIRECT_MAX_PARTS", 10_000, minimum=1, maximum=10_000)
+PORTAL_UPLOAD_SIGN_EXPIRY_S = env_int("PORTAL_UPLOAD_SIGN_EXPIRY_S", 3600, minimum=60, maximum=7 * 24 * 3600)
+# The bucket's address as submitters' machines reach it, when it differs from AWS_S3_ENDPOINT_URL (docker-compose:
+# the portal reaches http://s3:8333, a submitter http://localhost:8333); presigned part URLs name it.
+PORTAL_UPLOAD_BUCKET_URL = env_url("PORTAL_UPLOAD_BUCKET_URL", ("http", "https"))
 # An upload (open, or verified but never joined to a version) idle this long is aborted by the cleanup task:
 # its parts are deleted and its bytes stop counting against the organisation's quota.
 PORTAL_UPLOAD_EXPIRY_HOURS = env_int("PORTAL_UPLOAD_EXPIRY_HOURS", 24, minimum=1)

@@ -1,6 +1,7 @@
 /*
  * The upload box of a submission page: drag and drop (or choose) one bundle or several run archives,
- * hash each file in the browser (incremental SHA-256, static/js/sha256.js), then use the chunked API:
+ * hash each file in the browser (incremental SHA-256: js-sha256, vendored in static/vendor/js-sha256/), then use
+ * the chunked API:
  *   POST /api/v1/uploads/ -> PUT /api/v1/uploads/<id>/parts/<i>/ (retried with backoff) -> POST .../finish/
  * Several files become one version: every finish but the last keeps its upload waiting
  * (create_version=false), the last one names the others in include_uploads.
@@ -122,7 +123,7 @@
   }
 
   Uploader.prototype.hash = function (item) {
-    var file = item.file, hasher = new window.PortalSha256(), offset = 0;
+    var file = item.file, hasher = window.sha256.create(), offset = 0;
     item.note.textContent = "computing SHA-256…";
     function next() {
       if (offset >= file.size) { return Promise.resolve(hasher.hex()); }

@@ -24,6 +24,8 @@ EXPECTED_KINDS = {
     "submissions.tasks.check_runs_reconcile_task": "housekeeping",
     "submissions.tasks.check_outbox_send_task": "housekeeping",
     "submissions.tasks.uploads_cleanup_task": "housekeeping",
+    "submissions.tasks.upload_verify_task": "unpack",
+    "submissions.tasks.multipart_uploads_sweep_task": "housekeeping",
     "audit.tasks.audit_checkpoint_task": "housekeeping",
     "audit.tasks.audit_chain_verify_task": "housekeeping",
     "review.tasks.review_deadlines_task": "notify",
