@@ -234,7 +234,9 @@ def test_stale_multipart_uploads_nobody_owns_are_aborted(role_users, draft, buck
     assert direct_uploads.multipart_uploads_sweep(now=timezone.now()) == []  # nothing is old enough yet
     # (the bucket is shared by this session's tests: earlier tests' uploads are orphans now, their rows flushed)
     swept = direct_uploads.multipart_uploads_sweep(now=later)
-    assert orphan in swept and Upload.objects.get(pk=kept["id"]).multipart_id not in swept  # the open one stays
+    assert (
+        orphan in swept and Upload.objects.get(pk=kept["id"]).multipart_id not in swept
+    )  # the open one stays
     remaining = {
         item["UploadId"]
         for item in s3.list_multipart_uploads(Bucket=name, Prefix="uploads/").get("Uploads", [])
