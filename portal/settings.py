@@ -8,6 +8,7 @@ import secrets
 from pathlib import Path
 
 from celery.schedules import crontab
+from kombu import Queue
 
 from portal.env import (
     EnvError,
@@ -21,7 +22,7 @@ from portal.env import (
     parse_database_url,
     parse_email_url,
 )
-from portal.queues import time_limits_from_env, visibility_timeout_check
+from portal.queues import queue_names, time_limits_from_env, visibility_timeout_check
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
@@ -178,6 +179,8 @@ PORTAL_QUEUE_PREFIX = env_str("PORTAL_QUEUE_PREFIX", "portal.")
 PORTAL_TASK_TIME_LIMITS = time_limits_from_env(env_int)
 CELERY_TASK_ROUTES = ("portal.queues.route_task",)
 CELERY_TASK_DEFAULT_QUEUE = f"{PORTAL_QUEUE_PREFIX}housekeeping"
+# What a worker started without -Q consumes: every kind (one machine, one worker); -Q picks some.
+CELERY_TASK_QUEUES = [Queue(name) for name in queue_names(prefix=PORTAL_QUEUE_PREFIX)]
 # One message reserved per worker process: a long point never waits behind another in a busy worker's buffer.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

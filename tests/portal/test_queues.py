@@ -117,3 +117,8 @@ def test_start_up_stops_with_a_message_naming_the_settings(env, message):
     else:
         assert result.returncode != 0
         assert message in result.stderr, result.stderr[-2000:]
+
+
+def test_a_worker_started_without_a_queue_list_consumes_every_kind():
+    # `celery -A portal worker` as README.md starts it: no -Q, so the configured queues are all the kinds'.
+    assert [queue.name for queue in app.conf.task_queues] == queue_names(prefix=settings.PORTAL_QUEUE_PREFIX)
