@@ -551,6 +551,14 @@ PORTAL_UPLOAD_SIGN_EXPIRY_S = env_int("PORTAL_UPLOAD_SIGN_EXPIRY_S", 3600, minim
 # The bucket's address as submitters' machines reach it, when it differs from AWS_S3_ENDPOINT_URL (docker-compose:
 # the portal reaches http://s3:8333, a submitter http://localhost:8333); presigned part URLs name it.
 PORTAL_UPLOAD_BUCKET_URL = env_url("PORTAL_UPLOAD_BUCKET_URL", ("http", "https"))
+if STORAGE_BACKEND == "s3":
+    # The upload page PUTs direct upload parts to the bucket: its origin joins the CSP's connect-src (AWS without
+    # an endpoint URL: the regional S3 hosts).
+    _bucket_url = PORTAL_UPLOAD_BUCKET_URL or _default_storage["OPTIONS"]["endpoint_url"]
+    _bucket_origin = "/".join(_bucket_url.split("/")[:3]) if _bucket_url else "https://*.amazonaws.com"
+    PORTAL_CONTENT_SECURITY_POLICY = PORTAL_CONTENT_SECURITY_POLICY.replace(
+        "connect-src 'self'", f"connect-src 'self' {_bucket_origin}"
+    )
 # An upload (open, or verified but never joined to a version) idle this long is aborted by the cleanup task:
 # its parts are deleted and its bytes stop counting against the organisation's quota.
 PORTAL_UPLOAD_EXPIRY_HOURS = env_int("PORTAL_UPLOAD_EXPIRY_HOURS", 24, minimum=1)
