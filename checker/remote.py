@@ -25,11 +25,13 @@ transport failure (also when the check could not run, or --wait timed out).
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import gzip
 import hashlib
 import json
 import os
+import re
 import sys
 import tarfile
 import tempfile
@@ -255,6 +257,7 @@ def find_resumable(
         ("sha256", sha256),
         ("size", size),
         ("status", "open"),
+        ("status", "verifying"),
         ("status", "verified"),
         ("mine", "true"),
         ("submission_status", "draft"),
@@ -331,7 +334,8 @@ def upload_file(
             )
             print(f"portal submit: resuming {path.name} (upload {upload['id']}, {what})", file=sys.stderr)
     else:
-        start = {"filename": path.name, "size": size, "sha256": sha256, **start_fields}
+        # auto: straight to the bucket when the portal stores in S3 (presigned multipart), else through the portal.
+        start = {"filename": path.name, "size": size, "sha256": sha256, "transfer": "auto", **start_fields}
         if submission is not None:
             start["submission"] = submission
         upload = client.request(
@@ -345,6 +349,20 @@ def upload_file(
         else []
     )
     progress.advance(size - sum(min(part_size, size - i * part_size) for i in missing))
+    if upload.get("transfer") == "direct":
+        return _upload_direct(
+            client,
+            path,
+            upload,
+            missing=missing,
+            sha256=sha256,
+            size=size,
+            run_key=run_key,
+            create_version=create_version,
+            include=include,
+            progress=progress,
+            quiet=quiet,
+        )
     for round_ in range(RETRIES + 1):
         failed = []
         with open(path, "rb") as handle:
@@ -396,6 +414,109 @@ def upload_file(
             code=exc.code,
             body=exc.body,
         ) from None
+
+
+# How long `portal submit` waits for the portal's worker to verify a file sent straight to the bucket.
+VERIFY_WAIT_S = 3600
+
+
+def put_to_bucket(url: str, data: bytes, headers: dict, *, timeout: float = 300.0) -> str:
+    """PUT one part to its presigned URL (the bucket itself, not the portal); its ETag."""
+    request = urllib.request.Request(url, data=data, method="PUT", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.headers.get("ETag", "")
+    except urllib.error.HTTPError as exc:
+        body = exc.read()[:2000].decode("utf-8", "replace")
+        found = re.search(r"<Code>([^<]+)</Code>", body)
+        code = found.group(1) if found else None
+        raise RemoteError(
+            f"PUT part to the bucket: HTTP {exc.code}: {code or exc.reason}", status=exc.code, code=code
+        ) from None
+
+
+def _upload_direct(
+    client: Client,
+    path: Path,
+    upload: dict,
+    *,
+    missing: list[int],
+    sha256: str,
+    size: int,
+    run_key: str,
+    create_version: bool,
+    include: list[str],
+    progress: Progress,
+    quiet: bool,
+    poll_s: float = 1.0,
+) -> dict:
+    """The parts straight to the bucket (each signed for its exact length and MD5 just before it is sent), then
+    finish; the portal's worker verifies the SHA-256 and answers through the upload's status."""
+    upload_id, part_size = upload["id"], upload["part_size"]
+    for round_ in range(RETRIES + 1):
+        failed = []
+        with open(path, "rb") as handle:
+            for index in missing:
+                handle.seek(index * part_size)
+                chunk = handle.read(part_size)
+                md5 = base64.b64encode(hashlib.md5(chunk).digest()).decode("ascii")
+                signed = client.request(
+                    "POST",
+                    f"uploads/{upload_id}/sign/",
+                    body={"parts": [{"index": index, "content_md5": md5}]},
+                )["parts"][0]
+                try:
+                    put_to_bucket(signed["url"], chunk, signed["headers"])
+                    progress.advance(len(chunk))
+                except (RemoteError, urllib.error.URLError, OSError, TimeoutError) as exc:
+                    if isinstance(exc, RemoteError) and exc.status is not None and exc.status < 500:
+                        raise
+                    failed.append(index)
+        if not failed:
+            break
+        time.sleep(min(2**round_, 10))
+        missing = client.request("GET", f"uploads/{upload_id}/")["missing_parts"]  # what the bucket holds
+        if not missing:
+            break
+    else:
+        raise RemoteError(f"{path.name}: parts {failed[:10]} could not be sent to the bucket")
+    if not quiet:
+        print(
+            f"portal submit: {path.name} is in the bucket; the portal verifies its SHA-256…", file=sys.stderr
+        )
+    finished = client.request(
+        "POST",
+        f"uploads/{upload_id}/finish/",
+        body={"sha256": sha256, "create_version": create_version, "include_uploads": include},
+        idempotency_key=f"{run_key}-{upload_id}-finish",
+    )
+    current = finished["upload"]
+    deadline = time.monotonic() + VERIFY_WAIT_S
+    while current["status"] == "verifying":
+        if time.monotonic() > deadline:
+            raise RemoteError(
+                f"{path.name}: the portal has not verified it within {VERIFY_WAIT_S} s (its workers are busy); "
+                "run the same command again later: nothing is sent twice."
+            )
+        time.sleep(poll_s)
+        current = client.request("GET", f"uploads/{upload_id}/")
+    if current["status"] == "aborted":
+        if file_sha256(path) != sha256:
+            message = hash_mismatch_advice(path, sha256, size, {})
+        else:
+            message = (
+                f"{path.name}: {current.get('error_message') or 'the portal aborted this upload.'} Run the same "
+                f"command again: it sends {path.name} again from the start."
+            )
+        raise RemoteError(message, code="upload-hash-mismatch", body=current)
+    version = None
+    if current.get("version") is not None:
+        version = client.request("GET", f"versions/{current['version']}/")
+    elif create_version:
+        raise RemoteError(
+            f"{path.name}: verified, but {current.get('error_message') or 'no version was made'}"
+        )
+    return {"upload": current, "version": version}
 
 
 # --- printing --------------------------------------------------------------------------------

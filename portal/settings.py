@@ -8,6 +8,7 @@ import secrets
 from pathlib import Path
 
 from celery.schedules import crontab
+from kombu import Queue
 
 from portal.api_tags import SPECTACULAR_TAGS
 from portal.env import (
@@ -22,7 +23,7 @@ from portal.env import (
     parse_database_url,
     parse_email_url,
 )
-from portal.queues import time_limits_from_env, visibility_timeout_check
+from portal.queues import queue_names, time_limits_from_env, visibility_timeout_check
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
@@ -179,6 +180,8 @@ PORTAL_QUEUE_PREFIX = env_str("PORTAL_QUEUE_PREFIX", "portal.")
 PORTAL_TASK_TIME_LIMITS = time_limits_from_env(env_int)
 CELERY_TASK_ROUTES = ("portal.queues.route_task",)
 CELERY_TASK_DEFAULT_QUEUE = f"{PORTAL_QUEUE_PREFIX}housekeeping"
+# What a worker started without -Q consumes: every kind (one machine, one worker); -Q picks some.
+CELERY_TASK_QUEUES = [Queue(name) for name in queue_names(prefix=PORTAL_QUEUE_PREFIX)]
 # One message reserved per worker process: a long point never waits behind another in a busy worker's buffer.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -193,6 +196,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     "check-runs-reconcile": {"task": "submissions.tasks.check_runs_reconcile_task", "schedule": 60.0},
     "uploads-cleanup": {"task": "submissions.tasks.uploads_cleanup_task", "schedule": 900.0},
+    # Multipart uploads in the bucket that no open upload owns any more (submissions.direct_uploads).
+    "multipart-uploads-sweep": {"task": "submissions.tasks.multipart_uploads_sweep_task", "schedule": 3600.0},
     "review-deadlines": {"task": "review.tasks.review_deadlines_task", "schedule": 900.0},
     "publications-publish-due": {"task": "leaderboard.tasks.publications_publish_due_task", "schedule": 60.0},
     # One e-mail a day to each user who chose the digest (accounts.services.notifications_digest_send).
@@ -537,6 +542,25 @@ PORTAL_CHECK_MAX_INFLATION = env_int("PORTAL_CHECK_MAX_INFLATION", 100, minimum=
 PORTAL_CHECK_TEST_POINT_DELAY_S = env_int("PORTAL_CHECK_TEST_POINT_DELAY_S", 0, minimum=0)
 # Chunked uploads: every part but the last has exactly this size.
 PORTAL_UPLOAD_PART_BYTES = env_int("PORTAL_UPLOAD_PART_BYTES", 8 * 1024**2, minimum=64 * 1024)
+# Direct uploads (S3 storage; docs/uploads-and-checks.md, "Direct uploads"): parts of this size go from the client
+# straight to the bucket (S3 allows 5 MiB to 5 GiB), raised for a file that would need more than MAX_PARTS parts;
+# each presigned part URL is valid this long (a client signs again when one expired).
+PORTAL_UPLOAD_DIRECT_PART_BYTES = env_int(
+    "PORTAL_UPLOAD_DIRECT_PART_BYTES", 64 * 1024**2, minimum=5 * 1024**2, maximum=5 * 1024**3
+)
+PORTAL_UPLOAD_DIRECT_MAX_PARTS = env_int("PORTAL_UPLOAD_DIRECT_MAX_PARTS", 10_000, minimum=1, maximum=10_000)
+PORTAL_UPLOAD_SIGN_EXPIRY_S = env_int("PORTAL_UPLOAD_SIGN_EXPIRY_S", 3600, minimum=60, maximum=7 * 24 * 3600)
+# The bucket's address as submitters' machines reach it, when it differs from AWS_S3_ENDPOINT_URL (docker-compose:
+# the portal reaches http://s3:8333, a submitter http://localhost:8333); presigned part URLs name it.
+PORTAL_UPLOAD_BUCKET_URL = env_url("PORTAL_UPLOAD_BUCKET_URL", ("http", "https"))
+if STORAGE_BACKEND == "s3":
+    # The upload page PUTs direct upload parts to the bucket: its origin joins the CSP's connect-src (AWS without
+    # an endpoint URL: the regional S3 hosts).
+    _bucket_url = PORTAL_UPLOAD_BUCKET_URL or _default_storage["OPTIONS"]["endpoint_url"]
+    _bucket_origin = "/".join(_bucket_url.split("/")[:3]) if _bucket_url else "https://*.amazonaws.com"
+    PORTAL_CONTENT_SECURITY_POLICY = PORTAL_CONTENT_SECURITY_POLICY.replace(
+        "connect-src 'self'", f"connect-src 'self' {_bucket_origin}"
+    )
 # An upload (open, or verified but never joined to a version) idle this long is aborted by the cleanup task:
 # its parts are deleted and its bytes stop counting against the organisation's quota.
 PORTAL_UPLOAD_EXPIRY_HOURS = env_int("PORTAL_UPLOAD_EXPIRY_HOURS", 24, minimum=1)

@@ -265,9 +265,14 @@ class Upload(models.Model):
 
     class Status(models.TextChoices):
         OPEN = "open", "Receiving parts"
+        VERIFYING = "verifying", "Complete in the bucket, a worker is verifying its SHA-256"
         VERIFIED = "verified", "Verified, waiting to join a version"
         DONE = "done", "Part of a version"
         ABORTED = "aborted", "Aborted"
+
+    class Transfer(models.TextChoices):
+        PROXIED = "proxied", "Parts through the portal"
+        DIRECT = "direct", "Parts straight to the bucket (presigned multipart)"
 
     id = models.UUIDField(primary_key=True, editable=False)
     submission = models.ForeignKey(Submission, on_delete=models.PROTECT, related_name="uploads")
@@ -281,6 +286,18 @@ class Upload(models.Model):
     storage_key = models.CharField(max_length=300, blank=True, help_text="The assembled blob, once verified.")
     version = models.ForeignKey(
         SubmissionVersion, on_delete=models.PROTECT, null=True, blank=True, related_name="uploads"
+    )
+    transfer = models.CharField(max_length=16, choices=Transfer.choices, default=Transfer.PROXIED)
+    multipart_id = models.CharField(
+        max_length=1024, blank=True, help_text="The bucket's UploadId of a direct upload's multipart upload."
+    )
+    finish_request = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="A direct upload's finish (actor, create_version, include_uploads, kind).",
+    )
+    error_message = models.TextField(
+        blank=True, help_text="Why a direct upload was refused after its finish."
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

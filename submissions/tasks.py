@@ -22,6 +22,7 @@ from submissions.checks import (
     check_run_start,
     check_runs_reconcile,
 )
+from submissions.direct_uploads import multipart_uploads_sweep, upload_verify
 from submissions.idempotency import idempotency_keys_expire
 from submissions.uploads import uploads_expire
 
@@ -98,3 +99,15 @@ def uploads_cleanup_task() -> dict:
         "uploads_expired": [str(pk) for pk in expired],
         "idempotency_keys_deleted": idempotency_keys_expire(),
     }
+
+
+@shared_task(**task_kind("unpack"))
+def upload_verify_task(upload_id: str) -> str:
+    """A direct upload is complete in the bucket: stream it once, check size and SHA-256, then make its version."""
+    return upload_verify(upload_id=upload_id)
+
+
+@shared_task(**task_kind("housekeeping"))
+def multipart_uploads_sweep_task() -> list[str]:
+    """Every hour (beat): abort the bucket's stale multipart uploads that no open upload owns."""
+    return multipart_uploads_sweep()

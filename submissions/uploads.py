@@ -40,6 +40,7 @@ from accounts.models import Organisation
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.checks import check_run_create
+from submissions.direct_uploads import direct_part_size, upload_direct_begin, upload_direct_discard
 from submissions.models import (
     Submission,
     SubmissionVersion,
@@ -175,7 +176,16 @@ def organisation_storage_used_bytes(organisation: Organisation) -> int:
         ).aggregate(total=Sum("size_bytes"))["total"]
         or 0
     )
-    return stored + verified + received
+    # A direct upload's bytes go to the bucket unseen: its whole size is reserved from its start to its end.
+    reserved = (
+        Upload.objects.filter(
+            submission__organisation=organisation,
+            transfer=Upload.Transfer.DIRECT,
+            status__in=(Upload.Status.OPEN, Upload.Status.VERIFYING),
+        ).aggregate(total=Sum("size_bytes"))["total"]
+        or 0
+    )
+    return stored + verified + received + reserved
 
 
 def _quota_refusal(organisation: Organisation, used: int, size: int, what: str) -> QuotaExceededError:
@@ -199,8 +209,17 @@ def _clean_filename(filename: str) -> str:
 
 
 @transaction.atomic
-def upload_start(*, actor, submission: Submission, filename: str, size: int, sha256: str) -> Upload:
-    """Open an upload of one file of `size` bytes; the caps and the organisation quota apply here."""
+def upload_start(
+    *,
+    actor,
+    submission: Submission,
+    filename: str,
+    size: int,
+    sha256: str,
+    transfer: str = Upload.Transfer.PROXIED,
+) -> Upload:
+    """Open an upload of one file of `size` bytes; the caps and the organisation quota apply here. With
+    transfer="direct" (S3 storage only) the parts go straight to the bucket (submissions/direct_uploads.py)."""
     _require_submitter(actor, submission)
     _require_draft(submission)
     sha256 = (sha256 or "").lower()
@@ -219,7 +238,8 @@ def upload_start(*, actor, submission: Submission, filename: str, size: int, sha
     used = organisation_storage_used_bytes(organisation)
     if used + size > settings.PORTAL_ORG_QUOTA_BYTES:
         raise _quota_refusal(organisation, used, size, "this file")
-    part_size = settings.PORTAL_UPLOAD_PART_BYTES
+    direct = transfer == Upload.Transfer.DIRECT
+    part_size = direct_part_size(size) if direct else settings.PORTAL_UPLOAD_PART_BYTES
     upload = Upload(
         id=uuid.uuid4(),
         submission=submission,
@@ -229,8 +249,11 @@ def upload_start(*, actor, submission: Submission, filename: str, size: int, sha
         sha256=sha256,
         part_size=part_size,
         parts_expected=math.ceil(size / part_size),
+        transfer=Upload.Transfer.DIRECT if direct else Upload.Transfer.PROXIED,
     )
     upload.full_clean()
+    if direct:
+        upload_direct_begin(upload=upload)
     upload.save(force_insert=True)
     return upload
 
@@ -247,6 +270,11 @@ def upload_part(*, upload: Upload, index: int, data_stream: BinaryIO, actor=None
         _require_submitter(actor, upload.submission)
     if upload.status != Upload.Status.OPEN:
         raise ConflictError("This upload is finished or aborted; start a new one.", code="upload-closed")
+    if upload.transfer == Upload.Transfer.DIRECT:
+        raise ConflictError(
+            "This upload sends its parts straight to the bucket: ask for their URLs (POST sign/).",
+            code="upload-direct",
+        )
     if not isinstance(index, int) or not 0 <= index < upload.parts_expected:
         raise ApplicationError(
             f"Part index must be 0..{upload.parts_expected - 1}.", code="upload-part-index"
@@ -327,6 +355,7 @@ def upload_missing_parts(upload: Upload) -> list[int]:
 
 
 def _discard_parts(upload: Upload) -> None:
+    upload_direct_discard(upload)
     keys = list(upload.parts.values_list("storage_key", flat=True))
     upload.parts.all().delete()
 
@@ -525,7 +554,9 @@ def _upload_close(upload: Upload, *, actor, action: str, reason: str, idle_befor
     """open/verified -> aborted (compare-and-set), parts deleted after commit, an audit event written.
     False when the upload had already moved on (finished, joined a version, aborted, or got a part since
     `idle_before`). A verified upload's blob stays: it is content-addressed and may back another upload."""
-    closable = Upload.objects.filter(pk=upload.pk, status__in=(Upload.Status.OPEN, Upload.Status.VERIFIED))
+    closable = Upload.objects.filter(
+        pk=upload.pk, status__in=(Upload.Status.OPEN, Upload.Status.VERIFYING, Upload.Status.VERIFIED)
+    )
     if idle_before is not None:  # the expiry: only if nothing arrived since the candidate was chosen
         closable = closable.filter(updated_at__lt=idle_before)
     previous = closable.values_list("status", flat=True).first()
@@ -572,7 +603,8 @@ def uploads_expire(*, now=None) -> list[uuid.UUID]:
     now = now or timezone.now()
     idle_before = now - timedelta(hours=settings.PORTAL_UPLOAD_EXPIRY_HOURS)
     candidates = Upload.objects.filter(
-        status__in=(Upload.Status.OPEN, Upload.Status.VERIFIED), updated_at__lt=idle_before
+        status__in=(Upload.Status.OPEN, Upload.Status.VERIFYING, Upload.Status.VERIFIED),
+        updated_at__lt=idle_before,
     ).order_by("updated_at")
     expired = []
     for upload in candidates.iterator():

@@ -229,6 +229,7 @@ ROUTES: dict[str, Route] = {
     "api:upload-detail": _g(SUBJECT, pk="upload", who=(OWN,)),
     "api:upload-finish": _p(SUBJECT_WRITE, pk="upload", who=(OWN,)),
     "api:upload-part": Route(SUBJECT_WRITE, "put", pk="upload_part", who=(OWN,)),
+    "api:upload-sign": _p(SUBJECT_WRITE, pk="upload", who=(OWN,)),
     "submissions:system_detail": _g(SUBJECT, pk="system"),
     "submissions:system_update_description": _p(SUBJECT_WRITE, pk="system", who=(OWN,)),
     "api:system-detail": _g(SUBJECT, pk="system"),

@@ -103,6 +103,7 @@ ROUTES = {
     "api:upload-detail": (OBJECT, "get", lambda w: f"/api/v1/uploads/{w['upload'].pk}/"),
     "api:upload-finish": (OBJECT, "post", lambda w: f"/api/v1/uploads/{w['upload'].pk}/finish/"),
     "api:upload-part": (OBJECT, "put", lambda w: f"/api/v1/uploads/{w['upload'].pk}/parts/0/"),
+    "api:upload-sign": (OBJECT, "post", lambda w: f"/api/v1/uploads/{w['upload'].pk}/sign/"),
     # systems (visibility of their own, see SYSTEM above)
     "submissions:system_detail": (SYSTEM, "get", lambda w: f"/systems/{w['system'].pk}/"),
     "submissions:system_update_description": (
@@ -215,7 +216,12 @@ ROUTES = {
     "api:notification-read": (OWN, "post", lambda w: f"/api/v1/notifications/{w['notification'].pk}/read/"),
     "accounts:token_revoke": (OWN, "post", lambda w: f"/accounts/tokens/{w['api_token'].pk}/revoke/"),
 }
-UPLOAD_ROUTES = {"api:upload-detail", "api:upload-finish", "api:upload-part"}  # members only, any state
+UPLOAD_ROUTES = {
+    "api:upload-detail",
+    "api:upload-finish",
+    "api:upload-part",
+    "api:upload-sign",
+}  # members only, any state
 
 
 def _route_names(patterns, namespace: str | None = None):

@@ -1,7 +1,11 @@
 /*
  * The upload box of a submission page: drag and drop (or choose) one bundle or several run archives,
- * hash each file in the browser (incremental SHA-256, static/js/sha256.js), then use the chunked API:
+ * hash each file in the browser (incremental SHA-256: js-sha256, vendored in static/vendor/js-sha256/), then use
+ * the chunked API:
  *   POST /api/v1/uploads/ -> PUT /api/v1/uploads/<id>/parts/<i>/ (retried with backoff) -> POST .../finish/
+ * When the portal stores in S3 it answers the start with transfer "direct": each part is then signed by the portal
+ * (POST .../sign/ with the part's MD5, js-md5 in static/vendor/js-md5/) and PUT straight to the bucket, never
+ * through the portal; finish answers 202 while a worker verifies the SHA-256, and the page polls the upload.
  * Several files become one version: every finish but the last keeps its upload waiting
  * (create_version=false), the last one names the others in include_uploads.
  * Resume: each started upload is remembered in localStorage under the file's name, size and date; choosing
@@ -122,7 +126,7 @@
   }
 
   Uploader.prototype.hash = function (item) {
-    var file = item.file, hasher = new window.PortalSha256(), offset = 0;
+    var file = item.file, hasher = window.sha256.create(), offset = 0;
     item.note.textContent = "computing SHA-256…";
     function next() {
       if (offset >= file.size) { return Promise.resolve(hasher.hex()); }
@@ -148,7 +152,7 @@
     var memory = JSON.parse(raw);
     return this.request("GET", this.api + memory.id + "/").then(function (result) {
       var upload = result.data;
-      if (result.status === 200 && (upload.status === "open" || upload.status === "verified")) {
+      if (result.status === 200 && ["open", "verifying", "verified"].indexOf(upload.status) >= 0) {
         item.sha256 = memory.sha256;
         return upload;
       }
@@ -162,7 +166,8 @@
     return this.hash(item).then(function (sha256) {
       item.sha256 = sha256;
       return self.json("POST", self.api, {
-        submission: Number(self.submission), filename: item.file.name, size: item.file.size, sha256: sha256
+        submission: Number(self.submission), filename: item.file.name, size: item.file.size, sha256: sha256,
+        transfer: "auto"
       });
     }).then(function (result) {
       if (result.status !== 201) { throw failure(result, item.file.name); }
@@ -183,8 +188,11 @@
       if (!missing.length) { return Promise.resolve(); }
       var index = missing.shift();
       var body = file.slice(index * upload.part_size, Math.min((index + 1) * upload.part_size, file.size));
-      return self.request("PUT", self.api + upload.id + "/parts/" + index + "/", body,
-                          { "Content-Type": "application/octet-stream" })
+      var sent = upload.transfer === "direct"
+        ? self.putDirect(upload, index, body)
+        : self.request("PUT", self.api + upload.id + "/parts/" + index + "/", body,
+                       { "Content-Type": "application/octet-stream" });
+      return sent
         .then(function (result) {
           if (result.status === 409 && result.data.code === "upload-closed") {
             // Aborted meanwhile, or expired after being idle too long: forget it, so choosing again starts over.
@@ -199,6 +207,56 @@
         });
     }
     return next();
+  };
+
+  // A direct upload's part: signed by the portal for its length and MD5, then PUT to the bucket itself.
+  Uploader.prototype.putDirect = function (upload, index, body) {
+    var self = this;
+    return body.arrayBuffer().then(function (buffer) {
+      var md5 = window.md5.base64(buffer);
+      return self.json("POST", self.api + upload.id + "/sign/", { parts: [{ index: index, content_md5: md5 }] })
+        .then(function (signed) {
+          if (signed.status !== 200) { throw failure(signed, "part " + index); }
+          var part = signed.data.parts[0], attempt = 0;
+          function once() {
+            // The browser sets Content-Length itself; Content-MD5 is the signed header.
+            return fetch(part.url, { method: "PUT", body: buffer, credentials: "omit",
+                                     headers: { "Content-MD5": part.headers["Content-MD5"] } })
+              .then(function (response) {
+                if (response.ok) { return { status: 200, data: {} }; }
+                if (response.status >= 500) { throw { retry: true, status: response.status }; }
+                return response.text().then(function (text) {
+                  var code = (/<Code>([^<]+)<\/Code>/.exec(text) || [])[1] || ("HTTP " + response.status);
+                  return { status: response.status, data: { detail: "the bucket refused the part (" + code + ")" } };
+                });
+              })
+              .catch(function (problem) {
+                attempt += 1;
+                if (attempt >= MAX_TRIES) { throw problem; }
+                self.say("Connection problem; retrying (" + attempt + "/" + (MAX_TRIES - 1) + ")…");
+                return waitOnline().then(function () { return sleep(Math.min(500 * Math.pow(2, attempt - 1), 8000)); })
+                  .then(once);
+              });
+          }
+          return once();
+        });
+    });
+  };
+
+  // Poll a direct upload while the portal's worker verifies it; then its version (if it made one).
+  Uploader.prototype.verified = function (upload) {
+    var self = this;
+    function poll() {
+      return self.request("GET", self.api + upload.id + "/").then(function (result) {
+        var current = result.data;
+        if (current.status === "verifying") { return sleep(1000).then(poll); }
+        if (current.status === "aborted") { throw new Error(current.error_message || "the portal aborted the upload"); }
+        if (current.version === null || current.version === undefined) { return { upload: current, version: null }; }
+        return self.request("GET", self.api.replace(/uploads\/$/, "versions/") + current.version + "/")
+          .then(function (version) { return { upload: current, version: version.data }; });
+      });
+    }
+    return poll();
   };
 
   Uploader.prototype.finish = function (item, upload, last, others) {
@@ -219,6 +277,11 @@
     function stop() { window.clearInterval(timer); item.row.classList.remove("working"); }
     return this.json("POST", this.api + upload.id + "/finish/", {
       sha256: item.sha256, create_version: last, include_uploads: last ? others : []
+    }).then(function (result) {
+      if (result.status === 202 && result.data.upload && result.data.upload.transfer === "direct") {
+        return self.verified(upload).then(function (done) { return { status: 200, data: done }; });
+      }
+      return result;
     }).then(function (result) {
       stop();
       if (result.status !== 200) {
@@ -246,6 +309,7 @@
         .then(function (upload) { return upload || self.start(item); })
         .then(function (upload) {
           var parts = upload.status === "open" ? self.sendParts(item, upload) : Promise.resolve();
+          // An upload the bucket already holds whole (or one being verified) goes straight to its finish.
           return parts.then(function () { return self.finish(item, upload, last, ids.slice()); })
             .then(function (done) { ids.push(upload.id); return done; });
         });

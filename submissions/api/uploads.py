@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import django_filters
+from django.conf import settings
 from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -17,7 +18,7 @@ from rest_framework.response import Response
 from access.visibility import submissions_visible_to, uploads_visible_to
 from accounts.permissions import TokenScopeAllows
 from portal.private_cache import PrivateCachedListMixin
-from submissions import checks, uploads
+from submissions import checks, direct_uploads, uploads
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.api.serializers import VersionSerializer
 from submissions.api.submissions import submission_create_from
@@ -42,6 +43,8 @@ class UploadSerializer(serializers.ModelSerializer):
             "part_size",
             "parts_expected",
             "status",
+            "transfer",
+            "error_message",
             "received_parts",
             "missing_parts",
             "version",
@@ -52,15 +55,28 @@ class UploadSerializer(serializers.ModelSerializer):
 
     created_by = serializers.CharField(source="created_by.username", read_only=True)
 
+    def _bucket_parts(self, upload) -> dict:
+        """A direct upload's parts as the bucket lists them (asked once per upload and answer)."""
+        cache = self.context.setdefault("bucket_parts", {})
+        if upload.pk not in cache:
+            cache[upload.pk] = direct_uploads.upload_direct_parts(upload)
+        return cache[upload.pk]
+
     @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
     def get_missing_parts(self, upload):
         if upload.status != Upload.Status.OPEN:
             return []
-        present = {part.index for part in upload.parts.all()}  # the list prefetches the parts
+        if upload.transfer == Upload.Transfer.DIRECT:
+            present = set(self._bucket_parts(upload))
+        else:
+            present = {part.index for part in upload.parts.all()}  # the list prefetches the parts
         return [index for index in range(upload.parts_expected) if index not in present]
 
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))
     def get_received_parts(self, upload):
+        if upload.transfer == Upload.Transfer.DIRECT:
+            held = self._bucket_parts(upload)
+            return [{"index": index, "size_bytes": held[index]["size_bytes"]} for index in sorted(held)]
         parts = sorted(upload.parts.all(), key=lambda part: part.index)  # the list prefetches the parts
         return [{"index": part.index, "sha256": part.sha256, "size_bytes": part.size_bytes} for part in parts]
 
@@ -84,6 +100,12 @@ class UploadStartSerializer(serializers.Serializer):
     filename = serializers.CharField(max_length=255)
     size = serializers.IntegerField(min_value=1)
     sha256 = serializers.RegexField(r"^[0-9a-fA-F]{64}$")
+    transfer = serializers.ChoiceField(
+        choices=["proxied", "direct", "auto"],
+        default="proxied",
+        help_text="direct: the parts go straight to the bucket (S3 storage only); auto: direct when the portal "
+        "stores in S3, else proxied; proxied: PUT parts to the portal.",
+    )
 
     def validate(self, attrs):
         if "submission" not in attrs and not ("system" in attrs and "benchmark" in attrs):
@@ -101,6 +123,29 @@ class UploadFinishSerializer(serializers.Serializer):
         help_text="Other verified uploads of the submission to join this version.",
     )
     kind = serializers.ChoiceField(choices=SubmissionVersion.Kind.choices, required=False)
+
+
+class UploadSignPartSerializer(serializers.Serializer):
+    index = serializers.IntegerField(min_value=0)
+    content_md5 = serializers.CharField(
+        max_length=64, help_text="The part's MD5 digest, base64 (as Content-MD5)."
+    )
+
+
+class UploadSignSerializer(serializers.Serializer):
+    parts = UploadSignPartSerializer(many=True)
+
+
+class SignedPartSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    method = serializers.CharField()
+    url = serializers.CharField()
+    headers = serializers.DictField(child=serializers.CharField())
+
+
+class UploadSignResponseSerializer(serializers.Serializer):
+    parts = SignedPartSerializer(many=True)
+    expires_in_s = serializers.IntegerField()
 
 
 class UploadFinishResponseSerializer(serializers.Serializer):
@@ -202,12 +247,16 @@ class UploadViewSet(
                 submission = get_object_or_404(submissions_visible_to(request.user), pk=values["submission"])
             else:
                 submission = submission_create_from(request.user, values)
+            transfer = values["transfer"]
+            if transfer == "auto":
+                transfer = "direct" if direct_uploads.direct_uploads_available() else "proxied"
             upload = uploads.upload_start(
                 actor=request.user,
                 submission=submission,
                 filename=values["filename"],
                 size=values["size"],
                 sha256=values["sha256"],
+                transfer=transfer,
             )
         return Response(UploadSerializer(upload).data, status=status.HTTP_201_CREATED)
 
@@ -239,6 +288,22 @@ class UploadViewSet(
         return response
 
     @extend_schema(
+        request=UploadSignSerializer,
+        responses={200: UploadSignResponseSerializer},
+    )
+    @action(detail=True, methods=["post"])
+    def sign(self, request, pk=None):
+        """Presigned URLs to PUT a direct upload's parts straight to the bucket (up to 100 per call). Each URL
+        takes exactly that part's length with the given Content-MD5: the bucket refuses other bytes."""
+        upload = self.get_object()
+        data = UploadSignSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        parts = direct_uploads.upload_direct_sign(
+            upload=upload, parts=[dict(item) for item in data.validated_data["parts"]], actor=request.user
+        )
+        return Response({"parts": parts, "expires_in_s": settings.PORTAL_UPLOAD_SIGN_EXPIRY_S})
+
+    @extend_schema(
         request=UploadFinishSerializer,
         responses={200: UploadFinishResponseSerializer, 202: UploadFinishResponseSerializer},
         parameters=[IDEMPOTENCY_PARAMETER],
@@ -254,6 +319,25 @@ class UploadViewSet(
         data.is_valid(raise_exception=True)
         values = data.validated_data
         others = [get_object_or_404(self.get_queryset(), pk=other) for other in values["include_uploads"]]
+        if upload.transfer == Upload.Transfer.DIRECT:
+            upload = direct_uploads.upload_direct_finish(
+                upload=upload,
+                sha256=values["sha256"],
+                actor=request.user,
+                create_version=values["create_version"],
+                include_uploads=others,
+                kind=values.get("kind"),
+            )
+            upload.refresh_from_db()
+            body = {"upload": UploadSerializer(upload).data, "version": None}
+            if upload.status == Upload.Status.DONE:
+                body["version"] = VersionSerializer(upload.version).data
+                return Response(body)
+            body["detail"] = (
+                "The file is complete in the bucket; a worker is verifying its SHA-256 (GET the upload: its status "
+                "becomes verified or done, with the version, or aborted with the reason)."
+            )
+            return Response(body, status=status.HTTP_202_ACCEPTED)
         version = uploads.upload_finish(
             upload=upload,
             sha256=values["sha256"],

@@ -24,6 +24,8 @@ EXPECTED_KINDS = {
     "submissions.tasks.check_runs_reconcile_task": "housekeeping",
     "submissions.tasks.check_outbox_send_task": "housekeeping",
     "submissions.tasks.uploads_cleanup_task": "housekeeping",
+    "submissions.tasks.upload_verify_task": "unpack",
+    "submissions.tasks.multipart_uploads_sweep_task": "housekeeping",
     "audit.tasks.audit_checkpoint_task": "housekeeping",
     "audit.tasks.audit_chain_verify_task": "housekeeping",
     "review.tasks.review_deadlines_task": "notify",
@@ -115,3 +117,8 @@ def test_start_up_stops_with_a_message_naming_the_settings(env, message):
     else:
         assert result.returncode != 0
         assert message in result.stderr, result.stderr[-2000:]
+
+
+def test_a_worker_started_without_a_queue_list_consumes_every_kind():
+    # `celery -A portal worker` as README.md starts it: no -Q, so the configured queues are all the kinds'.
+    assert [queue.name for queue in app.conf.task_queues] == queue_names(prefix=settings.PORTAL_QUEUE_PREFIX)
