@@ -228,9 +228,11 @@ def render_import_text(result: ImportResult) -> str:
             if key not in point["reported"] and key not in point["recomputed"]:
                 continue
             diff = point["relative_difference"].get(key)
+            tolerance = point["tolerance"].get(key)
             lines.append(
                 f"  {key:<26}{_fmt(point['reported'].get(key)):>18}{_fmt(point['recomputed'].get(key)):>18}"
                 f"{'' if diff is None else f'{diff:.1e}':>12}"
+                + ("" if tolerance is None else f"  (tool's precision: {tolerance:.0e})")
             )
         portal = point["portal"]
         lines.append(

@@ -1,19 +1,19 @@
 """Input kind `vllm_bench`: the result JSON of `vllm bench serve --save-result --save-detailed`.
 
-Built from vLLM's source (vllm/benchmarks/serve.py: `calculate_metrics`, `benchmark`, `main`), NOT from a real
-run: `vllm bench serve` ships in the `vllm` package (PyTorch, a GPU build), which could not be run where the
-other importers' fixtures were made (docs/importers.md). One load point per file (one --max-concurrency).
+Written from vLLM's source (vllm/benchmarks/serve.py: `calculate_metrics`, `benchmark`, `main`) and checked on
+real outputs of vLLM 0.33.0 (tests/fixtures/importers/vllm_bench). One load point per file (one
+--max-concurrency).
 
 * A request succeeded when its `errors` entry is empty; failed requests are left out of every statistic (and
-  of vLLM's goodput).
-* TTFT per successful request (`ttfts`, seconds); ITL pools every inter-chunk gap of every successful request
-  (`itls`, lists); TPOT = (latency - TTFT) / (output tokens - 1) needs each request's latency, which the file
-  does not keep, so TPOT and E2EL are reported but cannot be recomputed.
+  of vLLM's goodput) and have output length 0.
+* Per successful request: TTFT (`ttfts`, s), end-to-end latency (`latencies`, s; vLLM 0.33 writes them, older
+  versions did not, and then TPOT and E2EL are not recomputed), TPOT = (latency - TTFT) / (output tokens - 1)
+  for requests with more than one output token; ITL pools every inter-chunk gap of every success (`itls`).
 * Statistics: numpy mean, numpy median, numpy's default (linear) percentiles, times x 1000 in ms.
 * `output_throughput` = sum of `output_lens` / `duration`; `request_throughput` = completed / `duration`; the
-  duration itself (the benchmark's wall time) is only in the file, so throughputs are recomputed from it.
-* For the portal's metrics a request has no wall-clock start: it is placed at 0 with its TTFT and its end at
-  TTFT + the sum of its inter-chunk gaps (vLLM's latency minus the time after the last chunk).
+  duration (the benchmark's wall time, taken around all requests) is only in the file.
+* For the portal's metrics a request starts at its `start_times` entry (0 when the file has none), its first
+  token comes TTFT later and it ends `latencies` later (TTFT + the sum of its gaps when not written).
 """
 
 from __future__ import annotations
@@ -32,13 +32,18 @@ from checker.report import Findings
 
 PERCENTILE_KEY = re.compile(r"^p(\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
 PER_REQUEST = ("ttfts", "itls", "output_lens", "errors")
+OPTIONAL_PER_REQUEST = ("latencies", "start_times")
+
+
+def _numbers(values: list[Any]) -> list[float | None]:
+    return [number(v) for v in values]
 
 
 class VllmBenchKind:
     """vLLM's `vllm bench serve --save-result --save-detailed` JSON."""
 
     name = "vllm_bench"
-    label = "vLLM bench serve --save-result --save-detailed JSON (format from vLLM's source)"
+    label = "vLLM bench serve --save-result --save-detailed JSON"
     importer = True
     order = 40
 
@@ -75,29 +80,45 @@ class VllmBenchKind:
                 fix="Run `vllm bench serve` with --save-result --save-detailed and import the file it wrote.",
             )
             return None
-        reported = self._reported(result)
-        duration = number(result.get("duration"))
-        ok = [not error for error in lists["errors"]]  # type: ignore[union-attr]
-        ttfts = [number(t) for t, good in zip(lists["ttfts"], ok, strict=True) if good]  # type: ignore[arg-type]
+        count = lengths.pop()
+        optional = {key: result.get(key) for key in OPTIONAL_PER_REQUEST}
+        latencies = _numbers(optional["latencies"]) if isinstance(optional["latencies"], list) else None
+        starts = _numbers(optional["start_times"]) if isinstance(optional["start_times"], list) else None
+        latencies = latencies if latencies is not None and len(latencies) == count else None
+        starts = starts if starts is not None and len(starts) == count else None
+        errors: list = lists["errors"]  # type: ignore[assignment]
+        rows: list = lists["itls"]  # type: ignore[assignment]
+        lens: list = lists["output_lens"]  # type: ignore[assignment]
+        ok = [not error for error in errors]
+        ttfts = _numbers(lists["ttfts"])  # type: ignore[arg-type]
+        tokens = [t if isinstance(t, int) and not isinstance(t, bool) else 0 for t in lens]
         gaps = [
-            number(g)
-            for row, good in zip(lists["itls"], ok, strict=True)  # type: ignore[arg-type]
+            g
+            for row, good in zip(rows, ok, strict=True)
             if good and isinstance(row, list)
-            for g in row
+            for g in _numbers(row)
         ]
-        tokens = [t if isinstance(t, int) and not isinstance(t, bool) else 0 for t in lists["output_lens"]]  # type: ignore[union-attr]
+        series: list[tuple[str, list[float | None]]] = [
+            ("ttft_ms", [t for t, good in zip(ttfts, ok, strict=True) if good]),
+            ("itl_ms", gaps),
+        ]
+        if latencies is not None:
+            e2els: list[float | None] = []
+            tpots: list[float | None] = []
+            for index, good in enumerate(ok):
+                latency, ttft = latencies[index], ttfts[index]
+                if not good or latency is None:
+                    continue
+                e2els.append(latency)
+                if ttft is not None and tokens[index] > 1:
+                    tpots.append((latency - ttft) / (tokens[index] - 1))
+            series += [("tpot_ms", tpots), ("e2e_ms", e2els)]
+        percentiles = sorted({float(m.group(1)) for key in result if (m := PERCENTILE_KEY.match(key))})
         recomputed: dict[str, float | int] = {
             "requests_completed": sum(ok),
             "requests_failed": len(ok) - sum(ok),
         }
-        percentiles = sorted(
-            {
-                float(m.group(1))
-                for key in result
-                if (m := PERCENTILE_KEY.match(key)) and m.group(2) in ("ttft", "itl")
-            }
-        )
-        for prefix, values in (("ttft_ms", ttfts), ("itl_ms", gaps)):
+        for prefix, values in series:
             clean = [v for v in values if v is not None]
             if not clean:
                 continue
@@ -105,8 +126,9 @@ class VllmBenchKind:
             recomputed[f"{prefix}_mean"] = float(np.mean(data)) * 1000
             recomputed[f"{prefix}_p50"] = float(np.median(data)) * 1000
             for p in percentiles:
-                if p in (90.0, 99.0):
+                if p in (90.0, 99.0) and prefix != "tpot_ms":
                     recomputed[f"{prefix}_p{int(p)}"] = float(np.percentile(data, p)) * 1000
+        duration = number(result.get("duration"))
         if duration:
             recomputed["request_throughput"] = sum(ok) / duration
             recomputed["output_token_throughput"] = (
@@ -118,16 +140,19 @@ class VllmBenchKind:
         )
         records = []
         for index, good in enumerate(ok):
-            ttft = number(lists["ttfts"][index])  # type: ignore[index]
-            row = lists["itls"][index]  # type: ignore[index]
-            decode = (
-                sum(g for g in (number(x) for x in row) if g is not None) if isinstance(row, list) else 0.0
-            )
+            ttft = ttfts[index]
+            start = (starts[index] if starts is not None else None) or 0.0
+            latency = latencies[index] if latencies is not None else None
+            if latency is None and ttft is not None:
+                row = rows[index]
+                latency = (
+                    ttft + sum(g for g in _numbers(row) if g is not None) if isinstance(row, list) else None
+                )
             records.append(
                 RequestRecord(
-                    issued_s=0.0,
-                    first_token_s=ttft if good and ttft else None,
-                    end_s=(ttft + decode) if good and ttft is not None else None,
+                    issued_s=start,
+                    first_token_s=start + ttft if good and ttft else None,
+                    end_s=start + latency if good and latency is not None else None,
                     output_tokens=tokens[index] if good else None,
                     ok=good,
                 )
@@ -136,9 +161,9 @@ class VllmBenchKind:
             concurrency=concurrency,
             label=f"max_concurrency@{concurrency}" if concurrency else file,
             file=file,
-            reported=reported,
+            reported=self._reported(result),
             recomputed=recomputed,
-            requests=records,
+            requests=sorted(records, key=lambda record: record.issued_s),
             duration_s=duration,
         )
 
