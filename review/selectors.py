@@ -270,6 +270,31 @@ def waived_error_count(
     return sum(1 for finding in errors if _identity(finding) in granted)
 
 
+def check_verdict(
+    version: SubmissionVersion | None, check_run: CheckRun | None, *, errors: list[Finding] | None = None
+) -> dict:
+    """What a check run's verdict reads wherever it is shown: `passed`, `passed with N waived` (a failed run
+    whose every error finding has a granted waiver: a published result's check, never "failed"), or the run's
+    own status. `status` is the word an API answer carries (passed, passed_with_waivers, failed, ...)."""
+    if check_run is None:
+        return {"status": "none", "label": "not checked", "waived": 0, "errors": 0}
+    error_count = int((check_run.counts or {}).get("error") or 0)
+    waived = waived_error_count(version, check_run, errors=errors)
+    if check_run.status == CheckRun.Status.FAILED and error_count and waived >= error_count:
+        return {
+            "status": "passed_with_waivers",
+            "label": f"passed with {waived} waived",
+            "waived": waived,
+            "errors": error_count,
+        }
+    return {
+        "status": check_run.status,
+        "label": check_run.status,
+        "waived": waived,
+        "errors": error_count,
+    }
+
+
 def waivers_of(version: SubmissionVersion) -> QuerySet[Waiver]:
     return Waiver.objects.filter(version=version).select_related("requested_by", "decided_by")
 
