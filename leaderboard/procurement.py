@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from checker.verification import POINT_RECOMPUTED, point_verification
+from checker.verification import FULLY_RECOMPUTED, POINT_RECOMPUTED, point_verification
 from leaderboard.slo import SloTargets, best_point, interactivity_metric_for, number, point_power_kw
 
 MAX_MODELS = 6
@@ -119,6 +119,19 @@ def procurement_report(
                 "systems": requirement_rows(
                     requirement, results_by_model.get(requirement.model, []), interactivity_metric=metric
                 ),
+                # Results whose claimed points (raw log missing, waived) the report does not judge: listed with
+                # their level, so a buyer sees what was left out and why.
+                "not_fully_recomputed": [
+                    {
+                        "public_id": result["public_id"],
+                        "result_url": f"/results/{result['public_id']}/",
+                        "system": result.get("system"),
+                        "organisation": result.get("organisation"),
+                        "verification": result.get("verification"),
+                    }
+                    for result in results_by_model.get(requirement.model, [])
+                    if not result.get("retracted") and result.get("verification") != FULLY_RECOMPUTED
+                ],
             }
         )
     return report
