@@ -224,10 +224,17 @@ SloRowOut = inline_serializer(
     "SloRow",
     {
         **_PROVENANCE,
-        "rank": serializers.IntegerField(),
+        "rank": serializers.IntegerField(
+            allow_null=True, help_text="Only fully recomputed results rank; the others follow with null."
+        ),
+        "ranked": serializers.BooleanField(),
         "system": serializers.CharField(),
         "organisation": serializers.CharField(),
         "accelerators": serializers.IntegerField(allow_null=True),
+        "verification": serializers.CharField(
+            help_text="The result's level: fully recomputed, partly, claimed."
+        ),
+        "point_verification": serializers.CharField(help_text="The point's: recomputed or claimed."),
         "point": serializers.CharField(),
         "basis": serializers.CharField(),
         "concurrency": serializers.FloatField(),
@@ -249,6 +256,7 @@ ProcurementRowOut = inline_serializer(
         "system": serializers.CharField(),
         "organisation": serializers.CharField(),
         "accelerators": serializers.IntegerField(allow_null=True),
+        "verification": serializers.CharField(),
         "point": serializers.CharField(),
         "concurrency": serializers.FloatField(),
         "ttft_p90_ms": serializers.FloatField(),
@@ -273,6 +281,9 @@ ProcurementOut = inline_serializer(
                 "interactivity_metric": serializers.CharField(),
                 "requirements": serializers.JSONField(),
                 "systems": ProcurementRowOut.__class__(many=True),
+                "not_fully_recomputed": serializers.JSONField(
+                    help_text="Results of the model with claimed points (raw log missing, waived), not judged."
+                ),
             },
             many=True,
         ),
