@@ -52,9 +52,11 @@ class Verification:
             return "no points"
         if self.level == FULLY_RECOMPUTED:
             return f"all {self.total_points} points recomputed from their raw logs"
+        if self.level == CLAIMED:
+            return f"none of the {self.total_points} points recomputed: their raw logs are missing, waived"
         return (
             f"{self.recomputed_points} of {self.total_points} points recomputed from raw logs; the others are "
-            "claimed (raw log missing, waived)"
+            "claimed: raw log missing, waived"
         )
 
     def as_dict(self) -> dict[str, Any]:
