@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 
 from access.visibility import annotations_visible_to, benchmarks_visible_to, publications_visible_to
+from checker.verification import RESULT_LEVELS
 from leaderboard import exports, selectors
 from leaderboard.cache import cached_response
 from leaderboard.models import Publication
@@ -132,6 +133,14 @@ _RESULT_FIELDS = {
     "division": serializers.CharField(),
     "availability": serializers.CharField(),
     "accelerators": serializers.IntegerField(allow_null=True),
+    "verification": serializers.CharField(
+        help_text="fully recomputed (every point from its raw log), partly recomputed or claimed."
+    ),
+    "recomputed_points": serializers.IntegerField(),
+    "ranked_by_default": serializers.BooleanField(
+        help_text="Only fully recomputed, not retracted results rank by default."
+    ),
+    "check": serializers.CharField(help_text='The check\'s verdict: "passed" or "passed with N waived".'),
     "published_at": serializers.DateTimeField(),
     "retracted": serializers.BooleanField(),
     "retracted_at": serializers.DateTimeField(allow_null=True),
@@ -147,6 +156,9 @@ _POINT_FIELDS = {
     "retracted": serializers.BooleanField(),
     "point": serializers.CharField(),
     "basis": serializers.CharField(help_text="recomputed (from the raw log) or claimed"),
+    "verification": serializers.CharField(
+        help_text="recomputed (from its raw log) or claimed (raw log missing, waived)"
+    ),
     "concurrency": serializers.FloatField(allow_null=True),
     "system_tps": serializers.FloatField(allow_null=True),
     "tps_per_user": serializers.FloatField(allow_null=True),
@@ -212,10 +224,17 @@ SloRowOut = inline_serializer(
     "SloRow",
     {
         **_PROVENANCE,
-        "rank": serializers.IntegerField(),
+        "rank": serializers.IntegerField(
+            allow_null=True, help_text="Only fully recomputed results rank; the others follow with null."
+        ),
+        "ranked": serializers.BooleanField(),
         "system": serializers.CharField(),
         "organisation": serializers.CharField(),
         "accelerators": serializers.IntegerField(allow_null=True),
+        "verification": serializers.CharField(
+            help_text="The result's level: fully recomputed, partly, claimed."
+        ),
+        "point_verification": serializers.CharField(help_text="The point's: recomputed or claimed."),
         "point": serializers.CharField(),
         "basis": serializers.CharField(),
         "concurrency": serializers.FloatField(),
@@ -237,6 +256,7 @@ ProcurementRowOut = inline_serializer(
         "system": serializers.CharField(),
         "organisation": serializers.CharField(),
         "accelerators": serializers.IntegerField(allow_null=True),
+        "verification": serializers.CharField(),
         "point": serializers.CharField(),
         "concurrency": serializers.FloatField(),
         "ttft_p90_ms": serializers.FloatField(),
@@ -261,6 +281,9 @@ ProcurementOut = inline_serializer(
                 "interactivity_metric": serializers.CharField(),
                 "requirements": serializers.JSONField(),
                 "systems": ProcurementRowOut.__class__(many=True),
+                "not_fully_recomputed": serializers.JSONField(
+                    help_text="Results of the model with claimed points (raw log missing, waived), not judged."
+                ),
             },
             many=True,
         ),
@@ -286,10 +309,16 @@ FORMAT_PARAMETER = OpenApiParameter(
 
 class PublicResultFilter(django_filters.FilterSet):
     benchmark = django_filters.CharFilter(field_name="submission__benchmark__model_id")
-    organisation = django_filters.CharFilter(field_name="submission__organisation__slug")
-    system = django_filters.CharFilter(field_name="submission__system__name")
-    division = django_filters.CharFilter(field_name="submission__division")
-    availability = django_filters.CharFilter(field_name="submission__availability")
+    # Every filter reads the published record (leaderboard.snapshot), never the live system.
+    organisation = django_filters.CharFilter(field_name="snapshot__organisation__slug")
+    system = django_filters.CharFilter(field_name="snapshot__system__name")
+    division = django_filters.CharFilter(field_name="snapshot__division")
+    availability = django_filters.CharFilter(field_name="snapshot__availability")
+    verification = django_filters.ChoiceFilter(
+        field_name="snapshot__verification__level",
+        choices=[(level, level) for level in RESULT_LEVELS],
+        help_text="fully recomputed, partly recomputed or claimed (checker.verification).",
+    )
     result = django_filters.CharFilter(field_name="public_id", help_text="A result's public id.")
     retracted = django_filters.BooleanFilter(
         field_name="retracted_at", lookup_expr="isnull", exclude=True, help_text="true: retracted only"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from catalog.models import Benchmark
+from checker.verification import POINT_SENTENCES, curve_verification, point_verification
 
 SERIES_COLOURS = [
     "#0b5cad",
@@ -69,6 +70,8 @@ def _point(point: dict, on_front: set[str]) -> dict:
     row = {key: _finite(point.get(key)) for key in TOOLTIP_METRICS}
     row["key"] = point.get("point", "")
     row["basis"] = point.get("basis", "")
+    row["verification"] = point_verification(point)  # what the tooltip says: recomputed or claimed
+    row["verification_text"] = POINT_SENTENCES[row["verification"]]
     row["region"] = point.get("region", "")
     row["on_front"] = point.get("point") in on_front
     return row
@@ -107,6 +110,7 @@ def series_of(curve: dict, *, x: str, y: str, label: str, index: int, href: str 
     return {
         "id": sid or f"s{index}",
         "label": label,
+        "level": curve_verification(points_in).level,  # the legend shows it beside the label
         "colour": colour(index),
         "href": href,
         "points": points,

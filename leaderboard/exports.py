@@ -1,5 +1,6 @@
 """The public tables (benchmarks, results, points, curves) and the SLO and procurement answers, read from the
-published snapshots (Publication.curve and .headline: one row per result), as rows for JSON and CSV.
+published snapshots (Publication.curve, .headline and .snapshot, the frozen record: one row per result), as rows
+for JSON and CSV. Nothing here reads the live system or organisation; every row carries the verification level.
 
 Callers pass the publications the public may see (access.visibility.publications_visible_to(None)); this
 module narrows them further to published results of published submissions, so nothing else can reach a row.
@@ -15,10 +16,11 @@ from typing import Any
 from django.db.models import Count, Max, Q, QuerySet
 
 from catalog.models import Benchmark
+from checker.verification import FULLY_RECOMPUTED
 from leaderboard.cache import public_cached
 from leaderboard.models import Annotation, Publication
 from leaderboard.procurement import ModelRequirement, procurement_report
-from leaderboard.slo import SloIndex, SloTargets, accelerator_count, interactivity_metric_for, number
+from leaderboard.slo import SloIndex, SloTargets, interactivity_metric_for, number
 from portal import csv_safe
 from submissions.models import Submission
 
@@ -33,6 +35,7 @@ HEADLINE_FIELDS = (
 POINT_FIELDS = (
     "point",
     "basis",
+    "verification",
     "concurrency",
     "system_tps",
     "tps_per_user",
@@ -53,47 +56,51 @@ def published_only(publications: QuerySet[Publication]) -> QuerySet[Publication]
         publications.filter(
             status=Publication.Status.PUBLISHED, submission__status=Submission.Status.PUBLISHED
         )
-        .select_related("submission__organisation", "submission__system", "submission__benchmark", "version")
+        .select_related("submission__benchmark")
         .order_by("-published_at", "-id")
     )
 
 
 def result_row(publication: Publication) -> dict[str, Any]:
     """The summary of one published result (its headline figures, not its points)."""
-    submission = publication.submission
+    record = publication.record
     headline = publication.headline or {}
     return {
         "public_id": publication.public_id,
         "result_url": result_url(publication.public_id),
-        "benchmark": submission.benchmark.model_id,
-        "system": submission.system.name,
-        "organisation": submission.organisation.name,
-        "division": submission.division,
-        "availability": submission.availability,
-        "accelerators": accelerator_count(submission.system.description),
+        "benchmark": publication.submission.benchmark.model_id,
+        "system": record.system_name,
+        "organisation": record.organisation_name,
+        "division": record.division,
+        "availability": record.availability,
+        "accelerators": record.accelerator_count,
+        "verification": record.level,
+        "recomputed_points": record.verification.recomputed_points,
+        "ranked_by_default": record.verification.ranks_by_default and publication.retracted_at is None,
+        "check": record.check_label,
         "published_at": publication.published_at.isoformat() if publication.published_at else None,
         "retracted": publication.retracted_at is not None,
         "retracted_at": publication.retracted_at.isoformat() if publication.retracted_at else None,
         "retraction_reason": publication.retraction_reason or None,
-        "bundle_sha256": publication.version.sha256,
+        "bundle_sha256": record.bundle_sha256,
         **{name: headline.get(name) for name in HEADLINE_FIELDS},
     }
 
 
 def _point_row(publication: Publication, point: dict) -> dict[str, Any]:
-    submission = publication.submission
+    record = publication.record
     row = {
         "public_id": publication.public_id,
         "result_url": result_url(publication.public_id),
-        "bundle_sha256": publication.version.sha256,
-        "benchmark": submission.benchmark.model_id,
-        "system": submission.system.name,
-        "organisation": submission.organisation.name,
+        "bundle_sha256": record.bundle_sha256,
+        "benchmark": publication.submission.benchmark.model_id,
+        "system": record.system_name,
+        "organisation": record.organisation_name,
         "retracted": publication.retracted_at is not None,
     }
     for name in POINT_FIELDS:
         value = point.get(name)
-        row[name] = value if name in ("point", "basis", "region") else number(value)
+        row[name] = value if name in ("point", "basis", "verification", "region") else number(value)
     row["revision"] = point.get("revision") or 1
     row["stack"] = point.get("stack") or ""
     return row
@@ -113,9 +120,9 @@ def curve_rows(publication: Publication) -> list[dict[str, Any]]:
                 {
                     "public_id": publication.public_id,
                     "result_url": result_url(publication.public_id),
-                    "bundle_sha256": publication.version.sha256,
+                    "bundle_sha256": publication.record.bundle_sha256,
                     "benchmark": publication.submission.benchmark.model_id,
-                    "system": publication.submission.system.name,
+                    "system": publication.record.system_name,
                     "retracted": publication.retracted_at is not None,
                     "x_metric": axis,
                     "y_metric": front.get("y", "system_tps"),
@@ -136,7 +143,8 @@ def revision_rows(publication: Publication, revisions: list) -> list[dict[str, A
             "published_at": revision.published_at.isoformat() if revision.published_at else None,
             "stack": revision.stack,
             "changes": revision.changes or {},
-            "bundle_sha256": revision.version.sha256,
+            "bundle_sha256": revision.record.bundle_sha256 or revision.version.sha256,
+            "verification": revision.record.level,
             "points": len((revision.curve or {}).get("points") or []),
             "max_system_tps": (revision.headline or {}).get("max_system_tps"),
             "replaced": revision.replaced or [],
@@ -149,11 +157,17 @@ def result_detail(
     publication: Publication, annotations: list[Annotation], revisions: list | None = None
 ) -> dict[str, Any]:
     curve = publication.curve or {}
+    record = publication.record
     return {
         **result_row(publication),
         "revision": curve.get("revision") or 1,
         "revisions": revision_rows(publication, revisions or []),
-        "system_description": publication.submission.system.description,
+        "system_description": record.description,
+        "stack": record.stack,
+        "verification_detail": record.verification.as_dict(),
+        "check_detail": record.check,
+        "waivers": record.waivers,
+        "checker_version": record.checker_version,
         "official": curve.get("official"),
         "ruleset": curve.get("ruleset"),
         "annotations": [{"text": a.text, "created_at": a.created_at.isoformat()} for a in annotations],
@@ -199,10 +213,11 @@ def snapshot_results(publications: QuerySet[Publication], model_id: str) -> list
     return [
         {
             "public_id": publication.public_id,
-            "system": publication.submission.system.name,
-            "organisation": publication.submission.organisation.name,
-            "accelerators": accelerator_count(publication.submission.system.description),
-            "bundle_sha256": publication.version.sha256,
+            "system": publication.record.system_name,
+            "organisation": publication.record.organisation_name,
+            "accelerators": publication.record.accelerator_count,
+            "bundle_sha256": publication.record.bundle_sha256,
+            "verification": publication.record.level,
             "retracted": False,
             "points": (publication.curve or {}).get("points") or [],
         }
@@ -232,10 +247,19 @@ def slo_index(publications: QuerySet[Publication], model_id: str) -> SloIndex:
 
 
 def slo_query(publications: QuerySet[Publication], benchmark: Benchmark, targets: SloTargets) -> list[dict]:
+    """Results meeting the targets: the fully recomputed ones ranked (1, 2, ...), then the partly recomputed or
+    claimed ones, listed with their level and no rank (the board's rule, checker.verification)."""
     rows = slo_index(publications, benchmark.model_id).rank(targets)
-    for row in rows:
+    ranked = [row for row in rows if row.get("verification") == FULLY_RECOMPUTED]
+    unranked = [row for row in rows if row.get("verification") != FULLY_RECOMPUTED]
+    for rank, row in enumerate(ranked, start=1):
+        row["rank"] = rank
+    for row in unranked:
+        row["rank"] = None
+    for row in ranked + unranked:
+        row["ranked"] = row["rank"] is not None
         row["result_url"] = result_url(row["public_id"])
-    return rows
+    return ranked + unranked
 
 
 def procurement_query(

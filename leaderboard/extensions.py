@@ -142,11 +142,12 @@ def revision_record(
     check_run,
     curve: dict,
     headline: dict,
+    snapshot: dict,
     actor,
     now: datetime,
 ) -> PublicationRevision:
-    """Write the published revision `submission` makes of `publication` (the caller holds the row locks) and make
-    the publication's snapshot the newest revision's."""
+    """Write the published revision `submission` makes of `publication` (the caller holds the row locks) with its
+    frozen record (`snapshot`, leaderboard.snapshot), and make the publication's snapshot the newest revision's."""
     numbers = PublicationRevision.objects.filter(publication=publication, number__isnull=False)
     number = (numbers.aggregate(last=Max("number"))["last"] or 0) + 1
     if number == 1 and submission.extends_id is not None:
@@ -166,6 +167,7 @@ def revision_record(
             chosen_by=publication.chosen_by,
             curve=labelled_curve(publication.curve or {}, number=1, stack=first.stack_label),
             headline=publication.headline or {},
+            snapshot=publication.snapshot or {},
         )
         Submission.objects.filter(pk=first.pk).update(revision=1)
         number = 2
@@ -182,6 +184,7 @@ def revision_record(
         "published_at": now,
         "curve": curve,
         "headline": headline,
+        "snapshot": snapshot,
         "replaced": replaced_points(previous, curve) if submission.extends_id else [],
     }
     if revision is None:

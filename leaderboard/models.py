@@ -11,6 +11,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from leaderboard.record import PublishedRecord
+
 
 class Publication(models.Model):
     """When and how an audited submission becomes public, and its public record once it is."""
@@ -52,6 +54,12 @@ class Publication(models.Model):
     )
     curve = models.JSONField(default=dict, blank=True)
     headline = models.JSONField(default=dict, blank=True)
+    snapshot = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The published record beside the curve (leaderboard.snapshot): system, organisation, "
+        "description, verification level, check verdict and provenance, frozen when published.",
+    )
 
     class Meta:
         ordering = ["-published_at", "-id"]
@@ -66,6 +74,11 @@ class Publication(models.Model):
     @property
     def is_retracted(self) -> bool:
         return self.retracted_at is not None
+
+    @property
+    def record(self) -> PublishedRecord:
+        """The frozen record public pages read (never the live system)."""
+        return PublishedRecord(self.snapshot)
 
 
 class Challenge(models.Model):
@@ -143,6 +156,9 @@ class PublicationRevision(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     curve = models.JSONField(default=dict, blank=True, help_text="The union curve this revision published.")
     headline = models.JSONField(default=dict, blank=True)
+    snapshot = models.JSONField(
+        default=dict, blank=True, help_text="The published record of this revision (leaderboard.snapshot)."
+    )
     replaced = models.JSONField(
         default=list,
         blank=True,
@@ -165,3 +181,7 @@ class PublicationRevision(models.Model):
     @property
     def public_id(self) -> str:
         return self.publication.public_id
+
+    @property
+    def record(self) -> PublishedRecord:
+        return PublishedRecord(self.snapshot)

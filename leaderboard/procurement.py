@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from checker.verification import FULLY_RECOMPUTED, POINT_RECOMPUTED, point_verification
 from leaderboard.slo import SloTargets, best_point, interactivity_metric_for, number, point_power_kw
 
 MAX_MODELS = 6
-VERIFIED_BASIS = "recomputed"
+VERIFIED_BASIS = POINT_RECOMPUTED  # only points recomputed from their raw log (checker.verification)
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def requirement_rows(
     for result in results:
         if result.get("retracted"):
             continue
-        verified = [p for p in result.get("points") or [] if p.get("basis") == VERIFIED_BASIS]
+        verified = [p for p in result.get("points") or [] if point_verification(p) == POINT_RECOMPUTED]
         point = best_point(verified, targets, accelerators=result.get("accelerators"))
         if point is None:
             continue
@@ -75,6 +76,7 @@ def requirement_rows(
                 "system": result.get("system"),
                 "organisation": result.get("organisation"),
                 "accelerators": result.get("accelerators"),
+                "verification": result.get("verification"),
                 "point": point.get("point"),
                 "concurrency": point.get("concurrency"),
                 "ttft_p90_ms": point["ttft_p90_ms"],
@@ -117,6 +119,19 @@ def procurement_report(
                 "systems": requirement_rows(
                     requirement, results_by_model.get(requirement.model, []), interactivity_metric=metric
                 ),
+                # Results whose claimed points (raw log missing, waived) the report does not judge: listed with
+                # their level, so a buyer sees what was left out and why.
+                "not_fully_recomputed": [
+                    {
+                        "public_id": result["public_id"],
+                        "result_url": f"/results/{result['public_id']}/",
+                        "system": result.get("system"),
+                        "organisation": result.get("organisation"),
+                        "verification": result.get("verification"),
+                    }
+                    for result in results_by_model.get(requirement.model, [])
+                    if not result.get("retracted") and result.get("verification") != FULLY_RECOMPUTED
+                ],
             }
         )
     return report

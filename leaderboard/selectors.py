@@ -1,8 +1,10 @@
 """Reads for the public leaderboard: only published results, whoever asks.
 
-Every public page reads Publication rows and their snapshot (curve, headline) with the submission, system,
-organisation and benchmark joined in, so the number of queries never grows with the number of results. A
-retracted result keeps its page (`publication_public`) and history entry, but leaves the rankings.
+Every public page reads Publication rows and their snapshot (curve, headline, and the frozen record: system,
+organisation, description, verification level, check verdict, provenance; leaderboard.snapshot) with the
+benchmark joined in, so the number of queries never grows with the number of results; nothing here reads the live
+system or organisation. A retracted result keeps its page (`publication_public`) and history entry, but leaves the
+rankings. By default only fully recomputed results rank (checker.verification); a filter shows the others.
 """
 
 from __future__ import annotations
@@ -15,14 +17,21 @@ from django.http import Http404
 
 from catalog.models import Benchmark, ruleset_is_preview
 from catalog.selectors import benchmark_list
+from checker.verification import CLAIMED, FULLY_RECOMPUTED, PARTLY_RECOMPUTED, Verification
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
-from review.models import Attestation, Review, Waiver
+from review.models import Attestation, Review
 from submissions.models import PointMetric, Submission
 from submissions.selectors import check_run_official
-from submissions.system_desc import system_desc_facts
 
 COMPARE_MIN, COMPARE_MAX = 2, 4
 POWER_MEASURED, POWER_PROVISIONED, POWER_NONE = "measured", "provisioned", "none"
+LEVEL_ALL = "all"  # the verification filter's value that shows every level (the default ranks only full ones)
+LEVEL_CHOICES = {
+    FULLY_RECOMPUTED: "fully",
+    PARTLY_RECOMPUTED: "partly",
+    CLAIMED: "claimed",
+}
+LEVEL_OF_QUERY = {query: level for level, query in LEVEL_CHOICES.items()}
 
 
 def leaderboard_benchmarks():
@@ -45,13 +54,7 @@ def publications_public() -> QuerySet[Publication]:
     )
     return (
         Publication.objects.filter(status=Publication.Status.PUBLISHED)
-        .select_related(
-            "submission__organisation",
-            "submission__system",
-            "submission__benchmark",
-            "version",
-            "check_run",
-        )
+        .select_related("submission__benchmark", "version", "check_run")
         .defer(
             "check_run__report", "check_run__curves", "check_run__point_files", "check_run__points_expected"
         )
@@ -76,6 +79,7 @@ class LeaderboardFilters:
     organisation: str = ""  # the organisation's slug
     accelerator: str = ""  # an accelerator model name as the system description gives it
     power: str = ""  # measured | provisioned | none
+    level: str = ""  # "" (fully recomputed only: the ranking), all, fully, partly or claimed
 
     @classmethod
     def from_query(cls, query) -> LeaderboardFilters:
@@ -88,20 +92,31 @@ class LeaderboardFilters:
             organisation=one("organisation"),
             accelerator=one("accelerator"),
             power=one("power"),
+            level=one("level"),
         )
 
     @property
     def active(self) -> bool:
-        return any((self.division, self.availability, self.organisation, self.accelerator, self.power))
+        return any(
+            (self.division, self.availability, self.organisation, self.accelerator, self.power, self.level)
+        )
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        """The verification levels shown: fully recomputed only unless the filter asks for others."""
+        if self.level == LEVEL_ALL:
+            return (FULLY_RECOMPUTED, PARTLY_RECOMPUTED, CLAIMED)
+        if self.level in LEVEL_OF_QUERY:
+            return (LEVEL_OF_QUERY[self.level],)
+        return (FULLY_RECOMPUTED,)
 
     def as_query(self) -> dict[str, str]:
         return {k: v for k, v in self.__dict__.items() if v}
 
 
 def publication_accelerators(publication: Publication) -> list[str]:
-    """Accelerator model names of the result's system (its system description), distinct, in order."""
-    facts = system_desc_facts(publication.submission.system.description)
-    return list(dict.fromkeys(a["model"] for a in facts["accelerators"] if a["model"] and a["model"] != "?"))
+    """Accelerator model names of the result's system as published (the frozen description), distinct, in order."""
+    return publication.record.accelerators
 
 
 def publication_power_kind(publication: Publication) -> str:
@@ -114,12 +129,14 @@ def publication_power_kind(publication: Publication) -> str:
 
 
 def _matches(publication: Publication, filters: LeaderboardFilters) -> bool:
-    submission = publication.submission
-    if filters.division and submission.division != filters.division:
+    record = publication.record
+    if record.level not in filters.levels:
         return False
-    if filters.availability and submission.availability != filters.availability:
+    if filters.division and record.division != filters.division:
         return False
-    if filters.organisation and submission.organisation.slug != filters.organisation:
+    if filters.availability and record.availability != filters.availability:
+        return False
+    if filters.organisation and record.organisation_slug != filters.organisation:
         return False
     if filters.accelerator and filters.accelerator not in publication_accelerators(publication):
         return False
@@ -133,8 +150,14 @@ def _matches(publication: Publication, filters: LeaderboardFilters) -> bool:
 
 
 def _rank_key(publication: Publication):
+    """Fully recomputed results first (they are the ranking), then by peak throughput."""
     peak = (publication.headline or {}).get("max_system_tps")
-    return (peak is None, -(peak or 0.0), publication.public_id)
+    return (
+        not publication.record.verification.ranks_by_default,
+        peak is None,
+        -(peak or 0.0),
+        publication.public_id,
+    )
 
 
 @dataclass
@@ -146,13 +169,15 @@ class Leaderboard:
     results: list[Publication]
     total: int
     options: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    unranked: int = 0  # results left out by the default verification filter (not fully recomputed)
 
 
 def leaderboard_for(
     benchmark: Benchmark, filters: LeaderboardFilters | None = None, *, with_curves: bool = True
 ) -> Leaderboard:
-    """The benchmark's published, not retracted results ranked by peak system throughput, filtered. One query:
-    the accelerator filter reads the system description of rows already loaded. `with_curves=False` leaves the
+    """The benchmark's published, not retracted results ranked by peak system throughput, filtered; by default
+    only fully recomputed ones (`filters.level` shows the others, after them). One query: every filter reads the
+    frozen record of rows already loaded. `with_curves=False` leaves the
     curves (the bulk of a row) in the database: `publication_curves` reads those a page draws."""
     filters = filters or LeaderboardFilters()
     rows = publications_ranked_base().filter(submission__benchmark=benchmark)
@@ -162,12 +187,10 @@ def leaderboard_for(
     if not benchmark.is_preview:  # an official board never ranks a result checked under a preview rule set
         every = [p for p in every if not ruleset_is_preview(getattr(p.check_run, "ruleset", "") or "")]
     options = {
-        "division": sorted({(p.submission.division, p.submission.get_division_display()) for p in every}),
-        "availability": sorted(
-            {(p.submission.availability, p.submission.get_availability_display()) for p in every}
-        ),
+        "division": sorted({(p.record.division, p.record.division_display) for p in every}),
+        "availability": sorted({(p.record.availability, p.record.availability_display) for p in every}),
         "organisation": sorted(
-            {(p.submission.organisation.slug, p.submission.organisation.name) for p in every},
+            {(p.record.organisation_slug, p.record.organisation_name) for p in every},
             key=lambda o: o[1].lower(),
         ),
         "accelerator": sorted({(a, a) for p in every for a in publication_accelerators(p)}),
@@ -176,10 +199,21 @@ def leaderboard_for(
             (POWER_PROVISIONED, "Provisioned power"),
             (POWER_NONE, "No power figures"),
         ],
+        "level": [
+            ("", "Fully recomputed (ranked)"),
+            (LEVEL_ALL, "Every verification level"),
+            (LEVEL_CHOICES[PARTLY_RECOMPUTED], "Partly recomputed only"),
+            (LEVEL_CHOICES[CLAIMED], "Claimed only"),
+        ],
     }
     results = sorted((p for p in every if _matches(p, filters)), key=_rank_key)
     return Leaderboard(
-        benchmark=benchmark, filters=filters, results=results, total=len(every), options=options
+        benchmark=benchmark,
+        filters=filters,
+        results=results,
+        total=len(every),
+        options=options,
+        unranked=sum(1 for p in every if not p.record.verification.ranks_by_default),
     )
 
 
@@ -235,7 +269,7 @@ def system_history(system_id: int) -> list[Publication]:
     """A system's published results over time, oldest first (retracted ones included and marked), or a 404 when
     the system has none (a system with only unpublished work does not exist for the public)."""
     history = list(
-        publications_public().filter(submission__system_id=system_id).order_by("published_at", "id")
+        publications_public().filter(snapshot__system__id=system_id).order_by("published_at", "id")
     )
     if not history:
         raise Http404("No published results for this system.")
@@ -262,15 +296,15 @@ def publications_compare(benchmark: Benchmark, public_ids: list[str]) -> list[Pu
 
 @dataclass
 class Provenance:
-    """Where a published result's numbers come from and who checked them."""
+    """Where a published result's numbers come from and who checked them (frozen parts from the snapshot)."""
 
     bundle_sha256: str
     checker_version: str
     ruleset: str
-    recomputed_points: int
-    total_points: int
+    verification: Verification
+    check: dict
     official: dict | None
-    waivers: list[Waiver]
+    waivers: list[dict]
     reviewing_organisations: int
     audited_at: object | None
     files: list
@@ -278,17 +312,22 @@ class Provenance:
     measured_power: dict[int, dict]  # concurrency -> measured power of that point
 
     @property
+    def recomputed_points(self) -> int:
+        return self.verification.recomputed_points
+
+    @property
+    def total_points(self) -> int:
+        return self.verification.total_points
+
+    @property
     def recomputation(self) -> str:
-        if not self.total_points:
-            return "no points"
-        if self.recomputed_points == self.total_points:
-            return "every point recomputed from its raw log"
-        return f"{self.recomputed_points} of {self.total_points} points recomputed from raw logs"
+        return self.verification.sentence
 
 
 def publication_provenance(publication: Publication) -> Provenance:
-    """The provenance block of a result page: a fixed handful of queries whatever the result's size."""
-    points = (publication.curve or {}).get("points") or []
+    """The provenance block of a result page: a fixed handful of queries whatever the result's size. What was
+    frozen when published (bundle, checker, rule set, level, verdict, waivers) comes from the snapshot."""
+    record = publication.record
     check_run = publication.check_run
     official = None
     measured: dict[int, dict] = {}
@@ -298,11 +337,6 @@ def publication_provenance(publication: Publication) -> Provenance:
             check_run=check_run, extra__power__has_key="measured"
         ).values_list("concurrency", "extra"):
             measured[concurrency] = (extra.get("power") or {}).get("measured") or {}
-    waivers = list(
-        Waiver.objects.filter(version=publication.version, status=Waiver.Status.GRANTED).order_by(
-            "rule", "point"
-        )
-    )
     # The submission that made the revision shown (an extension's reviews and attestation for its revision).
     made_by = publication.version.submission_id
     organisations = (
@@ -317,13 +351,13 @@ def publication_provenance(publication: Publication) -> Provenance:
         .first()
     )
     return Provenance(
-        bundle_sha256=publication.version.sha256,
-        checker_version=getattr(check_run, "checker_version", "") or "",
-        ruleset=getattr(check_run, "ruleset", "") or (publication.curve or {}).get("ruleset") or "",
-        recomputed_points=sum(1 for p in points if p.get("basis") == "recomputed"),
-        total_points=len(points),
+        bundle_sha256=record.bundle_sha256,
+        checker_version=record.checker_version,
+        ruleset=record.ruleset,
+        verification=record.verification,
+        check=record.check,
         official=official,
-        waivers=waivers,
+        waivers=record.waivers,
         reviewing_organisations=organisations,
         audited_at=attestation.created_at if attestation else None,
         files=list(publication.version.files.order_by("position")),
@@ -382,6 +416,7 @@ def publication_at_revision(publication: Publication, number: int | None) -> Pub
     shown = copy.copy(publication)
     shown.curve = revision.curve
     shown.headline = revision.headline
+    shown.snapshot = revision.snapshot
     shown.version = revision.version
     shown.check_run = revision.check_run
     shown.published_at = revision.published_at

@@ -15,9 +15,11 @@ from accounts.selectors import chairs, user_is_chair, user_org_ids
 from accounts.services import notify
 from audit.services import audit_event_record
 from catalog.cohorts import next_cohort
+from checker.verification import curve_with_verification
 from leaderboard.cache import public_cache_invalidate_on_commit
 from leaderboard.extensions import revision_record
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
+from leaderboard.snapshot import snapshot_build
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.lifecycle import transition
 from submissions.models import Submission
@@ -164,18 +166,25 @@ def _publish_revision(revision: PublicationRevision, *, actor, now: datetime) ->
     transition(submission=submission, action="publish", actor=actor)
     submission.refresh_from_db()
     check_run = check_run_latest(submission.submitted_version)
-    curve = _curve_of(check_run, submission)
+    curve = curve_with_verification(_curve_of(check_run, submission))
     published = revision_record(
         publication=publication,
         submission=submission,
         check_run=check_run,
         curve=curve,
         headline=headline_of(curve),
+        snapshot=snapshot_build(
+            submission=submission, version=submission.submitted_version, check_run=check_run, curve=curve
+        ),
         actor=actor,
         now=now,
     )
     Publication.objects.filter(pk=publication.pk).update(
-        curve=published.curve, headline=published.headline, version=published.version, check_run=check_run
+        curve=published.curve,
+        headline=published.headline,
+        snapshot=published.snapshot,
+        version=published.version,
+        check_run=check_run,
     )
     public_cache_invalidate_on_commit()
     audit_event_record(
@@ -234,13 +243,16 @@ def _publish(publication: Publication, *, actor, now: datetime) -> bool:
         return False
     transition(submission=submission, action="publish", actor=actor)
     check_run = check_run_latest(publication.version)
-    curve = _curve_of(check_run, submission)
+    curve = curve_with_verification(_curve_of(check_run, submission))
     first = revision_record(
         publication=publication,
         submission=submission,
         check_run=check_run,
         curve=curve,
         headline=headline_of(curve),
+        snapshot=snapshot_build(
+            submission=submission, version=publication.version, check_run=check_run, curve=curve
+        ),
         actor=actor,
         now=now,
     )
@@ -250,6 +262,7 @@ def _publish(publication: Publication, *, actor, now: datetime) -> bool:
         check_run=check_run,
         curve=first.curve,
         headline=first.headline,
+        snapshot=first.snapshot,
     )
     if not updated:
         raise ConflictError("This publication was published meanwhile.", code="state-conflict")

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from checker.verification import point_verification
+
 # The interactivity axis of a workload: tokens/s/user for chat and reasoning, end-to-end interactivity for
 # agentic workloads (the axis their leaderboard draws).
 AGENTIC_WORKLOADS = frozenset({"agentic_coding"})
@@ -115,6 +117,8 @@ def _row(result: dict, point: dict) -> dict:
         "bundle_sha256": result.get("bundle_sha256"),
         "point": point.get("point"),
         "basis": point.get("basis"),
+        "verification": result.get("verification"),
+        "point_verification": point_verification(point),
         "concurrency": point.get("concurrency"),
         "system_tps": point["system_tps"],
         "tps_per_user": number(point.get("tps_per_user")),

@@ -38,7 +38,6 @@ from portal import csv_safe
 from portal.errors import ApplicationError
 from portal.parsers import parse_positive
 from submissions.models import Submission
-from submissions.system_desc import system_desc_facts
 from submissions.uploads import version_file_response
 
 POINT_COLUMNS = [
@@ -49,12 +48,12 @@ POINT_COLUMNS = [
     ("ttft_p90_ms", "TTFT P90 (ms)"),
     ("system_tps_per_kw", "Tokens/s/kW (provisioned)"),
     ("region", "Region"),
-    ("basis", "Basis"),
+    ("verification", "Verification"),
 ]
 
 
 def _label(publication: Publication) -> str:
-    return f"{publication.submission.organisation.name} {publication.submission.system.name}"
+    return publication.record.label
 
 
 def _result_url(publication: Publication) -> str:
@@ -181,10 +180,15 @@ def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> d
         for index, publication in enumerate(drawn)
     ]
 
+    ranked_count = sum(1 for p in results if p.record.verification.ranks_by_default)
+
     def row(rank: int, publication: Publication) -> dict:
+        ranked = rank < ranked_count  # fully recomputed results come first and are the ranking
         return {
             "publication": publication,
             "rank": rank + 1,
+            "ranked": ranked,
+            "rank_label": str(rank + 1) if ranked else "unranked",
             "colour": colour(rank),
             "sid": publication.public_id,
             "label": _label(publication),
@@ -380,7 +384,8 @@ def _result_context(public_id: str, revision: int | None = None) -> dict:
         "revision_query": f"?revision={revision}" if revision is not None else "",
         "publication": publication,
         "submission": submission,
-        "facts": system_desc_facts(submission.system.description),
+        "record": publication.record,
+        "facts": publication.record.facts,
         "charts": result_charts(publication.curve, label=_label(publication), interactivity=x),
         "points": points,
         "point_columns": POINT_COLUMNS,
@@ -388,7 +393,7 @@ def _result_context(public_id: str, revision: int | None = None) -> dict:
         "measured_rows": _measured_rows(points, provenance.measured_power),
         "headline": publication.headline or {},
         "power_kind": selectors.publication_power_kind(publication),
-        "page_title": f"{publication.public_id} {submission.system.name}",
+        "page_title": f"{publication.public_id} {publication.record.system_name}",
         "page_meta": {
             "pk": publication.pk,
             "public_id": publication.public_id,
@@ -449,13 +454,15 @@ def result_data(request, public_id: str, fmt: str):
         body = {
             "public_id": publication.public_id,
             "url": request.build_absolute_uri(_result_url(publication)),
-            "organisation": publication.submission.organisation.name,
-            "system": publication.submission.system.name,
+            "organisation": publication.record.organisation_name,
+            "system": publication.record.system_name,
             "benchmark": publication.submission.benchmark.model_id,
             "published_at": publication.published_at.isoformat() if publication.published_at else None,
             "retracted": publication.is_retracted,
             "retraction_reason": publication.retraction_reason or None,
-            "bundle_sha256": publication.version.sha256,
+            "bundle_sha256": publication.record.bundle_sha256,
+            "verification": publication.record.verification.as_dict(),
+            "check": publication.record.check,
             "revision": (publication.curve or {}).get("revision") or 1,
             "headline": publication.headline,
             "pareto": (publication.curve or {}).get("pareto") or {},
@@ -480,8 +487,8 @@ def result_data(request, public_id: str, fmt: str):
             writer.writerow(
                 [
                     publication.public_id,
-                    publication.submission.system.name,
-                    publication.version.sha256,
+                    publication.record.system_name,
+                    publication.record.bundle_sha256,
                     *("" if row.get(key) is None else row.get(key) for key, _ in POINT_COLUMNS),
                     row.get("point", ""),
                     row.get("revision") or 1,
@@ -504,7 +511,7 @@ def result_file(request, public_id: str, position: int):
 
 def _history_context(system_id: int) -> dict:
     history = selectors.system_history(system_id)
-    system = history[0].submission.system
+    record = history[-1].record  # the system as its newest publication froze it
     groups: dict[int, dict] = {}
     for publication in history:
         bench = publication.submission.benchmark
@@ -533,11 +540,10 @@ def _history_context(system_id: int) -> dict:
         )
         group["rows"] = [{"publication": p, "colour": colour(i)} for i, p in enumerate(group["publications"])]
     return {
-        "system": system,
-        "organisation": history[0].submission.organisation,
+        "record": record,
         "groups": list(groups.values()),
-        "facts": system_desc_facts(system.description),
-        "page_title": f"{system.name} · history",
+        "facts": record.facts,
+        "page_title": f"{record.system_name} · history",
     }
 
 

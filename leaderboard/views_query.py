@@ -55,7 +55,7 @@ def _slo_rows_html(rows: list[dict], metric: str, generation: int | None) -> lis
             format_html(
                 '\n      <tr data-public-id="{}">\n        <td>{}</td>\n{}      </tr>',
                 row["public_id"],
-                row["rank"],
+                row["rank"] if row.get("rank") is not None else "unranked",
                 mark_safe(cells),
             )
         )

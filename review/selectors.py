@@ -270,6 +270,66 @@ def waived_error_count(
     return sum(1 for finding in errors if _identity(finding) in granted)
 
 
+def waived_error_counts(check_runs) -> dict[int, int]:
+    """waived_error_count for many check runs (by run id) in at most two queries, for lists."""
+    failed = [run for run in check_runs if run is not None and run.status == CheckRun.Status.FAILED]
+    if not failed:
+        return {}
+    granted: dict[int, set] = {}
+    for version_id, rule, point, file in Waiver.objects.filter(
+        version_id__in={run.version_id for run in failed}, status=Waiver.Status.GRANTED
+    ).values_list("version_id", "rule", "point", "file"):
+        granted.setdefault(version_id, set()).add((rule, point or "", file or ""))
+    waived_runs = {run.pk: granted[run.version_id] for run in failed if run.version_id in granted}
+    counts: dict[int, int] = {}
+    if not waived_runs:
+        return counts
+    for run_id, rule, point, file in Finding.objects.filter(
+        check_run_id__in=list(waived_runs), severity="error"
+    ).values_list("check_run_id", "rule", "point", "file"):
+        if (rule, point or "", file or "") in waived_runs[run_id]:
+            counts[run_id] = counts.get(run_id, 0) + 1
+    return counts
+
+
+def check_verdicts_prime(check_runs) -> None:
+    """Put each run's check_verdict on it (`run.verdict`) for a list, in at most two queries."""
+    runs = [run for run in check_runs if run is not None]
+    counts = waived_error_counts(runs)
+    for run in runs:
+        run.verdict = check_verdict(None, run, waived=counts.get(run.pk, 0))
+
+
+def check_verdict(
+    version: SubmissionVersion | None,
+    check_run: CheckRun | None,
+    *,
+    errors: list[Finding] | None = None,
+    waived: int | None = None,
+) -> dict:
+    """What a check run's verdict reads wherever it is shown: `passed`, `passed with N waived` (a failed run
+    whose every error finding has a granted waiver: a published result's check, never "failed"), or the run's
+    own status. `status` is the word an API answer carries (passed, passed_with_waivers, failed, ...)."""
+    if check_run is None:
+        return {"status": "none", "label": "not checked", "waived": 0, "errors": 0}
+    error_count = int((check_run.counts or {}).get("error") or 0)
+    if waived is None:
+        waived = waived_error_count(version, check_run, errors=errors)
+    if check_run.status == CheckRun.Status.FAILED and error_count and waived >= error_count:
+        return {
+            "status": "passed_with_waivers",
+            "label": f"passed with {waived} waived",
+            "waived": waived,
+            "errors": error_count,
+        }
+    return {
+        "status": check_run.status,
+        "label": check_run.status,
+        "waived": waived,
+        "errors": error_count,
+    }
+
+
 def waivers_of(version: SubmissionVersion) -> QuerySet[Waiver]:
     return Waiver.objects.filter(version=version).select_related("requested_by", "decided_by")
 

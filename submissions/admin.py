@@ -1,7 +1,7 @@
 """Admin for the chair: systems; submissions, versions and check runs read-only (they change only through
 services: uploads, transitions, the check pipeline, which write the audit log)."""
 
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from audit.admin import AuditedModelAdmin
 from submissions.models import CheckRun, Submission, SubmissionVersion, System
@@ -12,6 +12,16 @@ class SystemAdmin(AuditedModelAdmin):
     list_display = ("name", "organisation", "updated_at")
     list_filter = ("organisation",)
     search_fields = ("name", "organisation__name")
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        published = obj.submissions.filter(status=Submission.Status.PUBLISHED).count() if change else 0
+        if published:  # the published records are snapshots (leaderboard.snapshot): they do not change
+            messages.warning(
+                request,
+                f"{obj.name} has {published} published result{'s' if published != 1 else ''}: they keep the name "
+                "and description they were published with. This change applies to drafts and future revisions.",
+            )
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

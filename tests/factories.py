@@ -756,6 +756,19 @@ class EvidenceRequestFactory(_Factory):
 # --- leaderboard ----------------------------------------------------------------------------------
 
 
+def _freeze(obj, create, *, submission) -> None:
+    from checker.verification import curve_with_verification
+    from leaderboard.snapshot import snapshot_build
+
+    if not create or obj.status != "published" or obj.snapshot:
+        return
+    curve = curve_with_verification(obj.curve or {})
+    check_run = obj.check_run or (obj.version.check_runs.order_by("-id").first() if obj.version else None)
+    snapshot = snapshot_build(submission=submission, version=obj.version, check_run=check_run, curve=curve)
+    type(obj).objects.filter(pk=obj.pk).update(curve=curve, snapshot=snapshot)
+    obj.curve, obj.snapshot = curve, snapshot
+
+
 class PublicationFactory(_Factory):
     """The public record of a published submission (`scheduled=True`: an audited one waiting for its date)."""
 
@@ -778,6 +791,12 @@ class PublicationFactory(_Factory):
     publish_at = factory.LazyFunction(timezone.now)
     published_at = factory.LazyFunction(timezone.now)
     chosen_by = factory.LazyAttribute(lambda p: p.submission.created_by)
+
+    @factory.post_generation
+    def frozen(obj, create, extracted, **kwargs):
+        """A published record is frozen as publishing freezes it (leaderboard.snapshot): the curve's points
+        labelled with their verification and the snapshot of the system, check and provenance."""
+        _freeze(obj, create, submission=obj.submission)
 
 
 class PublicationRevisionFactory(_Factory):
@@ -811,6 +830,10 @@ class PublicationRevisionFactory(_Factory):
     publish_at = factory.LazyFunction(timezone.now)
     published_at = factory.LazyFunction(timezone.now)
     chosen_by = factory.LazyAttribute(lambda r: r.submission.created_by)
+
+    @factory.post_generation
+    def frozen(obj, create, extracted, **kwargs):
+        _freeze(obj, create, submission=obj.submission)
 
 
 class ChallengeFactory(_Factory):

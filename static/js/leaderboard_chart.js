@@ -136,6 +136,10 @@
       tooltip.forEach(function (metric) { row[metric.key] = number(p[metric.key]); });
       row.key = p.point || "";
       row.basis = p.basis || "";
+      // The level the portal froze into the published point (checker.verification): recomputed or claimed.
+      row.verification = p.verification || (p.basis === "recomputed" ? "recomputed" : "claimed");
+      row.verification_text = row.verification === "recomputed" ?
+        "recomputed from its raw log" : "claimed: no raw log (waived), not recomputed";
       row.region = p.region || "";
       row.on_front = !!onFront[p.point];
       return row;
@@ -283,7 +287,7 @@
     tip.appendChild(list);
     var foot = document.createElement("div");
     foot.className = "muted";
-    foot.textContent = (p.basis ? p.basis + " from the raw log" : "") + (p.on_front ? "" : " · not on the Pareto front") +
+    foot.textContent = (p.verification_text || "") + (p.on_front ? "" : " · not on the Pareto front") +
       (p.region ? " · " + p.region.replace(/_/g, " ") : "");
     tip.appendChild(foot);
     tip.hidden = false;

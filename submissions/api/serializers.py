@@ -9,17 +9,42 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from review.selectors import check_verdict, check_verdicts_prime
 from submissions.models import CheckRun, Submission, SubmissionVersion
 from submissions.selectors import check_run_latest, version_latest
 
 
+class VerdictListSerializer(serializers.ListSerializer):
+    """A list whose check runs' verdicts are read at once (two queries), not per row."""
+
+    def to_representation(self, data):
+        items = list(data.all() if hasattr(data, "all") else data)
+        check_verdicts_prime(self.child.check_runs_of(items))
+        return super().to_representation(items)
+
+
 class CheckRunSummarySerializer(serializers.ModelSerializer):
+    """A check run's summary. `status` is its verdict (review.selectors.check_verdict): a failed run whose every
+    error finding has a granted waiver reads `passed_with_waivers` (never `failed`), `verdict` says it in words
+    ("passed with N waived") and `waived` counts them; the waivers are on the submission's page."""
+
+    status = serializers.SerializerMethodField()
+    verdict = serializers.SerializerMethodField()
+    waived = serializers.SerializerMethodField()
+
+    @staticmethod
+    def check_runs_of(items):
+        return items
+
     class Meta:
         model = CheckRun
+        list_serializer_class = VerdictListSerializer
         fields = [
             "id",
             "version",
             "status",
+            "verdict",
+            "waived",
             "attempts",
             "max_attempts",
             "created_at",
@@ -34,6 +59,21 @@ class CheckRunSummarySerializer(serializers.ModelSerializer):
             "progress_total",
             "counts",
         ]
+
+    def _verdict(self, run: CheckRun) -> dict:
+        cached = getattr(run, "verdict", None)  # primed for a whole list (VerdictListSerializer)
+        if cached is None:
+            cached = run.verdict = check_verdict(run.version_id, run)
+        return cached
+
+    def get_status(self, run: CheckRun) -> str:
+        return self._verdict(run)["status"]
+
+    def get_verdict(self, run: CheckRun) -> str:
+        return self._verdict(run)["label"]
+
+    def get_waived(self, run: CheckRun) -> int:
+        return self._verdict(run)["waived"]
 
 
 class VersionFileSerializer(serializers.Serializer):
@@ -50,8 +90,13 @@ class VersionSerializer(serializers.ModelSerializer):
         source="serialized_latest_check_run", read_only=True, allow_null=True
     )
 
+    @staticmethod
+    def check_runs_of(items):
+        return [check_run_latest(version) for version in items]
+
     class Meta:
         model = SubmissionVersion
+        list_serializer_class = VerdictListSerializer
         fields = [
             "id",
             "submission",
@@ -86,8 +131,13 @@ class SubmissionSerializer(serializers.ModelSerializer):
         help_text="An extension: the first submission of the published result it adds points to.",
     )
 
+    @staticmethod
+    def check_runs_of(items):
+        return [check_run_latest(version_latest(submission)) for submission in items]
+
     class Meta:
         model = Submission
+        list_serializer_class = VerdictListSerializer
         fields = [
             "id",
             "extends",

@@ -21,7 +21,7 @@ from tests.factories import (
     SystemFactory,
     WaiverFactory,
 )
-from tests.leaderboard.support import publish
+from tests.leaderboard.support import publish, refreeze
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -74,6 +74,9 @@ def scene(role_users):
         "nc": publish(benchmark=benchmark, system=nc, scale=1.8, days_ago=5, availability="preview"),
         "zs": publish(benchmark=benchmark, system=zs, scale=1.2, days_ago=9, division="open"),
     }
+    # Published from a bundle without raw logs (raw-log-missing waived): claimed, unranked by default.
+    zs1 = _system(zephyr, "Zephyr ZS-1", "ZS-1 NPU", 8)
+    claimed = publish(benchmark=benchmark, system=zs1, scale=2.6, days_ago=12, claimed=True)
     retracted = publish(benchmark=benchmark, system=nc, scale=3.0, days_ago=30, retracted=True)
     main = results["ax8000"]
     CheckRun.objects.filter(pk=main.check_run_id).update(checker_version="portal-checker 0.9.3")
@@ -113,9 +116,16 @@ def scene(role_users):
         text="The c128 point ran with the prefix cache warmed, as disclosed in the README.",
         created_by=role_users["chair"],
     )
+    refreeze(main)  # the waiver as granted before publication: the record shows it
     hidden_system = _system(zephyr, HIDDEN, "Z9 NPU", 8)
     PublicationFactory(scheduled=True, submission__system=hidden_system, submission__benchmark=benchmark)
-    return {"benchmark": benchmark, "retracted": retracted, "timestamp": timezone.now(), **results}
+    return {
+        "benchmark": benchmark,
+        "retracted": retracted,
+        "claimed": claimed,
+        "timestamp": timezone.now(),
+        **results,
+    }
 
 
 def _no_hidden(page):
@@ -151,7 +161,21 @@ def test_public_pages_in_chromium(chromium, live_server, plain_http, scene):
     tip.wait_for(state="visible")
     text = tip.inner_text()
     assert "Acme AX-8000" in text and "Concurrency" in text and "8" in text and "TTFT P90" in text
+    assert "recomputed from its raw log" in text
+    # The claimed result is left out of the ranking, said so, one click away.
+    assert "Zephyr ZS-1" not in page.locator(".results-table").inner_text()
+    assert "1 partly recomputed or claimed result left out" in page.locator(".lead").inner_text()
     page.screenshot(path=str(SHOTS / "public-leaderboard.png"), full_page=True)
+    page.goto(f"{live_server.url}/leaderboard/{model}/?level=all")
+    row = page.locator(".results-table tr", has_text="Zephyr ZS-1")
+    assert "unranked" in row.inner_text() and "claimed" in row.inner_text()
+    page.locator(f'#chart-board circle.marker[data-series="{scene["claimed"].public_id}"]').nth(2).hover()
+    page.locator("#chart-board .chart-tip").wait_for(state="visible")
+    assert (
+        "claimed: no raw log (waived), not recomputed" in page.locator("#chart-board .chart-tip").inner_text()
+    )
+    page.screenshot(path=str(SHOTS / "public-leaderboard-levels.png"), full_page=True)
+    page.goto(f"{live_server.url}/leaderboard/{model}/")
     page.locator(f'[data-series-toggle="{scene["nc"].public_id}"]').uncheck()
     assert lines.count() == 4
     page.locator('#chart-board [data-log="x"]').check()
@@ -164,7 +188,12 @@ def test_public_pages_in_chromium(chromium, live_server, plain_http, scene):
     _no_hidden(page)
     assert page.locator("svg.step-chart").count() == 3
     assert "Reviewed by 2 organisations, audited on" in page.locator("[data-review-trail]").inner_text()
+    assert "passed with" not in page.content() or 'href="#waivers"' in page.content()
+    assert "accuracy-sample-count" in page.locator("#waivers + dd").inner_text()
     page.screenshot(path=str(SHOTS / "public-result.png"), full_page=True)
+    page.goto(f"{live_server.url}/results/{scene['claimed'].public_id}/")
+    assert page.locator("[data-verification]").inner_text() == "claimed"
+    page.screenshot(path=str(SHOTS / "public-result-claimed.png"), full_page=True)
     page.goto(f"{live_server.url}/results/{scene['retracted'].public_id}/")
     assert "Retracted on" in page.content()
     page.screenshot(path=str(SHOTS / "public-result-retracted.png"), full_page=True)

@@ -25,9 +25,16 @@ ACCELERATOR_DESCRIPTION = {
 
 
 def make_curve(
-    system: str, model: str, *, scale: float = 1.0, points: int = 8, tps_per_kw: bool = True
+    system: str,
+    model: str,
+    *,
+    scale: float = 1.0,
+    points: int = 8,
+    tps_per_kw: bool = True,
+    claimed: bool = False,
 ) -> dict:
-    """A realistic curve: throughput grows with concurrency while interactivity falls; one point off the front."""
+    """A realistic curve: throughput grows with concurrency while interactivity falls; one point off the front.
+    `claimed`: no point was recomputed (raw logs missing, as a bundle without events.jsonl)."""
     rows = []
     for index in range(points):
         concurrency = 2**index
@@ -37,7 +44,7 @@ def make_curve(
         rows.append(
             {
                 "point": f"{system}/{model}/r{concurrency}",
-                "basis": "recomputed",
+                "basis": "claimed" if claimed else "recomputed",
                 "concurrency": concurrency,
                 "system_tps": system_tps,
                 "tps_per_user": tps_per_user,
@@ -60,6 +67,7 @@ def publish(
     scale: float = 1.0,
     days_ago: int = 0,
     retracted: bool = False,
+    claimed: bool = False,
     **submission_kwargs,
 ) -> Publication:
     """A published result of `system` (a new one by default) on `benchmark` with its snapshot filled in."""
@@ -72,7 +80,7 @@ def publish(
     submission = SubmissionFactory(
         status="published", system=system, benchmark=benchmark, **submission_kwargs
     )
-    curve = make_curve(system.name, benchmark.model_id, scale=scale)
+    curve = make_curve(system.name, benchmark.model_id, scale=scale, claimed=claimed)
     when = timezone.now() - timedelta(days=days_ago)
     publication = PublicationFactory(
         submission=submission,
@@ -87,6 +95,23 @@ def publish(
             retracted_at=timezone.now(), retraction_reason="The load points do not reproduce."
         )
         publication.refresh_from_db()
+    return publication
+
+
+def refreeze(publication: Publication) -> Publication:
+    """Freeze the publication's record again from the data as it is now, as if what a test added afterwards
+    (a waiver, a reviewer) had been there when it was published."""
+    from leaderboard.snapshot import snapshot_build
+
+    snapshot = snapshot_build(
+        submission=publication.submission,
+        version=publication.version,
+        check_run=publication.check_run,
+        curve=publication.curve,
+    )
+    Publication.objects.filter(pk=publication.pk).update(snapshot=snapshot)
+    publication.revisions.update(snapshot=snapshot)
+    publication.refresh_from_db()
     return publication
 
 

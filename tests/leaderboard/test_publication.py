@@ -222,8 +222,20 @@ def test_publishing_snapshots_the_curve_and_headline_of_the_frozen_versions_chec
     }
     CheckRun.objects.filter(pk=run.pk).update(curves=[other, mine])
     publication = services.publication_schedule(submission=audited, actor=role_users["submitter"], mode="now")
-    # Revision 1 of the result: every point labelled with the revision and stack it was measured with.
-    labelled = {**mine, "revision": 1, "points": [{**p, "revision": 1, "stack": ""} for p in points]}
+    # Revision 1 of the result: every point labelled with the revision and stack it was measured with, and with
+    # its verification (no basis given: claimed), the curve with the result's level.
+    labelled_points = [{**p, "verification": "claimed", "revision": 1, "stack": ""} for p in points]
+    labelled = {
+        **mine,
+        "revision": 1,
+        "points": labelled_points,
+        "verification": {
+            "level": "claimed",
+            "recomputed_points": 0,
+            "total_points": 2,
+            "claimed_concurrencies": [1, 8],
+        },
+    }
     assert publication.check_run_id == run.pk and publication.curve == labelled
     assert publication.headline["max_system_tps"] == 640.0 and publication.headline["points"] == 2
     assert (

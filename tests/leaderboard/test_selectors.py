@@ -97,7 +97,7 @@ def test_queries_do_not_grow_with_the_number_of_results():
         selectors.benchmarks_with_counts()
         latest = selectors.publications_latest()
         shown = [  # what the pages read of each row
-            (p.submission.organisation.name, p.submission.system.name, p.version.sha256)
+            (p.record.organisation_name, p.record.system_name, p.record.bundle_sha256)
             for p in board.results + latest
         ]
     assert len(board.results) == 7 and len(shown) == 7 + len(latest)

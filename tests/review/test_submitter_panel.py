@@ -267,8 +267,9 @@ def test_who_reviews_refuses_anonymous(world):
 
 
 def test_the_status_badge_says_how_many_errors_are_waived(client, role_users):
-    """A failed check whose errors were all waived reads "check: failed · N errors · all N waived", never just
-    "failed" (and never "passed")."""
+    """A failed check counts its granted waivers ("N waived") while errors remain; once every error is waived it
+    reads "check: passed with N waived" (issue 26: never "failed"; the waivers one click away), never plain
+    "passed"."""
     from review import services
     from submissions.models import CheckRun
     from tests.factories import CheckRunFactory, SubmissionFactory, SubmissionVersionFactory, SystemFactory
@@ -309,4 +310,6 @@ def test_the_status_badge_says_how_many_errors_are_waived(client, role_users):
     assert ">1 waived</span>" in page
     services.waiver_decide(waiver=waivers[1], actor=role_users["chair"], grant=True, reason="same")
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
-    assert ">all 2 waived</span>" in page and "check: failed" in page
+    assert "check: passed with 2 waived</a>" in page and "check: failed" not in page
+    assert f'href="/submissions/{submission.pk}/#waivers"' in page and 'id="waivers"' in page
+    assert "check: passed<" not in page

@@ -1,0 +1,118 @@
+"""A published result's frozen record, read by attribute (`publication.record.system_name`): plain Python over the
+snapshot JSON that publishing wrote (leaderboard.snapshot), so templates, exports and the API read one thing."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from checker.verification import Verification
+from submissions.system_desc import system_desc_facts
+
+
+class PublishedRecord:
+    """Attribute access to a frozen snapshot for templates and exports (`publication.record.system_name`)."""
+
+    def __init__(self, snapshot: dict[str, Any] | None) -> None:
+        self.data = snapshot if isinstance(snapshot, dict) else {}
+
+    def _part(self, name: str) -> dict[str, Any]:
+        part = self.data.get(name)
+        return part if isinstance(part, dict) else {}
+
+    @property
+    def system_id(self) -> int | None:
+        return self._part("system").get("id")
+
+    @property
+    def system_name(self) -> str:
+        return self._part("system").get("name") or ""
+
+    @property
+    def description(self) -> dict[str, Any]:
+        description = self._part("system").get("description")
+        return description if isinstance(description, dict) else {}
+
+    @cached_property
+    def facts(self) -> dict[str, Any]:
+        return system_desc_facts(self.description)
+
+    @property
+    def accelerators(self) -> list[str]:
+        """Accelerator model names, distinct, in order (what the accelerator filter offers)."""
+        return list(
+            dict.fromkeys(a["model"] for a in self.facts["accelerators"] if a["model"] and a["model"] != "?")
+        )
+
+    @property
+    def accelerator_count(self) -> int | None:
+        total = sum(a["total"] for a in self.facts["accelerators"])
+        return total or None
+
+    @property
+    def organisation_name(self) -> str:
+        return self._part("organisation").get("name") or ""
+
+    @property
+    def organisation_slug(self) -> str:
+        return self._part("organisation").get("slug") or ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.organisation_name} {self.system_name}"
+
+    @property
+    def division(self) -> str:
+        return self.data.get("division") or ""
+
+    @property
+    def division_display(self) -> str:
+        return self.data.get("division_display") or self.division
+
+    @property
+    def availability(self) -> str:
+        return self.data.get("availability") or ""
+
+    @property
+    def availability_display(self) -> str:
+        return self.data.get("availability_display") or self.availability
+
+    @property
+    def stack(self) -> str:
+        return self.data.get("stack") or ""
+
+    @cached_property
+    def verification(self) -> Verification:
+        return Verification.from_dict(self.data.get("verification"))
+
+    @property
+    def level(self) -> str:
+        return self.verification.level
+
+    @property
+    def check(self) -> dict[str, Any]:
+        return self._part("check")
+
+    @property
+    def check_label(self) -> str:
+        return self.check.get("label") or ""
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return self._part("provenance")
+
+    @property
+    def bundle_sha256(self) -> str:
+        return self.provenance.get("bundle_sha256") or ""
+
+    @property
+    def checker_version(self) -> str:
+        return self.provenance.get("checker_version") or ""
+
+    @property
+    def ruleset(self) -> str:
+        return self.provenance.get("ruleset") or ""
+
+    @property
+    def waivers(self) -> list[dict[str, Any]]:
+        return [w for w in self.provenance.get("waivers") or [] if isinstance(w, dict)]
