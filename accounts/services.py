@@ -25,6 +25,7 @@ from accounts.models import (
     SignIn,
 )
 from accounts.selectors import user_administers, user_is_chair, user_org_ids
+from accounts.signals import membership_changed
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, NotAllowedError
 
@@ -98,6 +99,7 @@ def membership_grant(*, user, organisation: Organisation, role: str, actor=None,
             obj=membership,
             data={"user": user.username, "organisation": organisation.slug, "role": role},
         )
+        membership_changed.send(sender=Membership, user=user, actor=actor)
     return membership
 
 
@@ -313,6 +315,7 @@ def membership_roles_set(*, user, organisation: Organisation, roles, actor) -> l
             obj=organisation,
             data={"user": user.username, "organisation": organisation.slug, "role": role},
         )
+        membership_changed.send(sender=Membership, user=user, actor=actor)
     return chosen
 
 
@@ -335,6 +338,7 @@ def membership_remove(*, user, organisation: Organisation, actor) -> int:
             obj=organisation,
             data={"user": user.username, "organisation": organisation.slug, "role": role},
         )
+    membership_changed.send(sender=Membership, user=user, actor=actor)
     return len(held)
 
 

@@ -55,6 +55,7 @@ from submissions.storage import (
     storage_open_stream,
     storage_save_exact,
 )
+from submissions.workflow import SUBMISSION_FILES, UPLOAD
 
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
@@ -140,12 +141,10 @@ def _require_submitter(actor, submission: Submission) -> None:
         )
 
 
-# A draft, or a submission the reviewers sent back: its new version is what `resubmit` sends them.
-UPLOADABLE_STATUSES = (Submission.Status.DRAFT, Submission.Status.CHANGES_REQUESTED)
-
-
 def _require_draft(submission: Submission) -> None:
-    if submission.status not in UPLOADABLE_STATUSES:
+    """A draft, or a submission the reviewers sent back (the `upload` row of the submission's table): its new
+    version is what `resubmit` sends them."""
+    if not SUBMISSION_FILES.state_allows(submission, "upload"):
         raise ConflictError(
             f"Submission #{submission.pk} is {submission.get_status_display().lower()}: "
             "new versions can only be uploaded to a draft or to a submission sent back for changes.",
@@ -245,7 +244,7 @@ def upload_part(*, upload: Upload, index: int, data_stream: BinaryIO, actor=None
     """Store part `index` read from `data_stream` (streamed, never whole in memory); safe to repeat."""
     if actor is not None:
         _require_submitter(actor, upload.submission)
-    if upload.status != Upload.Status.OPEN:
+    if not UPLOAD.state_allows(upload, "put_part"):
         raise ConflictError("This upload is finished or aborted; start a new one.", code="upload-closed")
     if not isinstance(index, int) or not 0 <= index < upload.parts_expected:
         raise ApplicationError(

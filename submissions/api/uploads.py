@@ -24,6 +24,7 @@ from submissions.api.submissions import submission_create_from
 from submissions.idempotency import HEADER as IDEMPOTENCY_HEADER
 from submissions.idempotency import idempotency_begin, idempotency_end, idempotent
 from submissions.models import Submission, SubmissionVersion, Upload
+from submissions.workflow import UPLOAD
 
 
 class UploadSerializer(serializers.ModelSerializer):
@@ -54,7 +55,7 @@ class UploadSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
     def get_missing_parts(self, upload):
-        if upload.status != Upload.Status.OPEN:
+        if not UPLOAD.state_allows(upload, "put_part"):
             return []
         present = {part.index for part in upload.parts.all()}  # the list prefetches the parts
         return [index for index in range(upload.parts_expected) if index not in present]
