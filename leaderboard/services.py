@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import Membership
 from accounts.selectors import chairs, user_is_chair, user_org_ids
 from accounts.services import notify
 from audit.services import audit_event_record
@@ -32,14 +31,6 @@ def _public_id(publication: Publication) -> str:
     return f"EP-{publication.pk:06d}"
 
 
-def _require_submitter(actor, submission: Submission) -> None:
-    roles = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
-    if submission.organisation_id not in user_org_ids(actor, roles=roles):
-        raise NotAllowedError(
-            "Only the submitting organisation's submitters choose when its result is published."
-        )
-
-
 @transaction.atomic
 def publication_schedule(
     *,
@@ -53,7 +44,6 @@ def publication_schedule(
     "now" publishes at once; the others wait for the schedule (publications_publish_due)."""
     now = now or timezone.now()
     submission = Submission.objects.select_for_update().get(pk=submission.pk)
-    _require_submitter(actor, submission)
     lifecycle.require(actor, submission, "publish")  # the submitter, on an audited submission
     if mode == Publication.Mode.NOW:
         when = now
@@ -72,7 +62,7 @@ def publication_schedule(
     if submission.extends_id is not None:
         return _revision_schedule(submission=submission, actor=actor, mode=mode, when=when, now=now)
     existing = Publication.objects.filter(submission=submission).first()
-    if existing is not None and existing.status == Publication.Status.PUBLISHED:
+    if existing is not None and not PUBLICATION.state_allows(existing, "reschedule"):
         raise ConflictError("This result is already published.", code="state-conflict")
     if existing is None:
         publication = Publication.objects.create(

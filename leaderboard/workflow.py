@@ -8,7 +8,8 @@ from __future__ import annotations
 from accounts.models import Membership
 from accounts.selectors import user_is_chair, user_org_ids
 from leaderboard.models import Challenge, Publication, PublicationRevision
-from portal.policy import Actor, Policy, Rule
+from portal.errors import ConflictError
+from portal.policy import Actor, Policy, Ready, Rule
 from review import lifecycle as review_lifecycle
 from submissions import workflow as submissions_workflow
 
@@ -22,6 +23,15 @@ PUBLISHER = Actor(
 CHAIR = Actor("chair", "the chair", lambda user, obj: user_is_chair(user))
 ORG_MEMBER = Actor("org_member", "members of any organisation", lambda user, obj: bool(user_org_ids(user)))
 SCHEDULE = Actor("schedule", "the publication schedule", lambda user, obj: False, system=True)
+
+
+def _extendable(publication: Publication) -> Ready:
+    if not review_lifecycle.SUBMISSION.state_allows(publication.submission, "extend"):
+        raise ConflictError("Only a published result can be extended.", code="state-conflict")
+    if publication.is_retracted:
+        raise ConflictError("A retracted result cannot be extended.", code="result-retracted")
+    return Ready()
+
 
 P = Publication.Status
 PUBLICATION = Policy(
@@ -79,7 +89,9 @@ PUBLICATION = Policy(
             (P.PUBLISHED,),
             (PUBLISHER,),
             "Open an extension",
-            needs="new or re-measured load points in a draft of their own (docs/extensions.md)",
+            precondition=_extendable,
+            needs="not retracted (409 `result-retracted`); new or re-measured load points in a draft of their "
+            "own (docs/extensions.md)",
         ),
     ),
 )

@@ -99,12 +99,12 @@ class Policy:
 
     def __post_init__(self):
         actions = [rule.action for rule in self.rules]
-        assert len(set(actions)) == len(actions), f"{self.name}: one row per action"
+        if len(set(actions)) != len(actions):
+            raise ValueError(f"{self.name}: one row per action")
         for rule in self.rules:
-            unknown = set(rule.sources) - set(self.states) or (
-                {rule.target} - set(self.states) if rule.target else set()
-            )
-            assert not unknown, f"{self.name}.{rule.action}: unknown states {sorted(unknown)}"
+            unknown = (set(rule.sources) | ({rule.target} if rule.target else set())) - set(self.states)
+            if unknown:
+                raise ValueError(f"{self.name}.{rule.action}: unknown states {sorted(unknown)}")
 
     def rule(self, action: str) -> Rule:
         for rule in self.rules:
@@ -117,10 +117,14 @@ class Policy:
         return f"{self.name.capitalize()} #{pk}" if pk is not None else f"This {self.name}"
 
     def refuse_state(self, rule: Rule, obj, current: str) -> ConflictError:
-        if len(rule.sources) == 1:
+        if not rule.target:  # a write beside the object: say when it is open
+            states = ", ".join(rule.sources) or "never"
+            detail = (
+                f"{self._noun(obj)} is {current}: {rule.label.lower()} is closed in that state "
+                f"(open while it is {states})."
+            )
+        elif len(rule.sources) == 1:
             detail = f"{self._noun(obj)} is {current}, not {rule.sources[0]}."
-        elif not rule.sources:
-            detail = f"No {self.name} can be {rule.done or rule.action}."
         else:
             detail = (
                 f"{self._noun(obj)} is {current}: it cannot be {rule.done or rule.action.replace('_', ' ')}."
@@ -132,9 +136,8 @@ class Policy:
         precondition (its own 409 code). Raises the refusal; returns what the precondition found."""
         rule = self.rule(action)
         if not rule.actor_may(user, obj):
-            raise NotAllowedError(
-                f"Only {rule.who} can {rule.action.replace('_', ' ')}.", extra={"action": rule.action}
-            )
+            what = rule.action.replace("_", " ") if rule.target else rule.label.lower()
+            raise NotAllowedError(f"Only {rule.who} can {what}.", extra={"action": rule.action})
         current = self.state_of(obj)
         if current not in rule.sources:
             raise self.refuse_state(rule, obj, current)

@@ -339,6 +339,13 @@ SUBMISSION = Policy(
             needs="a reason (review.services.waiver_grant_directly; a waiver's own decision is the waiver table's)",
         ),
         Rule(
+            action="extend",
+            sources=(Status.PUBLISHED,),
+            actors=(SUBMITTER,),
+            label="Open an extension",
+            needs="its publication published and not retracted (leaderboard.workflow.PUBLICATION's `extend`)",
+        ),
+        Rule(
             action="request_evidence",
             sources=(Status.PEER_REVIEWED,),
             actors=(AUDITOR,),

@@ -194,7 +194,6 @@ def _thread(user, submission: Submission) -> list[ThreadEntry]:
     for comment in comments:
         parent = comment.parent_id if comment.parent_id in ids else None
         children.setdefault(parent, []).append(comment)
-    chair = lifecycle.can(user, "chair")
     entries: list[ThreadEntry] = []
 
     def walk(parent, depth):
@@ -204,8 +203,7 @@ def _thread(user, submission: Submission) -> list[ThreadEntry]:
                     comment=comment,
                     depth=min(depth, 4),
                     can_close=comment.kind == Comment.Kind.OBJECTION
-                    and comment.objection_status in Comment.OPEN_STATUSES
-                    and (comment.author_id == user.pk or chair),
+                    and lifecycle.OBJECTION.allowed(user, comment, "resolve"),
                     file_link=_file_link(submission, comment.version, comment.file, comment.line),
                 )
             )

@@ -71,7 +71,7 @@ def _thread_entries(user, submission: Submission, *, writes: bool) -> list[Panel
                     depth=min(depth, 3),
                     can_answer=writes
                     and comment.kind == Comment.Kind.OBJECTION
-                    and comment.objection_status == Comment.ObjectionStatus.OPEN,
+                    and lifecycle.OBJECTION.allowed(user, comment, "answer"),
                 )
             )
             walk(comment.pk, depth + 1)

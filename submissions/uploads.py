@@ -522,7 +522,7 @@ def _upload_close(upload: Upload, *, actor, action: str, reason: str, idle_befor
     """open/verified -> aborted (compare-and-set), parts deleted after commit, an audit event written.
     False when the upload had already moved on (finished, joined a version, aborted, or got a part since
     `idle_before`). A verified upload's blob stays: it is content-addressed and may back another upload."""
-    closable = Upload.objects.filter(pk=upload.pk, status__in=(Upload.Status.OPEN, Upload.Status.VERIFIED))
+    closable = Upload.objects.filter(pk=upload.pk, status__in=UPLOAD.rule("abort").sources)
     if idle_before is not None:  # the expiry: only if nothing arrived since the candidate was chosen
         closable = closable.filter(updated_at__lt=idle_before)
     previous = closable.values_list("status", flat=True).first()

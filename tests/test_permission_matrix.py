@@ -14,7 +14,13 @@ route the table does not declare fails `test_every_route_is_declared`: declare i
 
 Each (route, state) asks every role at least once (`_plan`): Unreleased-Z9 by every role on every route, other
 submissions of a state in rotation, and the signed-in roles a submission is hidden from (refused alike, 404) by
-one of them in rotation. Every body is searched for what the role may not see: the name Unreleased-Z9, and each hidden submission's title
+one of them in rotation. Every write (POST, PUT) is measured: PostgreSQL's per-transaction row counters
+(pg_stat_xact_user_tables) before and after the request, so a refusal (400/403/404/409, or a page that says so)
+must write no row in any table, and a write route whose workflow row (WRITE_ACTIONS: the table and action of
+review.lifecycle, submissions.workflow or leaderboard.workflow) forbids the object's current state, or asked by a
+role the route's `who` leaves out, must write nothing whatever it answers: a write accepted in a state the policy
+forbids fails the matrix. API refusals carry a code (403 `permission_denied`, 409 with the refusal's code).
+Every body is searched for what the role may not see: the name Unreleased-Z9, and each hidden submission's title
 and id (as /submissions/<id>/, /audit/<id>/, "submission #<id>", "submission": <id>).
 """
 
@@ -234,8 +240,9 @@ ROUTES: dict[str, Route] = {
     # the reviewer's pages and API
     "review:review_page": _g(SUBJECT, who=(ASSIGNED, *OVERSIGHT)),
     "review:review_create": _p(SUBJECT_WRITE, who=(ASSIGNED,)),
-    # the submitter writes through review:submitter_comment; a draft has no thread (404 for its own members too)
-    "review:comment_create": _p(SUBJECT_WRITE, who=(ASSIGNED, *OVERSIGHT)),
+    # the submitter writes through review:submitter_comment, and may post here too (the same comment, never an
+    # objection) while the thread is open; a draft has no thread (404 for its own members too)
+    "review:comment_create": _p(SUBJECT_WRITE, who=(OWN, ASSIGNED, *OVERSIGHT)),
     "review:objection_close": _p(SUBJECT_WRITE, pk="comment", who=(ASSIGNED, CHAIR)),
     "review:file_browser": _g(SUBJECT, pk="file", who=(ASSIGNED, *OVERSIGHT)),
     "review:assignment_accept": _p(SUBJECT_WRITE, pk="assignment", who=(ASSIGNED,)),
@@ -833,7 +840,14 @@ def _check_non_object(world, name, route, url, role, user, state, failures) -> N
 
 
 def _object_expectation(
-    route: Route, role: str, subject: Subject, user, world: World, kwargs, response
+    route: Route,
+    role: str,
+    subject: Subject,
+    user,
+    world: World,
+    kwargs,
+    response,
+    state_permits: bool = True,
 ) -> bool:
     code = response.status_code
     if (
@@ -857,7 +871,8 @@ def _object_expectation(
     elif route.pk == "conflict":  # not a submission's: `who` alone decides
         visible, allowed = user is not None, role in route.who
     else:
-        visible, allowed = expected_visible(role, subject.status), role in route.who
+        # a write the workflow table forbids in this state is refused to everyone, `who` included
+        visible, allowed = expected_visible(role, subject.status), role in route.who and state_permits
     if user is None:
         return _login_redirect(response) or code in (401, 403, 404) or (code == 200 and visible)
     if not visible:
@@ -1068,9 +1083,10 @@ def _write_expectation(name, route, role, subject, user, world, kwargs, response
     if (not permits or role not in route.who or not visible) and written:
         why = f"the table forbids it in {state}" if not permits else f"{role} may not"
         return f"{why}, but it answered {code} and wrote {written}"
-    if not permits and is_json and code == 409 and response.json().get("code") != "state-conflict":
-        # the state refuses first, unless the route refused for who (403) or hid the object (404)
-        return f"409 {response.json().get('code')!r} where the table forbids the state ({state})"
+    if not permits and is_json and visible and role in route.who and code not in (400, 409):
+        # the table forbids the state to everyone: the one the route lets in hears 409 (with the refusal's stable
+        # code), or 400 when the body was refused first
+        return f"{code} where the table forbids the state ({state})"
     if written and code >= 400:
         return f"answered {code} but wrote {written}"
     return ""
@@ -1089,9 +1105,10 @@ def test_object_routes_per_role_and_state(name, state, world):
         kwargs = _subject_kwargs(name, route, subject, world, user)
         url = _asked_url(name, route, subject, world, user)
         written: list | None = [] if route.method != "get" else None
+        permits = _state_permits(name, kwargs, subject)[0] if name in WRITE_ACTIONS else True
         response = _request(world, user, route.method, url, written=written)
         body = _body(response)  # read once: a streamed download is consumed by reading it
-        if not _object_expectation(route, role, subject, user, world, kwargs, response):
+        if not _object_expectation(route, role, subject, user, world, kwargs, response, permits):
             failures.append(f"#{subject.pk} {role}: {response.status_code} {body[:120]!r}")
         if written is not None:
             WRITE_COUNTS["cells"] = WRITE_COUNTS.get("cells", 0) + 1
