@@ -384,15 +384,16 @@ def _upload_finish_locked(
     kind: str | None,
 ) -> SubmissionVersion | None:
     sha256 = (sha256 or "").lower()
-    if upload.status in (Upload.Status.VERIFIED, Upload.Status.DONE):
+    # finishing twice is harmless: a verified upload (or one already part of a version) answers as before
+    if upload.version_id is not None or UPLOAD.state_allows(upload, "join_version"):
         if sha256 != upload.sha256:
             raise UploadHashMismatchError(
                 "This upload was verified with another SHA-256.",
                 extra={"expected_sha256": sha256, "received_sha256": upload.sha256},
             )
-        if upload.status == Upload.Status.DONE or not create_version:
+        if upload.version_id is not None or not create_version:
             return upload.version
-    elif upload.status != Upload.Status.OPEN:
+    elif not UPLOAD.state_allows(upload, "put_part"):
         raise ConflictError("This upload was aborted; start a new one.", code="upload-closed")
     else:
         if sha256 != upload.sha256:
@@ -441,7 +442,7 @@ def _upload_finish_locked(
         upload.refresh_from_db()
         if not create_version:
             return None
-    if upload.status == Upload.Status.DONE:
+    if upload.version_id is not None:
         return upload.version
     return version_create(
         submission=upload.submission, uploads=[*include_uploads, upload], actor=actor, kind=kind
@@ -473,7 +474,7 @@ def version_create(
     for upload in locked:
         if upload.submission_id != submission.pk:
             raise ApplicationError(f"Upload {upload.id} belongs to another submission.", code="invalid")
-        if upload.status != Upload.Status.VERIFIED:
+        if not UPLOAD.state_allows(upload, "join_version"):
             raise ConflictError(
                 f"Upload {upload.id} ({upload.filename}) is {upload.status}, not verified.",
                 code="upload-not-verified",
@@ -551,7 +552,7 @@ def upload_abort(*, upload: Upload, actor) -> Upload:
     deleted and its bytes no longer count against the organisation's quota. Aborting twice is harmless."""
     _require_submitter(actor, upload.submission)
     upload = Upload.objects.select_for_update().get(pk=upload.pk)
-    if upload.status == Upload.Status.DONE:
+    if upload.version_id is not None:  # part of a version: kept as uploaded
         raise ConflictError(
             f"This upload is part of version {upload.version.number}; versions are kept as uploaded.",
             code="upload-done",
