@@ -2,7 +2,7 @@
 
 Seeing comes first: "view" is access.visibility's table, and an action on an object the user cannot see
 is refused by its 404 before any rule here is asked. The lifecycle actions (submit, withdraw, ...) are
-submissions.lifecycle's table.
+review.lifecycle's table.
 """
 
 from __future__ import annotations

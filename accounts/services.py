@@ -26,6 +26,7 @@ from accounts.models import (
     VerifiedAddress,
 )
 from accounts.selectors import user_administers, user_email_verified, user_is_chair, user_org_ids
+from accounts.signals import membership_changed
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, NotAllowedError
 
@@ -107,6 +108,7 @@ def _membership_add(
         if membership.added_by_id is not None:
             data["added_by"] = membership.added_by.get_username()
         audit_event_record(actor=actor, action="membership.granted", obj=membership, data=data)
+        membership_changed.send(sender=Membership, user=user, actor=actor)
     return membership
 
 
@@ -377,6 +379,7 @@ def membership_roles_set(*, user, organisation: Organisation, roles, actor) -> l
             obj=organisation,
             data={"user": user.username, "organisation": organisation.slug, "role": role},
         )
+        membership_changed.send(sender=Membership, user=user, actor=actor)
     return chosen
 
 
@@ -399,6 +402,7 @@ def membership_remove(*, user, organisation: Organisation, actor) -> int:
             obj=organisation,
             data={"user": user.username, "organisation": organisation.slug, "role": role},
         )
+    membership_changed.send(sender=Membership, user=user, actor=actor)
     return len(held)
 
 

@@ -11,10 +11,9 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import Max
 
-from accounts.models import Membership
-from accounts.selectors import user_org_ids
 from leaderboard.models import Publication, PublicationRevision
-from portal.errors import ApplicationError, ConflictError, NotAllowedError
+from leaderboard.workflow import PUBLICATION
+from portal.errors import ApplicationError, ConflictError
 from submissions.models import Submission, SystemDescriptionRevision
 from submissions.selectors import extension_open_of
 from submissions.services import submission_create
@@ -25,12 +24,6 @@ HARDWARE_CHANGE_DETAIL = (
     "the dashboard."
 )
 CURVE_METRICS_SHOWN = ("system_tps", "tps_per_user", "ttft_p90_ms", "e2e_interactivity", "system_tps_per_kw")
-
-
-def _require_submitter(actor, organisation_id: int) -> None:
-    roles = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
-    if organisation_id not in user_org_ids(actor, roles=roles):
-        raise NotAllowedError("Only the result's organisation's submitters can extend it.")
 
 
 @transaction.atomic
@@ -49,11 +42,10 @@ def extension_open(
     availability; it declares its stack label and what changed (software, configuration, the system description
     revision). A hardware change is refused: that is a new submission."""
     root = Submission.objects.select_for_update().get(pk=publication.submission_id)
-    _require_submitter(actor, root.organisation_id)
-    if publication.status != Publication.Status.PUBLISHED or root.status != Submission.Status.PUBLISHED:
-        raise ConflictError("Only a published result can be extended.", code="state-conflict")
-    if publication.is_retracted:
-        raise ConflictError("A retracted result cannot be extended.", code="result-retracted")
+    # a published (and not retracted) result, its organisation's submitters
+    PUBLICATION.require(
+        actor, Publication.objects.select_related("submission").get(pk=publication.pk), "extend"
+    )
     if hardware_changed:
         raise ApplicationError(HARDWARE_CHANGE_DETAIL, code="extension-hardware-change")
     stack = (stack or "").strip()

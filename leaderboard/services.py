@@ -1,7 +1,7 @@
 """Writes of the leaderboard app: choosing when an audited result goes public, the schedule that publishes what
 is due (exactly once), challenges and their public resolution (dismissed, annotated, retracted).
 Every write records its audit event in its transaction; the submission's status changes only through
-submissions.lifecycle.transition()."""
+review.lifecycle.transition()."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import Membership
 from accounts.selectors import chairs, user_is_chair, user_org_ids
 from accounts.services import notify
 from audit.services import audit_event_record
@@ -20,8 +19,10 @@ from leaderboard.cache import public_cache_invalidate_on_commit
 from leaderboard.extensions import revision_record
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
 from leaderboard.snapshot import snapshot_build
+from leaderboard.workflow import CHALLENGE, PUBLICATION
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
-from submissions.lifecycle import transition
+from review import lifecycle
+from review.lifecycle import transition
 from submissions.models import Submission
 from submissions.selectors import check_run_latest
 
@@ -30,14 +31,6 @@ MAX_EMBARGO_DAYS = 60
 
 def _public_id(publication: Publication) -> str:
     return f"EP-{publication.pk:06d}"
-
-
-def _require_submitter(actor, submission: Submission) -> None:
-    roles = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
-    if submission.organisation_id not in user_org_ids(actor, roles=roles):
-        raise NotAllowedError(
-            "Only the submitting organisation's submitters choose when its result is published."
-        )
 
 
 @transaction.atomic
@@ -53,13 +46,7 @@ def publication_schedule(
     "now" publishes at once; the others wait for the schedule (publications_publish_due)."""
     now = now or timezone.now()
     submission = Submission.objects.select_for_update().get(pk=submission.pk)
-    _require_submitter(actor, submission)
-    if submission.status != Submission.Status.AUDITED:
-        raise ConflictError(
-            f"Submission #{submission.pk} is {submission.status}: only an audited result is published.",
-            code="state-conflict",
-            extra={"status": submission.status},
-        )
+    lifecycle.require(actor, submission, "publish")  # the submitter, on an audited submission
     if mode == Publication.Mode.NOW:
         when = now
     elif mode == Publication.Mode.DATE:
@@ -77,7 +64,7 @@ def publication_schedule(
     if submission.extends_id is not None:
         return _revision_schedule(submission=submission, actor=actor, mode=mode, when=when, now=now)
     existing = Publication.objects.filter(submission=submission).first()
-    if existing is not None and existing.status == Publication.Status.PUBLISHED:
+    if existing is not None and not PUBLICATION.state_allows(existing, "reschedule"):
         raise ConflictError("This result is already published.", code="state-conflict")
     if existing is None:
         publication = Publication.objects.create(
@@ -153,7 +140,7 @@ def _publish_revision(revision: PublicationRevision, *, actor, now: datetime) ->
     """Publish an extension as the next revision of its result (caller's transaction): the union curve its check
     judged becomes the result's snapshot; the public id stays."""
     submission = revision.submission
-    if submission.status != Submission.Status.AUDITED:  # withdrawn (or rejected) while waiting
+    if not lifecycle.SUBMISSION.state_allows(submission, "publish"):  # withdrawn (or rejected) while waiting
         PublicationRevision.objects.filter(
             pk=revision.pk, status=PublicationRevision.Status.SCHEDULED
         ).update(status=PublicationRevision.Status.CANCELLED)
@@ -236,7 +223,7 @@ def headline_of(curve: dict) -> dict:
 def _publish(publication: Publication, *, actor, now: datetime) -> bool:
     """Publish one due publication in the caller's transaction: the lifecycle's compare-and-set makes it once."""
     submission = publication.submission
-    if submission.status != Submission.Status.AUDITED:  # withdrawn (or rejected) while waiting
+    if not lifecycle.SUBMISSION.state_allows(submission, "publish"):  # withdrawn (or rejected) while waiting
         Publication.objects.filter(pk=publication.pk, status=Publication.Status.SCHEDULED).update(
             status=Publication.Status.CANCELLED
         )
@@ -326,11 +313,8 @@ def publications_publish_due(*, now: datetime | None = None) -> list[str]:
 @transaction.atomic
 def challenge_raise(*, publication: Publication, actor, reason: str) -> Challenge:
     """Any organisation member challenges a published result, with a reason."""
+    PUBLICATION.require(actor, publication, "challenge")
     organisations = sorted(user_org_ids(actor))
-    if not organisations:
-        raise NotAllowedError("Only members of an organisation can challenge a result.")
-    if publication.status != Publication.Status.PUBLISHED:
-        raise ConflictError("Only a published result can be challenged.", code="state-conflict")
     if not (reason or "").strip():
         raise ApplicationError("Say what is wrong with the result.", code="invalid")
     challenge = Challenge.objects.create(
@@ -353,10 +337,11 @@ def challenge_raise(*, publication: Publication, actor, reason: str) -> Challeng
 def challenge_resolve(*, challenge: Challenge, actor, outcome: str, text: str) -> Challenge:
     """The chair resolves a challenge: dismissed, annotated (a public note) or retracted (the result keeps its
     page, marked retracted, and leaves the rankings)."""
-    if not user_is_chair(actor):
-        raise NotAllowedError("Only the chair resolves a challenge.")
     if outcome not in (Challenge.Status.DISMISSED, Challenge.Status.ANNOTATED, Challenge.Status.RETRACTED):
+        if not user_is_chair(actor):
+            raise NotAllowedError("Only the chair resolves a challenge.")
         raise ApplicationError("Outcome is dismissed, annotated or retracted.", code="invalid")
+    CHALLENGE.require(actor, challenge, outcome, reason=text)  # the chair, on an open challenge
     if not (text or "").strip():
         raise ApplicationError("Say why (the resolution is public).", code="invalid")
     now = timezone.now()
@@ -394,8 +379,7 @@ def publication_retract(
     *, publication: Publication, actor, reason: str, challenge: Challenge | None = None
 ) -> Publication:
     """Retract a published result: it keeps its page, marked retracted with the reason, and leaves the rankings."""
-    if not user_is_chair(actor):
-        raise NotAllowedError("Only the chair retracts a result.")
+    PUBLICATION.require(actor, publication, "retract", reason=reason)
     if not (reason or "").strip():
         raise ApplicationError("Say why the result is retracted (the reason is public).", code="invalid")
     if not Publication.objects.filter(
@@ -419,8 +403,7 @@ def publication_retract(
 @transaction.atomic
 def annotation_add(*, publication: Publication, actor, text: str) -> Annotation:
     """The chair adds a public note to a published result."""
-    if not user_is_chair(actor):
-        raise NotAllowedError("Only the chair annotates a result.")
+    PUBLICATION.require(actor, publication, "annotate")
     if not (text or "").strip():
         raise ApplicationError("An annotation needs a text.", code="invalid")
     annotation = Annotation.objects.create(publication=publication, text=text.strip(), created_by=actor)

@@ -20,7 +20,6 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from access.visibility import challenges_visible_to, submissions_visible_to
-from accounts.models import Membership
 from accounts.selectors import user_is_chair, user_org_ids
 from catalog.cohorts import COHORT_ZONE, next_cohort
 from leaderboard import selectors, services
@@ -37,6 +36,7 @@ from leaderboard.models import Challenge, Publication
 from portal import csv_safe
 from portal.errors import ApplicationError
 from portal.parsers import parse_positive
+from review import lifecycle
 from submissions.models import Submission
 from submissions.uploads import version_file_response
 
@@ -603,11 +603,7 @@ def publication_panel(user, submission: Submission, *, now: datetime | None = No
     """The publication block of the submission page: the choice for an audited result's submitters, the
     scheduled date, or the link to the public page once published."""
     publication = selectors.submission_publication(submission)
-    can_choose = (
-        submission.status == Submission.Status.AUDITED
-        and submission.organisation_id
-        in user_org_ids(user, roles=(Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN))
-    )
+    can_choose = lifecycle.allowed(user, submission, "publish")  # its submitters, on an audited submission
     if publication is None and not can_choose:
         return None
     now = now or timezone.now()

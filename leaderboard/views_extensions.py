@@ -11,20 +11,14 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
 from access.visibility import submissions_visible_to
-from accounts.models import Membership
-from accounts.selectors import user_org_ids
 from leaderboard import extensions
 from leaderboard.charts import axis_label, chart_spec, interactivity_metric, series_of
 from leaderboard.models import Publication, PublicationRevision
+from leaderboard.workflow import PUBLICATION
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
 from submissions.models import Submission, SystemDescriptionRevision
 from submissions.selectors import check_run_latest, extension_open_of, published_revisions, version_latest
-
-
-def _may_extend(user, submission: Submission) -> bool:
-    roles = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
-    return submission.organisation_id in user_org_ids(user, roles=roles)
 
 
 def _union_curve(submission: Submission) -> tuple[dict, object]:
@@ -118,10 +112,9 @@ def extension_panel(user, submission: Submission) -> dict | None:
     submitters, the form to open an extension (or the link to the one open)."""
     if submission.extends_id is not None:
         return {"delta": extension_delta(submission)}
-    if submission.status != Submission.Status.PUBLISHED or not _may_extend(user, submission):
-        return None
-    publication = Publication.objects.filter(submission=submission).first()
-    if publication is None or publication.status != Publication.Status.PUBLISHED:
+    publication = Publication.objects.filter(submission=submission).select_related("submission").first()
+    # the result's submitters, on a published result (the table's `extend` row; retracted: no form, below)
+    if publication is None or not PUBLICATION.allowed(user, publication, "extend"):
         return None
     return {
         "form": not publication.is_retracted,

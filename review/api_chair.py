@@ -21,10 +21,9 @@ from rest_framework.routers import BaseRouter
 from access.visibility import conflicts_visible_to, review_assignments_visible_to, submissions_visible_to
 from accounts.models import Organisation
 from accounts.permissions import TokenScopeAllows
-from accounts.selectors import user_is_chair
 from portal.errors import ApplicationError, ConflictError
 from portal.parsers import parse_id
-from review import selectors, services
+from review import lifecycle, selectors, services
 from review.models import Conflict, ReviewAssignment
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.idempotency import idempotent
@@ -56,7 +55,7 @@ class ReleaseReasonSerializer(serializers.Serializer):
 
 
 def _chair_only(user) -> None:
-    if not user_is_chair(user):
+    if not lifecycle.can(user, "chair"):
         raise PermissionDenied("Only the chair assigns reviewers.")
 
 

@@ -8,8 +8,11 @@ class ReviewConfig(AppConfig):
     verbose_name = "Review"
 
     def ready(self) -> None:
-        # The lifecycle table in submissions names the review's rules (assigned reviewer, quorum, waivers,
-        # attestation); they are installed here so that submissions imports nothing above it.
-        from review.services import plug_lifecycle_rules
+        # A membership change (accounts/, below us) may give a reviewer a conflict of interest: release what it
+        # forbids, in the change's own transaction (accounts.signals says why this is a signal).
+        from accounts.signals import membership_changed
+        from review.services import membership_changed_release
 
-        plug_lifecycle_rules()
+        membership_changed.connect(
+            membership_changed_release, dispatch_uid="review-release-on-membership-change"
+        )

@@ -25,6 +25,7 @@ from django.test.utils import override_settings
 
 from catalog.models import Benchmark
 from review import services
+from review.lifecycle import transition
 from review.models import Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from submissions.demo import DemoSeed
 from submissions.demo_submissions import (
@@ -35,7 +36,6 @@ from submissions.demo_submissions import (
     system_description_of,
     upload_files,
 )
-from submissions.lifecycle import transition
 from submissions.models import CheckRun, Submission, System
 from submissions.selectors import check_run_latest, version_latest
 from submissions.services import submission_create, system_register

@@ -176,13 +176,17 @@ def reviews_visible_to(user, submission: Submission) -> QuerySet[Review]:
 
 
 def approvals_count(submission: Submission, version: SubmissionVersion | None = None) -> int:
+    """Approvals of the version by reviewers whose assignment still stands and who have no conflict of interest
+    with the submitter now: an approval by someone who joined the submitting (or a conflicted) organisation since
+    does not count."""
     version_id = version.pk if version is not None else submission.submitted_version_id
-    return Review.objects.filter(
+    approvals = Review.objects.filter(
         version_id=version_id,
         decision=Review.Decision.APPROVE,
         assignment__submission=submission,
         assignment__status=ReviewAssignment.Status.ACCEPTED,
-    ).count()
+    ).select_related("assignment__reviewer")
+    return sum(1 for review in approvals if not user_is_conflicted(review.assignment.reviewer, submission))
 
 
 # --- The thread ---------------------------------------------------------------------------------
@@ -192,7 +196,7 @@ def comment_visibilities_for(user, submission: Submission) -> tuple[str, ...]:
     """Which visibility levels of the thread this user reads."""
     if user_is_auditor(user) or user_is_chair(user):
         return tuple(Comment.Visibility.values)
-    if user_is_assigned_reviewer(user, submission) or assignment_active(user, submission) is not None:
+    if assignment_active(user, submission) is not None and not user_is_conflicted(user, submission):
         return (Comment.Visibility.ALL, Comment.Visibility.REVIEWERS)
     if submission.organisation_id in user_org_ids(user):
         return (Comment.Visibility.ALL,)

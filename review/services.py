@@ -1,6 +1,7 @@
 """Writes of the review app: conflicts, assignments, the thread and objections, reviews and the quorum,
 waivers, attestations and evidence requests, and the deadline jobs. Every write records its audit event in its
-own transaction; every status change of a submission goes through submissions.lifecycle.transition()."""
+own transaction; every status change of a submission goes through review.lifecycle.transition(), and every write asks the workflow
+tables (review.lifecycle) first: who may, in which state, judged now."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from accounts.selectors import (
     auditors,
     chairs,
     organisation_submitters,
-    user_is_auditor,
     user_is_chair,
     user_org_ids,
 )
@@ -23,14 +23,20 @@ from accounts.services import notify
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from review import selectors
+from review.lifecycle import (
+    ASSIGNMENT,
+    EVIDENCE_REQUEST,
+    OBJECTION,
+    SUBMISSION,
+    WAIVER,
+    quorum_precondition,
+    transition,
+)
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
-from submissions import lifecycle
-from submissions.lifecycle import Ready, transition
 from submissions.models import Finding, Submission, SubmissionVersion
 from submissions.selectors import check_run_latest
 
 Status = Submission.Status
-REVIEWABLE = (Status.SUBMITTED, Status.IN_REVIEW, Status.CHANGES_REQUESTED)
 
 
 def _submitters(submission: Submission):
@@ -142,24 +148,13 @@ def conflict_remove(*, conflict: Conflict, actor) -> None:
 # --- Assignment ---------------------------------------------------------------------------------
 
 
-def _require_chair(actor, what: str) -> None:
-    if not user_is_chair(actor):
-        raise NotAllowedError(f"Only the chair can {what}.")
-
-
 @transaction.atomic
 def assignment_create(
     *, submission: Submission, reviewer, actor, due_at: datetime | None = None
 ) -> ReviewAssignment:
     """The chair asks `reviewer` to review the submission (they accept or decline)."""
-    _require_chair(actor, "assign reviewers")
     submission = _locked(submission)
-    if submission.status not in REVIEWABLE:
-        raise ConflictError(
-            f"Submission #{submission.pk} is {submission.status}: it takes no reviewers now.",
-            code="state-conflict",
-            extra={"status": submission.status},
-        )
+    SUBMISSION.require(actor, submission, "assign")
     organisation_id = selectors.reviewer_organisation_for(reviewer, submission)
     if organisation_id is None:
         raise ApplicationError(
@@ -205,7 +200,7 @@ def assignment_create(
 def assignments_draw(*, submission: Submission, actor, count: int | None = None) -> list[ReviewAssignment]:
     """The chair asks for N reviewers (PORTAL_REVIEWERS_PER_SUBMISSION): drawn from eligible organisations with the
     least open load, one per organisation while there are enough organisations."""
-    _require_chair(actor, "assign reviewers")
+    SUBMISSION.require(actor, submission, "assign")
     count = count or settings.PORTAL_REVIEWERS_PER_SUBMISSION
     candidates = selectors.eligible_reviewers(submission)
     if not candidates:
@@ -240,18 +235,12 @@ def assignments_draw(*, submission: Submission, actor, count: int | None = None)
     return [assignment_create(submission=submission, reviewer=reviewer, actor=actor) for reviewer in chosen]
 
 
-def _own_assignment(assignment: ReviewAssignment, actor, status: str) -> ReviewAssignment:
+def _own_assignment(assignment: ReviewAssignment, actor, action: str, reason: str = "") -> ReviewAssignment:
+    """The assignment locked, once the assignment's table lets `actor` take `action` on it now."""
     assignment = (
         ReviewAssignment.objects.select_for_update().select_related("submission").get(pk=assignment.pk)
     )
-    if actor is None or assignment.reviewer_id != actor.pk:
-        raise NotAllowedError("Only the assigned reviewer can answer this assignment.")
-    if assignment.status != status:
-        raise ConflictError(
-            f"This assignment is {assignment.status}, not {status}.",
-            code="state-conflict",
-            extra={"status": assignment.status},
-        )
+    ASSIGNMENT.require(actor, assignment, action, reason=reason)
     return assignment
 
 
@@ -259,9 +248,7 @@ def _own_assignment(assignment: ReviewAssignment, actor, status: str) -> ReviewA
 def assignment_accept(*, assignment: ReviewAssignment, actor) -> ReviewAssignment:
     """The reviewer accepts; the submission moves to `in_review` when its first reviewer accepts."""
     submission = _locked(assignment.submission)
-    assignment = _own_assignment(assignment, actor, ReviewAssignment.Status.INVITED)
-    if selectors.user_is_conflicted(actor, submission):
-        raise NotAllowedError("You have a conflict of interest with this submission's organisation.")
+    assignment = _own_assignment(assignment, actor, "accept")  # the assignee, with no conflict now
     ReviewAssignment.objects.filter(pk=assignment.pk).update(
         status=ReviewAssignment.Status.ACCEPTED, responded_at=timezone.now()
     )
@@ -269,7 +256,7 @@ def assignment_accept(*, assignment: ReviewAssignment, actor) -> ReviewAssignmen
     audit_event_record(
         actor=actor, action="review.accepted", obj=assignment, data={"submission": submission.pk}
     )
-    if submission.status == Status.SUBMITTED:
+    if SUBMISSION.state_allows(submission, "start_review"):
         transition(submission=submission, action="start_review", actor=actor)
     notify(
         users=_submitters(submission),
@@ -285,7 +272,7 @@ def assignment_accept(*, assignment: ReviewAssignment, actor) -> ReviewAssignmen
 def assignment_decline(*, assignment: ReviewAssignment, actor, reason: str) -> ReviewAssignment:
     if not (reason or "").strip():
         raise ApplicationError("Say why you decline (the chair reads it).", code="invalid")
-    assignment = _own_assignment(assignment, actor, ReviewAssignment.Status.INVITED)
+    assignment = _own_assignment(assignment, actor, "decline", reason)
     ReviewAssignment.objects.filter(pk=assignment.pk).update(
         status=ReviewAssignment.Status.DECLINED, responded_at=timezone.now(), reason=reason.strip()
     )
@@ -310,10 +297,9 @@ def assignment_decline(*, assignment: ReviewAssignment, actor, reason: str) -> R
 @transaction.atomic
 def assignment_release(*, assignment: ReviewAssignment, actor, reason: str) -> bool:
     """The chair takes an assignment back (with a reason the reviewer and the log read)."""
-    if not user_is_chair(actor):
-        raise NotAllowedError("Only the chair can release a reviewer.")
     if not (reason or "").strip():
         raise ApplicationError("Say why the reviewer is released.", code="invalid")
+    ASSIGNMENT.require(actor, assignment, "release", reason=reason)
     return _release(assignment, actor=actor, reason=reason.strip())
 
 
@@ -351,26 +337,39 @@ def _release(assignment: ReviewAssignment, *, actor, reason: str) -> bool:
     return True
 
 
+def assignments_release_conflicted(*, user, actor=None, reason: str = "") -> int:
+    """After `user`'s memberships changed (they joined or left an organisation, a role changed): release each of
+    their active assignments that they may no longer hold now (a conflict of interest with the submitter, or no
+    longer a reviewer of the organisation they were assigned for), saying so to the reviewer and the chair.
+    Called by accounts' membership services in their transaction (accounts.signals.membership_changed)."""
+    released = 0
+    for assignment in (
+        ReviewAssignment.objects.select_for_update()
+        .filter(reviewer=user, status__in=ASSIGNMENT.rule("release").sources)
+        .select_related("submission", "reviewer")
+    ):
+        reviewing = user_org_ids(user, roles=(Membership.Role.REVIEWER,))
+        if selectors.user_is_conflicted(user, assignment.submission):
+            why = reason or "a membership change gave the reviewer a conflict of interest with the submitter"
+        elif assignment.organisation_id not in reviewing:
+            why = reason or "the reviewer is no longer a reviewer of the organisation they were assigned for"
+        else:
+            continue
+        released += _release(assignment, actor=actor, reason=why)
+    return released
+
+
+def membership_changed_release(sender, *, user, actor=None, **kwargs) -> None:
+    """accounts.signals.membership_changed's receiver: the rule is assignments_release_conflicted's."""
+    assignments_release_conflicted(user=user, actor=actor)
+
+
 # --- Reviews and the quorum ---------------------------------------------------------------------
-
-
-def quorum_precondition(submission: Submission) -> Ready:
-    """The lifecycle's `quorum_reached` plug: enough approvals of the frozen version, no open objection."""
-    approvals = selectors.approvals_count(submission)
-    needed = selectors.quorum_size()
-    if approvals < needed:
-        raise ConflictError(f"{approvals} of {needed} approvals so far.", code="quorum-not-reached")
-    objections = selectors.open_objections(submission).count()
-    if objections:
-        raise ConflictError(
-            f"{objections} objection{'s' if objections != 1 else ''} still open.", code="objection-open"
-        )
-    return Ready(audit_data={"approvals": approvals, "version": submission.submitted_version_id})
 
 
 def _try_complete_review(submission: Submission, actor) -> bool:
     """Move to peer_reviewed when the quorum holds (called after every approval and objection closed)."""
-    if submission.status != Status.IN_REVIEW:
+    if not SUBMISSION.state_allows(submission, "complete_review"):
         return False
     try:
         quorum_precondition(submission)
@@ -396,17 +395,10 @@ def review_submit(
     changes (back to the submitter), or object (an objection is opened in the thread)."""
     submission = _locked(assignment.submission)
     assignment = ReviewAssignment.objects.select_for_update().get(pk=assignment.pk)
-    if (
-        assignment.reviewer_id != getattr(actor, "pk", None)
-        or assignment.status != ReviewAssignment.Status.ACCEPTED
-    ):
+    if assignment.reviewer_id != getattr(actor, "pk", None):
         raise NotAllowedError("Only a reviewer who accepted this assignment can review it.")
-    if submission.status != Status.IN_REVIEW:
-        raise ConflictError(
-            f"Submission #{submission.pk} is {submission.status}, not in review.",
-            code="state-conflict",
-            extra={"status": submission.status},
-        )
+    # an accepted assignment, no conflict of interest now, the submission in review
+    SUBMISSION.require(actor, submission, "review")
     if decision not in Review.Decision.values:
         raise ApplicationError(
             f"Decision must be one of {', '.join(Review.Decision.values)}.", code="invalid"
@@ -492,8 +484,8 @@ def comment_post(
     body = _text_within_cap((body or "").strip(), what="A comment")
     if not body:
         raise ApplicationError("A comment needs a text.", code="invalid")
-    if submission.status == Status.DRAFT:
-        raise ConflictError("Drafts have no review thread yet: submit first.", code="state-conflict")
+    # the thread is open, and the actor may write in it now (a reviewer with a conflict of interest may not)
+    SUBMISSION.require(actor, submission, "object" if kind == Comment.Kind.OBJECTION else "comment")
     if visibility not in Comment.Visibility.values:
         raise ApplicationError(
             f"Visibility must be one of {', '.join(Comment.Visibility.values)}.", code="invalid"
@@ -592,12 +584,10 @@ def objection_close(*, objection: Comment, actor, outcome: str, note: str = "") 
     objection = Comment.objects.select_for_update().get(pk=objection.pk)
     if objection.kind != Comment.Kind.OBJECTION:
         raise ApplicationError("Only an objection is resolved or overruled.", code="invalid")
-    if outcome not in (Comment.ObjectionStatus.RESOLVED, Comment.ObjectionStatus.OVERRULED):
+    actions = {Comment.ObjectionStatus.RESOLVED: "resolve", Comment.ObjectionStatus.OVERRULED: "overrule"}
+    if outcome not in actions:
         raise ApplicationError("Outcome is resolved or overruled.", code="invalid")
-    if not (objection.author_id == getattr(actor, "pk", None) or user_is_chair(actor)):
-        raise NotAllowedError("Only the objector or the chair can close an objection.")
-    if objection.objection_status not in Comment.OPEN_STATUSES:
-        raise ConflictError(f"This objection is already {objection.objection_status}.", code="state-conflict")
+    OBJECTION.require(actor, objection, actions[outcome])
     Comment.objects.filter(pk=objection.pk).update(
         objection_status=outcome, closed_by=actor, closed_at=timezone.now()
     )
@@ -622,11 +612,9 @@ def waiver_request(
     *, version: SubmissionVersion, actor, rule: str, point: str = "", file: str = "", reason: str
 ) -> Waiver:
     """The submitter asks to waive a failing finding of one version, saying why the rule does not fit."""
-    submission = version.submission
-    if submission.organisation_id not in user_org_ids(
-        actor, roles=(Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
-    ):
-        raise NotAllowedError("Only the submitting organisation's submitters can ask for a waiver.")
+    submission = Submission.objects.select_for_update().get(pk=version.submission_id)
+    # the submitter, while a waiver can still matter (never once peer review is over: audited, published...)
+    SUBMISSION.require(actor, submission, "request_waiver")
     if not (reason or "").strip():
         raise ApplicationError("Say why this finding should be waived.", code="invalid")
     check_run = check_run_latest(version)
@@ -655,7 +643,7 @@ def waiver_request(
         obj=waiver,
         data={"submission": submission.pk, "version": version.number, "rule": rule, "point": point},
     )
-    if submission.status != Status.DRAFT:
+    if SUBMISSION.state_allows(submission, "waive"):  # someone is there to decide it
         notify(
             users=chairs() + auditors(),
             kind="waiver.requested",
@@ -670,12 +658,10 @@ def waiver_request(
 @transaction.atomic
 def waiver_decide(*, waiver: Waiver, actor, grant: bool, reason: str) -> Waiver:
     """The chair or an auditor grants or refuses a waiver, with a reason; a granted finding counts as waived."""
-    if not (user_is_chair(actor) or user_is_auditor(actor)):
-        raise NotAllowedError("Only the chair or an auditor can decide a waiver.")
     if not (reason or "").strip():
         raise ApplicationError("Say why the waiver is granted or refused.", code="invalid")
-    if waiver.version.submission.status == Status.DRAFT:
-        raise ConflictError("Waivers are decided once the submission is submitted.", code="state-conflict")
+    waiver = Waiver.objects.select_related("version__submission").get(pk=waiver.pk)
+    WAIVER.require(actor, waiver, "grant" if grant else "refuse", reason=reason)
     status = Waiver.Status.GRANTED if grant else Waiver.Status.REFUSED
     if not Waiver.objects.filter(pk=waiver.pk, status=Waiver.Status.REQUESTED).update(
         status=status, decided_by=actor, decision_reason=reason.strip(), decided_at=timezone.now()
@@ -710,10 +696,7 @@ def waiver_grant_directly(
     *, version: SubmissionVersion, actor, rule: str, point: str = "", file: str = "", reason: str
 ) -> Waiver:
     """The chair or an auditor waives a failing finding nobody asked about (e.g. seen during the audit)."""
-    if not (user_is_chair(actor) or user_is_auditor(actor)):
-        raise NotAllowedError("Only the chair or an auditor can waive a finding.")
-    if version.submission.status == Status.DRAFT:
-        raise ConflictError("Waivers are decided once the submission is submitted.", code="state-conflict")
+    SUBMISSION.require(actor, version.submission, "waive")
     check_run = check_run_latest(version)
     if (
         check_run is None
@@ -729,16 +712,6 @@ def waiver_grant_directly(
 
 
 # --- Audit: attestation and evidence --------------------------------------------------------------
-
-
-def attestation_precondition(submission: Submission) -> Ready:
-    """The lifecycle's `ready_for_attestation` plug."""
-    readiness = selectors.attestation_readiness(submission)
-    if not readiness.ready:
-        raise ConflictError(
-            "Attestation needs " + "; ".join(readiness.missing) + ".", code="not-ready-for-audit"
-        )
-    return Ready(audit_data={"version": submission.submitted_version_id})
 
 
 @transaction.atomic
@@ -765,15 +738,8 @@ def evidence_request(
     *, submission: Submission, actor, question: str, due_days: int | None = None
 ) -> EvidenceRequest:
     """An auditor asks the submitter for evidence, with a deadline; attestation waits for the answer."""
-    if not user_is_auditor(actor):
-        raise NotAllowedError("Only an auditor can request evidence.")
     submission = _locked(submission)
-    if submission.status != Status.PEER_REVIEWED:
-        raise ConflictError(
-            f"Submission #{submission.pk} is {submission.status}, not peer reviewed.",
-            code="state-conflict",
-            extra={"status": submission.status},
-        )
+    SUBMISSION.require(actor, submission, "request_evidence")
     if not (question or "").strip():
         raise ApplicationError("Ask a question the submitter can answer.", code="invalid")
     request = EvidenceRequest.objects.create(
@@ -803,10 +769,7 @@ def evidence_request(
 @transaction.atomic
 def evidence_answer(*, request: EvidenceRequest, actor, answer: str) -> EvidenceRequest:
     submission = request.submission
-    if submission.organisation_id not in user_org_ids(
-        actor, roles=(Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
-    ):
-        raise NotAllowedError("Only the submitting organisation's submitters can answer.")
+    EVIDENCE_REQUEST.require(actor, request, "answer")
     if not (answer or "").strip():
         raise ApplicationError(
             "An answer needs a text (attach files in the thread, or upload a new version).", code="invalid"
@@ -917,11 +880,16 @@ def deadlines_run(*, now: datetime | None = None) -> dict[str, int]:
     return {"released": released, "reminded": reminded, "escalated": escalated}
 
 
-def plug_lifecycle_rules() -> None:
-    """Install the review app's rules in the submissions lifecycle table (review.apps.ReviewConfig.ready)."""
-    lifecycle.plug("assigned_reviewer", selectors.user_is_assigned_reviewer)
-    lifecycle.plug(
-        "unwaived_errors", lambda version, check_run: selectors.unwaived_errors(version, check_run)
-    )
-    lifecycle.plug("quorum_reached", quorum_precondition)
-    lifecycle.plug("ready_for_attestation", attestation_precondition)
+# --- The submitter's transitions -----------------------------------------------------------------------------
+
+
+def submission_submit(*, submission, actor):
+    """draft -> submitted, only when the latest version's latest check passed; that version is frozen.
+    The `submit` row of review.lifecycle.SUBMISSION."""
+    return transition(submission=submission, action="submit", actor=actor)
+
+
+def submission_withdraw(*, submission, actor, reason: str):
+    """Any non-terminal state -> withdrawn, by a submitter of the organisation, with a reason.
+    The `withdraw` row of review.lifecycle.SUBMISSION."""
+    return transition(submission=submission, action="withdraw", actor=actor, reason=reason)

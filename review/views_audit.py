@@ -22,12 +22,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from access.permissions import can
 from access.visibility import get_visible_or_404
-from accounts.selectors import user_is_auditor, user_is_chair
 from leaderboard.views_extensions import extension_delta
 from portal.errors import ApplicationError
-from review import selectors, services
+from review import lifecycle, selectors, services
 from review.models import EvidenceRequest, Waiver
-from submissions import checks, lifecycle
+from submissions import checks
 from submissions.models import Submission
 from submissions.selectors import check_run_findings, check_run_latest, check_run_official
 
@@ -139,9 +138,10 @@ def attestation(request, pk: int):
         "open_objections": list(selectors.open_objections(submission).select_related("author")),
         "reviews": list(selectors.reviews_visible_to(request.user, submission)),
         "attestations": list(submission.attestations.select_related("auditor")),
-        "is_auditor": user_is_auditor(request.user),
-        "is_chair": user_is_chair(request.user),
-        "peer_reviewed": submission.status == Submission.Status.PEER_REVIEWED,
+        "is_auditor": lifecycle.allowed(request.user, submission, "request_evidence")
+        or lifecycle.can(request.user, "audit"),
+        "is_chair": lifecycle.can(request.user, "chair"),
+        "peer_reviewed": lifecycle.SUBMISSION.state_allows(submission, "attest"),
         "extension": extension_delta(submission),
         "can_reject": any(
             a.action == "reject" and a.enabled for a in lifecycle.allowed_actions(request.user, submission)

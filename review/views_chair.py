@@ -20,14 +20,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from access.visibility import conflicts_visible_to, get_visible_or_404
 from accounts.models import Membership, Organisation
-from accounts.selectors import user_is_chair, user_org_ids
+from accounts.selectors import user_org_ids
 from leaderboard.selectors import challenges_open
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
-from review import selectors, services
+from review import lifecycle, selectors, services
 from review.models import Conflict, ReviewAssignment
 from review.views_audit import ReasonForm, back_to, verdicts
-from submissions import lifecycle
 from submissions.models import Submission
 from submissions.selectors import check_run_findings, check_run_latest
 
@@ -49,13 +48,13 @@ class ConflictForm(forms.Form):
 
 def conflict_organisations_for(user):
     """The organisations the user declares conflicts for: all of them (chair) or those they administer."""
-    if user_is_chair(user):
+    if lifecycle.can(user, "chair"):
         return Organisation.objects.all()
     return Organisation.objects.filter(pk__in=user_org_ids(user, roles=(Membership.Role.ORG_ADMIN,)))
 
 
 def _require_chair(user) -> None:
-    if not user_is_chair(user):
+    if not lifecycle.can(user, "chair"):
         raise PermissionDenied("Only the chair has this page.")
 
 
@@ -125,7 +124,7 @@ def chair_submission(request, pk: int):
         "findings": findings,
         "waivers": list(waivers.values()),
         "open_objections": list(selectors.open_objections(submission).select_related("author")),
-        "takes_reviewers": submission.status in services.REVIEWABLE,
+        "takes_reviewers": lifecycle.allowed(request.user, submission, "assign"),
         "can_reject": any(
             a.action == "reject" and a.enabled for a in lifecycle.allowed_actions(request.user, submission)
         ),
@@ -209,7 +208,9 @@ def _conflicts_page(request, form: ConflictForm | None = None):
     administered = user_org_ids(user, roles=(Membership.Role.ORG_ADMIN,))
     rows = []
     for conflict in conflicts_visible_to(user).select_related("declared_by"):
-        removable = user_is_chair(user) or (not conflict.pinned and conflict.organisation_id in administered)
+        removable = lifecycle.can(user, "chair") or (
+            not conflict.pinned and conflict.organisation_id in administered
+        )
         rows.append({"conflict": conflict, "removable": removable})
     return render(
         request,
@@ -217,7 +218,7 @@ def _conflicts_page(request, form: ConflictForm | None = None):
         {
             "rows": rows,
             "form": form or (ConflictForm(user=user) if declarable.exists() else None),
-            "is_chair": user_is_chair(user),
+            "is_chair": lifecycle.can(user, "chair"),
         },
         status=400 if form is not None and form.errors else 200,
     )

@@ -23,11 +23,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from access.visibility import review_assignments_visible_to, review_submissions_visible_to
-from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
+from accounts.selectors import user_org_ids
 from leaderboard.views_extensions import extension_delta
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
-from review import bundle_files, selectors, services
+from review import bundle_files, lifecycle, selectors, services
 from review.models import Comment, Review, ReviewAssignment, Waiver
 from submissions.models import Finding, Submission
 from submissions.pages import check_section_context
@@ -196,7 +196,6 @@ def _thread(user, submission: Submission) -> list[ThreadEntry]:
     for comment in comments:
         parent = comment.parent_id if comment.parent_id in ids else None
         children.setdefault(parent, []).append(comment)
-    chair = user_is_chair(user)
     entries: list[ThreadEntry] = []
 
     def walk(parent, depth):
@@ -206,8 +205,7 @@ def _thread(user, submission: Submission) -> list[ThreadEntry]:
                     comment=comment,
                     depth=min(depth, 4),
                     can_close=comment.kind == Comment.Kind.OBJECTION
-                    and comment.objection_status in Comment.OPEN_STATUSES
-                    and (comment.author_id == user.pk or chair),
+                    and lifecycle.OBJECTION.allowed(user, comment, "resolve"),
                     file_link=_file_link(submission, comment.version, comment.file, comment.line),
                 )
             )
@@ -327,9 +325,9 @@ def review_page(request, pk: int):
         )
     can_decide = (
         assignment is not None
-        and assignment.status == ReviewAssignment.Status.ACCEPTED
-        and submission.status == Submission.Status.IN_REVIEW
+        and assignment.reviewer_id == user.pk
         and my_review is None
+        and lifecycle.allowed(user, submission, "review")
     )
     anchor_line = request.GET.get("anchor_line", "")
     context = {
@@ -342,8 +340,8 @@ def review_page(request, pk: int):
         "files": list(version.files.all()) if version is not None else [],
         "thread": _thread(user, submission),
         "visibilities": [(v, label) for v, label in Comment.Visibility.choices if v in visibilities],
-        "can_comment": bool(visibilities) and submission.status != Submission.Status.DRAFT,
-        "can_object": bool(visibilities) and not own_org,
+        "can_comment": bool(visibilities) and lifecycle.allowed(user, submission, "comment"),
+        "can_object": bool(visibilities) and not own_org and lifecycle.allowed(user, submission, "object"),
         "is_submitter": own_org,
         "objection_types": Comment.ObjectionType.choices,
         "decisions": Review.Decision.choices,
@@ -362,7 +360,7 @@ def review_page(request, pk: int):
         "point_keys": [row.key for row in check.get("point_rows", [])],
         "anchor_file": request.GET.get("anchor_file", "")[:500],
         "anchor_line": anchor_line if parse_id(anchor_line) is not None else "",
-        "oversees": user_is_auditor(user) or user_is_chair(user),
+        "oversees": lifecycle.can(user, "oversee"),
         "now": timezone.now(),
     }
     return render(request, "review/review_page.html", context)
@@ -505,7 +503,8 @@ def file_browser(request, pk: int, number: int, position: int):
         "error": error,
         "base": base,
         "highlight": _optional_int(request.GET.get("line", "")),
-        "can_comment": bool(selectors.comment_visibilities_for(request.user, submission)),
+        "can_comment": bool(selectors.comment_visibilities_for(request.user, submission))
+        and lifecycle.allowed(request.user, submission, "comment"),
         "anchor_file": f"{version_file.original_filename}:{page.member}" if page else "",
     }
     if page is not None:

@@ -30,25 +30,16 @@ from access.visibility import (
     versions_visible_to,
 )
 from accounts.models import Membership
-from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
+from accounts.selectors import user_org_ids
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
-from review import selectors, services
+from review import lifecycle, selectors, services
 from review.models import Comment, Review, ReviewAssignment
 from submissions.models import Submission
 from submissions.selectors import check_run_latest, version_latest
 
 Status = Submission.Status
 SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
-# Where a waiver can still matter: before and during review and audit (not once audited, published or closed).
-WAIVABLE = (
-    Status.DRAFT,
-    Status.SUBMITTED,
-    Status.IN_REVIEW,
-    Status.CHANGES_REQUESTED,
-    Status.PEER_REVIEWED,
-)
-THREAD_OPEN = (Status.SUBMITTED, Status.IN_REVIEW, Status.CHANGES_REQUESTED, Status.PEER_REVIEWED)
 
 
 @dataclass
@@ -80,7 +71,7 @@ def _thread_entries(user, submission: Submission, *, writes: bool) -> list[Panel
                     depth=min(depth, 3),
                     can_answer=writes
                     and comment.kind == Comment.Kind.OBJECTION
-                    and comment.objection_status == Comment.ObjectionStatus.OPEN,
+                    and lifecycle.OBJECTION.allowed(user, comment, "answer"),
                 )
             )
             walk(comment.pk, depth + 1)
@@ -109,7 +100,7 @@ def review_panel(user, submission: Submission) -> dict | None:
     if user is None or not user.is_authenticated:
         return None
     own_org = submission.organisation_id in user_org_ids(user)
-    oversees = user_is_auditor(user) or user_is_chair(user)
+    oversees = lifecycle.can(user, "oversee")
     if not (own_org or oversees):
         if selectors.assignment_active(user, submission) is not None:
             return {"reviewer_link": reverse("review:review_page", args=[submission.pk])}
@@ -117,7 +108,7 @@ def review_panel(user, submission: Submission) -> dict | None:
     writes = submission.organisation_id in user_org_ids(user, roles=SUBMITTER_ROLES)
     latest = version_latest(submission)
     check_run, error_rows = _error_rows(latest)
-    is_draft = submission.status == Status.DRAFT
+    is_draft = lifecycle.SUBMISSION.state_allows(submission, "submit")
     panel: dict = {
         "writes": writes,
         "oversees": oversees and not own_org,
@@ -125,7 +116,7 @@ def review_panel(user, submission: Submission) -> dict | None:
         "latest": latest,
         "check_run": check_run,
         "error_rows": error_rows,
-        "can_ask_waiver": writes and submission.status in WAIVABLE,
+        "can_ask_waiver": lifecycle.allowed(user, submission, "request_waiver"),
         "now": timezone.now(),
     }
     if is_draft:
@@ -142,9 +133,10 @@ def review_panel(user, submission: Submission) -> dict | None:
     for assignment in assignments:
         assignment.frozen_review = decision_of.get(assignment.pk)
     changes = None
-    if submission.status == Status.CHANGES_REQUESTED:
+    if lifecycle.SUBMISSION.state_allows(submission, "resubmit"):
         changes = next((r for r in reversed(reviews) if r.decision == Review.Decision.REQUEST_CHANGES), None)
-    thread = _thread_entries(user, submission, writes=writes and submission.status in THREAD_OPEN)
+    comments = writes and lifecycle.allowed(user, submission, "comment")
+    thread = _thread_entries(user, submission, writes=comments)
     attestations = list(
         attestations_visible_to(user)
         .filter(submission=submission)
@@ -166,7 +158,7 @@ def review_panel(user, submission: Submission) -> dict | None:
             "quorum": selectors.quorum_size(),
             "thread": thread,
             "open_objections": [e for e in thread if e.comment.objection_status in Comment.OPEN_STATUSES],
-            "can_comment": writes and submission.status in THREAD_OPEN,
+            "can_comment": comments,
             "evidence": evidence,
             "attestations": attestations,
             "changes_review": changes,

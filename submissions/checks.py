@@ -43,7 +43,7 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from tokenizers import Tokenizer
 
-from accounts.selectors import user_is_auditor, user_is_chair
+from accounts.selectors import user_is_auditor
 from audit.services import audit_event_record
 from catalog.selectors import benchmark_tokenizer_json
 from checker import __version__ as checker_version
@@ -66,6 +66,7 @@ from portal.errors import NotAllowedError
 from submissions.models import CheckOutbox, CheckRun, Finding, PointMetric, Submission, SubmissionVersion
 from submissions.selectors import check_run_latest, published_revisions
 from submissions.storage import StoredFile, fetch_to_folder
+from submissions.workflow import SUBMISSION_FILES
 
 logger = logging.getLogger(__name__)
 
@@ -162,12 +163,11 @@ def check_run_create(*, version: SubmissionVersion, actor=None) -> CheckRun:
 def check_run_requeue(*, version: SubmissionVersion, actor) -> CheckRun:
     """The chair or an auditor re-checks a version (after a checker or rule-set change, or to audit the frozen
     version): a new run, history kept."""
-    if not (user_is_chair(actor) or user_is_auditor(actor)):
-        raise NotAllowedError("Only the chair or an auditor can re-check a version.")
-    if not user_is_chair(actor) and version.submission.status == "draft":
-        raise NotAllowedError(
-            "Auditors re-check submitted versions only (a draft is its organisation's own)."
-        )
+    submission = version.submission
+    if not SUBMISSION_FILES.allowed(actor, submission, "requeue_check"):  # the chair re-checks any version
+        if not user_is_auditor(actor):
+            raise NotAllowedError("Only the chair or an auditor can re-check a version.")
+        SUBMISSION_FILES.require(actor, submission, "audit_recheck")  # an auditor: submitted versions only
     check_run = check_run_create(version=version, actor=actor)
     audit_event_record(
         actor=actor,

@@ -14,7 +14,6 @@ from accounts.selectors import user_is_chair, user_org_ids
 from audit.services import audit_event_record
 from catalog.models import Benchmark
 from portal.errors import ConflictError, NotAllowedError
-from submissions.lifecycle import transition
 from submissions.models import Submission, System, SystemDescriptionRevision
 from submissions.selectors import systems_for_new_drafts
 
@@ -157,15 +156,3 @@ def submission_create(
         data.update(extends=extends.pk, stack=stack, changes=changes or {})
     audit_event_record(actor=actor, action="submission.created", obj=submission, data=data)
     return submission
-
-
-def submission_submit(*, submission, actor):
-    """draft -> submitted, only when the latest version's latest check passed; that version is frozen.
-    The `submit` row of submissions.lifecycle."""
-    return transition(submission=submission, action="submit", actor=actor)
-
-
-def submission_withdraw(*, submission, actor, reason: str):
-    """Any non-terminal state -> withdrawn, by a submitter of the organisation, with a reason.
-    The `withdraw` row of submissions.lifecycle."""
-    return transition(submission=submission, action="withdraw", actor=actor, reason=reason)

@@ -56,6 +56,7 @@ from submissions.storage import (
     storage_open_stream,
     storage_save_exact,
 )
+from submissions.workflow import SUBMISSION_FILES, UPLOAD
 
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
@@ -141,12 +142,10 @@ def _require_submitter(actor, submission: Submission) -> None:
         )
 
 
-# A draft, or a submission the reviewers sent back: its new version is what `resubmit` sends them.
-UPLOADABLE_STATUSES = (Submission.Status.DRAFT, Submission.Status.CHANGES_REQUESTED)
-
-
 def _require_draft(submission: Submission) -> None:
-    if submission.status not in UPLOADABLE_STATUSES:
+    """A draft, or a submission the reviewers sent back (the `upload` row of the submission's table): its new
+    version is what `resubmit` sends them."""
+    if not SUBMISSION_FILES.state_allows(submission, "upload"):
         raise ConflictError(
             f"Submission #{submission.pk} is {submission.get_status_display().lower()}: "
             "new versions can only be uploaded to a draft or to a submission sent back for changes.",
@@ -268,7 +267,7 @@ def upload_part(*, upload: Upload, index: int, data_stream: BinaryIO, actor=None
     """Store part `index` read from `data_stream` (streamed, never whole in memory); safe to repeat."""
     if actor is not None:
         _require_submitter(actor, upload.submission)
-    if upload.status != Upload.Status.OPEN:
+    if not UPLOAD.state_allows(upload, "put_part"):
         raise ConflictError("This upload is finished or aborted; start a new one.", code="upload-closed")
     if upload.transfer == Upload.Transfer.DIRECT:
         raise ConflictError(
@@ -414,15 +413,16 @@ def _upload_finish_locked(
     kind: str | None,
 ) -> SubmissionVersion | None:
     sha256 = (sha256 or "").lower()
-    if upload.status in (Upload.Status.VERIFIED, Upload.Status.DONE):
+    # finishing twice is harmless: a verified upload (or one already part of a version) answers as before
+    if upload.version_id is not None or UPLOAD.state_allows(upload, "join_version"):
         if sha256 != upload.sha256:
             raise UploadHashMismatchError(
                 "This upload was verified with another SHA-256.",
                 extra={"expected_sha256": sha256, "received_sha256": upload.sha256},
             )
-        if upload.status == Upload.Status.DONE or not create_version:
+        if upload.version_id is not None or not create_version:
             return upload.version
-    elif upload.status != Upload.Status.OPEN:
+    elif not UPLOAD.state_allows(upload, "put_part"):
         raise ConflictError("This upload was aborted; start a new one.", code="upload-closed")
     else:
         if sha256 != upload.sha256:
@@ -471,7 +471,7 @@ def _upload_finish_locked(
         upload.refresh_from_db()
         if not create_version:
             return None
-    if upload.status == Upload.Status.DONE:
+    if upload.version_id is not None:
         return upload.version
     return version_create(
         submission=upload.submission, uploads=[*include_uploads, upload], actor=actor, kind=kind
@@ -503,7 +503,7 @@ def version_create(
     for upload in locked:
         if upload.submission_id != submission.pk:
             raise ApplicationError(f"Upload {upload.id} belongs to another submission.", code="invalid")
-        if upload.status != Upload.Status.VERIFIED:
+        if not UPLOAD.state_allows(upload, "join_version"):
             raise ConflictError(
                 f"Upload {upload.id} ({upload.filename}) is {upload.status}, not verified.",
                 code="upload-not-verified",
@@ -554,9 +554,7 @@ def _upload_close(upload: Upload, *, actor, action: str, reason: str, idle_befor
     """open/verified -> aborted (compare-and-set), parts deleted after commit, an audit event written.
     False when the upload had already moved on (finished, joined a version, aborted, or got a part since
     `idle_before`). A verified upload's blob stays: it is content-addressed and may back another upload."""
-    closable = Upload.objects.filter(
-        pk=upload.pk, status__in=(Upload.Status.OPEN, Upload.Status.VERIFYING, Upload.Status.VERIFIED)
-    )
+    closable = Upload.objects.filter(pk=upload.pk, status__in=UPLOAD.rule("abort").sources)
     if idle_before is not None:  # the expiry: only if nothing arrived since the candidate was chosen
         closable = closable.filter(updated_at__lt=idle_before)
     previous = closable.values_list("status", flat=True).first()
@@ -585,7 +583,7 @@ def upload_abort(*, upload: Upload, actor) -> Upload:
     deleted and its bytes no longer count against the organisation's quota. Aborting twice is harmless."""
     _require_submitter(actor, upload.submission)
     upload = Upload.objects.select_for_update().get(pk=upload.pk)
-    if upload.status == Upload.Status.DONE:
+    if upload.version_id is not None:  # part of a version: kept as uploaded
         raise ConflictError(
             f"This upload is part of version {upload.version.number}; versions are kept as uploaded.",
             code="upload-done",

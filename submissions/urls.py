@@ -2,8 +2,8 @@
 
 from django.urls import path
 
+from review.lifecycle import BUTTON_TRANSITIONS
 from submissions import views
-from submissions.lifecycle import BUTTON_TRANSITIONS
 
 app_name = "submissions"
 

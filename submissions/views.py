@@ -26,7 +26,6 @@ from access.permissions import can
 from access.visibility import get_visible_or_404, submissions_visible_to, systems_visible_to
 from accounts.selectors import (
     membership_labels,
-    user_is_chair,
     user_org_ids,
     user_organisations,
     user_roles,
@@ -38,9 +37,10 @@ from portal import private_cache
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
 from portal.private_cache import private_page_cached
+from review import lifecycle
 from review.selectors import waived_error_count, waived_error_counts
 from review.views_submitter import review_panel
-from submissions import checks, lifecycle, services, uploads
+from submissions import checks, services, uploads
 from submissions.forms import (
     ReasonForm,
     SubmissionCreateForm,
@@ -204,10 +204,10 @@ def submission_detail(request, pk: int):
         "selected": selected,
         # The lifecycle buttons: exactly the table's rows this user may take now (disabled with why).
         "actions": lifecycle.allowed_actions(request.user, submission),
-        # A draft, or a new version with the changes the reviewers asked for (uploads.UPLOADABLE_STATUSES).
-        "can_upload": submission.status in uploads.UPLOADABLE_STATUSES
+        # A draft, or a new version with the changes the reviewers asked for (the table's `upload` row).
+        "can_upload": lifecycle.allowed(request.user, submission, "upload")
         and user_can_submit_for(request.user, submission.organisation),
-        "is_chair": user_is_chair(request.user),
+        "is_chair": lifecycle.can(request.user, "chair"),
         # No worker (the demo): the upload's last request runs the whole check, and the page says so meanwhile.
         "inline_check": bool(settings.CELERY_TASK_ALWAYS_EAGER),
         # The review as the submitter lives it (review.views_submitter): reviewers, thread, waivers, evidence.
@@ -340,7 +340,7 @@ def _back(submission: Submission):
 @login_required
 @require_POST
 def submission_transition(request, pk: int, action: str):
-    """One lifecycle button (a row of submissions.lifecycle); refusals and lost races become messages."""
+    """One lifecycle button (a row of review.lifecycle); refusals and lost races become messages."""
     submission = get_visible_or_404(request.user, Submission, pk=pk)
     row = lifecycle.transition_row(action)
     reason = ""
@@ -355,7 +355,7 @@ def submission_transition(request, pk: int, action: str):
     except ApplicationError as exc:
         messages.error(request, f"Not {row.done}: {exc.detail}")
     else:
-        frozen = submission.submitted_version if submission.status == Submission.Status.SUBMITTED else None
+        frozen = submission.submitted_version if action == "submit" else None
         note = f": version {frozen.number} is frozen for review" if frozen is not None else ""
         messages.success(request, f"Submission #{submission.pk} {row.done}{note}.")
     return _back(submission)

@@ -12,7 +12,7 @@ from django.core.files.storage import default_storage
 
 from access.visibility import submissions_visible_to
 from audit.models import AuditEvent
-from submissions.lifecycle import allowed_actions, transition
+from review.lifecycle import allowed_actions, transition
 from submissions.models import CheckRun, Submission, SubmissionVersion, Upload
 from submissions.selectors import check_run_latest, version_latest
 from submissions.storage import storage_iter_chunks

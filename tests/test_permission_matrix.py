@@ -14,7 +14,13 @@ route the table does not declare fails `test_every_route_is_declared`: declare i
 
 Each (route, state) asks every role at least once (`_plan`): Unreleased-Z9 by every role on every route, other
 submissions of a state in rotation, and the signed-in roles a submission is hidden from (refused alike, 404) by
-one of them in rotation. Every body is searched for what the role may not see: the name Unreleased-Z9, and each hidden submission's title
+one of them in rotation. Every write (POST, PUT) is measured: PostgreSQL's per-transaction row counters
+(pg_stat_xact_user_tables) before and after the request, so a refusal (400/403/404/409, or a page that says so)
+must write no row in any table, and a write route whose workflow row (WRITE_ACTIONS: the table and action of
+review.lifecycle, submissions.workflow or leaderboard.workflow) forbids the object's current state, or asked by a
+role the route's `who` leaves out, must write nothing whatever it answers: a write accepted in a state the policy
+forbids fails the matrix. API refusals carry a code (403 `permission_denied`, 409 with the refusal's code).
+Every body is searched for what the role may not see: the name Unreleased-Z9, and each hidden submission's title
 and id (as /submissions/<id>/, /audit/<id>/, "submission #<id>", "submission": <id>).
 """
 
@@ -237,8 +243,9 @@ ROUTES: dict[str, Route] = {
     # the reviewer's pages and API
     "review:review_page": _g(SUBJECT, who=(ASSIGNED, *OVERSIGHT)),
     "review:review_create": _p(SUBJECT_WRITE, who=(ASSIGNED,)),
-    # the submitter writes through review:submitter_comment; a draft has no thread (404 for its own members too)
-    "review:comment_create": _p(SUBJECT_WRITE, who=(ASSIGNED, *OVERSIGHT)),
+    # the submitter writes through review:submitter_comment, and may post here too (the same comment, never an
+    # objection) while the thread is open; a draft has no thread (404 for its own members too)
+    "review:comment_create": _p(SUBJECT_WRITE, who=(OWN, ASSIGNED, *OVERSIGHT)),
     "review:objection_close": _p(SUBJECT_WRITE, pk="comment", who=(ASSIGNED, CHAIR)),
     "review:file_browser": _g(SUBJECT, pk="file", who=(ASSIGNED, *OVERSIGHT)),
     "review:assignment_accept": _p(SUBJECT_WRITE, pk="assignment", who=(ASSIGNED,)),
@@ -385,8 +392,8 @@ def _build_world() -> World:
     from leaderboard.models import Challenge, Publication
     from review import services as review_services
     from review.demo import Z9_TITLE
+    from review.lifecycle import transition
     from review.models import Comment, Conflict, EvidenceRequest, ReviewAssignment, Waiver
-    from submissions.lifecycle import transition
     from submissions.models import Submission, Upload
     from tests.factories import (
         BenchmarkFactory,
@@ -664,11 +671,30 @@ def _client(world: World, user, api: bool):
 _HANDLERS: dict = {}
 
 
-def _request(world: World, user, method: str, url: str, *, fresh: bool = False):
+# Tables a request writes whatever it asks (the token's "last used", sign-in bookkeeping): not a write of the route.
+UNWRITTEN = {"accounts_apitoken", "knox_authtoken"}
+
+
+def _rows_written() -> dict[str, int]:
+    """Rows inserted, updated or deleted so far in this transaction, per table (PostgreSQL's own counters:
+    every table, whatever code wrote it)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_xact_user_tables "
+            "WHERE n_tup_ins + n_tup_upd + n_tup_del > 0"
+        )
+        return {name: count for name, count in cursor.fetchall() if name not in UNWRITTEN}
+
+
+def _request(world: World, user, method: str, url: str, *, fresh: bool = False, written: list | None = None):
     """One request, rolled back: a POST that succeeds changes nothing for the next cell of the matrix. `fresh`: a
-    client of its own (logout and password flows end the shared client's session)."""
+    client of its own (logout and password flows end the shared client's session). `written`: filled with the
+    tables the request wrote rows of (measured before the rollback)."""
     api = url.startswith("/api/")
     with transaction.atomic():
+        before = _rows_written() if written is not None else None
         if fresh:
             client = Client()
             if user is not None:
@@ -682,6 +708,9 @@ def _request(world: World, user, method: str, url: str, *, fresh: bool = False):
             response = client.post(url, data, format="json") if api else client.post(url, data)
         else:
             response = client.get(url)
+        if written is not None:
+            after = _rows_written()
+            written.extend(sorted(name for name, count in after.items() if count != before.get(name, 0)))
         transaction.set_rollback(True)
     return response
 
@@ -819,7 +848,14 @@ def _check_non_object(world, name, route, url, role, user, state, failures) -> N
 
 
 def _object_expectation(
-    route: Route, role: str, subject: Subject, user, world: World, kwargs, response
+    route: Route,
+    role: str,
+    subject: Subject,
+    user,
+    world: World,
+    kwargs,
+    response,
+    state_permits: bool = True,
 ) -> bool:
     code = response.status_code
     if (
@@ -843,7 +879,8 @@ def _object_expectation(
     elif route.pk == "conflict":  # not a submission's: `who` alone decides
         visible, allowed = user is not None, role in route.who
     else:
-        visible, allowed = expected_visible(role, subject.status), role in route.who
+        # a write the workflow table forbids in this state is refused to everyone, `who` included
+        visible, allowed = expected_visible(role, subject.status), role in route.who and state_permits
     if user is None:
         return _login_redirect(response) or code in (401, 403, 404) or (code == 200 and visible)
     if not visible:
@@ -905,6 +942,167 @@ def _plan(name: str, route: Route, state: str, world: World) -> list[tuple[Subje
     return planned
 
 
+# --- Writes: which row of which workflow table each write route takes --------------------------------------------
+# (table, actions, the object of the table the route acts on). The matrix asks the table only which states the
+# action may be taken in: a write accepted in another state fails, whoever asks. Who may is the matrix's own
+# `who` above, written independently of the policy. Routes on objects without a status (systems, conflicts,
+# notifications, tokens) are in NO_STATUS_WRITES: refused means nothing written there too.
+
+
+def _workflow():
+    from leaderboard import workflow as leaderboard_workflow
+    from review import lifecycle
+    from submissions import workflow as submissions_workflow
+
+    return lifecycle, submissions_workflow, leaderboard_workflow
+
+
+def _object(kind: str, kwargs: dict, subject: Subject):
+    from leaderboard.models import Challenge, Publication
+    from review.models import Comment, EvidenceRequest, ReviewAssignment, Waiver
+    from submissions.models import Submission, Upload
+
+    if kind == "submission":
+        return Submission.objects.get(pk=subject.pk)
+    if kind == "publication":
+        return Publication.objects.filter(submission_id=subject.pk).first()
+    model = {
+        "comment": Comment,
+        "assignment": ReviewAssignment,
+        "waiver": Waiver,
+        "evidence": EvidenceRequest,
+        "upload": Upload,
+        "upload_part": Upload,
+        "challenge": Challenge,
+    }[kind]
+    return model.objects.get(pk=kwargs["pk"])
+
+
+def _sub(*actions):
+    return ("SUBMISSION", actions, "submission")
+
+
+WRITE_ACTIONS: dict[str, tuple] = {
+    "submissions:submit": _sub("submit"),
+    "submissions:resubmit": _sub("resubmit"),
+    "submissions:withdraw": _sub("withdraw"),
+    "submissions:reject": _sub("reject"),
+    "submissions:recheck": _sub("recheck"),
+    "api:submission-submit": _sub("submit"),
+    "api:submission-withdraw": _sub("withdraw"),
+    "api:submission-reject": _sub("reject"),
+    "api:submission-resubmit": _sub("resubmit"),
+    "api:submission-extend": ("PUBLICATION", ("extend",), "publication"),
+    "api:version-recheck": _sub("recheck", "requeue_check", "audit_recheck"),
+    "api:upload-finish": ("UPLOAD", ("finish",), "upload"),
+    "api:upload-part": ("UPLOAD", ("put_part",), "upload_part"),
+    "review:review_create": _sub("review"),
+    "review:comment_create": _sub("comment", "object"),
+    "review:objection_close": ("OBJECTION", ("resolve", "overrule"), "comment"),
+    "review:assignment_accept": ("ASSIGNMENT", ("accept",), "assignment"),
+    "review:assignment_decline": ("ASSIGNMENT", ("decline",), "assignment"),
+    "api:review-assignment-accept": ("ASSIGNMENT", ("accept",), "assignment"),
+    "api:review-assignment-decline": ("ASSIGNMENT", ("decline",), "assignment"),
+    "api:comment-close": ("OBJECTION", ("resolve", "overrule"), "comment"),
+    "review:submitter_comment": _sub("comment"),
+    "review:waiver_request": _sub("request_waiver"),
+    "review:evidence_answer": ("EVIDENCE_REQUEST", ("answer",), "evidence"),
+    "api:evidence-request-answer": ("EVIDENCE_REQUEST", ("answer",), "evidence"),
+    "review:attest": _sub("attest"),
+    "api:audit-attest": _sub("attest"),
+    "review:evidence_request": _sub("request_evidence"),
+    "api:audit-request-evidence": _sub("request_evidence"),
+    "review:audit_reject": _sub("reject"),
+    "review:audit_recheck": _sub("requeue_check", "audit_recheck"),
+    "api:audit-recheck": _sub("requeue_check", "audit_recheck"),
+    "review:waiver_grant": _sub("waive"),
+    "review:waiver_decide": ("WAIVER", ("grant", "refuse"), "waiver"),
+    "api:waiver-decide": ("WAIVER", ("grant", "refuse"), "waiver"),
+    "review:chair_assign": _sub("assign"),
+    "review:chair_draw": _sub("assign"),
+    "review:chair_release": ("ASSIGNMENT", ("release",), "assignment"),
+    "api:chair-assignment-release": ("ASSIGNMENT", ("release",), "assignment"),
+    "results:challenge_resolve": ("CHALLENGE", ("dismissed", "annotated", "retracted"), "challenge"),
+    "leaderboard:publication_choose": _sub("publish"),
+    "leaderboard:extension_open": ("PUBLICATION", ("extend",), "publication"),
+}
+NO_STATUS_WRITES = {
+    "submissions:system_update_description",
+    "api:system-update-description",
+    "review:conflict_remove",
+    "api:notification-read",
+    "accounts:token_revoke",
+    "results:challenge",  # a RESULT route: the publication's `challenge` row, judged by the RESULT rule
+}
+WRITE_ROUTES = sorted(n for n in SUBJECT_ROUTES if ROUTES[n].method != "get")
+# The codes a refusal of the policy carries in the API (403 who, 409 state or a precondition), and DRF's own.
+REFUSAL_CODES = {403: {"permission_denied", "not_authenticated", "authentication_failed"}}
+
+
+def test_every_write_route_has_its_row():
+    assert set(WRITE_ROUTES) == set(WRITE_ACTIONS) | NO_STATUS_WRITES, sorted(
+        set(WRITE_ROUTES) ^ (set(WRITE_ACTIONS) | NO_STATUS_WRITES)
+    )
+    tables = dict(zip(("lifecycle", "submissions", "leaderboard"), _workflow(), strict=True))
+    names = {**vars(tables["lifecycle"]), **vars(tables["submissions"]), **vars(tables["leaderboard"])}
+    for name, (table, actions, _kind) in WRITE_ACTIONS.items():
+        policy = names[table]
+        for action in actions:
+            policy.rule(action)  # every action named is a row of its table (else: unknown-action)
+        assert name in SERVED, name
+
+
+def _state_permits(name: str, kwargs: dict, subject: Subject) -> tuple[bool, str]:
+    """Does the route's table let its action happen in the object's current state (whoever asks)?"""
+    lifecycle, submissions_workflow, leaderboard_workflow = _workflow()
+    table, actions, kind = WRITE_ACTIONS[name]
+    policy = {**vars(lifecycle), **vars(submissions_workflow), **vars(leaderboard_workflow)}[table]
+    obj = _object(kind, kwargs, subject)
+    if obj is None:
+        return False, "no such object"
+    if table == "PUBLICATION" and obj.submission_id != subject.pk:
+        return False, "not this submission's"
+    return any(policy.state_allows(obj, action) for action in actions), policy.state_of(obj)
+
+
+def _write_expectation(name, route, role, subject, user, world, kwargs, response, written) -> str:
+    """'' when the write cell holds: a refusal (by code, or a page that wrote nothing) writes nothing; a write
+    the table forbids in this state, or by a role the matrix does not allow, is refused and writes nothing;
+    an API refusal carries the policy's code."""
+    code = response.status_code
+    if route.kind == RESULT or name not in WRITE_ACTIONS and name not in NO_STATUS_WRITES:
+        return ""
+    if code in (400, 401, 403, 404, 409) and written:
+        return f"refused with {code} but wrote {written}"
+    is_json = response.get("Content-Type", "").startswith("application/json")
+    if is_json and code in REFUSAL_CODES:
+        detail_code = response.json().get("code", "")
+        if detail_code not in REFUSAL_CODES[code]:
+            return f"{code} with code {detail_code!r}, not the policy's"
+    if is_json and code == 409 and not response.json().get("code"):
+        return "409 without a code"
+    if name in NO_STATUS_WRITES:
+        allowed_role = role in route.who or route.pk in OWN_ROW_PKS or route.pk == "system"
+        if not allowed_role and written:
+            return f"{role} may not, but it wrote {written}"
+        return ""
+    permits, state = _state_permits(name, kwargs, subject)
+    visible = expected_visible(role, subject.status)
+    if (not permits or role not in route.who or not visible) and written:
+        why = f"the table forbids it in {state}" if not permits else f"{role} may not"
+        return f"{why}, but it answered {code} and wrote {written}"
+    if not permits and is_json and visible and role in route.who and code not in (400, 409):
+        # the table forbids the state to everyone: the one the route lets in hears 409 (with the refusal's stable
+        # code), or 400 when the body was refused first
+        return f"{code} where the table forbids the state ({state})"
+    if written and code >= 400:
+        return f"answered {code} but wrote {written}"
+    return ""
+
+
+WRITE_COUNTS: dict[str, int] = {}
+
+
 @pytest.mark.parametrize("state", STATES)
 @pytest.mark.parametrize("name", SUBJECT_ROUTES)
 def test_object_routes_per_role_and_state(name, state, world):
@@ -914,10 +1112,20 @@ def test_object_routes_per_role_and_state(name, state, world):
         user = subject.users[role]
         kwargs = _subject_kwargs(name, route, subject, world, user)
         url = _asked_url(name, route, subject, world, user)
-        response = _request(world, user, route.method, url)
+        written: list | None = [] if route.method != "get" else None
+        permits = _state_permits(name, kwargs, subject)[0] if name in WRITE_ACTIONS else True
+        response = _request(world, user, route.method, url, written=written)
         body = _body(response)  # read once: a streamed download is consumed by reading it
-        if not _object_expectation(route, role, subject, user, world, kwargs, response):
+        if not _object_expectation(route, role, subject, user, world, kwargs, response, permits):
             failures.append(f"#{subject.pk} {role}: {response.status_code} {body[:120]!r}")
+        if written is not None:
+            WRITE_COUNTS["cells"] = WRITE_COUNTS.get("cells", 0) + 1
+            WRITE_COUNTS["effective" if written else "nothing written"] = (
+                WRITE_COUNTS.get("effective" if written else "nothing written", 0) + 1
+            )
+            problem = _write_expectation(name, route, role, subject, user, world, kwargs, response, written)
+            if problem:
+                failures.append(f"#{subject.pk} {role}: {problem}")
         leaks = _leaks(world, user, body)
         if leaks:
             failures.append(f"#{subject.pk} {role} sees {leaks}")

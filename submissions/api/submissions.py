@@ -1,5 +1,5 @@
 """Submissions the caller may see (access.visibility): list, create drafts, the lifecycle actions of
-submissions.lifecycle (submit, withdraw, reject) and the `allowed_actions` of the caller."""
+review.lifecycle (submit, withdraw, reject) and the `allowed_actions` of the caller."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from leaderboard.models import Publication
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
 from portal.private_cache import PrivateCachedListMixin
-from submissions import lifecycle, services
+from review import lifecycle
+from submissions import services
 from submissions.api.common import IDEMPOTENCY_PARAMETER, ReadAnyoneWriteAuthenticated
 from submissions.api.serializers import SubmissionSerializer
 from submissions.idempotency import idempotent
@@ -26,7 +27,7 @@ from submissions.selectors import submissions_with_latest, systems_for_new_draft
 
 
 class AllowedActionSerializer(serializers.Serializer):
-    """A lifecycle action the caller may take now (a row of submissions.lifecycle); `blocked` says what is
+    """A lifecycle action the caller may take now (a row of review.lifecycle); `blocked` says what is
     still missing (e.g. a passing check), when it is."""
 
     action = serializers.CharField()
@@ -163,7 +164,7 @@ class SubmissionViewSet(
         return SubmissionSerializer if self.action == "list" else SubmissionDetailSerializer
 
     def _transition(self, request, action: str):
-        """One row of submissions.lifecycle; refusals are 403/409 JSON with a stable code."""
+        """One row of review.lifecycle; refusals are 403/409 JSON with a stable code."""
         submission = self.get_object()  # first: outside the visibility table it is a 404, whatever the body
         reason = ""
         if lifecycle.transition_row(action).reason_required:
@@ -174,47 +175,6 @@ class SubmissionViewSet(
             submission=submission, action=action, actor=request.user, reason=reason
         )
         return Response(self.get_serializer(submission).data)
-
-    @extend_schema(
-        request=None, responses={200: SubmissionDetailSerializer}, parameters=[IDEMPOTENCY_PARAMETER]
-    )
-    @action(detail=True, methods=["post"])
-    @idempotent
-    def submit(self, request, pk=None):
-        """draft -> submitted (the organisation's submitters; needs a passing check of the latest version)."""
-        return self._transition(request, "submit")
-
-    @extend_schema(
-        request=ReasonSerializer,
-        responses={200: SubmissionDetailSerializer},
-        parameters=[IDEMPOTENCY_PARAMETER],
-    )
-    @action(detail=True, methods=["post"])
-    @idempotent
-    def withdraw(self, request, pk=None):
-        """Any non-terminal state -> withdrawn (the organisation's submitters), with a reason."""
-        return self._transition(request, "withdraw")
-
-    @extend_schema(
-        request=ReasonSerializer,
-        responses={200: SubmissionDetailSerializer},
-        parameters=[IDEMPOTENCY_PARAMETER],
-    )
-    @action(detail=True, methods=["post"])
-    @idempotent
-    def reject(self, request, pk=None):
-        """A submission under review or audit -> rejected (auditors and the chair), with a reason."""
-        return self._transition(request, "reject")
-
-    @extend_schema(
-        request=None, responses={200: SubmissionDetailSerializer}, parameters=[IDEMPOTENCY_PARAMETER]
-    )
-    @action(detail=True, methods=["post"])
-    @idempotent
-    def resubmit(self, request, pk=None):
-        """changes_requested -> in_review (the organisation's submitters; needs a new version whose check
-        passed): the same reviewers see what changed."""
-        return self._transition(request, "resubmit")
 
     @extend_schema(
         request=ExtensionOpenSerializer,
@@ -240,3 +200,31 @@ class SubmissionViewSet(
             **data.validated_data,
         )
         return Response(SubmissionDetailSerializer(extension, context={"request": request}).data, status=201)
+
+
+def _transition_endpoint(row):
+    """The API endpoint of one button row of the submission's table: POST /api/v1/submissions/{id}/{action}/."""
+
+    def endpoint(self, request, pk=None):
+        return self._transition(request, row.action)
+
+    endpoint.__name__ = row.action
+    sources = ", ".join(row.sources)
+    endpoint.__doc__ = (
+        f"{sources} -> {row.target} ({row.who}){'; needs ' + row.needs if row.needs else ''}. "
+        "Refusals: 403 `permission_denied` (who), 409 `state-conflict` (state) or the precondition's code."
+    )
+    return extend_schema(
+        request=ReasonSerializer if row.reason_required else None,
+        responses={200: SubmissionDetailSerializer},
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )(
+        action(detail=True, methods=["post"], url_path=row.action, url_name=row.action.replace("_", "-"))(
+            idempotent(endpoint)
+        )
+    )
+
+
+# The API's action endpoints come from the table, as the pages' routes do (submissions/urls.py).
+for _row in lifecycle.BUTTON_TRANSITIONS:
+    setattr(SubmissionViewSet, _row.action, _transition_endpoint(_row))

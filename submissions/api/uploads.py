@@ -25,6 +25,7 @@ from submissions.api.submissions import submission_create_from
 from submissions.idempotency import HEADER as IDEMPOTENCY_HEADER
 from submissions.idempotency import idempotency_begin, idempotency_end, idempotent
 from submissions.models import Submission, SubmissionVersion, Upload
+from submissions.workflow import UPLOAD
 
 
 class UploadSerializer(serializers.ModelSerializer):
@@ -64,7 +65,7 @@ class UploadSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
     def get_missing_parts(self, upload):
-        if upload.status != Upload.Status.OPEN:
+        if not UPLOAD.state_allows(upload, "put_part"):
             return []
         if upload.transfer == Upload.Transfer.DIRECT:
             present = set(self._bucket_parts(upload))

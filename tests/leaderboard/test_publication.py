@@ -107,7 +107,7 @@ def test_the_cohort_mode_waits_for_the_next_cohort(role_users, audited):
 
 
 def test_a_result_withdrawn_while_waiting_is_never_published(role_users, audited):
-    from submissions.lifecycle import transition
+    from review.lifecycle import transition
 
     publication = services.publication_schedule(
         submission=audited, actor=role_users["submitter"], mode="cohort"

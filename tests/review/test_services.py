@@ -263,7 +263,7 @@ def test_changes_requested_then_a_new_version_goes_back_to_the_same_reviewers(pe
     )
     submission.refresh_from_db()
     assert submission.status == "changes_requested" and submission.status_reason == "Add the c128 point."
-    from submissions.lifecycle import transition
+    from review.lifecycle import transition
 
     with pytest.raises(ConflictError) as refused:
         transition(submission=submission, action="resubmit", actor=submission.created_by)
@@ -329,7 +329,7 @@ def test_a_failing_check_goes_through_only_with_waivers_and_the_audit_needs_them
         status=CheckRun.Status.FAILED,
         findings=[{"rule": "accuracy-sample-count", "point": "S/m/r1", "file": "a"}],
     )
-    from submissions.lifecycle import transition
+    from review.lifecycle import transition
 
     with pytest.raises(ConflictError) as refused:
         transition(submission=submission, action="submit", actor=people["submitter"])

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from review import lifecycle
 from review.models import Comment, EvidenceRequest, Waiver
-from submissions import lifecycle
 from submissions.models import Submission
 from tests.factories import (
     CheckRunFactory,
@@ -296,7 +296,7 @@ def test_the_status_badge_says_how_many_errors_are_waived(client, role_users):
             file=file,
             reason="short demo runs",
         )
-    from submissions.lifecycle import transition
+    from review.lifecycle import transition
 
     transition(submission=submission, action="submit", actor=role_users["submitter"])
     client.force_login(role_users["submitter"])

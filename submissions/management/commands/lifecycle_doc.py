@@ -1,4 +1,4 @@
-"""Print the lifecycle table of submissions.lifecycle as Markdown, or write it into docs/lifecycle.md."""
+"""Print every workflow table (leaderboard.workflow.POLICIES) as Markdown, or write them into docs/lifecycle.md."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from submissions.lifecycle import DOC_END, DOC_START, table_markdown
+from leaderboard.workflow import DOC_END, DOC_START, tables_markdown
 
 
 def doc_path() -> Path:
@@ -20,18 +20,18 @@ def doc_with_table(text: str) -> str:
         raise CommandError(f"docs/lifecycle.md lost its markers {DOC_START!r} ... {DOC_END!r}.")
     before, rest = text.split(DOC_START, 1)
     _, after = rest.split(DOC_END, 1)
-    return f"{before}{DOC_START}\n{table_markdown()}\n{DOC_END}{after}"
+    return f"{before}{DOC_START}\n{tables_markdown()}\n{DOC_END}{after}"
 
 
 class Command(BaseCommand):
-    help = "Print the submission lifecycle table (Markdown); --write puts it into docs/lifecycle.md."
+    help = "Print every workflow table (Markdown); --write puts them into docs/lifecycle.md."
 
     def add_arguments(self, parser):
         parser.add_argument("--write", action="store_true", help="update docs/lifecycle.md in place")
 
     def handle(self, *args, write: bool, **options):
         if not write:
-            self.stdout.write(table_markdown())
+            self.stdout.write(tables_markdown())
             return
         path = doc_path()
         path.write_text(doc_with_table(path.read_text(encoding="utf-8")), encoding="utf-8")

@@ -16,11 +16,11 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
-from submissions import lifecycle
+from review import lifecycle
+from review.lifecycle import allowed_actions, transition
+from review.services import submission_submit, submission_withdraw
 from submissions.checks import check_run_requeue, check_runs_reconcile
-from submissions.lifecycle import allowed_actions, transition
 from submissions.models import CheckRun, Submission, SubmissionVersion
-from submissions.services import submission_submit, submission_withdraw
 from tests.factories import MembershipFactory, UserFactory
 from tests.submissions.support import api_client, make_catalog
 
@@ -182,7 +182,7 @@ def test_only_the_chair_rechecks_and_history_is_kept(role_users, draft, settings
 
 
 # --- The table, role x action x state -----------------------------------------------------------
-# Expectations written from DESIGN.md ("Lifecycle of a submission"), not read from submissions.lifecycle:
+# Expectations written from DESIGN.md ("Lifecycle of a submission"), not read from review.lifecycle:
 # who may take each action, from which states, and where it leads.
 EXPECTED = {
     "submit": ({"submitter", "org_admin"}, {"draft"}, "submitted"),
@@ -330,7 +330,9 @@ def test_two_rejects_racing_through_the_api_one_wins_one_gets_409(people):
     audit event."""
     submission = _submission(people, "submitted")
     barrier = threading.Barrier(2)
-    checked = lifecycle._check
+    from portal.policy import Policy
+
+    checked = Policy.require
     responses = {}
 
     def check_then_wait(*args, **kwargs):
@@ -348,7 +350,7 @@ def test_two_rejects_racing_through_the_api_one_wins_one_gets_409(people):
         finally:
             connections.close_all()
 
-    with mock.patch.object(lifecycle, "_check", check_then_wait):
+    with mock.patch.object(Policy, "require", check_then_wait):
         threads = [threading.Thread(target=post, args=(role,)) for role in ("auditor", "chair")]
         for thread in threads:
             thread.start()
@@ -367,13 +369,38 @@ def test_two_rejects_racing_through_the_api_one_wins_one_gets_409(people):
 # --- The docs ------------------------------------------------------------------------------------
 
 
-def test_docs_show_the_table_the_code_has():
+def test_docs_show_every_table_the_code_has():
+    from leaderboard.workflow import POLICIES, tables_markdown
+
     doc = (Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md").read_text(encoding="utf-8")
     shown = doc.split(lifecycle.DOC_START, 1)[1].split(lifecycle.DOC_END, 1)[0].strip()
-    assert shown == lifecycle.table_markdown(), "run: python manage.py lifecycle_doc --write"
+    assert shown == tables_markdown(), "run: python manage.py lifecycle_doc --write"
+    submission = shown.split("### submission", 1)[1].split("\n### ", 1)[0]
     for row in lifecycle.TRANSITIONS:  # every row, with its states, in the words a reader sees
-        line = next(line for line in shown.splitlines() if line.startswith(f"| `{row.action}` |"))
+        line = next(line for line in submission.splitlines() if line.startswith(f"| `{row.action}`"))
         assert all(f"`{status}`" in line for status in EXPECTED[row.action][1])
+    # every object with a status has its table, and each shows all of its model's states
+    from leaderboard.models import Challenge, Publication, PublicationRevision
+    from review.models import Comment, EvidenceRequest, ReviewAssignment, Waiver
+    from submissions.models import CheckRun, Upload
+
+    expected = {
+        "submission": Submission.Status.values,
+        "check run": CheckRun.Status.values,
+        "upload": Upload.Status.values,
+        "assignment": ReviewAssignment.Status.values,
+        "objection": Comment.ObjectionStatus.values,
+        "waiver": Waiver.Status.values,
+        "evidence request": EvidenceRequest.Status.values,
+        "publication": Publication.Status.values,
+        "revision": PublicationRevision.Status.values,
+        "challenge": Challenge.Status.values,
+    }
+    assert {policy.name for policy in POLICIES} == set(expected)
+    for name, states in expected.items():
+        section = shown.split(f"### {name}\n", 1)[1].split("\n### ", 1)[0]
+        states_line = next(line for line in section.splitlines() if line.startswith("States: "))
+        assert all(f"`{state}`" in states_line for state in states), (name, states_line)
 
 
 # --- Buttons on the page and allowed_actions in the API ----------------------------------------

@@ -1,0 +1,165 @@
+"""The workflow tables of the publication, its revisions and challenges (portal.policy): state -> action -> who
+may. The leaderboard's services ask `require(...)` of them before they write; the submission's own table (where
+`publish` is a row) is review.lifecycle's. `POLICIES` lists every table of the portal, for docs/lifecycle.md and
+the permission matrix."""
+
+from __future__ import annotations
+
+from accounts.models import Membership
+from accounts.selectors import user_is_chair, user_org_ids
+from leaderboard.models import Challenge, Publication, PublicationRevision
+from portal.errors import ConflictError
+from portal.policy import Actor, Policy, Ready, Rule
+from review import lifecycle as review_lifecycle
+from submissions import workflow as submissions_workflow
+
+SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
+
+PUBLISHER = Actor(
+    "submitter",
+    "submitters and org admins of the submitting organisation",
+    lambda user, obj: obj.submission.organisation_id in user_org_ids(user, roles=SUBMITTER_ROLES),
+)
+CHAIR = Actor("chair", "the chair", lambda user, obj: user_is_chair(user))
+ORG_MEMBER = Actor("org_member", "members of any organisation", lambda user, obj: bool(user_org_ids(user)))
+SCHEDULE = Actor("schedule", "the publication schedule", lambda user, obj: False, system=True)
+
+
+def _extendable(publication: Publication) -> Ready:
+    if not review_lifecycle.SUBMISSION.state_allows(publication.submission, "extend"):
+        raise ConflictError("Only a published result can be extended.", code="state-conflict")
+    if publication.is_retracted:
+        raise ConflictError("A retracted result cannot be extended.", code="result-retracted")
+    return Ready()
+
+
+P = Publication.Status
+PUBLICATION = Policy(
+    name="publication",
+    states=tuple(P.values),
+    description="Created `scheduled` by the submitter's choice of date on an audited submission (the submission's "
+    "`publish` row); the schedule publishes it when due.",
+    rules=(
+        Rule(
+            "reschedule",
+            (P.SCHEDULED,),
+            (PUBLISHER,),
+            "Choose the date",
+            done="rescheduled",
+            needs="the submission is still audited",
+        ),
+        Rule(
+            "publish",
+            (P.SCHEDULED,),
+            (PUBLISHER, SCHEDULE),
+            "Publish",
+            target=P.PUBLISHED,
+            done="published",
+            automatic=True,
+            needs="due (now, the embargo date or the cohort's date) and the submission still audited",
+        ),
+        Rule(
+            "cancel",
+            (P.SCHEDULED,),
+            (SCHEDULE,),
+            "Cancel",
+            target=P.CANCELLED,
+            done="cancelled",
+            automatic=True,
+            needs="the submission was withdrawn or rejected while it waited",
+        ),
+        Rule(
+            "challenge",
+            (P.PUBLISHED,),
+            (ORG_MEMBER,),
+            "Challenge",
+            needs="a reason (leaderboard.services.challenge_raise)",
+        ),
+        Rule(
+            "retract",
+            (P.PUBLISHED,),
+            (CHAIR,),
+            "Retract",
+            reason_required=True,
+            needs="a public reason; not retracted already (a challenge's `retract` outcome)",
+        ),
+        Rule("annotate", (P.PUBLISHED,), (CHAIR,), "Annotate", needs="a public text"),
+        Rule(
+            "extend",
+            (P.PUBLISHED,),
+            (PUBLISHER,),
+            "Open an extension",
+            precondition=_extendable,
+            needs="not retracted (409 `result-retracted`); new or re-measured load points in a draft of their "
+            "own (docs/extensions.md)",
+        ),
+    ),
+)
+
+R = PublicationRevision.Status
+REVISION = Policy(
+    name="revision",
+    states=tuple(R.values),
+    rules=(
+        Rule(
+            "publish",
+            (R.SCHEDULED,),
+            (PUBLISHER, SCHEDULE),
+            "Publish",
+            target=R.PUBLISHED,
+            done="published",
+            automatic=True,
+            needs="due, and the extension's submission still audited",
+        ),
+        Rule(
+            "cancel",
+            (R.SCHEDULED,),
+            (SCHEDULE,),
+            "Cancel",
+            target=R.CANCELLED,
+            done="cancelled",
+            automatic=True,
+            needs="the extension was withdrawn or rejected while it waited",
+        ),
+    ),
+)
+
+C = Challenge.Status
+CHALLENGE = Policy(
+    name="challenge",
+    states=tuple(C.values),
+    rules=tuple(
+        Rule(
+            outcome,
+            (C.OPEN,),
+            (CHAIR,),
+            label,
+            target=outcome,
+            done=outcome,
+            reason_required=True,
+            needs=needs,
+        )
+        for outcome, label, needs in (
+            (C.DISMISSED, "Dismiss", "a public resolution"),
+            (C.ANNOTATED, "Annotate", "a public resolution, shown as an annotation"),
+            (C.RETRACTED, "Retract", "a public resolution; the result is retracted"),
+        )
+    ),
+)
+
+POLICIES = (
+    *review_lifecycle.POLICIES,
+    *submissions_workflow.POLICIES,
+    PUBLICATION,
+    REVISION,
+    CHALLENGE,
+)
+
+
+DOC_START = review_lifecycle.DOC_START
+DOC_END = review_lifecycle.DOC_END
+
+
+def tables_markdown() -> str:
+    """Every table, as docs/lifecycle.md shows them (between DOC_START and DOC_END)."""
+    return "\n\n".join(policy.table_markdown() for policy in POLICIES)

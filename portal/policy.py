@@ -1,0 +1,213 @@
+"""The workflow policy's machinery: a table per object with a status (state -> action -> who may, and what it needs)
+and the three questions every layer asks of it: `require` (services, before they write), `allowed` and
+`allowed_actions` (pages and the API, for their buttons).
+
+This module knows no app: each table lives in the lowest app that knows every rule it names (the submission's in
+review/, which knows assignments, conflicts and the quorum; the publication's in leaderboard/; the upload's and the
+check run's in submissions/), so the layers stay one way and nothing is plugged in at start-up. docs/portal.md
+says why; docs/lifecycle.md is generated from every table (`manage.py lifecycle_doc --write`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from portal.errors import ApplicationError, ConflictError, NotAllowedError
+
+
+@dataclass(frozen=True)
+class Actor:
+    """A kind of person a table names in its "who may" column; `may(user, obj)` is judged at the moment of the
+    action (membership, role and conflict as they are now)."""
+
+    name: str
+    description: str  # plural, for messages and docs: "Only {description} can withdraw."
+    may: Callable[[object, object], bool]
+    system: bool = False  # the portal itself (a scheduled job), acting with no user
+
+    def __call__(self, user, obj) -> bool:
+        if self.system:
+            return user is None
+        if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+            return False
+        return bool(self.may(user, obj))
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A precondition that holds: the extra fields a transition writes and what its audit event records."""
+
+    fields: dict = field(default_factory=dict)
+    audit_data: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row: `action` may be taken on an object in one of `sources` by one of `actors`; with a `target` it
+    moves the object there (a transition), without one it writes beside it (a comment, a waiver request)."""
+
+    action: str
+    sources: tuple[str, ...]
+    actors: tuple[Actor, ...]
+    label: str  # the button
+    target: str = ""
+    done: str = ""  # past participle for messages: "Submission #3 withdrawn."
+    reason_required: bool = False
+    precondition: Callable[[object], Ready] | None = None
+    needs: str = ""  # the precondition in words, for docs/lifecycle.md
+    # Taken by a service as the consequence of another step (an acceptance, a decision, a schedule), never by a
+    # bare button: no route and no allowed action of its own.
+    automatic: bool = False
+    event: str = ""  # the audit action, when it is not "<object>.<done>"
+
+    @property
+    def who(self) -> str:
+        return " or ".join(actor.description for actor in self.actors)
+
+    def actor_may(self, user, obj) -> bool:
+        return any(actor(user, obj) for actor in self.actors)
+
+
+@dataclass(frozen=True)
+class AllowedAction:
+    """An action the user may take on the object in its current state; `blocked` when a precondition is missing
+    (the button is shown disabled, with why)."""
+
+    action: str
+    label: str
+    target: str
+    reason_required: bool
+    done: str
+    blocked_code: str = ""
+    blocked_detail: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        return not self.blocked_code
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The table of one kind of object: its states (the model's status choices) and its rules."""
+
+    name: str  # "submission", "waiver": the object in messages and docs
+    states: tuple[str, ...]
+    rules: tuple[Rule, ...]
+    state_of: Callable[[object], str] = lambda obj: obj.status
+    description: str = ""
+
+    def __post_init__(self):
+        actions = [rule.action for rule in self.rules]
+        if len(set(actions)) != len(actions):
+            raise ValueError(f"{self.name}: one row per action")
+        for rule in self.rules:
+            unknown = (set(rule.sources) | ({rule.target} if rule.target else set())) - set(self.states)
+            if unknown:
+                raise ValueError(f"{self.name}.{rule.action}: unknown states {sorted(unknown)}")
+
+    def rule(self, action: str) -> Rule:
+        for rule in self.rules:
+            if rule.action == action:
+                return rule
+        raise ApplicationError(f"No {self.name} action {action!r}.", code="unknown-action")
+
+    def _noun(self, obj) -> str:
+        pk = getattr(obj, "pk", None)
+        return f"{self.name.capitalize()} #{pk}" if pk is not None else f"This {self.name}"
+
+    def refuse_state(self, rule: Rule, obj, current: str) -> ConflictError:
+        if not rule.target:  # a write beside the object: say when it is open
+            states = ", ".join(rule.sources) or "never"
+            detail = (
+                f"{self._noun(obj)} is {current}: {rule.label.lower()} is closed in that state "
+                f"(open while it is {states})."
+            )
+        elif len(rule.sources) == 1:
+            detail = f"{self._noun(obj)} is {current}, not {rule.sources[0]}."
+        else:
+            detail = (
+                f"{self._noun(obj)} is {current}: it cannot be {rule.done or rule.action.replace('_', ' ')}."
+            )
+        return ConflictError(detail, code="state-conflict", extra={"status": current, "action": rule.action})
+
+    def require(self, user, obj, action: str, *, reason: str = "", precondition: bool = True) -> Ready:
+        """The row's guards in order: who (403 `permission_denied`), state (409 `state-conflict`), reason (400),
+        precondition (its own 409 code). Raises the refusal; returns what the precondition found."""
+        rule = self.rule(action)
+        if not rule.actor_may(user, obj):
+            what = rule.action.replace("_", " ") if rule.target else rule.label.lower()
+            raise NotAllowedError(f"Only {rule.who} can {what}.", extra={"action": rule.action})
+        current = self.state_of(obj)
+        if current not in rule.sources:
+            raise self.refuse_state(rule, obj, current)
+        if rule.reason_required and not (reason or "").strip():
+            raise ApplicationError(f"Say why the {self.name} is {rule.done or 'changed'}.", code="invalid")
+        if precondition and rule.precondition is not None:
+            return rule.precondition(obj)
+        return Ready()
+
+    def state_allows(self, obj, action: str) -> bool:
+        """Is `obj` in a state where `action` may happen at all (whoever asks)? For the steps a service takes as
+        the consequence of another (the first acceptance starts the review)."""
+        return self.state_of(obj) in self.rule(action).sources
+
+    def allowed(self, user, obj, action: str) -> bool:
+        """May `user` take `action` on `obj` now (who and state; a missing precondition shows as a disabled
+        button through `allowed_actions`)."""
+        rule = self.rule(action)
+        return self.state_of(obj) in rule.sources and rule.actor_may(user, obj)
+
+    def allowed_actions(self, user, obj, *, automatic: bool = False) -> list[AllowedAction]:
+        """The rows this user may take on this object now, in table order (buttons: not the automatic ones)."""
+        out = []
+        current = self.state_of(obj)
+        for rule in self.rules:
+            if (
+                (rule.automatic and not automatic)
+                or current not in rule.sources
+                or not rule.actor_may(user, obj)
+            ):
+                continue
+            blocked_code = blocked_detail = ""
+            if rule.precondition is not None:
+                try:
+                    rule.precondition(obj)
+                except ApplicationError as exc:
+                    blocked_code, blocked_detail = exc.code, exc.detail
+            out.append(
+                AllowedAction(
+                    action=rule.action,
+                    label=rule.label,
+                    target=rule.target,
+                    reason_required=rule.reason_required,
+                    done=rule.done,
+                    blocked_code=blocked_code,
+                    blocked_detail=blocked_detail,
+                )
+            )
+        return out
+
+    def table_markdown(self) -> str:
+        """The table as docs/lifecycle.md shows it."""
+        lines = [
+            f"### {self.name}",
+            "",
+            *([self.description, ""] if self.description else []),
+            "States: " + ", ".join(f"`{state}`" for state in self.states) + ".",
+            "",
+            "| action | from | to | who may | needs |",
+            "|---|---|---|---|---|",
+        ]
+        for rule in self.rules:
+            sources = ", ".join(f"`{status}`" for status in rule.sources)
+            target = f"`{rule.target}`" if rule.target else "(stays)"
+            needs = rule.needs or ("a reason" if rule.reason_required else "—")
+            auto = " (automatic)" if rule.automatic else ""
+            lines.append(f"| `{rule.action}`{auto} | {sources} | {target} | {rule.who} | {needs} |")
+        return "\n".join(lines)
+
+
+def states_where(policy: Policy, action: str) -> tuple[str, ...]:
+    """The states in which `action` may be taken (for querysets: `status__in=states_where(...)`)."""
+    return policy.rule(action).sources

@@ -1,0 +1,176 @@
+"""The workflow tables that submissions/ knows all the rules of (portal.policy): the upload, the check run, and
+the submission's rows about its files (upload a version, re-check one). The submission's full table is
+review.lifecycle.SUBMISSION, which takes these rows in as they are, so the two never disagree."""
+
+from __future__ import annotations
+
+from accounts.models import Membership
+from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
+from portal.policy import Actor, Policy, Rule
+from submissions.models import CheckRun, Submission, Upload
+
+Status = Submission.Status
+SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
+
+
+def _organisation_of(obj) -> int:
+    if isinstance(obj, Submission):
+        return obj.organisation_id
+    if isinstance(obj, Upload):
+        return obj.submission.organisation_id
+    return obj.version.submission.organisation_id  # a check run
+
+
+SUBMITTER = Actor(
+    "submitter",
+    "submitters and org admins of the submitting organisation",
+    lambda user, obj: _organisation_of(obj) in user_org_ids(user, roles=SUBMITTER_ROLES),
+)
+AUDITOR = Actor("auditor", "auditors", lambda user, obj: user_is_auditor(user))
+CHAIR = Actor("chair", "the chair", lambda user, obj: user_is_chair(user))
+WORKER = Actor("worker", "the check pipeline", lambda user, obj: False, system=True)
+
+# A draft, or a submission the reviewers sent back: its new version is what `resubmit` sends them.
+UPLOADABLE = (Status.DRAFT, Status.CHANGES_REQUESTED)
+NOT_DRAFT = tuple(status for status in Status.values if status != Status.DRAFT)
+
+# Rows of the submission's table (review.lifecycle.SUBMISSION takes them in).
+SUBMISSION_FILE_RULES = (
+    Rule(
+        "upload",
+        UPLOADABLE,
+        (SUBMITTER,),
+        "Upload a new version",
+        needs="the organisation's storage quota (submissions.uploads.upload_start)",
+    ),
+    Rule(
+        "recheck",
+        tuple(Status.values),
+        (SUBMITTER,),
+        "Re-check",
+        needs="the organisation re-checks its own versions (submissions.checks.check_run_create)",
+    ),
+    Rule(
+        "requeue_check",
+        tuple(Status.values),
+        (CHAIR,),
+        "Re-check (chair)",
+        needs="after a checker or rule-set change (submissions.checks.check_run_requeue)",
+    ),
+    Rule(
+        "audit_recheck",
+        NOT_DRAFT,
+        (AUDITOR,),
+        "Re-check (audit)",
+        needs="a submitted version: a draft is its organisation's own (submissions.checks.check_run_requeue)",
+    ),
+)
+SUBMISSION_FILES = Policy(name="submission", states=tuple(Status.values), rules=SUBMISSION_FILE_RULES)
+
+U = Upload.Status
+UPLOAD = Policy(
+    name="upload",
+    states=tuple(U.values),
+    rules=(
+        Rule("put_part", (U.OPEN,), (SUBMITTER,), "Send a part", needs="the part's index and size"),
+        Rule(
+            "finish",
+            (U.OPEN, U.VERIFIED),
+            (SUBMITTER,),
+            "Finish",
+            target=U.VERIFIED,
+            done="verified",
+            needs="every part received; the SHA-256 of the joined file is the one announced (a mismatch aborts)",
+        ),
+        Rule(
+            "complete_direct",
+            (U.OPEN,),
+            (SUBMITTER,),
+            "Complete (straight to the bucket)",
+            target=U.VERIFYING,
+            done="verifying",
+            needs="S3 storage; every part in the bucket (submissions.direct_uploads)",
+        ),
+        Rule(
+            "verify_direct",
+            (U.VERIFYING,),
+            (WORKER,),
+            "Verify",
+            target=U.VERIFIED,
+            done="verified",
+            automatic=True,
+            needs="a worker streams the object once: its size and SHA-256 are the ones announced (a mismatch aborts)",
+        ),
+        Rule(
+            "join_version",
+            (U.VERIFIED,),
+            (SUBMITTER,),
+            "Make a version",
+            target=U.DONE,
+            done="done",
+            automatic=True,
+            needs="the submission accepts uploads (draft or changes requested)",
+        ),
+        Rule(
+            "abort",
+            (U.OPEN, U.VERIFYING, U.VERIFIED),
+            (SUBMITTER, WORKER),
+            "Abort",
+            target=U.ABORTED,
+            done="aborted",
+            needs="not yet part of a version; idle uploads are aborted by the cleanup job",
+        ),
+    ),
+)
+
+C = CheckRun.Status
+CHECK_RUN = Policy(
+    name="check run",
+    states=tuple(C.values),
+    description="Written by the pipeline alone, by compare-and-set on (status, attempt); a re-check is a new run.",
+    rules=(
+        Rule("start", (C.QUEUED,), (WORKER,), "Start", target=C.RUNNING, done="running", automatic=True),
+        Rule(
+            "requeue",
+            (C.QUEUED, C.RUNNING),
+            (WORKER,),
+            "Requeue",
+            target=C.QUEUED,
+            done="queued",
+            automatic=True,
+            needs="a lost worker or broker message, while attempts remain (the reconciler)",
+        ),
+        Rule(
+            "pass",
+            (C.RUNNING,),
+            (WORKER,),
+            "Pass",
+            target=C.PASSED,
+            done="passed",
+            automatic=True,
+            needs="every point checked, no error finding",
+        ),
+        Rule(
+            "fail",
+            (C.RUNNING,),
+            (WORKER,),
+            "Fail",
+            target=C.FAILED,
+            done="failed",
+            automatic=True,
+            needs="an error finding",
+        ),
+        Rule(
+            "error",
+            (C.QUEUED, C.RUNNING),
+            (WORKER,),
+            "Error",
+            target=C.ERROR,
+            done="error",
+            automatic=True,
+            needs="attempts used up, or the check could not complete",
+        ),
+    ),
+)
+
+POLICIES = (UPLOAD, CHECK_RUN)
