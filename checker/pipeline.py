@@ -40,6 +40,7 @@ from checker.extension import (
     inherited_result,
     merge_layouts,
 )
+from checker.goodput import SampleSeries
 from checker.inputs import Layout, Limits, PointInput, open_inputs
 from checker.loaders import load_json
 from checker.official import cross_check
@@ -75,6 +76,8 @@ class PointOutcome:
 
     result: PointResult
     findings: Findings = field(default_factory=Findings)
+    # the tracked samples' per-request numbers (checker.goodput), when the raw log was replayed
+    samples: SampleSeries | None = None
 
 
 @contextmanager
@@ -185,6 +188,7 @@ def check_point(
         point=point.key,
         max_line_bytes=limits.max_line_bytes,
         progress=lines_read,
+        on_samples=lambda samples: setattr(outcome, "samples", samples),
     )
     result.extra["recompute_seconds"] = round(time.perf_counter() - started, 3)
     if recomputed is None:
