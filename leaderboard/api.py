@@ -21,6 +21,7 @@ from rest_framework.routers import BaseRouter
 from access.visibility import annotations_visible_to, benchmarks_visible_to, publications_visible_to
 from leaderboard import exports, selectors
 from leaderboard.cache import cached_response
+from leaderboard.goodput import CONVENTIONS, GoodputTargets, goodput_index
 from leaderboard.models import Publication
 from leaderboard.procurement import MAX_MODELS, requirements_from_query
 from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
@@ -397,10 +398,37 @@ class PublicCurveViewSet(PublicViewSet):
 
 
 class SloQuery(serializers.Serializer):
+    """Per-request targets (ttft_ms, tpot_ms or interactivity, attainment) or the MLPerf percentile view
+    (ttft_p90_ms_max and interactivity_min); per-request targets win when both are given."""
+
     benchmark = serializers.CharField(help_text="The benchmark's model_id.")
-    ttft_p90_ms_max = serializers.FloatField(min_value=0.001, help_text="TTFT P90 at most (ms).")
+    ttft_ms = serializers.FloatField(
+        min_value=0.001, required=False, allow_null=True, help_text="Per request: TTFT at most (ms)."
+    )
+    tpot_ms = serializers.FloatField(
+        min_value=0.001, required=False, allow_null=True, help_text="Per request: TPOT at most (ms)."
+    )
+    interactivity = serializers.FloatField(
+        min_value=0.001,
+        required=False,
+        allow_null=True,
+        help_text="Per request: at least this many tokens/s/user (TPOT at most 1000 / interactivity ms).",
+    )
+    attainment = serializers.FloatField(
+        min_value=0.1,
+        max_value=100,
+        required=False,
+        allow_null=True,
+        help_text="Per request: the share of requests (%) that must meet the targets; 95 when left out.",
+    )
+    ttft_p90_ms_max = serializers.FloatField(
+        min_value=0.001, required=False, allow_null=True, help_text="Percentile view: TTFT P90 at most (ms)."
+    )
     interactivity_min = serializers.FloatField(
-        min_value=0, help_text="Interactivity at least (tokens/s/user; agentic workloads: end-to-end)."
+        min_value=0,
+        required=False,
+        allow_null=True,
+        help_text="Percentile view: interactivity at least (tokens/s/user; agentic workloads: end-to-end).",
     )
     power_kw_max = serializers.FloatField(
         min_value=0.001, required=False, allow_null=True, help_text="Provisioned power at most (kW)."
@@ -409,6 +437,25 @@ class SloQuery(serializers.Serializer):
         min_value=1, required=False, allow_null=True, help_text="Accelerators in the system at most."
     )
 
+    def validate(self, attrs):
+        per_request = any(attrs.get(name) is not None for name in ("ttft_ms", "tpot_ms", "interactivity"))
+        if per_request:
+            if attrs.get("tpot_ms") is not None and attrs.get("interactivity") is not None:
+                raise serializers.ValidationError(
+                    {"interactivity": "Give a TPOT target or an interactivity target, not both."}
+                )
+            attrs["mode"] = "per_request"
+            return attrs
+        missing = {
+            name: "Give this target, or per-request targets (TTFT and TPOT per request) instead."
+            for name in ("ttft_p90_ms_max", "interactivity_min")
+            if attrs.get(name) is None
+        }
+        if missing:
+            raise serializers.ValidationError(missing)
+        attrs["mode"] = "percentile"
+        return attrs
+
 
 def slo_answer(query: dict) -> dict:
     """The SLO finder's answer to validated query values (shared with the page)."""
@@ -416,6 +463,30 @@ def slo_answer(query: dict) -> dict:
     if benchmark is None:
         raise ApplicationError(f"No benchmark {query['benchmark']!r}.", code="unknown-benchmark")
     metric = interactivity_metric_for(benchmark.workload)
+    if query.get("mode") == "per_request":
+        tpot_ms = query.get("tpot_ms")
+        if query.get("interactivity") is not None:
+            tpot_ms = 1000.0 / query["interactivity"]
+        goal = query.get("attainment")
+        targets = GoodputTargets(
+            ttft_ms=query.get("ttft_ms"),
+            tpot_ms=tpot_ms,
+            attainment=(95.0 if goal is None else goal) / 100.0,
+            power_kw_max=query.get("power_kw_max"),
+            accelerators_max=query.get("accelerators_max"),
+        )
+        index = goodput_index(public_publications(), benchmark.model_id)
+        rows = index.rank(targets)
+        for row in rows:
+            row["result_url"] = exports.result_url(row["public_id"])
+        return {
+            "benchmark": benchmark,
+            "mode": "per_request",
+            "targets": targets,
+            "interactivity_metric": metric,
+            "points_without_samples": index.points_without_samples,
+            "rows": rows,
+        }
     targets = SloTargets(
         ttft_p90_ms_max=query["ttft_p90_ms_max"],
         interactivity_min=query["interactivity_min"],
@@ -425,6 +496,7 @@ def slo_answer(query: dict) -> dict:
     )
     return {
         "benchmark": benchmark,
+        "mode": "percentile",
         "interactivity_metric": metric,
         "rows": exports.slo_query(public_publications(), benchmark, targets),
     }
@@ -445,11 +517,25 @@ class PublicSloViewSet(PublicViewSet):
         query = SloQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         answer = slo_answer(query.validated_data)
+        extra = {}
+        if answer["mode"] == "per_request":
+            targets = answer["targets"]
+            extra = {
+                "targets": {
+                    "ttft_ms": targets.ttft_ms,
+                    "tpot_ms": targets.tpot_ms,
+                    "attainment": targets.attainment,
+                },
+                "conventions": CONVENTIONS,
+                "points_without_samples": answer["points_without_samples"],
+            }
         return self.paginated(
             answer["rows"],
             benchmark=answer["benchmark"].model_id,
+            mode=answer["mode"],
             interactivity_metric=answer["interactivity_metric"],
             note=NO_INTERPOLATION,
+            **extra,
         )
 
 
