@@ -246,3 +246,29 @@ def test_the_check_task_keeps_the_arrays_and_the_command_backfills_them(role_use
     out = io.StringIO()
     call_command("backfill_point_samples", stdout=out)
     assert "0 point(s) got per-sample arrays" in out.getvalue()
+
+
+def test_the_page_shows_the_per_request_answer_and_its_conventions(world, raw_events):
+    query = {"benchmark": "goodput-model", "ttft_ms": 110, "tpot_ms": 12.5, "attainment": 50}
+    response = Client().get("/leaderboard/slo/", query)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "failed and unfinished requests count as violations" in html and "No interpolation" in html
+    want = expected_answer(world, raw_events, ttft_ms=110.0, tpot_ms=12.5, goal=0.5)
+    positions = [
+        html.index(f'data-public-id="{public_id}" data-point="r{p["concurrency"]}"')
+        for public_id, p, _ in want
+    ]
+    assert positions == sorted(positions) and len(want) == 2
+    for _, _, reference in want:
+        assert f"{reference['counts']['good']} / {reference['tracked']}" in html
+        assert f"{reference['tps']['good']:.1f}" in html
+
+
+def test_page_errors_name_the_fields_as_the_form_labels_them(world):
+    response = Client().get("/leaderboard/slo/", {"benchmark": "goodput-model", "ttft_ms": "-3"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "TTFT per request ≤ (ms)</strong>" in html and "ttft_ms:" not in html
+    response = Client().get("/leaderboard/slo/", {"benchmark": "goodput-model"})
+    assert response.status_code == 400 and "TTFT P90 ≤ (ms)</strong>" in response.content.decode()
