@@ -20,6 +20,7 @@ from leaderboard.cache import public_cached
 from leaderboard.models import Annotation, Publication
 from leaderboard.procurement import ModelRequirement, procurement_report
 from leaderboard.slo import SloIndex, SloTargets, accelerator_count, interactivity_metric_for, number
+from leaderboard.systems import newest_per_system
 from submissions.models import Submission
 
 HEADLINE_FIELDS = (
@@ -192,9 +193,12 @@ def benchmark_rows(benchmarks: QuerySet[Benchmark], publications: QuerySet[Publi
 
 
 def snapshot_results(publications: QuerySet[Publication], model_id: str) -> list[dict]:
-    """The ranked (non-retracted) results of one benchmark as leaderboard.slo reads them."""
-    rows = published_only(publications).filter(
-        submission__benchmark__model_id=model_id, retracted_at__isnull=True
+    """The ranked (non-retracted) results of one benchmark as leaderboard.slo reads them: the newest per system
+    (leaderboard.systems), so the SLO finder and the procurement report count systems as the board does."""
+    rows = newest_per_system(
+        published_only(publications).filter(
+            submission__benchmark__model_id=model_id, retracted_at__isnull=True
+        )
     )
     return [
         {

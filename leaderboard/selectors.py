@@ -16,6 +16,7 @@ from django.http import Http404
 from catalog.models import Benchmark
 from catalog.selectors import benchmark_list
 from leaderboard.models import Annotation, Publication, PublicationRevision
+from leaderboard.systems import newest_per_system
 from review.models import Attestation, Review, Waiver
 from submissions.models import PointMetric, Submission
 from submissions.selectors import check_run_official
@@ -151,14 +152,15 @@ class Leaderboard:
 def leaderboard_for(
     benchmark: Benchmark, filters: LeaderboardFilters | None = None, *, with_curves: bool = True
 ) -> Leaderboard:
-    """The benchmark's published, not retracted results ranked by peak system throughput, filtered. One query:
+    """The benchmark's published, not retracted results, the newest per system (leaderboard.systems), ranked by
+    peak system throughput, filtered. One query:
     the accelerator filter reads the system description of rows already loaded. `with_curves=False` leaves the
     curves (the bulk of a row) in the database: `publication_curves` reads those a page draws."""
     filters = filters or LeaderboardFilters()
     rows = publications_ranked_base().filter(submission__benchmark=benchmark)
     if not with_curves:
         rows = rows.defer("curve")
-    every = list(rows)
+    every = newest_per_system(rows)  # one row per system: older results are in its history
     options = {
         "division": sorted({(p.submission.division, p.submission.get_division_display()) for p in every}),
         "availability": sorted(

@@ -35,6 +35,7 @@ from leaderboard.charts import (
     series_of,
 )
 from leaderboard.models import Challenge, Publication
+from leaderboard.slo import accelerator_count
 from portal.errors import ApplicationError
 from portal.parsers import parse_positive
 from submissions.models import Submission
@@ -182,6 +183,9 @@ def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> d
     ]
 
     def row(rank: int, publication: Publication) -> dict:
+        count = accelerator_count(publication.submission.system.description)
+        names = ", ".join(selectors.publication_accelerators(publication))
+        peak = (publication.headline or {}).get("max_system_tps")
         return {
             "publication": publication,
             "rank": rank + 1,
@@ -190,7 +194,12 @@ def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> d
             "label": _label(publication),
             "href": _result_url(publication),
             "plotted": rank < BOARD_DRAWN,
-            "accelerators": ", ".join(selectors.publication_accelerators(publication)),
+            # the count beside the type: 8 accelerators are not compared raw against 4 unawares
+            "accelerators": f"{count} × {names}"
+            if count and names
+            else (names or (str(count) if count else "")),
+            "peak_per_accelerator": peak / count if count and isinstance(peak, int | float) else None,
+            "older_results": getattr(publication, "older_results", 0),
             "power": selectors.publication_power_kind(publication),
         }
 
