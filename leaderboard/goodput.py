@@ -122,7 +122,7 @@ class GoodputTargets:
 
 
 def _order_statistics(values: np.ndarray) -> np.ndarray:
-    """values sorted, at ranks ceil(k n / 100) for k = 1..100 (1-based): row k-1 is the k %-th statistic."""
+    """values sorted, at ranks ceil(k n / 100) for k = 1..100 (1-based): entry k-1 is the k %-th statistic."""
     ordered = np.sort(values)
     ranks = np.ceil(np.arange(1, LEVELS + 1) * len(ordered) / LEVELS).astype(np.int64)
     return ordered[np.clip(ranks - 1, 0, len(ordered) - 1)]
@@ -163,7 +163,6 @@ class GoodputIndex:
             np.concatenate([[0], np.cumsum(self._size)[:-1]]).astype(np.int64) if sizes else self._size
         )
         self._seconds = np.asarray(seconds, dtype=np.float64)
-        self._bound_tps = np.asarray(bound_tokens, dtype=np.float64) / np.maximum(self._seconds, 1e-300)
         self._ttft_stats = np.asarray(ttft_stats).reshape(len(sizes), LEVELS)
         self._tpot_stats = np.asarray(tpot_stats).reshape(len(sizes), LEVELS)
         self._ttft = np.concatenate(ttft_parts) if ttft_parts else np.zeros(0)
@@ -179,6 +178,9 @@ class GoodputIndex:
         self._accelerators = np.asarray(
             [_number(self.results[i].get("accelerators")) for i in owners], dtype=np.float64
         )
+        self._static: dict[int, dict] = {}
+        # the most token goodput a point can have: the tokens of its samples that can be good, per second
+        self._bound_tps = np.asarray(bound_tokens, dtype=np.float64) / np.maximum(self._seconds, 1e-300)
         # per result, its points from the highest possible token goodput down (the order evaluation goes in)
         self._by_bound = np.lexsort((self._concurrency, -self._bound_tps, self._owner))
 
@@ -186,20 +188,24 @@ class GoodputIndex:
     def samples(self) -> int:
         return int(len(self._ttft))
 
-    def _evaluate(self, points: np.ndarray, ttft_ns: float, tpot_ns: float) -> dict[str, np.ndarray]:
-        """Exact good counts and good tokens of `points` (positions in self.points), together and per target."""
+    def _evaluate(
+        self, points: np.ndarray, ttft_ns: float, tpot_ns: float, *, alone: bool = False
+    ) -> dict[str, np.ndarray]:
+        """Exact good counts and good tokens of `points` (positions in self.points); with `alone`, also per
+        target alone (ttft_..., tpot_...)."""
         sizes = self._size[points]
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         index = np.repeat(self._start[points] - offsets, sizes) + np.arange(int(sizes.sum()))
         ttft_met = self._ttft[index] <= ttft_ns
         tpot_met = self._tpot[index] <= tpot_ns
         tokens = self._tokens[index]
+        variants = [("", ttft_met & tpot_met)]
+        if alone:
+            variants += [("ttft_", ttft_met), ("tpot_", tpot_met)]
         out = {}
-        for name, met in (("", ttft_met & tpot_met), ("ttft_", ttft_met), ("tpot_", tpot_met)):
-            out[f"{name}good"] = np.add.reduceat(met.astype(np.int64), offsets) if len(points) else met
-            out[f"{name}tokens"] = (
-                np.add.reduceat(np.where(met, tokens, 0).astype(np.int64), offsets) if len(points) else met
-            )
+        for name, met in variants:
+            out[f"{name}good"] = np.add.reduceat(met, offsets, dtype=np.int64)
+            out[f"{name}tokens"] = np.add.reduceat(tokens * met, offsets, dtype=np.int64)
         return out
 
     def rank(self, targets: GoodputTargets) -> list[dict]:
@@ -254,7 +260,7 @@ class GoodputIndex:
         chosen = best_point[best_point >= 0]
         if not len(chosen):
             return []
-        counts = self._evaluate(chosen, ttft_ns, tpot_ns)
+        counts = self._evaluate(chosen, ttft_ns, tpot_ns, alone=True)
         rows = [
             self._row(int(point), {k: int(v[i]) for k, v in counts.items()}, targets)
             for i, point in enumerate(chosen.tolist())
@@ -264,23 +270,39 @@ class GoodputIndex:
             row["rank"] = rank
         return rows
 
+    def _static_row(self, position: int) -> dict:
+        """What a point's row shows whatever the targets: made once per point."""
+        row = self._static.get(position)
+        if row is None:
+            point = self.points[position]
+            result = self.results[int(self._owner[position])]
+            power_kw = float(self._power_kw[position]) if math.isfinite(self._power_kw[position]) else None
+            row = self._static[position] = {
+                "result": result["public_id"],
+                "public_id": result["public_id"],
+                "system": result.get("system"),
+                "organisation": result.get("organisation"),
+                "accelerators": result.get("accelerators"),
+                "bundle_sha256": result.get("bundle_sha256"),
+                "point": f"r{point.get('concurrency')}",
+                "point_key": point.get("point"),
+                "basis": point.get("basis"),
+                "concurrency": point.get("concurrency"),
+                # the MLPerf percentile view of the same point, beside the per-request answer
+                "system_tps": _figure(point.get("system_tps")),
+                "tps_per_user": _figure(point.get("tps_per_user")),
+                "e2e_interactivity": _figure(point.get("e2e_interactivity")),
+                "ttft_p90_ms": _figure(point.get("ttft_p90_ms")),
+                "system_tps_per_kw": _figure(point.get("system_tps_per_kw")),
+                "power_kw": round(power_kw, 3) if power_kw is not None else None,
+            }
+        return row
+
     def _row(self, position: int, counts: dict[str, int], targets: GoodputTargets) -> dict:
-        point = self.points[position]
-        result = self.results[int(self._owner[position])]
         tracked = int(self._size[position])
         seconds = float(self._seconds[position])
-        power_kw = float(self._power_kw[position]) if math.isfinite(self._power_kw[position]) else None
         row = {
-            "result": result["public_id"],
-            "public_id": result["public_id"],
-            "system": result.get("system"),
-            "organisation": result.get("organisation"),
-            "accelerators": result.get("accelerators"),
-            "bundle_sha256": result.get("bundle_sha256"),
-            "point": f"r{point.get('concurrency')}",
-            "point_key": point.get("point"),
-            "basis": point.get("basis"),
-            "concurrency": point.get("concurrency"),
+            **self._static_row(position),
             "ttft_ms": targets.ttft_ms,
             "tpot_ms": targets.tpot_ms,
             "attainment_goal": targets.attainment,
@@ -292,15 +314,6 @@ class GoodputIndex:
             row[f"{prefix}attainment"] = good / tracked
             row[f"{prefix}goodput_rps"] = good / seconds
             row[f"{prefix}goodput_tps"] = counts[f"{prefix}tokens"] / seconds
-        # the MLPerf percentile view of the same point, beside the per-request answer
-        row.update(
-            system_tps=_figure(point.get("system_tps")),
-            tps_per_user=_figure(point.get("tps_per_user")),
-            e2e_interactivity=_figure(point.get("e2e_interactivity")),
-            ttft_p90_ms=_figure(point.get("ttft_p90_ms")),
-            system_tps_per_kw=_figure(point.get("system_tps_per_kw")),
-            power_kw=round(power_kw, 3) if power_kw is not None else None,
-        )
         return row
 
 
