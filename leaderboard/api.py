@@ -228,6 +228,22 @@ SloRowOut = inline_serializer(
         "power_kw": serializers.FloatField(
             allow_null=True, help_text="Provisioned kW of the point's configuration"
         ),
+        # per-request mode only (ttft_ms, tpot_ms or interactivity given): docs/buyers.md
+        "result": serializers.CharField(required=False, help_text="Per request: the result's public id."),
+        "tracked_requests": serializers.IntegerField(required=False),
+        **{
+            f"{prefix}{name}": field
+            for prefix in ("", "ttft_", "tpot_")
+            for name, field in (
+                ("good_requests", serializers.IntegerField(required=False)),
+                ("attainment", serializers.FloatField(required=False, help_text="good / tracked requests")),
+                ("goodput_rps", serializers.FloatField(required=False, help_text="good requests per second")),
+                (
+                    "goodput_tps",
+                    serializers.FloatField(required=False, help_text="good output tokens per second"),
+                ),
+            )
+        },
     },
 )
 ProcurementRowOut = inline_serializer(
