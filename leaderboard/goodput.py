@@ -20,6 +20,7 @@ import numpy as np
 from django.core.files.storage import default_storage
 
 from checker.goodput import SampleSeries, sha256_of
+from leaderboard.cliffs import cliff_side
 from leaderboard.models import Publication, PublicationRevision
 from submissions.models import CheckRun, PointMetric
 
@@ -295,6 +296,8 @@ class GoodputIndex:
                 "ttft_p90_ms": _figure(point.get("ttft_p90_ms")),
                 "system_tps_per_kw": _figure(point.get("system_tps_per_kw")),
                 "power_kw": round(power_kw, 3) if power_kw is not None else None,
+                # which side of the curve's first performance cliff this point is on (None: no cliff)
+                "cliff": cliff_side(result.get("points") or [], point.get("concurrency")),
             }
         return row
 

@@ -34,6 +34,7 @@ from leaderboard.charts import (
     result_charts,
     series_of,
 )
+from leaderboard.cliffs import CLIFF_RULE, points_past_a_cliff
 from leaderboard.models import Challenge, Publication
 from leaderboard.slo import accelerator_count
 from portal.errors import ApplicationError
@@ -393,6 +394,8 @@ def _result_context(public_id: str, revision: int | None = None) -> dict:
         "charts": result_charts(publication.curve, label=_label(publication), interactivity=x),
         "points": points,
         "point_columns": POINT_COLUMNS,
+        "cliff_points": points_past_a_cliff(points, metric=x),
+        "cliff_rule": CLIFF_RULE,
         "provenance": provenance,
         "measured_rows": _measured_rows(points, provenance.measured_power),
         "headline": publication.headline or {},

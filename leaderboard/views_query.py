@@ -13,6 +13,7 @@ from django.utils.safestring import SafeString, mark_safe
 from access.visibility import benchmarks_visible_to
 from leaderboard.api import SloQuery, public_publications, slo_answer
 from leaderboard.cache import cached_response, public_generation
+from leaderboard.cliffs import CLIFF_RULE
 from leaderboard.exports import procurement_query
 from leaderboard.goodput import CONVENTIONS
 from leaderboard.procurement import MAX_MODELS, requirements_from_query
@@ -98,6 +99,7 @@ def slo(request):
         "benchmarks": benchmarks,
         "note": NO_INTERPOLATION,
         "conventions": CONVENTIONS,
+        "cliff_rule": CLIFF_RULE,
         "values": request.GET,
         "asked": False,
         "labels": SLO_FIELD_LABELS,
