@@ -21,7 +21,7 @@ from rest_framework.routers import BaseRouter
 from access.visibility import annotations_visible_to, benchmarks_visible_to, publications_visible_to
 from leaderboard import exports, selectors
 from leaderboard.cache import cached_response
-from leaderboard.goodput import CONVENTIONS, GoodputTargets, goodput_index
+from leaderboard.goodput import CONVENTIONS, GoodputTargets, Prices, goodput_index
 from leaderboard.models import Publication
 from leaderboard.procurement import MAX_MODELS, requirements_from_query
 from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
@@ -452,8 +452,35 @@ class SloQuery(serializers.Serializer):
     accelerators_max = serializers.IntegerField(
         min_value=1, required=False, allow_null=True, help_text="Accelerators in the system at most."
     )
+    price_per_accelerator_hour = serializers.FloatField(
+        min_value=0,
+        required=False,
+        allow_null=True,
+        help_text="Per request: your price per accelerator-hour.",
+    )
+    price_per_node_hour = serializers.FloatField(
+        min_value=0, required=False, allow_null=True, help_text="Per request: your price per node-hour."
+    )
+    price_per_system_hour = serializers.FloatField(
+        min_value=0, required=False, allow_null=True, help_text="Per request: your price per system-hour."
+    )
+    energy_price_per_kwh = serializers.FloatField(
+        min_value=0,
+        required=False,
+        allow_null=True,
+        help_text="Per request: your energy price per kWh (on the point's provisioned power).",
+    )
 
     def validate(self, attrs):
+        hourly = [
+            name
+            for name in ("price_per_accelerator_hour", "price_per_node_hour", "price_per_system_hour")
+            if attrs.get(name) is not None
+        ]
+        if len(hourly) > 1:
+            raise serializers.ValidationError(
+                {hourly[1]: "Give one hourly price: per accelerator, per node or per system."}
+            )
         per_request = any(attrs.get(name) is not None for name in ("ttft_ms", "tpot_ms", "interactivity"))
         if per_request:
             if attrs.get("tpot_ms") is not None and attrs.get("interactivity") is not None:
@@ -491,8 +518,14 @@ def slo_answer(query: dict) -> dict:
             power_kw_max=query.get("power_kw_max"),
             accelerators_max=query.get("accelerators_max"),
         )
+        prices = Prices(
+            per_accelerator_hour=query.get("price_per_accelerator_hour"),
+            per_node_hour=query.get("price_per_node_hour"),
+            per_system_hour=query.get("price_per_system_hour"),
+            per_kwh=query.get("energy_price_per_kwh"),
+        )
         index = goodput_index(public_publications(), benchmark.model_id)
-        rows = index.rank(targets)
+        rows = index.rank(targets, prices)
         for row in rows:
             row["result_url"] = exports.result_url(row["public_id"])
         return {
@@ -501,6 +534,7 @@ def slo_answer(query: dict) -> dict:
             "targets": targets,
             "interactivity_metric": metric,
             "points_without_samples": index.points_without_samples,
+            "priced": prices.given,
             "rows": rows,
         }
     targets = SloTargets(

@@ -19,7 +19,14 @@ from catalog.models import Benchmark
 from leaderboard.cache import public_cached
 from leaderboard.models import Annotation, Publication
 from leaderboard.procurement import ModelRequirement, procurement_report
-from leaderboard.slo import SloIndex, SloTargets, accelerator_count, interactivity_metric_for, number
+from leaderboard.slo import (
+    SloIndex,
+    SloTargets,
+    accelerator_count,
+    interactivity_metric_for,
+    node_count,
+    number,
+)
 from leaderboard.systems import newest_per_system
 from submissions.models import Submission
 
@@ -206,6 +213,7 @@ def snapshot_results(publications: QuerySet[Publication], model_id: str) -> list
             "system": publication.submission.system.name,
             "organisation": publication.submission.organisation.name,
             "accelerators": accelerator_count(publication.submission.system.description),
+            "nodes": node_count(publication.submission.system.description),
             "bundle_sha256": publication.version.sha256,
             "retracted": False,
             "points": (publication.curve or {}).get("points") or [],

@@ -122,6 +122,64 @@ class GoodputTargets:
     accelerators_max: int | None = None
 
 
+@dataclass(frozen=True)
+class Prices:
+    """What a buyer pays (the portal prices nothing itself): one hourly price, and optionally energy."""
+
+    per_accelerator_hour: float | None = None
+    per_node_hour: float | None = None
+    per_system_hour: float | None = None
+    per_kwh: float | None = None
+
+    @property
+    def given(self) -> bool:
+        return any(
+            v is not None for v in (self.per_accelerator_hour, self.per_node_hour, self.per_system_hour)
+        )
+
+    def system_hour(
+        self, *, accelerators: int | None, nodes: int | None, power_kw: float | None
+    ) -> float | None:
+        """The system's cost per hour at a point, or None when a count (or the power, for energy) is unknown."""
+        if self.per_system_hour is not None:
+            hourly = self.per_system_hour
+        elif self.per_node_hour is not None:
+            hourly = self.per_node_hour * nodes if nodes else None
+        elif self.per_accelerator_hour is not None:
+            hourly = self.per_accelerator_hour * accelerators if accelerators else None
+        else:
+            return None
+        if hourly is None:
+            return None
+        if self.per_kwh is not None:
+            if power_kw is None:
+                return None
+            hourly += power_kw * self.per_kwh
+        return hourly
+
+
+def normalised(row: dict, *, accelerators: int | None, nodes: int | None, prices: Prices | None) -> dict:
+    """Per accelerator, per node and per provisioned kW figures of a row, and its cost per million tokens."""
+    out: dict = {}
+    for name in ("goodput_tps", "system_tps"):
+        value = row.get(name)
+        out[f"{name}_per_accelerator"] = value / accelerators if value is not None and accelerators else None
+        out[f"{name}_per_node"] = value / nodes if value is not None and nodes else None
+        power = row.get("power_kw")
+        out[f"{name}_per_kw"] = value / power if value is not None and power else None
+    out["nodes"] = nodes
+    if prices is not None and prices.given:
+        hourly = prices.system_hour(accelerators=accelerators, nodes=nodes, power_kw=row.get("power_kw"))
+        out["cost_per_hour"] = hourly
+        for name, key in (
+            ("system_tps", "cost_per_million_tokens"),
+            ("goodput_tps", "cost_per_million_good_tokens"),
+        ):
+            rate = row.get(name)
+            out[key] = hourly / (rate * 3600) * 1e6 if hourly is not None and rate else None
+    return out
+
+
 def _order_statistics(values: np.ndarray) -> np.ndarray:
     """values sorted, at ranks ceil(k n / 100) for k = 1..100 (1-based): entry k-1 is the k %-th statistic."""
     ordered = np.sort(values)
@@ -180,6 +238,7 @@ class GoodputIndex:
             [_number(self.results[i].get("accelerators")) for i in owners], dtype=np.float64
         )
         self._static: dict[int, dict] = {}
+        self._result_of = {result["public_id"]: index for index, result in enumerate(self.results)}
         # the most token goodput a point can have: the tokens of its samples that can be good, per second
         self._bound_tps = np.asarray(bound_tokens, dtype=np.float64) / np.maximum(self._seconds, 1e-300)
         # per result, its points from the highest possible token goodput down (the order evaluation goes in)
@@ -209,7 +268,7 @@ class GoodputIndex:
             out[f"{name}tokens"] = np.add.reduceat(tokens * met, offsets, dtype=np.int64)
         return out
 
-    def rank(self, targets: GoodputTargets) -> list[dict]:
+    def rank(self, targets: GoodputTargets, prices: Prices | None = None) -> list[dict]:
         """One row per result with a point meeting the goal, ranked by that point's token goodput (highest
         first; ties: request goodput, then public id)."""
         if not len(self._owner):
@@ -266,6 +325,13 @@ class GoodputIndex:
             self._row(int(point), {k: int(v[i]) for k, v in counts.items()}, targets)
             for i, point in enumerate(chosen.tolist())
         ]
+        for row in rows:
+            result = self.results[self._result_of[row["public_id"]]]
+            row.update(
+                normalised(
+                    row, accelerators=result.get("accelerators"), nodes=result.get("nodes"), prices=prices
+                )
+            )
         rows.sort(key=lambda row: (-row["goodput_tps"], -row["goodput_rps"], row["public_id"]))
         for rank, row in enumerate(rows, start=1):
             row["rank"] = rank

@@ -33,6 +33,10 @@ SLO_FIELD_LABELS = {
     "interactivity_min": "Interactivity P90 ≥ (tokens/s/user)",
     "power_kw_max": "Power cap (kW)",
     "accelerators_max": "Accelerators at most",
+    "price_per_accelerator_hour": "Price per accelerator-hour",
+    "price_per_node_hour": "Price per node-hour",
+    "price_per_system_hour": "Price per system-hour",
+    "energy_price_per_kwh": "Energy price per kWh",
     "non_field_errors": "Targets",
 }
 

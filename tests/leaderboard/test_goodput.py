@@ -272,3 +272,27 @@ def test_page_errors_name_the_fields_as_the_form_labels_them(world):
     assert "TTFT per request ≤ (ms)</strong>" in html and "ttft_ms:" not in html
     response = Client().get("/leaderboard/slo/", {"benchmark": "goodput-model"})
     assert response.status_code == 400 and "TTFT P90 ≤ (ms)</strong>" in response.content.decode()
+
+
+def test_cost_per_million_good_tokens_from_the_buyers_price(world, raw_events):
+    query = {"benchmark": "goodput-model", "ttft_ms": 110, "tpot_ms": 12.5, "attainment": 50}
+    priced = {**query, "price_per_accelerator_hour": 2.5, "energy_price_per_kwh": 0.2}
+    rows = Client().get("/api/v1/public/slo/", priced).json()["results"]
+    want = expected_answer(world, raw_events, ttft_ms=110.0, tpot_ms=12.5, goal=0.5)
+    accelerators = {publication.public_id: count for publication, _, count in world["ranked"]}
+    assert len(rows) == len(want) == 2
+    for row, (public_id, point, reference) in zip(rows, want, strict=True):
+        power_kw = point["system_tps"] / point["system_tps_per_kw"]
+        hourly = 2.5 * accelerators[public_id] + power_kw * 0.2
+        assert row["cost_per_million_good_tokens"] == pytest.approx(
+            hourly / (reference["tps"]["good"] * 3600) * 1e6
+        )
+        assert row["cost_per_million_tokens"] == pytest.approx(hourly / (point["system_tps"] * 3600) * 1e6)
+        assert row["goodput_tps_per_accelerator"] == pytest.approx(
+            reference["tps"]["good"] / accelerators[public_id]
+        )
+    page = Client().get("/leaderboard/slo/", priced).content.decode()
+    assert "Cost / M good tokens" in page and 'value="2.5"' in page  # the inputs stay in the URL and the form
+    assert "Cost / M good tokens" not in Client().get("/leaderboard/slo/", query).content.decode()
+    both = Client().get("/leaderboard/slo/", {**priced, "price_per_node_hour": 9})
+    assert both.status_code == 400 and "Price per node-hour</strong>" in both.content.decode()
