@@ -81,7 +81,10 @@ def test_the_slo_answer_in_chromium_equals_the_raw_events(chromium, live_server,
         assert row.get_attribute("data-point") == point
         good = row.locator('[data-metric="good_requests"]').inner_text()
         assert good == f"{reference['counts']['good']} / {reference['tracked']}"
-        assert row.locator('[data-metric="goodput_tps"]').inner_text() == f"{reference['tps']['good']:.1f}"
+        assert (
+            row.locator('[data-metric="goodput_tps"] strong').inner_text()
+            == f"{reference['tps']['good']:.1f}"
+        )
         attainment = 100 * reference["counts"]["good"] / reference["tracked"]
         assert row.locator('[data-metric="attainment"]').inner_text() == f"{attainment:.1f} %"
     assert "count as violations" in page.locator("#slo-conventions").inner_text()
@@ -119,4 +122,13 @@ def test_the_slo_answer_in_chromium_equals_the_raw_events(chromium, live_server,
     box = mobile.locator("#slo-table tbody tr >> nth=0").locator('[data-metric="goodput_tps"]').bounding_box()
     assert box is not None and box["x"] + box["width"] <= 390
     mobile.screenshot(path=str(SHOTS / "buyer-slo-phone.png"), full_page=True)
+    page.goto(
+        f"{live_server.url}/leaderboard/slo/?benchmark=llama3_1-8b&ttft_ms=2000&tpot_ms=100&attainment=90"
+        "&price_per_accelerator_hour=2.5&energy_price_per_kwh=0.2"
+    )
+    page.wait_for_selector('[data-metric="cost_per_million_good_tokens"]')
+    assert "before the cliff at r32" in page.locator("#slo-table").inner_text()
+    priced_right = page.evaluate("document.querySelector('#slo-table').getBoundingClientRect().right")
+    assert priced_right <= 1280
+    page.screenshot(path=str(SHOTS / "buyer-slo-priced.png"), full_page=True)
     assert not errors
