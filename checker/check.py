@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from checker.goodput import SloTarget, evaluate
 from checker.inputs import Limits
 from checker.pipeline import (
     DEFAULT_RULESET,
@@ -50,10 +51,13 @@ def check(
     workdir: str | Path | None = None,
     official: bool = False,
     progress: Progress | None = None,
+    slo: SloTarget | None = None,
 ) -> Report:
     """Check any mix of bundles, bundle archives, run archives and run folders; never raises on input.
 
     Exactly the portal worker's steps (checker.pipeline), run one after the other in this process.
+    With `slo`, every recomputed point also carries its goodput and attainment for that target
+    ("slo" in the point's JSON, checker.goodput); a point without a raw log carries "slo": null.
     """
     limits = limits or Limits()
     notify = progress or (lambda *args: None)
@@ -77,7 +81,7 @@ def check(
                 )
             )
         notify("recompute", len(keys), len(keys), "done")
-        return judge_version(
+        report = judge_version(
             opened,
             outcomes,
             ruleset=ruleset,
@@ -86,3 +90,10 @@ def check(
             sandbox=workdir,
             progress=progress,
         )
+    if slo is not None:
+        by_key = {outcome.result.key: outcome for outcome in outcomes}
+        for point in report.points:
+            outcome = by_key.get(point.key)
+            samples = outcome.samples if outcome is not None else None
+            point.extra["slo"] = evaluate(samples, slo) if samples is not None else None
+    return report

@@ -54,6 +54,15 @@ def cmd_check(args) -> int:
         }
     )
     progress = _progress_printer(sys.stderr) if sys.stderr.isatty() and not args.quiet else None
+    slo = None
+    if args.slo:
+        from checker.goodput import SloSpecError, parse_slo
+
+        try:
+            slo = parse_slo(args.slo)
+        except SloSpecError as exc:
+            print(f"portal check: --slo: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     try:
         report = check(
             args.paths,
@@ -63,6 +72,7 @@ def cmd_check(args) -> int:
             rel_tol=args.tolerance,
             official=args.official,
             progress=progress,
+            slo=slo,
         )
     except TokenizerError as exc:
         print(f"portal check: {exc}", file=sys.stderr)
@@ -175,6 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run the official checker when installed and report disagreements",
     )
     check.add_argument("--max-total-bytes", type=int, help="cap on uncompressed bytes read from archives")
+    check.add_argument(
+        "--slo",
+        metavar="TARGETS",
+        help="per-request targets, e.g. ttft_ms=300,tpot_ms=50 (or interactivity=20 tokens/s/user): "
+        "prints each point's SLO attainment and goodput, and adds 'slo' to every point of the JSON report",
+    )
     check.add_argument("--max-line-bytes", type=int, help="cap on one events.jsonl line")
     check.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     check.set_defaults(func=cmd_check)

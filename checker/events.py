@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
+from checker.goodput import SampleSeries
 from checker.loaders import CorruptStream, open_log
 from checker.numbers import finite
 from checker.report import Findings
@@ -202,6 +203,12 @@ class PointReplay:
         self.osl = array("q")
         self.tpot_elapsed = array("q")  # complete - recv_first, for samples that have recv_first
         self.tpot_tokens = array("q")  # tokens after the first chunk, filled after tokenizing
+        # per tracked sample, in issue order (checker.goodput): where its numbers sit in the series above
+        self.sample_ttft_ns = array("q")  # -1 until its first chunk arrives
+        self.sample_osl_at = array("q")  # index into osl, -1 when it has no output text
+        self.sample_tpot_at = array("q")  # index into tpot_tokens/tpot_elapsed, -1 when it has no tpot
+        self.sample_ok = bytearray()  # 1 once it completed with data and without an error.* event
+        self.sample_error = bytearray()  # 1 when an error.* event arrived while it was in flight
         self.prompt_cache: dict[str, int] = {}
         self.first_cache: dict[str, int] = {}  # counts of first streamed chunks and of text heads
         self.piece_cache: dict[str, int] = {}  # part -> count(" " + part)
@@ -460,6 +467,7 @@ class PointReplay:
             uuid = event.get("sample_uuid")
             if uuid and uuid in self.inflight:
                 self.n_failed += 1
+                self.sample_error[self.inflight[uuid][3]] = 1
             return
         uuid = event.get("sample_uuid")
         if not isinstance(uuid, str) or not uuid:
@@ -494,6 +502,7 @@ class PointReplay:
                 )
             row[1] = ts
             self.ttft.append(ts - row[0])
+            self.sample_ttft_ns[row[3]] = ts - row[0]
         elif kind == "sample.complete":
             self._complete(number, uuid, ts, event)
 
@@ -536,7 +545,12 @@ class PointReplay:
                 self.warmup_issued += 1
             return
         self.n_issued += 1
-        self.inflight[uuid] = [ts, None, len(self.blocks) - 1]
+        self.inflight[uuid] = [ts, None, len(self.blocks) - 1, len(self.sample_ok)]
+        self.sample_ttft_ns.append(-1)
+        self.sample_osl_at.append(-1)
+        self.sample_tpot_at.append(-1)
+        self.sample_ok.append(0)
+        self.sample_error.append(0)
         self.sequence_digest.update(uuid.encode("utf-8", "backslashreplace") + b"\n")
         in_flight = len(self.inflight)
         if in_flight > self.max_in_flight:
@@ -563,7 +577,7 @@ class PointReplay:
                 )
             return
         self.done.add(uuid)
-        issued_ns, recv_first_ns, block = row
+        issued_ns, recv_first_ns, block, sample = row
         if ts < issued_ns:
             self._finding(
                 "raw-log-timestamp-order",
@@ -582,16 +596,19 @@ class PointReplay:
         data = event.get("data")
         if data is None:
             return  # a failed request: latency counts, no tokens
+        self.sample_ok[sample] = 0 if self.sample_error[sample] else 1
         full, after = output_texts(data)
         tpot = None
         if recv_first_ns is not None and after:
             self.tpot_elapsed.append(ts - recv_first_ns)
             self.tpot_tokens.append(0)
             tpot = (self.tpot_tokens, len(self.tpot_tokens) - 1)
+            self.sample_tpot_at[sample] = tpot[1]
         if not full:
             if tpot is not None:
                 self._count_into(after, [tpot])
             return
+        self.sample_osl_at[sample] = len(self.osl)
         self.osl.append(0)
         osl = (self.osl, len(self.osl) - 1)
         cut = len(full) - len(after)
@@ -672,6 +689,33 @@ class PointReplay:
         }
         return out
 
+    def samples(self) -> SampleSeries:
+        """The per-sample arrays of the tracked samples (checker.goodput), after summary() has flushed the
+        token counts."""
+        self.flush()
+        osl = _int64s(self.osl)
+        osl_at = _int64s(self.sample_osl_at)
+        output_tokens = np.where(osl_at >= 0, osl[np.clip(osl_at, 0, None)] if len(osl) else 0, 0)
+        tokens_after = _int64s(self.tpot_tokens)
+        elapsed = _int64s(self.tpot_elapsed)
+        tpot_at = _int64s(self.sample_tpot_at)
+        tpot_ns = np.full(len(tpot_at), np.nan)
+        has = tpot_at >= 0
+        if has.any():
+            after = tokens_after[tpot_at[has]]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tpot_ns[has] = np.where(after > 0, elapsed[tpot_at[has]] / np.maximum(after, 1), np.nan)
+        duration_ns = sum(
+            latest - start for start, latest in self.blocks if latest is not None and start is not None
+        )
+        return SampleSeries(
+            ttft_ns=_int64s(self.sample_ttft_ns).copy(),
+            tpot_ns=tpot_ns,
+            output_tokens=np.asarray(output_tokens, dtype=np.int64),
+            ok=np.frombuffer(bytes(self.sample_ok), dtype=np.uint8).astype(bool),
+            duration_ns=int(duration_ns),
+        )
+
 
 class _HashingReader:
     """A binary stream's read() that also feeds every block it returns to a digest."""
@@ -736,9 +780,11 @@ def recompute_point(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     progress=None,
     declared_concurrency: int | None = None,
+    on_samples: Callable[[SampleSeries], None] | None = None,
 ) -> dict | None:
     """Recompute one point's summary from its raw log; None when the log cannot be read at all.
-    `declared_concurrency` lets the replay note the first line that leaves more requests in flight."""
+    `declared_concurrency` lets the replay note the first line that leaves more requests in flight;
+    on_samples receives the point's per-sample arrays (checker.goodput) once the summary is made."""
     replay = PointReplay(
         tokenizer=tokenizer,
         findings=findings,
@@ -766,4 +812,7 @@ def recompute_point(
             point=point,
             fix="Compress the log again with `zstd events.jsonl` and upload it whole.",
         )
-    return replay.summary()
+    summary = replay.summary()
+    if on_samples is not None:
+        on_samples(replay.samples())
+    return summary

@@ -40,6 +40,7 @@ from checker.extension import (
     inherited_result,
     merge_layouts,
 )
+from checker.goodput import SampleSeries
 from checker.inputs import Layout, Limits, PointInput, open_inputs
 from checker.loaders import load_json
 from checker.official import cross_check
@@ -80,6 +81,8 @@ class PointOutcome:
 
     result: PointResult
     findings: Findings = field(default_factory=Findings)
+    # the tracked samples' per-request numbers (checker.goodput), when the raw log was replayed
+    samples: SampleSeries | None = None
 
 
 @contextmanager
@@ -191,6 +194,7 @@ def check_point(
         max_line_bytes=limits.max_line_bytes,
         progress=lines_read,
         declared_concurrency=point.concurrency,
+        on_samples=lambda samples: setattr(outcome, "samples", samples),
     )
     result.extra["recompute_seconds"] = round(time.perf_counter() - started, 3)
     if recomputed is None:

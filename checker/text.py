@@ -18,6 +18,40 @@ def _metric(block: dict | None, key: str):
     return None if not block else block.get(key)
 
 
+def _target(slo: dict) -> str:
+    parts = []
+    if slo.get("ttft_ms") is not None:
+        parts.append(f"TTFT <= {slo['ttft_ms']:g} ms")
+    if slo.get("tpot_ms") is not None:
+        parts.append(f"TPOT <= {slo['tpot_ms']:g} ms")
+    return " and ".join(parts)
+
+
+def _percent(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f} %"
+
+
+def _slo_lines(rows: list) -> list[str]:
+    """The per-request SLO table: attainment and goodput per point (failed requests count as violations)."""
+    target = next((_target(slo) for _, slo in rows if slo), "")
+    lines = [
+        f"  SLO per request: {target} (from the raw log; failed requests count as violations)",
+        f"  {'point':>5} {'tracked':>8} {'good':>8} {'attainment':>10} {'goodput req/s':>13} "
+        f"{'goodput tok/s':>13} {'TTFT alone':>10} {'TPOT alone':>10}",
+    ]
+    for p, slo in rows:
+        if slo is None:
+            lines.append(f"  {'r' + str(p.concurrency):>5}  no raw log: not computed")
+            continue
+        lines.append(
+            f"  {'r' + str(p.concurrency):>5} {_num(slo['tracked_requests']):>8} {_num(slo['good_requests']):>8} "
+            f"{_percent(slo['attainment']):>10} {_num(slo['goodput_rps']):>13} {_num(slo['goodput_tps']):>13} "
+            f"{_percent(slo['ttft_attainment']):>10} {_percent(slo['tpot_attainment']):>10}"
+        )
+    lines.append("")
+    return lines
+
+
 def render_text(report: Report, *, max_findings: int = 200) -> str:
     counts = report.counts()
     lines = [
@@ -59,6 +93,9 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
                     f"{_num(measured.get('measured_tps_per_kw'))} tokens/s/kW"
                 )
         lines.append("")
+        slo_rows = [(p, p.extra["slo"]) for p in points if "slo" in p.extra]
+        if slo_rows:
+            lines.extend(_slo_lines(sorted(slo_rows, key=lambda row: row[0].concurrency)))
     for curve in report.curves:
         fronts = curve.get("pareto") or {}
         for x, front in fronts.items():

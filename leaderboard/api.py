@@ -22,6 +22,7 @@ from access.visibility import annotations_visible_to, benchmarks_visible_to, pub
 from checker.verification import RESULT_LEVELS
 from leaderboard import exports, selectors
 from leaderboard.cache import cached_response
+from leaderboard.goodput import CONVENTIONS, GoodputTargets, Prices, goodput_index
 from leaderboard.models import Publication
 from leaderboard.procurement import MAX_MODELS, requirements_from_query
 from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
@@ -246,6 +247,22 @@ SloRowOut = inline_serializer(
         "power_kw": serializers.FloatField(
             allow_null=True, help_text="Provisioned kW of the point's configuration"
         ),
+        # per-request mode only (ttft_ms, tpot_ms or interactivity given): docs/buyers.md
+        "result": serializers.CharField(required=False, help_text="Per request: the result's public id."),
+        "tracked_requests": serializers.IntegerField(required=False),
+        **{
+            f"{prefix}{name}": field
+            for prefix in ("", "ttft_", "tpot_")
+            for name, field in (
+                ("good_requests", serializers.IntegerField(required=False)),
+                ("attainment", serializers.FloatField(required=False, help_text="good / tracked requests")),
+                ("goodput_rps", serializers.FloatField(required=False, help_text="good requests per second")),
+                (
+                    "goodput_tps",
+                    serializers.FloatField(required=False, help_text="good output tokens per second"),
+                ),
+            )
+        },
     },
 )
 ProcurementRowOut = inline_serializer(
@@ -426,10 +443,37 @@ class PublicCurveViewSet(PublicViewSet):
 
 
 class SloQuery(serializers.Serializer):
+    """Per-request targets (ttft_ms, tpot_ms or interactivity, attainment) or the MLPerf percentile view
+    (ttft_p90_ms_max and interactivity_min); per-request targets win when both are given."""
+
     benchmark = serializers.CharField(help_text="The benchmark's model_id.")
-    ttft_p90_ms_max = serializers.FloatField(min_value=0.001, help_text="TTFT P90 at most (ms).")
+    ttft_ms = serializers.FloatField(
+        min_value=0.001, required=False, allow_null=True, help_text="Per request: TTFT at most (ms)."
+    )
+    tpot_ms = serializers.FloatField(
+        min_value=0.001, required=False, allow_null=True, help_text="Per request: TPOT at most (ms)."
+    )
+    interactivity = serializers.FloatField(
+        min_value=0.001,
+        required=False,
+        allow_null=True,
+        help_text="Per request: at least this many tokens/s/user (TPOT at most 1000 / interactivity ms).",
+    )
+    attainment = serializers.FloatField(
+        min_value=0.1,
+        max_value=100,
+        required=False,
+        allow_null=True,
+        help_text="Per request: the share of requests (%) that must meet the targets; 95 when left out.",
+    )
+    ttft_p90_ms_max = serializers.FloatField(
+        min_value=0.001, required=False, allow_null=True, help_text="Percentile view: TTFT P90 at most (ms)."
+    )
     interactivity_min = serializers.FloatField(
-        min_value=0, help_text="Interactivity at least (tokens/s/user; agentic workloads: end-to-end)."
+        min_value=0,
+        required=False,
+        allow_null=True,
+        help_text="Percentile view: interactivity at least (tokens/s/user; agentic workloads: end-to-end).",
     )
     power_kw_max = serializers.FloatField(
         min_value=0.001, required=False, allow_null=True, help_text="Provisioned power at most (kW)."
@@ -437,6 +481,52 @@ class SloQuery(serializers.Serializer):
     accelerators_max = serializers.IntegerField(
         min_value=1, required=False, allow_null=True, help_text="Accelerators in the system at most."
     )
+    price_per_accelerator_hour = serializers.FloatField(
+        min_value=0,
+        required=False,
+        allow_null=True,
+        help_text="Per request: your price per accelerator-hour.",
+    )
+    price_per_node_hour = serializers.FloatField(
+        min_value=0, required=False, allow_null=True, help_text="Per request: your price per node-hour."
+    )
+    price_per_system_hour = serializers.FloatField(
+        min_value=0, required=False, allow_null=True, help_text="Per request: your price per system-hour."
+    )
+    energy_price_per_kwh = serializers.FloatField(
+        min_value=0,
+        required=False,
+        allow_null=True,
+        help_text="Per request: your energy price per kWh (on the point's provisioned power).",
+    )
+
+    def validate(self, attrs):
+        hourly = [
+            name
+            for name in ("price_per_accelerator_hour", "price_per_node_hour", "price_per_system_hour")
+            if attrs.get(name) is not None
+        ]
+        if len(hourly) > 1:
+            raise serializers.ValidationError(
+                {hourly[1]: "Give one hourly price: per accelerator, per node or per system."}
+            )
+        per_request = any(attrs.get(name) is not None for name in ("ttft_ms", "tpot_ms", "interactivity"))
+        if per_request:
+            if attrs.get("tpot_ms") is not None and attrs.get("interactivity") is not None:
+                raise serializers.ValidationError(
+                    {"interactivity": "Give a TPOT target or an interactivity target, not both."}
+                )
+            attrs["mode"] = "per_request"
+            return attrs
+        missing = {
+            name: "Give this target, or per-request targets (TTFT and TPOT per request) instead."
+            for name in ("ttft_p90_ms_max", "interactivity_min")
+            if attrs.get(name) is None
+        }
+        if missing:
+            raise serializers.ValidationError(missing)
+        attrs["mode"] = "percentile"
+        return attrs
 
 
 def slo_answer(query: dict) -> dict:
@@ -445,6 +535,37 @@ def slo_answer(query: dict) -> dict:
     if benchmark is None:
         raise ApplicationError(f"No benchmark {query['benchmark']!r}.", code="unknown-benchmark")
     metric = interactivity_metric_for(benchmark.workload)
+    if query.get("mode") == "per_request":
+        tpot_ms = query.get("tpot_ms")
+        if query.get("interactivity") is not None:
+            tpot_ms = 1000.0 / query["interactivity"]
+        goal = query.get("attainment")
+        targets = GoodputTargets(
+            ttft_ms=query.get("ttft_ms"),
+            tpot_ms=tpot_ms,
+            attainment=(95.0 if goal is None else goal) / 100.0,
+            power_kw_max=query.get("power_kw_max"),
+            accelerators_max=query.get("accelerators_max"),
+        )
+        prices = Prices(
+            per_accelerator_hour=query.get("price_per_accelerator_hour"),
+            per_node_hour=query.get("price_per_node_hour"),
+            per_system_hour=query.get("price_per_system_hour"),
+            per_kwh=query.get("energy_price_per_kwh"),
+        )
+        index = goodput_index(public_publications(), benchmark.model_id)
+        rows = index.rank(targets, prices)
+        for row in rows:
+            row["result_url"] = exports.result_url(row["public_id"])
+        return {
+            "benchmark": benchmark,
+            "mode": "per_request",
+            "targets": targets,
+            "interactivity_metric": metric,
+            "points_without_samples": index.points_without_samples,
+            "priced": prices.given,
+            "rows": rows,
+        }
     targets = SloTargets(
         ttft_p90_ms_max=query["ttft_p90_ms_max"],
         interactivity_min=query["interactivity_min"],
@@ -454,6 +575,7 @@ def slo_answer(query: dict) -> dict:
     )
     return {
         "benchmark": benchmark,
+        "mode": "percentile",
         "interactivity_metric": metric,
         "rows": exports.slo_query(public_publications(), benchmark, targets),
     }
@@ -474,11 +596,25 @@ class PublicSloViewSet(PublicViewSet):
         query = SloQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         answer = slo_answer(query.validated_data)
+        extra = {}
+        if answer["mode"] == "per_request":
+            targets = answer["targets"]
+            extra = {
+                "targets": {
+                    "ttft_ms": targets.ttft_ms,
+                    "tpot_ms": targets.tpot_ms,
+                    "attainment": targets.attainment,
+                },
+                "conventions": CONVENTIONS,
+                "points_without_samples": answer["points_without_samples"],
+            }
         return self.paginated(
             answer["rows"],
             benchmark=answer["benchmark"].model_id,
+            mode=answer["mode"],
             interactivity_metric=answer["interactivity_metric"],
             note=NO_INTERPOLATION,
+            **extra,
         )
 
 

@@ -20,7 +20,14 @@ from checker.verification import FULLY_RECOMPUTED
 from leaderboard.cache import public_cached
 from leaderboard.models import Annotation, Publication
 from leaderboard.procurement import ModelRequirement, procurement_report
-from leaderboard.slo import SloIndex, SloTargets, interactivity_metric_for, number
+from leaderboard.slo import (
+    SloIndex,
+    SloTargets,
+    interactivity_metric_for,
+    node_count,
+    number,
+)
+from leaderboard.systems import newest_per_system
 from portal import csv_safe
 from submissions.models import Submission
 
@@ -206,9 +213,12 @@ def benchmark_rows(benchmarks: QuerySet[Benchmark], publications: QuerySet[Publi
 
 
 def snapshot_results(publications: QuerySet[Publication], model_id: str) -> list[dict]:
-    """The ranked (non-retracted) results of one benchmark as leaderboard.slo reads them."""
-    rows = published_only(publications).filter(
-        submission__benchmark__model_id=model_id, retracted_at__isnull=True
+    """The ranked (non-retracted) results of one benchmark as leaderboard.slo reads them: the newest per system
+    (leaderboard.systems), so the SLO finder and the procurement report count systems as the board does."""
+    rows = newest_per_system(
+        published_only(publications).filter(
+            submission__benchmark__model_id=model_id, retracted_at__isnull=True
+        )
     )
     return [
         {
@@ -216,6 +226,7 @@ def snapshot_results(publications: QuerySet[Publication], model_id: str) -> list
             "system": publication.record.system_name,
             "organisation": publication.record.organisation_name,
             "accelerators": publication.record.accelerator_count,
+            "nodes": node_count(publication.record.description),
             "bundle_sha256": publication.record.bundle_sha256,
             "verification": publication.record.level,
             "retracted": False,

@@ -19,6 +19,7 @@ from catalog.models import Benchmark, ruleset_is_preview
 from catalog.selectors import benchmark_list
 from checker.verification import CLAIMED, FULLY_RECOMPUTED, PARTLY_RECOMPUTED, Verification
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
+from leaderboard.systems import newest_per_system
 from review.models import Attestation, Review
 from submissions.models import PointMetric, Submission
 from submissions.selectors import check_run_official
@@ -175,9 +176,9 @@ class Leaderboard:
 def leaderboard_for(
     benchmark: Benchmark, filters: LeaderboardFilters | None = None, *, with_curves: bool = True
 ) -> Leaderboard:
-    """The benchmark's published, not retracted results ranked by peak system throughput, filtered; by default
-    only fully recomputed ones (`filters.level` shows the others, after them). One query: every filter reads the
-    frozen record of rows already loaded. `with_curves=False` leaves the
+    """The benchmark's published, not retracted results, the newest per system (leaderboard.systems), ranked by
+    peak system throughput, filtered; by default only fully recomputed ones (`filters.level` shows the others,
+    after them). One query: every filter reads the frozen record of rows already loaded. `with_curves=False` leaves the
     curves (the bulk of a row) in the database: `publication_curves` reads those a page draws."""
     filters = filters or LeaderboardFilters()
     rows = publications_ranked_base().filter(submission__benchmark=benchmark)
@@ -186,6 +187,7 @@ def leaderboard_for(
     every = list(rows)
     if not benchmark.is_preview:  # an official board never ranks a result checked under a preview rule set
         every = [p for p in every if not ruleset_is_preview(getattr(p.check_run, "ruleset", "") or "")]
+    every = newest_per_system(every)  # one row per system: older results are in its history
     options = {
         "division": sorted({(p.record.division, p.record.division_display) for p in every}),
         "availability": sorted({(p.record.availability, p.record.availability_display) for p in every}),

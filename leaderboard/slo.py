@@ -55,6 +55,17 @@ def accelerator_count(description: Any) -> int | None:
     return total
 
 
+def node_count(description: Any) -> int | None:
+    """Nodes in a system description: number_of_nodes summed over its node types; None when it cannot be told."""
+    nodes = description.get("node_types") if isinstance(description, dict) else None
+    if not isinstance(nodes, list) or not nodes:
+        return None
+    counts = [number(node.get("number_of_nodes")) if isinstance(node, dict) else None for node in nodes]
+    if any(count is None for count in counts):
+        return None
+    return int(sum(counts))  # type: ignore[arg-type]
+
+
 def point_power_kw(point: dict) -> float | None:
     """The provisioned power of a point's configuration: system_tps / (tokens/s/kW), as the checker derived
     tokens/s/kW from it; None without a power figure."""

@@ -32,6 +32,7 @@ from leaderboard.charts import (
     result_charts,
     series_of,
 )
+from leaderboard.cliffs import CLIFF_RULE, points_past_a_cliff
 from leaderboard.models import Challenge, Publication
 from portal import csv_safe
 from portal.errors import ApplicationError
@@ -184,6 +185,9 @@ def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> d
 
     def row(rank: int, publication: Publication) -> dict:
         ranked = rank < ranked_count  # fully recomputed results come first and are the ranking
+        count = publication.record.accelerator_count
+        names = ", ".join(selectors.publication_accelerators(publication))
+        peak = (publication.headline or {}).get("max_system_tps")
         return {
             "publication": publication,
             "rank": rank + 1,
@@ -194,7 +198,12 @@ def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> d
             "label": _label(publication),
             "href": _result_url(publication),
             "plotted": rank < BOARD_DRAWN,
-            "accelerators": ", ".join(selectors.publication_accelerators(publication)),
+            # the count beside the type: 8 accelerators are not compared raw against 4 unawares
+            "accelerators": f"{count} × {names}"
+            if count and names
+            else (names or (str(count) if count else "")),
+            "peak_per_accelerator": peak / count if count and isinstance(peak, int | float) else None,
+            "older_results": getattr(publication, "older_results", 0),
             "power": selectors.publication_power_kind(publication),
         }
 
@@ -389,6 +398,8 @@ def _result_context(public_id: str, revision: int | None = None) -> dict:
         "charts": result_charts(publication.curve, label=_label(publication), interactivity=x),
         "points": points,
         "point_columns": POINT_COLUMNS,
+        "cliff_points": points_past_a_cliff(points, metric=x),
+        "cliff_rule": CLIFF_RULE,
         "provenance": provenance,
         "measured_rows": _measured_rows(points, provenance.measured_power),
         "headline": publication.headline or {},

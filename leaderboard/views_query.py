@@ -13,12 +13,32 @@ from django.utils.safestring import SafeString, mark_safe
 from access.visibility import benchmarks_visible_to
 from leaderboard.api import SloQuery, public_publications, slo_answer
 from leaderboard.cache import cached_response, public_generation
+from leaderboard.cliffs import CLIFF_RULE
 from leaderboard.exports import procurement_query
+from leaderboard.goodput import CONVENTIONS
 from leaderboard.procurement import MAX_MODELS, requirements_from_query
 from leaderboard.slo import NO_INTERPOLATION
 from portal.errors import ApplicationError
 
 PAGE_ROWS = 100  # the page shows the top of the ranking; the CSV and JSON have all of it
+
+# The SLO finder's fields as the form labels them: errors name the label a buyer reads, not the parameter.
+SLO_FIELD_LABELS = {
+    "benchmark": "Benchmark",
+    "ttft_ms": "TTFT per request ≤ (ms)",
+    "tpot_ms": "TPOT per request ≤ (ms)",
+    "interactivity": "or interactivity ≥ (tokens/s/user)",
+    "attainment": "Requests meeting the targets ≥ (%)",
+    "ttft_p90_ms_max": "TTFT P90 ≤ (ms)",
+    "interactivity_min": "Interactivity P90 ≥ (tokens/s/user)",
+    "power_kw_max": "Power cap (kW)",
+    "accelerators_max": "Accelerators at most",
+    "price_per_accelerator_hour": "Price per accelerator-hour",
+    "price_per_node_hour": "Price per node-hour",
+    "price_per_system_hour": "Price per system-hour",
+    "energy_price_per_kwh": "Energy price per kWh",
+    "non_field_errors": "Targets",
+}
 
 PROCUREMENT_FIELDS = (
     ("ttft_p90_ms_max", "TTFT P90 ≤ (ms)"),
@@ -79,20 +99,50 @@ def _public_page(view):
 def slo(request):
     """The SLO finder: TTFT P90 at most X ms, interactivity at least Y, optional power and accelerator caps."""
     benchmarks = list(benchmarks_visible_to(None))
-    context = {"benchmarks": benchmarks, "note": NO_INTERPOLATION, "values": request.GET, "asked": False}
+    context = {
+        "benchmarks": benchmarks,
+        "note": NO_INTERPOLATION,
+        "conventions": CONVENTIONS,
+        "cliff_rule": CLIFF_RULE,
+        "values": request.GET,
+        "asked": False,
+        "labels": SLO_FIELD_LABELS,
+    }
     if request.GET.get("benchmark"):
         context["asked"] = True
         generation, _ = public_generation()
         query = SloQuery(data=request.GET)
         if not query.is_valid():
-            context["errors"] = {name: " ".join(str(e) for e in errs) for name, errs in query.errors.items()}
+            context["errors"] = {
+                SLO_FIELD_LABELS.get(name, name): " ".join(str(e) for e in errs)
+                for name, errs in query.errors.items()
+            }
         else:
             try:
                 answer = slo_answer(query.validated_data)
             except ApplicationError as error:
-                context["errors"] = {"benchmark": error.detail}
+                context["errors"] = {SLO_FIELD_LABELS["benchmark"]: error.detail}
             else:
                 params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
+                if answer["mode"] == "per_request":
+                    context.update(
+                        answer=answer,
+                        goal_pct=100 * answer["targets"].attainment,
+                        shown_rows=[
+                            {
+                                **row,
+                                **{
+                                    f"{p}attainment_pct": 100 * row[f"{p}attainment"]
+                                    for p in ("", "ttft_", "tpot_")
+                                },
+                            }
+                            for row in answer["rows"][:PAGE_ROWS]
+                        ],
+                        json_url="/api/v1/public/slo/?" + urlencode(params),
+                        csv_url="/api/v1/public/slo/?"
+                        + urlencode({**params, "format": "csv", "limit": 1000}),
+                    )
+                    return render(request, "leaderboard/slo.html", context)
                 context.update(
                     answer=answer,
                     shown_rows=answer["rows"][:PAGE_ROWS],

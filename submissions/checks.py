@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import io
 import json
 import logging
 import tempfile
@@ -48,6 +49,7 @@ from audit.services import audit_event_record
 from catalog.selectors import benchmark_tokenizer_json
 from checker import __version__ as checker_version
 from checker.extension import ExtensionScope, PublishedRevision, finding_identity
+from checker.goodput import SampleSeries, sha256_of
 from checker.inputs import Limits
 from checker.pipeline import (
     PointOutcome,
@@ -65,7 +67,7 @@ from checker.tokens import TokenCounter
 from portal.errors import NotAllowedError
 from submissions.models import CheckOutbox, CheckRun, Finding, PointMetric, Submission, SubmissionVersion
 from submissions.selectors import check_run_latest, published_revisions
-from submissions.storage import StoredFile, fetch_to_folder
+from submissions.storage import StoredFile, fetch_to_folder, storage_save_exact
 from submissions.workflow import SUBMISSION_FILES
 
 logger = logging.getLogger(__name__)
@@ -212,7 +214,7 @@ class _Beat:
 
 
 @contextmanager
-def _fetched(version: SubmissionVersion, *, positions: set[int] | None = None, beat: _Beat):
+def _fetched(version: SubmissionVersion, *, positions: set[int] | None = None, beat: _Beat | None):
     """Local copies of the version's stored files (all of them, or those at `positions`), in upload order,
     under their own names, in a private folder removed on exit; served by the worker's cache when it can."""
     files = [f for f in version.files.order_by("position") if positions is None or f.position in positions]
@@ -429,6 +431,7 @@ def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:
                 opened.layout, point_key, token_counter=token_counter, limits=limits, progress=beat
             )
     result = outcome.result
+    samples_key, samples_sha256 = point_samples_save(samples=outcome.samples)
     with transaction.atomic():
         if _is_current(check_run_id, attempt, lock=True) is None:
             return False
@@ -446,6 +449,8 @@ def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:
             extra=_json_safe(result.extra),
             raw_log_sha256=_digest_of(result.recomputed, "raw_log_sha256"),
             tracked_sequence_sha256=_digest_of(result.recomputed, "tracked_sequence_sha256"),
+            samples_key=samples_key,
+            samples_sha256=samples_sha256,
         )
         Finding.objects.bulk_create(_finding_rows(check_run, point_key, outcome.findings))
         done = PointMetric.objects.filter(check_run_id=check_run_id).count()
@@ -497,6 +502,51 @@ def _raw_logs_elsewhere(check_run: CheckRun) -> tuple[ReusedRawLog, ...]:
     return tuple(
         ReusedRawLog(point=key, elsewhere=" and ".join(labels)) for key, labels in sorted(found.items())
     )
+
+
+def point_samples_save(*, samples: SampleSeries | None) -> tuple[str, str]:
+    """Store a point's per-sample arrays (.npz, content-addressed, so a repeat stores nothing new); the
+    (storage key, SHA-256) a PointMetric keeps, or two empty strings when the point had no raw log."""
+    if samples is None:
+        return "", ""
+    data = samples.to_npz()
+    sha256 = sha256_of(data)
+    key = f"samples/sha256/{sha256[:2]}/{sha256}.npz"
+    storage_save_exact(key, io.BytesIO(data))
+    return key, sha256
+
+
+def point_samples_backfill(*, check_run: CheckRun) -> int:
+    """Replay the raw logs of a finished check run's points that have no per-sample arrays yet (runs checked
+    before the arrays were kept), store the arrays and link them; returns how many points got them. The
+    recomputed metrics and findings are left as they are: only the arrays are added."""
+    missing = list(
+        PointMetric.objects.filter(check_run=check_run, samples_key="", recomputed__isnull=False).order_by(
+            "key"
+        )
+    )
+    if not missing:
+        return 0
+    version = check_run.version
+    token_counter = _token_counter_for(version)
+    limits = _limits(version)
+    done = 0
+    for metric in missing:
+        positions = set(check_run.point_files.get(metric.key) or []) or None
+        with _fetched(version, positions=positions, beat=None) as (files, folder):
+            with open_version([path for _, path in files], limits=limits, workdir=folder) as opened:
+                try:
+                    outcome = check_point(
+                        opened.layout, metric.key, token_counter=token_counter, limits=limits
+                    )
+                except KeyError:
+                    continue
+        key, sha256 = point_samples_save(samples=outcome.samples)
+        if key:
+            done += PointMetric.objects.filter(pk=metric.pk, samples_key="").update(
+                samples_key=key, samples_sha256=sha256
+            )
+    return done
 
 
 def _stored_outcomes(check_run: CheckRun) -> dict[str, PointOutcome]:

@@ -1,0 +1,298 @@
+"""The SLO finder per request (leaderboard.goodput): its answer over published sample results equals a computation
+written here from their raw events; the index's pruning never changes an answer; the arrays are kept by the check
+task and backfilled by a command."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+
+import numpy as np
+import pytest
+from django.core.files.storage import default_storage
+from django.core.management import call_command
+from django.test import Client, override_settings
+
+from checker.goodput import SampleSeries, SloTarget, evaluate
+from leaderboard.cache import public_cache_bump
+from leaderboard.goodput import GoodputIndex, GoodputTargets
+from submissions.models import CheckRun, PointMetric
+from tests.checker.test_goodput import reference_slo
+from tests.factories import BenchmarkFactory
+from tests.leaderboard.goodput_support import RUNS, publish_sample_run
+from tests.leaderboard.support import publish
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_public_cache(storage_dir):
+    public_cache_bump()
+
+
+@pytest.fixture(scope="module")
+def raw_events(tmp_path_factory) -> dict[tuple[str, int], object]:
+    """(system, concurrency) -> the events.jsonl of that sample run."""
+    root = tmp_path_factory.mktemp("raw")
+    out = {}
+    for system, archives in RUNS.items():
+        for archive in archives:
+            concurrency = int(archive.name.split("_c")[1].split(".")[0])
+            with tarfile.open(archive) as tar:
+                tar.extractall(root / archive.name, filter="data")
+            out[(system, concurrency)] = root / archive.name / f"c{concurrency}" / "events.jsonl"
+    return out
+
+
+@pytest.fixture
+def world():
+    benchmark = BenchmarkFactory(model_id="goodput-model")
+    ax = publish_sample_run(benchmark=benchmark, system_name="Acme_AX-8000", accelerators=8)
+    nb = publish_sample_run(benchmark=benchmark, system_name="Nimbus_NB-2", accelerators=2)
+    retracted = publish_sample_run(benchmark=benchmark, system_name="Acme_AX-8000", accelerators=8)
+    from django.utils import timezone
+
+    type(retracted).objects.filter(pk=retracted.pk).update(retracted_at=timezone.now(), retraction_reason="x")
+    public_cache_bump()
+    return {"benchmark": benchmark, "ranked": [(ax, "Acme_AX-8000", 8), (nb, "Nimbus_NB-2", 2)]}
+
+
+def expected_answer(world, raw_events, *, ttft_ms, tpot_ms, goal, accelerators_max=None):
+    """Per ranked result, every point's attainment and goodput from its raw events; the point meeting the goal
+    with the highest token goodput; results by that goodput."""
+    rows = []
+    for publication, system, accelerators in world["ranked"]:
+        if accelerators_max is not None and accelerators > accelerators_max:
+            continue
+        best = None
+        for point in publication.curve["points"]:
+            want = reference_slo(raw_events[(system, point["concurrency"])], ttft_ms=ttft_ms, tpot_ms=tpot_ms)
+            if want["counts"]["good"] / want["tracked"] < goal:
+                continue
+            if best is None or want["tps"]["good"] > best[1]["tps"]["good"]:
+                best = (point, want)
+        if best is not None:
+            rows.append((publication.public_id, best[0], best[1]))
+    return sorted(rows, key=lambda row: -row[2]["tps"]["good"])
+
+
+TARGETS = [
+    {"ttft_ms": 110.0, "tpot_ms": 12.5, "goal": 0.5},
+    {"ttft_ms": 300.0, "tpot_ms": 50.0, "goal": 0.95},
+    {"ttft_ms": 130.0, "tpot_ms": 1000.0 / 70, "goal": 0.9},
+    {"ttft_ms": 125.0, "tpot_ms": 14.0, "goal": 0.8, "accelerators_max": 4},
+    {"ttft_ms": 5.0, "tpot_ms": 5.0, "goal": 0.95},  # nobody
+]
+
+
+@pytest.mark.parametrize("targets", TARGETS)
+def test_the_api_answer_equals_the_computation_from_the_raw_events(world, raw_events, targets):
+    params = {
+        "benchmark": "goodput-model",
+        "ttft_ms": targets["ttft_ms"],
+        "tpot_ms": targets["tpot_ms"],
+        "attainment": targets["goal"] * 100,
+    }
+    if "accelerators_max" in targets:
+        params["accelerators_max"] = targets["accelerators_max"]
+    response = Client().get("/api/v1/public/slo/", params)
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["mode"] == "per_request" and "count as violations" in body["conventions"]
+    want = expected_answer(world, raw_events, ttft_ms=targets["ttft_ms"], tpot_ms=targets["tpot_ms"],
+                           goal=targets["goal"], accelerators_max=targets.get("accelerators_max"))  # fmt: skip
+    got = body["results"]
+    assert [(row["result"], row["point"]) for row in got] == [
+        (public_id, f"r{point['concurrency']}") for public_id, point, _ in want
+    ]
+    for row, (_, point, reference) in zip(got, want, strict=True):
+        assert row["concurrency"] == point["concurrency"]
+        assert row["tracked_requests"] == reference["tracked"]
+        for prefix, key in (("", "good"), ("ttft_", "ttft"), ("tpot_", "tpot")):
+            assert row[f"{prefix}good_requests"] == reference["counts"][key]
+            assert row[f"{prefix}attainment"] == pytest.approx(
+                reference["counts"][key] / reference["tracked"]
+            )
+            assert row[f"{prefix}goodput_rps"] == pytest.approx(reference["rps"][key], rel=1e-12)
+            assert row[f"{prefix}goodput_tps"] == pytest.approx(reference["tps"][key], rel=1e-12)
+        # the MLPerf percentile view of the same point sits beside it
+        assert row["ttft_p90_ms"] == point["ttft_p90_ms"] and row["tps_per_user"] == point["tps_per_user"]
+    if targets["goal"] == 0.5:
+        assert len(got) == 2  # the test distinguishes the systems' points, not only "everyone" or "nobody"
+
+
+def test_interactivity_is_tpot_at_most_1000_over_it(world):
+    by_interactivity = (
+        Client()
+        .get(
+            "/api/v1/public/slo/",
+            {"benchmark": "goodput-model", "ttft_ms": 130, "interactivity": 70, "attainment": 50},
+        )
+        .json()["results"]
+    )
+    by_tpot = (
+        Client()
+        .get(
+            "/api/v1/public/slo/",
+            {"benchmark": "goodput-model", "ttft_ms": 130, "tpot_ms": 1000 / 70, "attainment": 50},
+        )
+        .json()["results"]
+    )
+    assert by_interactivity and by_interactivity == by_tpot
+
+
+def test_bad_per_request_targets_get_a_stable_code(world):
+    response = Client().get(
+        "/api/v1/public/slo/", {"benchmark": "goodput-model", "tpot_ms": 10, "interactivity": 20}
+    )
+    assert response.status_code == 400 and response.json()["code"] == "invalid"
+    response = Client().get(
+        "/api/v1/public/slo/", {"benchmark": "goodput-model", "ttft_ms": 100, "attainment": 150}
+    )
+    assert response.status_code == 400 and response.json()["code"] == "invalid"
+
+
+def _random_series(rng, n: int) -> SampleSeries:
+    ok = rng.random(n) > 0.05
+    ttft = rng.gamma(4.0, 30e6, n).astype(np.int64)
+    ttft[rng.random(n) < 0.02] = -1
+    tpot = rng.gamma(6.0, 2e6, n)
+    tpot[rng.random(n) < 0.05] = np.nan
+    return SampleSeries(
+        ttft_ns=ttft,
+        tpot_ns=tpot,
+        output_tokens=rng.integers(0, 300, n),
+        ok=ok,
+        duration_ns=int(rng.uniform(5e9, 50e9)),
+    )
+
+
+def test_the_index_answers_what_evaluating_every_point_answers():
+    """Pruning by order statistics and stopping early never change the answer (generated results)."""
+    rng = np.random.default_rng(7)
+    results, samples = [], {}
+    for r in range(40):
+        points = []
+        for p in range(int(rng.integers(1, 9))):
+            points.append({"point": f"S{r}/m/r{2**p}", "concurrency": 2**p, "system_tps": 1.0})
+            samples[(r, p)] = _random_series(rng, int(rng.integers(1, 400)))
+        results.append(
+            {"public_id": f"EP-{r:03d}", "points": points, "accelerators": int(rng.integers(1, 16))}
+        )
+    index = GoodputIndex(results, samples)
+    for _ in range(60):
+        targets = GoodputTargets(
+            ttft_ms=float(rng.uniform(50, 250)) if rng.random() > 0.1 else None,
+            tpot_ms=float(rng.uniform(5, 20)) if rng.random() > 0.1 else None,
+            attainment=float(rng.choice([0.5, 0.8, 0.9, 0.95, 0.99, 0.333])),
+            accelerators_max=8 if rng.random() < 0.2 else None,
+        )
+        want = []
+        for r, result in enumerate(results):
+            if targets.accelerators_max is not None and result["accelerators"] > targets.accelerators_max:
+                continue
+            scored = []
+            for p in range(len(result["points"])):
+                got = evaluate(samples[(r, p)], SloTarget(ttft_ms=targets.ttft_ms, tpot_ms=targets.tpot_ms))
+                if got["attainment"] >= targets.attainment:
+                    scored.append((got["goodput_tps"], got["goodput_rps"], p, got))
+            if scored:
+                best = max(scored, key=lambda s: (s[0], s[1]))
+                want.append((result["public_id"], best[3]))
+        want.sort(key=lambda row: (-row[1]["goodput_tps"], -row[1]["goodput_rps"], row[0]))
+        got = index.rank(targets)
+        assert [row["public_id"] for row in got] == [public_id for public_id, _ in want]
+        for row, (_, expected) in zip(got, want, strict=True):
+            assert row["good_requests"] == expected["good_requests"]
+            assert row["ttft_good_requests"] == expected["ttft_good_requests"]
+            assert row["tpot_good_requests"] == expected["tpot_good_requests"]
+            assert row["goodput_tps"] == pytest.approx(expected["goodput_tps"], rel=1e-12)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_check_task_keeps_the_arrays_and_the_command_backfills_them(role_users, raw_events):
+    from leaderboard.models import Publication
+    from submissions.services import submission_create
+    from tests.submissions.support import api_client, api_upload_run_archives, make_catalog
+
+    acme = role_users["organisations"]["acme"]
+    user = role_users["submitter"]
+    benchmark, system = make_catalog(acme)
+    submission = submission_create(actor=user, system=system, benchmark=benchmark)
+    archives = RUNS["Acme_AX-8000"][:3]
+    with override_settings(PORTAL_UPLOAD_PART_BYTES=256 * 1024):
+        body = api_upload_run_archives(api_client(user), submission_id=submission.pk, paths=archives)
+    run = CheckRun.objects.get(version_id=body["version"]["id"])
+    metrics = list(run.point_metrics.order_by("concurrency"))
+    assert len(metrics) == 3 and all(m.samples_key and m.samples_sha256 for m in metrics)
+    kept = {}
+    for metric in metrics:
+        with default_storage.open(metric.samples_key, "rb") as stream:
+            series = SampleSeries.from_npz(stream.read())
+        reference = reference_slo(raw_events[("Acme_AX-8000", metric.concurrency)], ttft_ms=110, tpot_ms=12.5)
+        assert (
+            evaluate(series, SloTarget(ttft_ms=110, tpot_ms=12.5))["good_requests"]
+            == reference["counts"]["good"]
+        )
+        kept[metric.pk] = metric.samples_sha256
+    # a published result checked before the arrays were kept: the command replays its raw logs
+    publish(benchmark=benchmark, system=system)
+    Publication.objects.filter(submission__system=system).update(check_run=run)
+    PointMetric.objects.filter(check_run=run).update(samples_key="", samples_sha256="")
+    out = io.StringIO()
+    call_command("backfill_point_samples", stdout=out)
+    assert "3 point(s) got per-sample arrays" in out.getvalue()
+    assert {m.pk: m.samples_sha256 for m in PointMetric.objects.filter(check_run=run)} == kept
+    out = io.StringIO()
+    call_command("backfill_point_samples", stdout=out)
+    assert "0 point(s) got per-sample arrays" in out.getvalue()
+
+
+def test_the_page_shows_the_per_request_answer_and_its_conventions(world, raw_events):
+    query = {"benchmark": "goodput-model", "ttft_ms": 110, "tpot_ms": 12.5, "attainment": 50}
+    response = Client().get("/leaderboard/slo/", query)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "failed and unfinished requests count as violations" in html and "No interpolation" in html
+    want = expected_answer(world, raw_events, ttft_ms=110.0, tpot_ms=12.5, goal=0.5)
+    positions = [
+        html.index(f'data-public-id="{public_id}" data-point="r{p["concurrency"]}"')
+        for public_id, p, _ in want
+    ]
+    assert positions == sorted(positions) and len(want) == 2
+    for _, _, reference in want:
+        assert f"{reference['counts']['good']} / {reference['tracked']}" in html
+        assert f"{reference['tps']['good']:.1f}" in html
+
+
+def test_page_errors_name_the_fields_as_the_form_labels_them(world):
+    response = Client().get("/leaderboard/slo/", {"benchmark": "goodput-model", "ttft_ms": "-3"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "TTFT per request ≤ (ms)</strong>" in html and "ttft_ms:" not in html
+    response = Client().get("/leaderboard/slo/", {"benchmark": "goodput-model"})
+    assert response.status_code == 400 and "TTFT P90 ≤ (ms)</strong>" in response.content.decode()
+
+
+def test_cost_per_million_good_tokens_from_the_buyers_price(world, raw_events):
+    query = {"benchmark": "goodput-model", "ttft_ms": 110, "tpot_ms": 12.5, "attainment": 50}
+    priced = {**query, "price_per_accelerator_hour": 2.5, "energy_price_per_kwh": 0.2}
+    rows = Client().get("/api/v1/public/slo/", priced).json()["results"]
+    want = expected_answer(world, raw_events, ttft_ms=110.0, tpot_ms=12.5, goal=0.5)
+    accelerators = {publication.public_id: count for publication, _, count in world["ranked"]}
+    assert len(rows) == len(want) == 2
+    for row, (public_id, point, reference) in zip(rows, want, strict=True):
+        power_kw = point["system_tps"] / point["system_tps_per_kw"]
+        hourly = 2.5 * accelerators[public_id] + power_kw * 0.2
+        assert row["cost_per_million_good_tokens"] == pytest.approx(
+            hourly / (reference["tps"]["good"] * 3600) * 1e6
+        )
+        assert row["cost_per_million_tokens"] == pytest.approx(hourly / (point["system_tps"] * 3600) * 1e6)
+        assert row["goodput_tps_per_accelerator"] == pytest.approx(
+            reference["tps"]["good"] / accelerators[public_id]
+        )
+    page = Client().get("/leaderboard/slo/", priced).content.decode()
+    assert "Cost / M good tokens" in page and 'value="2.5"' in page  # the inputs stay in the URL and the form
+    assert "Cost / M good tokens" not in Client().get("/leaderboard/slo/", query).content.decode()
+    both = Client().get("/leaderboard/slo/", {**priced, "price_per_node_hour": 9})
+    assert both.status_code == 400 and "Price per node-hour</strong>" in both.content.decode()
