@@ -89,7 +89,7 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
     # Why the portal's page can count more on the same files: what it adds that this command cannot know.
     lines.append(
         "On the portal the same files also meet the portal-only rules "
-        f"({', '.join(PORTAL_ONLY_RULES)}: they need the submission and its registered system)"
+        f"({', '.join(PORTAL_ONLY_RULES)}: they need the submission, its registered system and the other submissions)"
         + ("" if isinstance(official, dict) else " and the official checker's cross-check (--official here)")
         + "; the submission page counts those apart."
     )

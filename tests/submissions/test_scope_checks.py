@@ -9,7 +9,7 @@ from django.test import override_settings
 
 from catalog.models import Benchmark
 from submissions.models import CheckRun
-from tests.factories import SystemFactory
+from tests.factories import SAMPLE_RULESET, SystemFactory
 from tests.submissions.support import (
     RUN_ARCHIVES,
     SEVEN_ARCHIVES_ERRORS,
@@ -66,6 +66,7 @@ def test_run_archives_of_another_model_fail_with_submission_scope(role_users):
             "dataset": "CNN/DailyMail",
             "workload": "chat",
             "tokenizer_path": "sample-bpe-4k/tokenizer.json",
+            "ruleset_version": SAMPLE_RULESET,  # the sample runs are short
         },
     )
     run = _checked_run(
