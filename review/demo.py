@@ -52,7 +52,12 @@ WAIVER_REASONS = {
     "offline-point-present": "The c64 run is being repeated after a power-meter fault; it follows in the next "
     "version.",
     "point-count": "Six of seven points: the c64 run follows in the next version.",
+    # Unreleased-Z9 is a stand-in (the demo has no run of it): its archives are the AX-8000 runs renamed, which the
+    # portal's raw-log-reused rule catches. The waiver stays asked for, never granted: the Z9 is never published.
+    "raw-log-reused": "A stand-in: the demo has no run of the unreleased Z9, so these are AcmeCompute's AX-8000 "
+    "sample runs under its name, as the check says. It shows the embargo, and is never to be published.",
 }
+NEVER_GRANTED = {"raw-log-reused"}
 
 
 @dataclass(frozen=True)
@@ -138,7 +143,11 @@ def _ask_waivers(version, actor) -> None:
 
 
 def _grant_waivers(version, chair) -> None:
-    for waiver in Waiver.objects.filter(version=version, status=Waiver.Status.REQUESTED).order_by("pk"):
+    """The chair grants the waivers the short sample runs need (never one of NEVER_GRANTED: it stays pending)."""
+    requested = Waiver.objects.filter(version=version, status=Waiver.Status.REQUESTED).exclude(
+        rule__in=NEVER_GRANTED
+    )
+    for waiver in requested.order_by("pk"):
         services.waiver_decide(
             waiver=waiver,
             actor=chair,
@@ -355,9 +364,13 @@ FLOWS = {
 }
 
 
-def _zephyr_z9(seed: DemoSeed) -> Submission:
+def seed_demo_z9(seed: DemoSeed) -> Submission:
     """Zephyr Silicon's Unreleased-Z9: in review by demo-reviewer and demo-reviewer2; Tessera AI (a competitor,
-    pinned by the chair) may not review it. Its name stays with Zephyr, its reviewers, the auditors and the chair."""
+    pinned by the chair) may not review it. Its name stays with Zephyr, its reviewers, the auditors and the chair.
+
+    A stand-in: the demo has no run of the Z9, so its archives are the AX-8000 runs renamed. Seeded last, after every
+    published result, so that only the Z9's own check says `raw-log-reused` (naming the AX-8000 submissions whose
+    raw logs they are); that waiver is asked for and never granted, and the Z9 is never published."""
     users = seed.users
     zephyr, tessera = seed.organisations["zephyr-silicon"], seed.organisations["tessera-ai"]
     submitter, chair = users["demo-zephyr"], users["demo-chair"]
@@ -387,6 +400,9 @@ def _zephyr_z9(seed: DemoSeed) -> Submission:
         f"{Z9_SYSTEM} keeps about 100 tokens/s per user from c1 to c64: is speculative decoding on? The system "
         "description does not say.",
     )
+    submission.refresh_from_db()
+    if submission.status != Status.IN_REVIEW:
+        raise RuntimeError(f"Demo submission {Z9_TITLE!r} is {submission.status}, not {Status.IN_REVIEW}.")
     return submission
 
 
@@ -416,12 +432,11 @@ def seed_demo_review(seed: DemoSeed) -> dict[str, Submission]:
             FLOWS[stage.state](submission, users)
         submission.refresh_from_db()
         made[stage.title] = submission
-    made[Z9_TITLE] = _zephyr_z9(seed)
     for title, submission in made.items():
         submission.refresh_from_db()
         expected = next(
             (stage.state for stage in STAGES if stage.title == title),
-            Status.IN_REVIEW if title == Z9_TITLE else Status.DRAFT,
+            Status.DRAFT,
         )
         if submission.status != expected:
             raise RuntimeError(f"Demo submission {title!r} is {submission.status}, not {expected}.")

@@ -146,6 +146,11 @@ def test_seed_demo_is_idempotent_and_shows_every_state(capsys):
     ).exists()
     z9_run = z9.submitted_version.check_runs.get()
     assert not z9_run.findings.filter(rule="submission-scope").exists()  # its points are the Z9's own
+    # A stand-in (the AX-8000 runs renamed): the portal says so at every point, and that waiver is never granted.
+    assert z9_run.findings.filter(rule="raw-log-reused", severity="error").count() == 7
+    reused = Waiver.objects.filter(version=z9.submitted_version, rule="raw-log-reused")
+    assert reused.count() == 7 and set(reused.values_list("status", flat=True)) == {"requested"}
+    assert not CheckRun.objects.exclude(pk=z9_run.pk).filter(findings__rule="raw-log-reused").exists()
 
     # The sample drafts keep their real uploads and curves (submissions.demo_submissions).
     ax4000 = Submission.objects.get(organisation=acme, system__name="Acme_AX-4000", status="draft")

@@ -33,14 +33,14 @@ from accounts.demo import seed_demo_accounts
 from audit.models import AuditEvent
 from audit.services import audit_event_record
 from leaderboard.demo import seed_demo_publications
-from review.demo import seed_demo_review
+from review.demo import Z9_TITLE, seed_demo_review, seed_demo_z9
 from submissions.demo import DEMO_USERS, seed_demo
 from submissions.models import Submission
 
 CONSOLE_BACKEND = "django.core.mail.backends.console.EmailBackend"
 LOCMEM_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # Bump when the demo's data or story changes: a database seeded with another version is rebuilt.
-DEMO_DATA_VERSION = "2026-12-02 real extension runs, Nimbus NB-2, preview rule set"
+DEMO_DATA_VERSION = "2026-12-02 real extension runs, Nimbus NB-2, preview rule set, Z9 seeded last"
 STARTED, FINISHED = "demo.seeding_started", "demo.seeding_finished"
 
 
@@ -170,6 +170,8 @@ class Command(BaseCommand):
             seed = seed_demo()
             submissions = seed_demo_review(seed)
             submissions.update(seed_demo_publications(seed))
+            # Last: its stand-in runs must not make any published result's check say raw-log-reused.
+            submissions[Z9_TITLE] = seed_demo_z9(seed)
             seed.accounts = seed_demo_accounts(seed.users)
             sent = len(getattr(mail, "outbox", [])) - sent_before
             if quiet and sent:
