@@ -501,3 +501,29 @@ def waivers_awaiting_decision() -> list[Waiver]:
         .select_related("version__submission__organisation", "version__submission__system", "requested_by")
         .order_by("created_at")
     )
+
+
+def waivers_asked_with(waiver: Waiver) -> list[Waiver]:
+    """`waiver` and the other waivers still asked for of its version and rule (decided as one group), first."""
+    others = (
+        Waiver.objects.filter(version_id=waiver.version_id, rule=waiver.rule, status=Waiver.Status.REQUESTED)
+        .exclude(pk=waiver.pk)
+        .order_by("point", "file", "pk")
+    )
+    return [waiver, *others]
+
+
+def waiver_groups(waivers: list[Waiver]) -> list[dict]:
+    """Requested waivers grouped by version and rule, in first-seen order: {"first", "waivers", "points"}."""
+    groups: dict[tuple[int, str], list[Waiver]] = {}
+    for waiver in waivers:
+        groups.setdefault((waiver.version_id, waiver.rule), []).append(waiver)
+    return [
+        {
+            "first": group[0],
+            "waivers": group,
+            "points": [w.point.rsplit("/", 1)[-1] for w in group if w.point],
+            "reasons": list(dict.fromkeys(w.request_reason for w in group)),
+        }
+        for group in groups.values()
+    ]

@@ -113,8 +113,11 @@ def audit_queue(request):
                 "readiness": readiness,
             }
         )
+    waivers = selectors.waivers_awaiting_decision()
     return render(
-        request, "review/audit_queue.html", {"rows": rows, "waivers": selectors.waivers_awaiting_decision()}
+        request,
+        "review/audit_queue.html",
+        {"rows": rows, "waivers": waivers, "waiver_groups": selectors.waiver_groups(waivers)},
     )
 
 
@@ -250,14 +253,17 @@ def waiver_decide(request, waiver_id: int):
     if not form.is_valid():
         messages.error(request, "Waiver not decided: give the reason the submitter will read.")
         return back_to(request, _page(submission))
+    # with_group=1: this waiver and every other one still asked for of the same version and rule, at once
+    waivers = selectors.waivers_asked_with(waiver) if request.POST.get("with_group") == "1" else [waiver]
     try:
-        services.waiver_decide(
-            waiver=waiver, actor=request.user, grant=grant, reason=form.cleaned_data["reason"]
+        decided = services.waivers_decide_group(
+            waivers=waivers, actor=request.user, grant=grant, reason=form.cleaned_data["reason"]
         )
     except ApplicationError as exc:
         messages.error(request, f"Waiver not decided: {exc.detail}")
     else:
-        messages.success(request, f"Waiver of {waiver.rule} {'granted' if grant else 'refused'}.")
+        what = f"Waiver of {waiver.rule}" if len(decided) == 1 else f"{len(decided)} waivers of {waiver.rule}"
+        messages.success(request, f"{what} {'granted' if grant else 'refused'}.")
     return back_to(request, _page(submission))
 
 

@@ -69,6 +69,7 @@ def dashboard(request):
         {
             "board": board,
             "open_challenges": challenges_open(),
+            "waiver_groups": selectors.waiver_groups(board.waivers_requested),
             "overdue_count": len(board.overdue_assignments) + len(board.overdue_objections),
             "now": timezone.now(),
             "per_submission": _default_count(),

@@ -95,6 +95,23 @@ def _error_rows(version) -> tuple[object | None, list[FindingRow]]:
     return check_run, rows
 
 
+def _waivable_rules(error_rows: list) -> list[dict]:
+    """Rules with two or more error findings not waived or asked about yet: asked for at once, one justification."""
+    by_rule: dict[str, list] = {}
+    for row in error_rows:
+        if row.waiver is None:
+            by_rule.setdefault(row.finding.rule, []).append(row.finding)
+    return [
+        {
+            "rule": rule,
+            "count": len(findings),
+            "points": sorted({f.point.rsplit("/", 1)[-1] for f in findings if f.point}),
+        }
+        for rule, findings in by_rule.items()
+        if len(findings) > 1
+    ]
+
+
 def review_panel(user, submission: Submission) -> dict | None:
     """What the submission page shows of the review to this user, or None when it shows nothing."""
     if user is None or not user.is_authenticated:
@@ -117,6 +134,7 @@ def review_panel(user, submission: Submission) -> dict | None:
         "check_run": check_run,
         "error_rows": error_rows,
         "can_ask_waiver": lifecycle.allowed(user, submission, "request_waiver"),
+        "waivable_rules": _waivable_rules(error_rows),
         "now": timezone.now(),
     }
     if is_draft:
@@ -231,20 +249,27 @@ def waiver_request(request, pk: int):
         return _back(submission, "#waivers")
     rule = request.POST.get("rule", "").strip()
     try:
-        services.waiver_request(
-            version=version,
-            actor=request.user,
-            rule=rule,
-            point=request.POST.get("point", "").strip(),
-            file=request.POST.get("file", ""),
-            reason=request.POST.get("reason", ""),
-        )
+        if request.POST.get("every_finding_of_rule") == "1":
+            asked = services.waivers_request_group(
+                version=version, actor=request.user, rule=rule, reason=request.POST.get("reason", "")
+            )
+        else:
+            asked = [
+                services.waiver_request(
+                    version=version,
+                    actor=request.user,
+                    rule=rule,
+                    point=request.POST.get("point", "").strip(),
+                    file=request.POST.get("file", ""),
+                    reason=request.POST.get("reason", ""),
+                )
+            ]
     except ApplicationError as exc:
         messages.error(request, f"Waiver not asked for: {exc.detail}")
     else:
+        what = f"Waiver of {rule}" if len(asked) == 1 else f"{len(asked)} waivers of {rule}"
         messages.success(
-            request,
-            f"Waiver of {rule} asked for on version {version.number}; the chair or an auditor decides it.",
+            request, f"{what} asked for on version {version.number}; the chair or an auditor decides."
         )
     return _back(submission, "#waivers")
 

@@ -1,0 +1,114 @@
+"""Waivers in bulk: the submitter asks once for every finding of a rule with one justification, the chair decides
+the group at once, and each side gets one notification for the lot; every waiver stays its own audited row."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from accounts.models import Notification
+from audit.models import AuditEvent
+from review import services
+from review.models import Waiver
+from tests.factories import CheckRunFactory, FindingFactory, SubmissionFactory, SystemFactory
+
+pytestmark = pytest.mark.django_db
+RULE = "accuracy-sample-count"
+POINTS = ("r1", "r16", "r64", "r8")
+
+
+@pytest.fixture
+def failing(role_users):
+    submission = SubmissionFactory(
+        in_review=True,
+        system=SystemFactory(organisation=role_users["organisations"]["acme"], name="Acme_AX-8000"),
+    )
+    run = CheckRunFactory(version=submission.submitted_version, status="failed", findings=[])
+    for point in POINTS:
+        FindingFactory(
+            check_run=run,
+            severity="error",
+            rule=RULE,
+            point=f"results/Acme_AX-8000/llama3_1-8b/{point}",
+            message=f"The {point} accuracy run has 32 samples; the rules ask for 13,368.",
+        )
+    FindingFactory(
+        check_run=run, severity="error", rule="point-duration", point="results/Acme_AX-8000/llama3_1-8b/r1"
+    )
+    return submission
+
+
+def _client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_the_submitter_asks_once_for_every_finding_of_a_rule(role_users, failing):
+    submitter = _client(role_users["submitter"])
+    page = submitter.get(f"/submissions/{failing.pk}/").content.decode()
+    assert f'data-waiver-group="{RULE}"' in page and "Ask for 4 waivers" in page
+    assert 'data-waiver-group="point-duration"' not in page  # one finding: its own row's form is enough
+    chairs_before = Notification.objects.filter(user=role_users["chair"]).count()
+    response = submitter.post(
+        f"/review/submissions/{failing.pk}/waivers/",
+        {"rule": RULE, "every_finding_of_rule": "1", "reason": "The sample runs carry a 32-sample probe."},
+        follow=True,
+    )
+    assert "4 waivers of accuracy-sample-count asked for on version 1" in response.content.decode()
+    waivers = Waiver.objects.filter(version=failing.submitted_version, rule=RULE)
+    assert sorted(w.point.rsplit("/", 1)[-1] for w in waivers) == sorted(POINTS)
+    assert {w.request_reason for w in waivers} == {"The sample runs carry a 32-sample probe."}
+    assert AuditEvent.objects.filter(action="waiver.requested").count() == 4
+    assert Notification.objects.filter(user=role_users["chair"]).count() == chairs_before + 1
+
+
+def test_the_chair_decides_a_group_at_once_and_the_submitter_hears_once(role_users, failing):
+    services.waivers_request_group(
+        version=failing.submitted_version,
+        actor=role_users["submitter"],
+        rule=RULE,
+        reason="A 32-sample probe.",
+    )
+    chair = _client(role_users["chair"])
+    dashboard = chair.get("/review/chair/").content.decode()
+    assert dashboard.count(f'data-waiver-group="{RULE}"') == 1 and "Grant all 4" in dashboard
+    first = Waiver.objects.filter(rule=RULE).order_by("point").first()
+    before = Notification.objects.filter(user=role_users["submitter"]).count()
+    response = chair.post(
+        f"/review/waivers/{first.pk}/decide/",
+        {
+            "decision": "grant",
+            "reason": "Sample runs: the preview rule set.",
+            "with_group": "1",
+            "next": "/review/chair/",
+        },
+        follow=True,
+    )
+    assert "4 waivers of accuracy-sample-count granted." in response.content.decode()
+    assert set(Waiver.objects.filter(rule=RULE).values_list("status", flat=True)) == {"granted"}
+    assert AuditEvent.objects.filter(action="waiver.granted").count() == 4
+    assert Notification.objects.filter(user=role_users["submitter"]).count() == before + 1
+
+
+def test_a_group_is_written_whole_or_not_at_all(role_users, failing):
+    services.waivers_request_group(
+        version=failing.submitted_version,
+        actor=role_users["submitter"],
+        rule=RULE,
+        reason="A 32-sample probe.",
+    )
+    waivers = list(Waiver.objects.filter(rule=RULE).order_by("point"))
+    services.waiver_decide(waiver=waivers[-1], actor=role_users["chair"], grant=False, reason="Not this one.")
+    from portal.errors import ApplicationError
+
+    with pytest.raises(ApplicationError):
+        services.waivers_decide_group(
+            waivers=waivers, actor=role_users["chair"], grant=True, reason="All of them."
+        )
+    assert list(Waiver.objects.filter(rule=RULE).order_by("point").values_list("status", flat=True)) == [
+        "requested",
+        "requested",
+        "requested",
+        "refused",
+    ]
