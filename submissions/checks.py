@@ -169,7 +169,10 @@ def check_run_requeue(*, version: SubmissionVersion, actor) -> CheckRun:
     if not SUBMISSION_FILES.allowed(actor, submission, "requeue_check"):  # the chair re-checks any version
         if not user_is_auditor(actor):
             raise NotAllowedError("Only the chair or an auditor can re-check a version.")
-        SUBMISSION_FILES.require(actor, submission, "audit_recheck")  # an auditor: submitted versions only
+        if not SUBMISSION_FILES.allowed(actor, submission, "audit_recheck"):  # an auditor: submitted only
+            raise NotAllowedError(
+                "Auditors re-check submitted versions only (a draft is its organisation's own)."
+            )
     check_run = check_run_create(version=version, actor=actor)
     audit_event_record(
         actor=actor,

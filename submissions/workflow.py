@@ -28,11 +28,16 @@ SUBMITTER = Actor(
 )
 AUDITOR = Actor("auditor", "auditors", lambda user, obj: user_is_auditor(user))
 CHAIR = Actor("chair", "the chair", lambda user, obj: user_is_chair(user))
+# A draft is its organisation's own: auditors do not see it, so re-checking one is a question of who (403).
+AUDITOR_OF_SUBMITTED = Actor(
+    "auditor",
+    "auditors, on a submitted version",
+    lambda user, submission: user_is_auditor(user) and submission.status != Status.DRAFT,
+)
 WORKER = Actor("worker", "the check pipeline", lambda user, obj: False, system=True)
 
 # A draft, or a submission the reviewers sent back: its new version is what `resubmit` sends them.
 UPLOADABLE = (Status.DRAFT, Status.CHANGES_REQUESTED)
-NOT_DRAFT = tuple(status for status in Status.values if status != Status.DRAFT)
 
 # Rows of the submission's table (review.lifecycle.SUBMISSION takes them in).
 SUBMISSION_FILE_RULES = (
@@ -59,8 +64,8 @@ SUBMISSION_FILE_RULES = (
     ),
     Rule(
         "audit_recheck",
-        NOT_DRAFT,
-        (AUDITOR,),
+        tuple(Status.values),
+        (AUDITOR_OF_SUBMITTED,),
         "Re-check (audit)",
         needs="a submitted version: a draft is its organisation's own (submissions.checks.check_run_requeue)",
     ),
