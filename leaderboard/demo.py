@@ -106,7 +106,8 @@ EXTENSIONS = (
     (REVISION_2_TITLE, STACK, SOFTWARE_CHANGE, "", lambda: extension_archive_files(16, 32), Status.PUBLISHED),
     (
         IN_REVIEW_EXTENSION_TITLE,
-        STACK,
+        # The same stack as revision 2's points, labelled apart so its unpublished point is told from them.
+        STACK + " (r48)",
         SOFTWARE_CHANGE + " (the stack of revision 2's points)",
         "",
         lambda: extension_archive_files(48),
