@@ -492,12 +492,13 @@ def _raw_logs_elsewhere(check_run: CheckRun) -> tuple[ReusedRawLog, ...]:
         other = metric.check_run.version.submission
         digest = metric.raw_log_sha256 if metric.raw_log_sha256 in digests else metric.tracked_sequence_sha256
         own_key = digests[digest]
-        # Another organisation's submission is named by its number only: its system stays under embargo.
+        # Another organisation's submission is not named at all: the finding is read by this organisation, which
+        # may not see it (its number, system and state stay under embargo).
         same_organisation = other.organisation_id == submission.organisation_id
         label = (
             f"submission #{other.pk} ({metric.key})"
             if same_organisation
-            else f"submission #{other.pk} of another organisation (its point r{metric.concurrency})"
+            else f"a submission of another organisation (its point r{metric.concurrency})"
         )
         labels = found.setdefault(own_key, [])
         if label not in labels:
