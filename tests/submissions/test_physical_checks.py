@@ -94,7 +94,7 @@ def test_one_raw_log_in_submissions_of_two_systems_fails_the_second_naming_the_f
     assert PointMetric.objects.filter(raw_log_sha256=run.point_metrics.get().raw_log_sha256).count() == 3
 
 
-def test_another_organisations_submission_is_named_by_its_number_only(role_users, tmp_path):
+def test_another_organisations_submission_is_never_named(role_users, tmp_path):
     from tests.factories import submitter_of
 
     acme, nimbus = role_users["organisations"]["acme"], role_users["organisations"]["nimbus"]
