@@ -1011,6 +1011,11 @@ WRITE_ACTIONS: dict[str, tuple] = {
     "api:version-recheck": _sub("recheck", "requeue_check", "audit_recheck"),
     "api:upload-finish": ("UPLOAD", ("finish",), "upload"),
     "api:upload-part": ("UPLOAD", ("put_part",), "upload_part"),
+    "api:upload-sign": (
+        "UPLOAD",
+        ("put_part",),
+        "upload",
+    ),  # the part URLs of a direct upload: parts, by another door
     "review:review_create": _sub("review"),
     "review:comment_create": _sub("comment", "object"),
     "review:objection_close": ("OBJECTION", ("resolve", "overrule"), "comment"),

@@ -91,7 +91,10 @@ def test_duplicate_draft_warns_and_chair_has_no_create(chromium, live_server, dr
     assert draft.system.submissions.count() == 2
 
     chair = chromium.new_context(viewport={"width": 1280, "height": 900}).new_page()
-    _login(chair, base, "chair")
+    _login(
+        chair, base, "chair"
+    )  # the chair lands on the chair's dashboard; the submissions dashboard is a click away
+    chair.goto(f"{base}/dashboard/")
     assert chair.get_by_role("button", name="Create draft").count() == 0
     assert chair.locator("#no-drafts-for-chair").is_visible()
     _shot(chair, "chair-dashboard-no-draft.png", full_page=True)
