@@ -14,6 +14,7 @@ import sys
 import threading
 import urllib.error
 import urllib.request
+import uuid
 from datetime import timedelta
 from pathlib import Path
 
@@ -32,6 +33,10 @@ MIB = 1024**2
 
 @pytest.fixture
 def bucket(seaweedfs, settings):
+    # A bucket of the test's own: the server lives for the session, and after a transactional test's flush the
+    # upload ids start again, so another test's objects under uploads/<id>/ must not be this test's.
+    seaweedfs = {**seaweedfs, "bucket_name": f"direct-{uuid.uuid4().hex[:12]}"}
+    seaweedfs["client"].create_bucket(Bucket=seaweedfs["bucket_name"])
     settings.STORAGES = {
         **settings.STORAGES,
         "default": {
