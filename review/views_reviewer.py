@@ -80,8 +80,9 @@ def dashboard(request):
     assignments = list(
         review_assignments_visible_to(user)
         .filter(reviewer=user, status__in=ReviewAssignment.ACTIVE_STATUSES)
-        # open work only: a result peer reviewed, audited or published needs nothing more from its reviewers
-        .filter(submission__status__in=Submission.REVIEW_OPEN_STATUSES)
+        # open work only: the states the policy assigns reviewers in (a result peer reviewed, audited or published
+        # needs nothing more from them)
+        .filter(submission__status__in=lifecycle.SUBMISSION.rule("assign").sources)
         .select_related(
             "submission__benchmark", "submission__system", "submission__organisation", "organisation"
         )

@@ -105,8 +105,6 @@ class Submission(models.Model):
         REJECTED = "rejected", "Rejected"
 
     TERMINAL_STATUSES = (Status.WITHDRAWN, Status.REJECTED)
-    # Where a reviewer still has work: the review is open (a new version may be on its way under changes_requested).
-    REVIEW_OPEN_STATUSES = (Status.SUBMITTED, Status.IN_REVIEW, Status.CHANGES_REQUESTED)
 
     organisation = models.ForeignKey(Organisation, on_delete=models.PROTECT, related_name="submissions")
     system = models.ForeignKey(System, on_delete=models.PROTECT, related_name="submissions")

@@ -10,7 +10,10 @@ import pytest
 
 from submissions.models import Submission, Upload
 from tests.browser.test_submitter_upload import _login
-from tests.submissions.conftest import seaweedfs  # noqa: F401 - the S3 server for this module
+from tests.submissions.conftest import (
+    s3_storages,
+    seaweedfs,  # noqa: F401 - the S3 server for this module
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 MIB = 1024**2
@@ -18,23 +21,7 @@ MIB = 1024**2
 
 @pytest.fixture
 def bucket_portal(live_server, settings, seaweedfs, plain_http, browser_catalog):  # noqa: F811
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "storages.backends.s3.S3Storage",
-            "OPTIONS": {
-                "bucket_name": seaweedfs["bucket_name"],
-                "endpoint_url": seaweedfs["endpoint_url"],
-                "access_key": seaweedfs["access_key"],
-                "secret_key": seaweedfs["secret_key"],
-                "region_name": "us-east-1",
-                "addressing_style": "path",
-                "signature_version": "s3v4",
-                "file_overwrite": False,
-                "default_acl": None,
-            },
-        },
-    }
+    s3_storages(settings, seaweedfs)
     settings.PORTAL_UPLOAD_DIRECT_PART_BYTES = 5 * MIB
     settings.PORTAL_CONTENT_SECURITY_POLICY = settings.PORTAL_CONTENT_SECURITY_POLICY.replace(
         "connect-src 'self'", f"connect-src 'self' {seaweedfs['endpoint_url']}"

@@ -486,3 +486,24 @@ def seaweedfs(tmp_path_factory):
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
     log.close()
+
+
+def s3_storages(settings, seaweedfs: dict) -> None:
+    """Point the default storage at the SeaweedFS bucket `seaweedfs["bucket_name"]` (django-storages' S3Storage)."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": seaweedfs["bucket_name"],
+                "endpoint_url": seaweedfs["endpoint_url"],
+                "access_key": seaweedfs["access_key"],
+                "secret_key": seaweedfs["secret_key"],
+                "region_name": "us-east-1",
+                "addressing_style": "path",
+                "signature_version": "s3v4",
+                "file_overwrite": False,
+                "default_acl": None,
+            },
+        },
+    }

@@ -24,6 +24,7 @@ from django.utils import timezone
 from submissions import direct_uploads
 from submissions.models import CheckRun, SubmissionVersion, Upload
 from submissions.uploads import organisation_storage_used_bytes
+from tests.submissions.conftest import s3_storages
 from tests.submissions.support import RUN_ARCHIVES, api_client, api_token_key, make_catalog, sha256_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,23 +38,7 @@ def bucket(seaweedfs, settings):
     # upload ids start again, so another test's objects under uploads/<id>/ must not be this test's.
     seaweedfs = {**seaweedfs, "bucket_name": f"direct-{uuid.uuid4().hex[:12]}"}
     seaweedfs["client"].create_bucket(Bucket=seaweedfs["bucket_name"])
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "storages.backends.s3.S3Storage",
-            "OPTIONS": {
-                "bucket_name": seaweedfs["bucket_name"],
-                "endpoint_url": seaweedfs["endpoint_url"],
-                "access_key": seaweedfs["access_key"],
-                "secret_key": seaweedfs["secret_key"],
-                "region_name": "us-east-1",
-                "addressing_style": "path",
-                "signature_version": "s3v4",
-                "file_overwrite": False,
-                "default_acl": None,
-            },
-        },
-    }
+    s3_storages(settings, seaweedfs)
     settings.PORTAL_UPLOAD_DIRECT_PART_BYTES = 5 * MIB  # S3's smallest part: several parts for a small file
     return seaweedfs
 

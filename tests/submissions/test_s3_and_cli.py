@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from submissions.models import CheckRun, Submission, SubmissionVersion
+from tests.submissions.conftest import s3_storages
 from tests.submissions.support import (
     ONE_ARCHIVE_ERRORS,
     RUN_ARCHIVES,
@@ -25,23 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def s3_storage(seaweedfs, settings):
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "storages.backends.s3.S3Storage",
-            "OPTIONS": {
-                "bucket_name": seaweedfs["bucket_name"],
-                "endpoint_url": seaweedfs["endpoint_url"],
-                "access_key": seaweedfs["access_key"],
-                "secret_key": seaweedfs["secret_key"],
-                "region_name": "us-east-1",
-                "addressing_style": "path",
-                "signature_version": "s3v4",
-                "file_overwrite": False,
-                "default_acl": None,
-            },
-        },
-    }
+    s3_storages(settings, seaweedfs)
     settings.CELERY_TASK_ALWAYS_EAGER = True
     return seaweedfs
 
