@@ -71,19 +71,20 @@ def submissions_visible_to(user) -> QuerySet[Submission]:
     """anonymous: published only; members: all of their organisations' submissions in every state;
     assigned reviewers: their assignments from `submitted` on (never drafts); auditors and the chair:
     every non-draft submission."""
-    visible = Q(status=Submission.Status.PUBLISHED)
+    visible = Submission.states.q("published")
     if _signed_in(user):
         own = user_org_ids(user)
         visible |= Q(organisation_id__in=own)
         if _oversees(user):
-            visible |= ~Q(status=Submission.Status.DRAFT)
+            visible |= ~Submission.states.q("draft")
         else:
             # An invited or accepted reviewer, never of a draft, and never across a conflict of interest
             # (a conflict declared after the assignment hides the submission at once).
-            assigned = Q(
-                review_assignments__reviewer=user,
-                review_assignments__status__in=ReviewAssignment.ACTIVE_STATUSES,
-            ) & ~Q(status=Submission.Status.DRAFT)
+            assigned = (
+                Q(review_assignments__reviewer=user)
+                & ReviewAssignment.states.q("active", via="review_assignments")
+                & ~Submission.states.q("draft")
+            )
             blocked = _organisations_in_conflict_with(own)
             if blocked:
                 assigned &= ~Q(organisation_id__in=blocked)
@@ -100,14 +101,14 @@ def review_submissions_visible_to(user) -> QuerySet[Submission]:
     never a draft. Publishing makes a result public, not its review."""
     if not _signed_in(user):
         return Submission.objects.none()
-    visible = submissions_visible_to(user).exclude(status=Submission.Status.DRAFT)
+    visible = submissions_visible_to(user).exclude(Submission.states.q("draft"))
     if _oversees(user):
         return visible
     own = user_org_ids(user)
     assigned = Q(
-        pk__in=ReviewAssignment.objects.filter(
-            reviewer=user, status__in=ReviewAssignment.ACTIVE_STATUSES
-        ).values("submission_id")
+        pk__in=ReviewAssignment.objects.filter(ReviewAssignment.states.q("active"), reviewer=user).values(
+            "submission_id"
+        )
     )
     blocked = _organisations_in_conflict_with(own)
     if blocked:
@@ -196,10 +197,10 @@ def comments_visible_to(user) -> QuerySet[Comment]:
     if not _signed_in(user):
         return Comment.objects.none()
     if _oversees(user):
-        return Comment.objects.exclude(submission__status=Submission.Status.DRAFT)
-    assigned = ReviewAssignment.objects.filter(
-        reviewer=user, status__in=ReviewAssignment.ACTIVE_STATUSES
-    ).values("submission_id")
+        return Comment.objects.exclude(Submission.states.q("draft", via="submission"))
+    assigned = ReviewAssignment.objects.filter(ReviewAssignment.states.q("active"), reviewer=user).values(
+        "submission_id"
+    )
     readable = Q(visibility=Comment.Visibility.ALL, submission__organisation_id__in=user_org_ids(user)) | Q(
         visibility__in=(Comment.Visibility.ALL, Comment.Visibility.REVIEWERS), submission_id__in=assigned
     )
@@ -220,7 +221,7 @@ def evidence_requests_visible_to(user) -> QuerySet[EvidenceRequest]:
     if not _signed_in(user):
         return EvidenceRequest.objects.none()
     if _oversees(user):
-        return EvidenceRequest.objects.exclude(submission__status=Submission.Status.DRAFT)
+        return EvidenceRequest.objects.exclude(Submission.states.q("draft", via="submission"))
     return EvidenceRequest.objects.filter(submission__organisation_id__in=user_org_ids(user))
 
 
@@ -264,9 +265,7 @@ def systems_visible_to(user) -> QuerySet[System]:
     systems = System.objects.select_related("organisation")
     if _signed_in(user) and _oversees(user):
         return systems.all()
-    published = Exists(
-        Submission.objects.filter(system_id=OuterRef("pk"), status=Submission.Status.PUBLISHED)
-    )
+    published = Exists(Submission.objects.filter(Submission.states.q("published"), system_id=OuterRef("pk")))
     return systems.filter(Q(organisation_id__in=user_org_ids(user)) | Q(published))
 
 
@@ -348,7 +347,7 @@ def idempotency_keys_visible_to(user) -> QuerySet[IdempotencyKey]:
 def publications_visible_to(user) -> QuerySet[Publication]:
     """Published records are public (retracted ones included: they keep their page); a scheduled one is seen
     wherever its submission is (the submitter, auditors, the chair), never by the public before it is due."""
-    published = Q(status=Publication.Status.PUBLISHED)
+    published = Publication.states.q("published")
     if not _signed_in(user):
         return Publication.objects.filter(published)
     return Publication.objects.filter(published | Q(submission__in=submissions_visible_to(user)))
@@ -357,7 +356,7 @@ def publications_visible_to(user) -> QuerySet[Publication]:
 def publication_revisions_visible_to(user) -> QuerySet[PublicationRevision]:
     """A published revision is public (its result's history); a scheduled one is seen wherever its extension is:
     the new points of an extension never show before it is published, though the result it extends is public."""
-    published = Q(status=PublicationRevision.Status.PUBLISHED)
+    published = PublicationRevision.states.q("published")
     if not _signed_in(user):
         return PublicationRevision.objects.filter(published)
     return PublicationRevision.objects.filter(published | Q(submission__in=submissions_visible_to(user)))

@@ -70,9 +70,9 @@ def retry_after_s(header: str | None, *, now: float | None = None) -> float:
 class RemoteError(Exception):
     """A refusal or transport failure; `code` is the portal's stable error code when it sent one."""
 
-    def __init__(self, message: str, *, status: int | None = None, code: str | None = None, body=None):
+    def __init__(self, message: str, *, http_status: int | None = None, code: str | None = None, body=None):
         super().__init__(message)
-        self.status, self.code, self.body = status, code, body or {}
+        self.http_status, self.code, self.body = http_status, code, body or {}
 
 
 class Client:
@@ -139,7 +139,7 @@ class Client:
                 detail = payload.get("detail") if isinstance(payload, dict) else None
                 raise RemoteError(
                     f"{method} {path}: HTTP {exc.code}: {detail or exc.reason}",
-                    status=exc.code,
+                    http_status=exc.code,
                     code=code,
                     body=payload,
                 ) from None
@@ -379,7 +379,7 @@ def upload_file(
                     )
                     progress.advance(len(chunk))
                 except RemoteError as exc:
-                    if exc.status is not None and exc.status < 500:
+                    if exc.http_status is not None and exc.http_status < 500:
                         raise
                     failed.append(index)
         if not failed:
@@ -410,7 +410,7 @@ def upload_file(
             raise
         raise RemoteError(
             hash_mismatch_advice(path, sha256, size, exc.body),
-            status=exc.status,
+            http_status=exc.http_status,
             code=exc.code,
             body=exc.body,
         ) from None
@@ -431,7 +431,7 @@ def put_to_bucket(url: str, data: bytes, headers: dict, *, timeout: float = 300.
         found = re.search(r"<Code>([^<]+)</Code>", body)
         code = found.group(1) if found else None
         raise RemoteError(
-            f"PUT part to the bucket: HTTP {exc.code}: {code or exc.reason}", status=exc.code, code=code
+            f"PUT part to the bucket: HTTP {exc.code}: {code or exc.reason}", http_status=exc.code, code=code
         ) from None
 
 
@@ -469,7 +469,7 @@ def _upload_direct(
                     put_to_bucket(signed["url"], chunk, signed["headers"])
                     progress.advance(len(chunk))
                 except (RemoteError, urllib.error.URLError, OSError, TimeoutError) as exc:
-                    if isinstance(exc, RemoteError) and exc.status is not None and exc.status < 500:
+                    if isinstance(exc, RemoteError) and exc.http_status is not None and exc.http_status < 500:
                         raise
                     failed.append(index)
         if not failed:
@@ -677,12 +677,12 @@ def _client(args) -> Client:
 def _token_refused(exc: RemoteError, base_url: str) -> str | None:
     """The sentence to print when the portal refused the token itself (missing, expired or revoked)."""
     detail = str((exc.body or {}).get("detail") or "")
-    if exc.status == 401 or (
-        exc.status == 403
+    if exc.http_status == 401 or (
+        exc.http_status == 403
         and (exc.code in ("not_authenticated", "authentication_failed") or "token" in detail.lower())
     ):
         return (
-            f"the portal refused the API token ({detail or f'HTTP {exc.status}'}): it is wrong, expired or "
+            f"the portal refused the API token ({detail or f'HTTP {exc.http_status}'}): it is wrong, expired or "
             f"revoked. {token_hint(base_url)}"
         )
     return None
@@ -715,7 +715,7 @@ def system_exists(client: Client, system: str) -> bool | None:
         me = client.request("GET", "me/")
         found = client.request("GET", "systems/?" + urllib.parse.urlencode({"name": system}))
     except RemoteError as exc:
-        if exc.status == 404:
+        if exc.http_status == 404:
             return None
         raise
     own = set((me or {}).get("organisations") or {})

@@ -91,7 +91,7 @@ def _challenge(publication: Publication, users, reason: str, outcome: str, resol
         challenge = services.challenge_raise(
             publication=publication, actor=users["demo-zephyr"], reason=reason
         )
-    if challenge.status == Challenge.Status.OPEN:
+    if challenge.in_state("open"):
         services.challenge_resolve(
             challenge=challenge, actor=users["demo-chair"], outcome=outcome, text=resolution
         )
@@ -133,15 +133,15 @@ def seed_demo_extensions(publication: Publication, users) -> dict[str, Submissio
                 configuration=configuration,
                 title=title,
             )
-        if extension.status == Status.DRAFT:
+        if extension.in_state("draft"):
             demo_version(extension, 1, files, submitter, official=False)
-        if state == Status.PUBLISHED and extension.status != Status.PUBLISHED:
+        if state == Status.PUBLISHED and not extension.in_state("published"):
             extension = audited_through_review(extension, users, files, kind="run_archives", official=False)
             _publish(extension, submitter, Publication.Mode.NOW)
-        elif state == Status.IN_REVIEW and extension.status == Status.DRAFT:
+        elif state == Status.IN_REVIEW and extension.in_state("draft"):
             extension_in_review(extension, users)
         extension.refresh_from_db()
-        if extension.status != state:
+        if extension.status != state:  # states: the one this demo extension was seeded to reach
             raise RuntimeError(f"Demo extension {title!r} is {extension.status}, not {state}.")
         made[title] = extension
     return made
@@ -156,7 +156,7 @@ def seed_demo_publications(seed) -> dict[str, Submission]:
         system = seed.systems[system_name]
         owner = users[TEAMS[system.organisation.slug][0]]
         submission = demo_submission(system=system, title=title, actor=owner)
-        if submission.status != Status.PUBLISHED:
+        if not submission.in_state("published"):
             submission = audited_through_review(submission, users, files, kind=kind, official=official)
             publication = _publish(submission, owner, mode)
         else:
@@ -169,7 +169,7 @@ def seed_demo_publications(seed) -> dict[str, Submission]:
     audited = Submission.objects.get(system=seed.systems["Acme_AX-8000"], title=AUDITED_TITLE)
     _publish(audited, submitter, Publication.Mode.COHORT)
     for title, submission in made.items():
-        if submission.status != Status.PUBLISHED:
+        if not submission.in_state("published"):
             raise RuntimeError(f"Demo result {title!r} is {submission.status}, not published.")
     made.update(seed_demo_extensions(made[AX8000_TITLE].publication, users))
     return made

@@ -61,7 +61,7 @@ def published_only(publications: QuerySet[Publication]) -> QuerySet[Publication]
     """Published publications of published submissions, with what a row shows joined in (one query)."""
     return (
         publications.filter(
-            status=Publication.Status.PUBLISHED, submission__status=Submission.Status.PUBLISHED
+            Publication.states.q("published"), Submission.states.q("published", via="submission")
         )
         .select_related("submission__benchmark")
         .order_by("-published_at", "-id")

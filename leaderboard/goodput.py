@@ -43,14 +43,14 @@ CONVENTIONS = (
 def published_check_runs() -> list[CheckRun]:
     """The check runs every published result's numbers come from (its newest revision and older ones)."""
     ids = set(
-        Publication.objects.filter(status=Publication.Status.PUBLISHED, check_run__isnull=False).values_list(
+        Publication.objects.filter(Publication.states.q("published"), check_run__isnull=False).values_list(
             "check_run_id", flat=True
         )
     )
     ids |= set(
         PublicationRevision.objects.filter(
-            publication__status=Publication.Status.PUBLISHED,
-            status=PublicationRevision.Status.PUBLISHED,
+            Publication.states.q("published", via="publication"),
+            PublicationRevision.states.q("published"),
             check_run__isnull=False,
         ).values_list("check_run_id", flat=True)
     )
@@ -70,8 +70,8 @@ def published_point_samples(public_ids: list[str]) -> dict[str, dict[str, tuple[
             runs.setdefault(public_id, []).append(run_id)
     for public_id, run_id in (
         PublicationRevision.objects.filter(
+            PublicationRevision.states.q("published"),
             publication__public_id__in=public_ids,
-            status=PublicationRevision.Status.PUBLISHED,
             check_run__isnull=False,
         )
         .order_by("-number")

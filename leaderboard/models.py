@@ -12,9 +12,10 @@ from django.conf import settings
 from django.db import models
 
 from leaderboard.record import PublishedRecord
+from portal.states import StatefulModel, States
 
 
-class Publication(models.Model):
+class Publication(StatefulModel, models.Model):
     """When and how an audited submission becomes public, and its public record once it is."""
 
     class Mode(models.TextChoices):
@@ -26,6 +27,8 @@ class Publication(models.Model):
         SCHEDULED = "scheduled", "Scheduled"
         PUBLISHED = "published", "Published"
         CANCELLED = "cancelled", "Cancelled"
+
+    states = States(Status)
 
     submission = models.OneToOneField(
         "submissions.Submission", on_delete=models.PROTECT, related_name="publication"
@@ -81,7 +84,7 @@ class Publication(models.Model):
         return PublishedRecord(self.snapshot)
 
 
-class Challenge(models.Model):
+class Challenge(StatefulModel, models.Model):
     """An organisation member questions a published result; the chair resolves it in public."""
 
     class Status(models.TextChoices):
@@ -89,6 +92,8 @@ class Challenge(models.Model):
         DISMISSED = "dismissed", "Dismissed"
         ANNOTATED = "annotated", "Annotated"
         RETRACTED = "retracted", "Retracted"
+
+    states = States(Status)
 
     publication = models.ForeignKey(Publication, on_delete=models.PROTECT, related_name="challenges")
     raised_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -127,7 +132,7 @@ class Annotation(models.Model):
         return f"note on {self.publication.public_id}"
 
 
-class PublicationRevision(models.Model):
+class PublicationRevision(StatefulModel, models.Model):
     """One revision of a published result: revision 1 is its first publication, each published extension the next
     (docs/extensions.md). It keeps what that revision published, forever: the version (bundle hashes), the check
     run, the union curve with every point's revision and stack, the points it replaced, and when."""
@@ -136,6 +141,8 @@ class PublicationRevision(models.Model):
         SCHEDULED = "scheduled", "Scheduled"
         PUBLISHED = "published", "Published"
         CANCELLED = "cancelled", "Cancelled"
+
+    states = States(Status)
 
     publication = models.ForeignKey(Publication, on_delete=models.PROTECT, related_name="revisions")
     submission = models.OneToOneField(

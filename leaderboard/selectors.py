@@ -54,7 +54,7 @@ def publications_public() -> QuerySet[Publication]:
         PointMetric.objects.filter(check_run_id=OuterRef("check_run_id"), extra__power__has_key="measured")
     )
     return (
-        Publication.objects.filter(status=Publication.Status.PUBLISHED)
+        Publication.objects.filter(Publication.states.q("published"))
         .select_related("submission__benchmark", "version", "check_run")
         .defer(
             "check_run__report", "check_run__curves", "check_run__point_files", "check_run__points_expected"
@@ -242,7 +242,7 @@ def publications_latest(limit: int = 8) -> list[Publication]:
 def publication_counts() -> dict[int, int]:
     """Ranked (published, not retracted) results per benchmark id."""
     rows = (
-        Publication.objects.filter(status=Publication.Status.PUBLISHED, retracted_at__isnull=True)
+        Publication.objects.filter(Publication.states.q("published"), retracted_at__isnull=True)
         .values("submission__benchmark_id")
         .annotate(n=Count("id"))
     )
@@ -380,9 +380,7 @@ def publication_revisions_public(publication: Publication) -> list[PublicationRe
     """The result's published revisions, oldest first (a result published before revisions were recorded has
     none: it is its own revision 1)."""
     return list(
-        PublicationRevision.objects.filter(
-            publication=publication, status=PublicationRevision.Status.PUBLISHED
-        )
+        PublicationRevision.objects.filter(PublicationRevision.states.q("published"), publication=publication)
         .select_related("version", "submission")
         .order_by("number")
     )
@@ -406,7 +404,7 @@ def publication_at_revision(publication: Publication, number: int | None) -> Pub
         return publication
     revision = (
         PublicationRevision.objects.filter(
-            publication=publication, number=number, status=PublicationRevision.Status.PUBLISHED
+            PublicationRevision.states.q("published"), publication=publication, number=number
         )
         .select_related("version", "check_run")
         .first()
@@ -430,7 +428,7 @@ def publication_at_revision(publication: Publication, number: int | None) -> Pub
 def challenges_open() -> list[Challenge]:
     """Challenges of published results the chair has not resolved, oldest first (the chair sees them all)."""
     return list(
-        Challenge.objects.filter(status=Challenge.Status.OPEN)
+        Challenge.objects.filter(Challenge.states.q("open"))
         .select_related("publication__submission__system", "organisation", "raised_by")
         .order_by("created_at", "pk")
     )

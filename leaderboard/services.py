@@ -19,7 +19,7 @@ from leaderboard.cache import public_cache_invalidate_on_commit
 from leaderboard.extensions import revision_record
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
 from leaderboard.snapshot import snapshot_build
-from leaderboard.workflow import CHALLENGE, PUBLICATION
+from leaderboard.workflow import CHALLENGE, PUBLICATION, REVISION
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from review import lifecycle
 from review.lifecycle import transition
@@ -141,9 +141,7 @@ def _publish_revision(revision: PublicationRevision, *, actor, now: datetime) ->
     judged becomes the result's snapshot; the public id stays."""
     submission = revision.submission
     if not lifecycle.SUBMISSION.state_allows(submission, "publish"):  # withdrawn (or rejected) while waiting
-        PublicationRevision.objects.filter(
-            pk=revision.pk, status=PublicationRevision.Status.SCHEDULED
-        ).update(status=PublicationRevision.Status.CANCELLED)
+        REVISION.advance(PublicationRevision.objects, revision, "cancel")
         return False
     publication = Publication.objects.select_for_update().get(pk=revision.publication_id)
     if publication.is_retracted:
@@ -224,9 +222,7 @@ def _publish(publication: Publication, *, actor, now: datetime) -> bool:
     """Publish one due publication in the caller's transaction: the lifecycle's compare-and-set makes it once."""
     submission = publication.submission
     if not lifecycle.SUBMISSION.state_allows(submission, "publish"):  # withdrawn (or rejected) while waiting
-        Publication.objects.filter(pk=publication.pk, status=Publication.Status.SCHEDULED).update(
-            status=Publication.Status.CANCELLED
-        )
+        PUBLICATION.advance(Publication.objects, publication, "cancel")
         return False
     transition(submission=submission, action="publish", actor=actor)
     check_run = check_run_latest(publication.version)
@@ -243,8 +239,10 @@ def _publish(publication: Publication, *, actor, now: datetime) -> bool:
         actor=actor,
         now=now,
     )
-    updated = Publication.objects.filter(pk=publication.pk, status=Publication.Status.SCHEDULED).update(
-        status=Publication.Status.PUBLISHED,
+    updated = PUBLICATION.advance(
+        Publication.objects,
+        publication,
+        "publish",
         published_at=now,
         check_run=check_run,
         curve=first.curve,
@@ -273,7 +271,7 @@ def publications_publish_due(*, now: datetime | None = None) -> list[str]:
     the submission and the publication, all in one transaction: a killed task rolls back and runs again)."""
     now = now or timezone.now()
     published = []
-    due = Publication.objects.filter(status=Publication.Status.SCHEDULED, publish_at__lte=now).values_list(
+    due = Publication.objects.filter(PUBLICATION.sources_q("publish"), publish_at__lte=now).values_list(
         "pk", flat=True
     )
     for publication_id in list(due):
@@ -281,7 +279,7 @@ def publications_publish_due(*, now: datetime | None = None) -> list[str]:
             publication = (
                 Publication.objects.select_for_update(skip_locked=True)
                 .select_related("submission")
-                .filter(pk=publication_id, status=Publication.Status.SCHEDULED)
+                .filter(PUBLICATION.sources_q("publish"), pk=publication_id)
                 .first()
             )
             if publication is None:  # another process holds it or published it
@@ -289,14 +287,14 @@ def publications_publish_due(*, now: datetime | None = None) -> list[str]:
             if _publish(publication, actor=None, now=now):
                 published.append(publication.public_id)
     due_revisions = PublicationRevision.objects.filter(
-        status=PublicationRevision.Status.SCHEDULED, publish_at__lte=now
+        REVISION.sources_q("publish"), publish_at__lte=now
     ).values_list("pk", flat=True)
     for revision_id in list(due_revisions):
         with transaction.atomic():
             revision = (
                 PublicationRevision.objects.select_for_update(skip_locked=True)
                 .select_related("submission", "publication")
-                .filter(pk=revision_id, status=PublicationRevision.Status.SCHEDULED)
+                .filter(REVISION.sources_q("publish"), pk=revision_id)
                 .first()
             )
             if revision is None:
@@ -345,8 +343,8 @@ def challenge_resolve(*, challenge: Challenge, actor, outcome: str, text: str) -
     if not (text or "").strip():
         raise ApplicationError("Say why (the resolution is public).", code="invalid")
     now = timezone.now()
-    if not Challenge.objects.filter(pk=challenge.pk, status=Challenge.Status.OPEN).update(
-        status=outcome, resolution=text.strip(), resolved_by=actor, resolved_at=now
+    if not CHALLENGE.advance(
+        Challenge.objects, challenge, outcome, resolution=text.strip(), resolved_by=actor, resolved_at=now
     ):
         raise ConflictError("This challenge was already resolved.", code="state-conflict")
     challenge.refresh_from_db()
@@ -383,7 +381,7 @@ def publication_retract(
     if not (reason or "").strip():
         raise ApplicationError("Say why the result is retracted (the reason is public).", code="invalid")
     if not Publication.objects.filter(
-        pk=publication.pk, status=Publication.Status.PUBLISHED, retracted_at__isnull=True
+        PUBLICATION.sources_q("retract"), pk=publication.pk, retracted_at__isnull=True
     ).update(retracted_at=timezone.now(), retraction_reason=reason.strip()):
         raise ConflictError("This result is not published, or already retracted.", code="state-conflict")
     publication.refresh_from_db()

@@ -22,9 +22,7 @@ SNAPSHOT_SCHEMA = 1
 
 
 def _waiver_rows(version) -> list[dict[str, Any]]:
-    rows = Waiver.objects.filter(version=version, status=Waiver.Status.GRANTED).order_by(
-        "rule", "point", "id"
-    )
+    rows = Waiver.objects.filter(Waiver.states.q("granted"), version=version).order_by("rule", "point", "id")
     return [
         {
             "rule": waiver.rule,

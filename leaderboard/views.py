@@ -627,7 +627,7 @@ def publication_panel(user, submission: Submission, *, now: datetime | None = No
         "max_date": (now + timedelta(days=services.MAX_EMBARGO_DAYS)).date().isoformat(),
         "max_days": services.MAX_EMBARGO_DAYS,
         "public_url": _result_url(publication)
-        if publication is not None and publication.status == Publication.Status.PUBLISHED
+        if publication is not None and publication.in_state("published")
         else "",
     }
 
@@ -653,7 +653,7 @@ def publication_choose(request, pk: int):
     except ApplicationError as exc:
         messages.error(request, f"Not scheduled: {exc.detail}")
         return redirect("submissions:detail", pk=submission.pk)
-    if publication.status == Publication.Status.PUBLISHED:
+    if publication.in_state("published"):
         messages.success(request, f"Published as {publication.public_id}.")
     else:
         messages.success(

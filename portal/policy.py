@@ -96,6 +96,7 @@ class Policy:
     rules: tuple[Rule, ...]
     state_of: Callable[[object], str] = lambda obj: obj.status
     description: str = ""
+    field: str = "status"  # the model field holding the state (for `advance` and querysets)
 
     def __post_init__(self):
         actions = [rule.action for rule in self.rules]
@@ -146,6 +147,29 @@ class Policy:
         if precondition and rule.precondition is not None:
             return rule.precondition(obj)
         return Ready()
+
+    def advance(self, queryset, obj, action: str, *, target: str = "", **fields) -> bool:
+        """Compare-and-set a transition already judged by `require`: move `obj` (a row of `queryset`) to the
+        row's target (or `target`, for a row with several outcomes) only if it is still in one of the row's
+        source states, writing `fields` beside. False when another request moved it first."""
+        rule = self.rule(action)
+        to = target or rule.target
+        if not to:
+            raise ValueError(f"{self.name}.{action} is not a transition")
+        if to not in self.states:
+            raise ValueError(f"{self.name}.{action}: unknown state {to!r}")
+        pk = getattr(obj, "pk", obj)  # a row or its primary key
+        moved = queryset.filter(pk=pk, **{f"{self.field}__in": rule.sources}).update(
+            **{self.field: to}, **fields
+        )
+        return bool(moved)
+
+    def sources_q(self, action: str, *, via: str = ""):
+        """The filter "in a state where `action` may be taken" (for a queryset of candidates)."""
+        from django.db.models import Q
+
+        path = f"{via}__{self.field}" if via else self.field
+        return Q(**{f"{path}__in": self.rule(action).sources})
 
     def state_allows(self, obj, action: str) -> bool:
         """Is `obj` in a state where `action` may happen at all (whoever asks)? For the steps a service takes as

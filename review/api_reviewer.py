@@ -65,7 +65,7 @@ class AssignmentSerializer(serializers.ModelSerializer):
         ]
 
     def get_overdue(self, assignment) -> bool:
-        return assignment.status in ReviewAssignment.ACTIVE_STATUSES and assignment.due_at < timezone.now()
+        return assignment.in_state("active") and assignment.due_at < timezone.now()
 
     def get_review_url(self, assignment) -> str:
         return f"/review/submissions/{assignment.submission_id}/"

@@ -36,7 +36,7 @@ from submissions.demo_submissions import (
     system_description_of,
     upload_files,
 )
-from submissions.models import CheckRun, Submission, System
+from submissions.models import Submission, System
 from submissions.selectors import check_run_latest, version_latest
 from submissions.services import submission_create, system_register
 
@@ -116,7 +116,7 @@ def _version(
         with override_settings(PORTAL_CHECK_OFFICIAL=official and settings.PORTAL_CHECK_OFFICIAL):
             version = upload_files(submission=submission, files=files(), actor=actor, kind=kind)
     check_run = check_run_latest(version)
-    if check_run is None or check_run.status not in (CheckRun.Status.PASSED, CheckRun.Status.FAILED):
+    if check_run is None or not check_run.in_state("judged"):
         raise RuntimeError(
             f"The demo's check of {submission.title!r} version {version.number} did not finish "
             f"({check_run.status if check_run else 'not started'}): seed_demo runs the checks in-process, "
@@ -144,7 +144,7 @@ def _ask_waivers(version, actor) -> None:
 
 def _grant_waivers(version, chair) -> None:
     """The chair grants the waivers the short sample runs need (never one of NEVER_GRANTED: it stays pending)."""
-    requested = Waiver.objects.filter(version=version, status=Waiver.Status.REQUESTED).exclude(
+    requested = Waiver.objects.filter(Waiver.states.q("requested"), version=version).exclude(
         rule__in=NEVER_GRANTED
     )
     for waiver in requested.order_by("pk"):
@@ -157,7 +157,7 @@ def _grant_waivers(version, chair) -> None:
 
 
 def _submit(submission: Submission, actor) -> Submission:
-    if submission.status == Status.DRAFT:
+    if submission.in_state("draft"):
         submission = transition(submission=submission, action="submit", actor=actor)
     return submission
 
@@ -175,13 +175,13 @@ def _assign(submission: Submission, reviewers: list, chair) -> list[ReviewAssign
 def _accept(assignments: list[ReviewAssignment]) -> None:
     for assignment in assignments:
         assignment.refresh_from_db()
-        if assignment.status == ReviewAssignment.Status.INVITED:
+        if assignment.in_state("invited"):
             services.assignment_accept(assignment=assignment, actor=assignment.reviewer)
 
 
 def _review(assignment: ReviewAssignment, decision: str, body: str = "", objection_type: str = "") -> None:
     submission = Submission.objects.get(pk=assignment.submission_id)
-    if submission.status != Status.IN_REVIEW:
+    if not submission.in_state("in_review"):
         return
     if Review.objects.filter(assignment=assignment, version_id=submission.submitted_version_id).exists():
         return
@@ -234,7 +234,7 @@ def _audited(submission, users) -> None:
     _review(first, Review.Decision.APPROVE, "Curve and recomputed metrics agree with the claims.")
     _review(second, Review.Decision.APPROVE)
     submission.refresh_from_db()
-    if submission.status != Status.PEER_REVIEWED:
+    if not submission.in_state("peer_reviewed"):
         return
     request = EvidenceRequest.objects.filter(submission=submission).first()
     if request is None:
@@ -243,7 +243,7 @@ def _audited(submission, users) -> None:
             actor=auditor,
             question="Which power meter measured the c64 run, and when was it last calibrated?",
         )
-    if request.status == EvidenceRequest.Status.OPEN:
+    if request.in_state("open"):
         services.evidence_answer(
             request=request,
             actor=submitter,
@@ -298,7 +298,7 @@ def _changes_requested(submission, users, stage: DemoStage) -> None:
         "The c64 point is missing: the curve stops at c32. Upload all seven runs.",
     )
     submission.refresh_from_db()
-    if submission.status == Status.CHANGES_REQUESTED:
+    if submission.in_state("changes_requested"):
         version = _version(submission, 2, stage.versions[1], submitter)
         _ask_waivers(version, submitter)
 
@@ -307,7 +307,7 @@ def _rejected(submission, users) -> None:
     chair = users["demo-chair"]
     _reviewed_in_review(submission, users["demo-submitter"], [users["demo-reviewer"]], chair)
     submission.refresh_from_db()
-    if submission.status in (Status.SUBMITTED, Status.IN_REVIEW):
+    if submission.in_state("submitted") or submission.in_state("in_review"):
         transition(
             submission=submission,
             action="reject",
@@ -401,7 +401,7 @@ def seed_demo_z9(seed: DemoSeed) -> Submission:
         "description does not say.",
     )
     submission.refresh_from_db()
-    if submission.status != Status.IN_REVIEW:
+    if not submission.in_state("in_review"):
         raise RuntimeError(f"Demo submission {Z9_TITLE!r} is {submission.status}, not {Status.IN_REVIEW}.")
     return submission
 
@@ -420,7 +420,7 @@ def seed_demo_review(seed: DemoSeed) -> dict[str, Submission]:
     made = {
         submission.title: submission
         for submission in Submission.objects.filter(
-            organisation=system.organisation, status=Status.DRAFT, title__startswith="Demo: "
+            Submission.states.q("draft"), organisation=system.organisation, title__startswith="Demo: "
         ).order_by("pk")
     }
     for stage in STAGES:
@@ -438,6 +438,6 @@ def seed_demo_review(seed: DemoSeed) -> dict[str, Submission]:
             (stage.state for stage in STAGES if stage.title == title),
             Status.DRAFT,
         )
-        if submission.status != expected:
+        if submission.status != expected:  # states: the one this demo submission was seeded to reach
             raise RuntimeError(f"Demo submission {title!r} is {submission.status}, not {expected}.")
     return made

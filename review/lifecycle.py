@@ -407,6 +407,7 @@ OBJECTION = Policy(
     name="objection",
     states=tuple(OS.values),
     state_of=lambda comment: comment.objection_status,
+    field="objection_status",
     rules=(
         Rule(
             "answer",

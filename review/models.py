@@ -13,6 +13,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
+from portal.states import StatefulModel, States
+
 
 class Conflict(models.Model):
     """Members of `organisation` may neither review nor see submissions of `other` (and the other way round)."""
@@ -48,7 +50,7 @@ class Conflict(models.Model):
         return f"{self.organisation} / {self.other} ({self.kind})"
 
 
-class ReviewAssignment(models.Model):
+class ReviewAssignment(StatefulModel, models.Model):
     """A reviewer asked to review a submission: invited -> accepted (or declined), released when the deadline
     passes or the chair takes the assignment back. Assigned reviewers see the submission from `submitted` on."""
 
@@ -59,6 +61,7 @@ class ReviewAssignment(models.Model):
         RELEASED = "released", "Released"
 
     ACTIVE_STATUSES = (Status.INVITED, Status.ACCEPTED)
+    states = States(Status, active=ACTIVE_STATUSES)
 
     submission = models.ForeignKey(
         "submissions.Submission", on_delete=models.PROTECT, related_name="review_assignments"
@@ -123,7 +126,7 @@ class Review(models.Model):
         return f"{self.assignment.reviewer}: {self.decision} on v{self.version_id}"
 
 
-class Comment(models.Model):
+class Comment(StatefulModel, models.Model):
     """One message of a version's thread: a comment, an objection (typed, with an answer deadline) or a reply.
 
     An objection is open until the submitter answers it (answered), and then the objector or the chair
@@ -155,6 +158,13 @@ class Comment(models.Model):
         OVERRULED = "overruled", "Overruled"
 
     OPEN_STATUSES = (ObjectionStatus.OPEN, ObjectionStatus.ANSWERED)
+    # An objection's state (a plain comment has none): open until resolved or overruled.
+    states = States(
+        ObjectionStatus,
+        field="objection_status",
+        open=OPEN_STATUSES,
+        waiting_for_submitter=(ObjectionStatus.OPEN,),
+    )
 
     submission = models.ForeignKey(
         "submissions.Submission", on_delete=models.PROTECT, related_name="comments"
@@ -201,7 +211,7 @@ class Comment(models.Model):
             raise ValidationError({"objection_type": "Only an objection has a type."})
 
 
-class Waiver(models.Model):
+class Waiver(StatefulModel, models.Model):
     """A failing finding (rule, point, file) of one version let through: asked for by the submitter with a
     justification, granted or refused by the chair or an auditor. A waived finding counts as waived, never as
     passed, and stays listed on the submission and the published result."""
@@ -210,6 +220,8 @@ class Waiver(models.Model):
         REQUESTED = "requested", "Requested"
         GRANTED = "granted", "Granted"
         REFUSED = "refused", "Refused"
+
+    states = States(Status)
 
     version = models.ForeignKey(
         "submissions.SubmissionVersion", on_delete=models.PROTECT, related_name="waivers"
@@ -259,13 +271,15 @@ class Attestation(models.Model):
         return f"attestation of #{self.submission_id} by {self.auditor}"
 
 
-class EvidenceRequest(models.Model):
+class EvidenceRequest(StatefulModel, models.Model):
     """An auditor's question to the submitter, with a deadline; answered in words, files or a new version."""
 
     class Status(models.TextChoices):
         OPEN = "open", "Open"
         ANSWERED = "answered", "Answered"
         CLOSED = "closed", "Closed"
+
+    states = States(Status)
 
     submission = models.ForeignKey(
         "submissions.Submission", on_delete=models.PROTECT, related_name="evidence_requests"

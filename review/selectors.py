@@ -15,9 +15,6 @@ from review.models import Comment, Conflict, EvidenceRequest, Review, ReviewAssi
 from submissions.models import CheckRun, Finding, PointMetric, Submission, SubmissionVersion
 from submissions.selectors import check_run_latest
 
-Status = Submission.Status
-ACTIVE = ReviewAssignment.ACTIVE_STATUSES
-
 
 def user_is_reviewer(user) -> bool:
     """Whether the user holds a reviewer role in any organisation."""
@@ -78,9 +75,9 @@ def eligible_reviewers(submission: Submission) -> list[tuple[object, int]]:
     """(user, organisation id) of every reviewer without a conflict and without an active assignment here."""
     blocked = conflicted_organisation_ids(submission.organisation_id)
     already = set(
-        ReviewAssignment.objects.filter(submission=submission, status__in=ACTIVE).values_list(
-            "reviewer_id", flat=True
-        )
+        ReviewAssignment.objects.filter(
+            ReviewAssignment.states.q("active"), submission=submission
+        ).values_list("reviewer_id", flat=True)
     )
     # Anyone holding any membership in a blocked organisation is out, whatever else they are.
     blocked_users = set(
@@ -106,8 +103,8 @@ def eligible_reviewers(submission: Submission) -> list[tuple[object, int]]:
 def open_load_by_organisation() -> dict[int, int]:
     """Active assignments per reviewing organisation (the chair's 'assign N' draws from the least loaded)."""
     rows = (
-        ReviewAssignment.objects.filter(status__in=ACTIVE)
-        .exclude(submission__status__in=(Status.WITHDRAWN, Status.REJECTED, Status.PUBLISHED, Status.AUDITED))
+        ReviewAssignment.objects.filter(ReviewAssignment.states.q("active"))
+        .exclude(Submission.states.q("review_over", via="submission"))
         .values("organisation_id")
         .annotate(load=Count("id"))
     )
@@ -116,8 +113,8 @@ def open_load_by_organisation() -> dict[int, int]:
 
 def open_load_by_reviewer() -> dict[int, int]:
     rows = (
-        ReviewAssignment.objects.filter(status__in=ACTIVE)
-        .exclude(submission__status__in=(Status.WITHDRAWN, Status.REJECTED, Status.PUBLISHED, Status.AUDITED))
+        ReviewAssignment.objects.filter(ReviewAssignment.states.q("active"))
+        .exclude(Submission.states.q("review_over", via="submission"))
         .values("reviewer_id")
         .annotate(load=Count("id"))
     )
@@ -130,7 +127,9 @@ def open_load_by_reviewer() -> dict[int, int]:
 def assignment_active(user, submission: Submission) -> ReviewAssignment | None:
     if user is None or not user.is_authenticated:
         return None
-    return ReviewAssignment.objects.filter(submission=submission, reviewer=user, status__in=ACTIVE).first()
+    return ReviewAssignment.objects.filter(
+        ReviewAssignment.states.q("active"), submission=submission, reviewer=user
+    ).first()
 
 
 def user_is_assigned_reviewer(user, submission: Submission) -> bool:
@@ -138,15 +137,15 @@ def user_is_assigned_reviewer(user, submission: Submission) -> bool:
     if user is None or not user.is_authenticated or user_is_conflicted(user, submission):
         return False
     return ReviewAssignment.objects.filter(
-        submission=submission, reviewer=user, status=ReviewAssignment.Status.ACCEPTED
+        ReviewAssignment.states.q("accepted"), submission=submission, reviewer=user
     ).exists()
 
 
 def review_queue(user) -> QuerySet[ReviewAssignment]:
     """The reviewer's open assignments, soonest due first."""
     return (
-        ReviewAssignment.objects.filter(reviewer=user, status__in=ACTIVE)
-        .exclude(submission__status__in=(Status.WITHDRAWN, Status.REJECTED))
+        ReviewAssignment.objects.filter(ReviewAssignment.states.q("active"), reviewer=user)
+        .exclude(Submission.states.q("terminal", via="submission"))
         .select_related("submission__organisation", "submission__system", "submission__benchmark")
         .order_by("due_at", "pk")
     )
@@ -181,10 +180,10 @@ def approvals_count(submission: Submission, version: SubmissionVersion | None = 
     does not count."""
     version_id = version.pk if version is not None else submission.submitted_version_id
     approvals = Review.objects.filter(
+        ReviewAssignment.states.q("accepted", via="assignment"),
         version_id=version_id,
         decision=Review.Decision.APPROVE,
         assignment__submission=submission,
-        assignment__status=ReviewAssignment.Status.ACCEPTED,
     ).select_related("assignment__reviewer")
     return sum(1 for review in approvals if not user_is_conflicted(review.assignment.reviewer, submission))
 
@@ -215,7 +214,7 @@ def thread_visible_to(user, submission: Submission) -> QuerySet[Comment]:
 
 def open_objections(submission: Submission) -> QuerySet[Comment]:
     return Comment.objects.filter(
-        submission=submission, kind=Comment.Kind.OBJECTION, objection_status__in=Comment.OPEN_STATUSES
+        Comment.states.q("open"), submission=submission, kind=Comment.Kind.OBJECTION
     )
 
 
@@ -245,10 +244,14 @@ def unwaived_errors(
     version: SubmissionVersion, check_run: CheckRun, *, granted_only: bool = False
 ) -> list[Finding]:
     """Error findings of the run with no waiver asked for (or, with granted_only, none granted)."""
-    statuses = (Waiver.Status.GRANTED,) if granted_only else (Waiver.Status.REQUESTED, Waiver.Status.GRANTED)
+    states = (
+        Waiver.states.q("granted")
+        if granted_only
+        else Waiver.states.q("granted") | Waiver.states.q("requested")
+    )
     covered = {
         (rule, point, file)
-        for rule, point, file in Waiver.objects.filter(version=version, status__in=statuses).values_list(
+        for rule, point, file in Waiver.objects.filter(states, version=version).values_list(
             "rule", "point", "file"
         )
     }
@@ -260,10 +263,10 @@ def waived_error_count(
 ) -> int:
     """How many error findings of the run have a granted waiver (the status badge says "N waived").
     `errors`: the run's error findings when the caller has read them already."""
-    if version is None or check_run is None or check_run.status != CheckRun.Status.FAILED:
+    if version is None or check_run is None or not check_run.in_state("failed"):
         return 0
     granted = set(
-        Waiver.objects.filter(version=version, status=Waiver.Status.GRANTED).values_list(
+        Waiver.objects.filter(Waiver.states.q("granted"), version=version).values_list(
             "rule", "point", "file"
         )
     )
@@ -276,12 +279,12 @@ def waived_error_count(
 
 def waived_error_counts(check_runs) -> dict[int, int]:
     """waived_error_count for many check runs (by run id) in at most two queries, for lists."""
-    failed = [run for run in check_runs if run is not None and run.status == CheckRun.Status.FAILED]
+    failed = [run for run in check_runs if run is not None and run.in_state("failed")]
     if not failed:
         return {}
     granted: dict[int, set] = {}
     for version_id, rule, point, file in Waiver.objects.filter(
-        version_id__in={run.version_id for run in failed}, status=Waiver.Status.GRANTED
+        Waiver.states.q("granted"), version_id__in={run.version_id for run in failed}
     ).values_list("version_id", "rule", "point", "file"):
         granted.setdefault(version_id, set()).add((rule, point or "", file or ""))
     waived_runs = {run.pk: granted[run.version_id] for run in failed if run.version_id in granted}
@@ -319,7 +322,7 @@ def check_verdict(
     error_count = int((check_run.counts or {}).get("error") or 0)
     if waived is None:
         waived = waived_error_count(version, check_run, errors=errors)
-    if check_run.status == CheckRun.Status.FAILED and error_count and waived >= error_count:
+    if check_run.in_state("failed") and error_count and waived >= error_count:
         return {
             "status": "passed_with_waivers",
             "label": f"passed with {waived} waived",
@@ -339,7 +342,7 @@ def waivers_of(version: SubmissionVersion) -> QuerySet[Waiver]:
 
 
 def open_evidence_requests(submission: Submission) -> QuerySet[EvidenceRequest]:
-    return EvidenceRequest.objects.filter(submission=submission, status=EvidenceRequest.Status.OPEN)
+    return EvidenceRequest.objects.filter(EvidenceRequest.states.q("open"), submission=submission)
 
 
 @dataclass
@@ -357,9 +360,9 @@ def attestation_readiness(submission: Submission) -> AttestationReadiness:
     readiness = AttestationReadiness()
     version = submission.submitted_version
     check_run = check_run_latest(version) if version is not None else None
-    if check_run is None or check_run.status not in (CheckRun.Status.PASSED, CheckRun.Status.FAILED):
+    if check_run is None or not check_run.in_state("judged"):
         readiness.missing.append("a finished check of the frozen version")
-    elif check_run.status == CheckRun.Status.FAILED:
+    elif check_run.in_state("failed"):
         unwaived = unwaived_errors(version, check_run, granted_only=True)
         if unwaived:
             readiness.missing.append(
@@ -380,7 +383,7 @@ def attestation_readiness(submission: Submission) -> AttestationReadiness:
 
 def audit_queue() -> QuerySet[Submission]:
     return (
-        Submission.objects.filter(status=Status.PEER_REVIEWED)
+        Submission.objects.filter(Submission.states.q("awaiting_audit"))
         .select_related("organisation", "system", "benchmark", "submitted_version")
         .order_by("status_changed_at", "pk")
     )
@@ -397,29 +400,29 @@ class ChairDashboard:
 
 
 def chair_dashboard(*, now: datetime, stuck_after_days: int = 14) -> ChairDashboard:
-    active = Q(review_assignments__status__in=ACTIVE)
+    active = ReviewAssignment.states.q("active", via="review_assignments")
     unassigned = list(
-        Submission.objects.filter(status__in=(Status.SUBMITTED, Status.IN_REVIEW, Status.CHANGES_REQUESTED))
+        Submission.objects.filter(Submission.states.q("under_review"))
         .annotate(active=Count("review_assignments", filter=active))
         .filter(active=0)
         .select_related("organisation", "system", "benchmark")
         .order_by("status_changed_at", "pk")
     )
     overdue_assignments = list(
-        ReviewAssignment.objects.filter(status__in=ACTIVE, due_at__lt=now)
+        ReviewAssignment.objects.filter(ReviewAssignment.states.q("active"), due_at__lt=now)
         .select_related("reviewer", "submission__organisation", "submission__system")
         .order_by("due_at")
     )
     overdue_objections = list(
         Comment.objects.filter(
-            kind=Comment.Kind.OBJECTION, objection_status=Comment.ObjectionStatus.OPEN, answer_due_at__lt=now
+            Comment.states.q("waiting_for_submitter"), kind=Comment.Kind.OBJECTION, answer_due_at__lt=now
         )
         .select_related("submission__organisation", "submission__system", "author")
         .order_by("answer_due_at")
     )
     stuck = list(
         Submission.objects.filter(
-            status__in=(Status.SUBMITTED, Status.IN_REVIEW, Status.CHANGES_REQUESTED, Status.PEER_REVIEWED),
+            Submission.states.q("in_process"),
             status_changed_at__lt=now - timedelta(days=stuck_after_days),
         )
         .select_related("organisation", "system", "benchmark")
@@ -496,8 +499,8 @@ def quorum_size() -> int:
 def waivers_awaiting_decision() -> list[Waiver]:
     """Waivers a submitter asked for that the chair or an auditor has not decided, oldest first."""
     return list(
-        Waiver.objects.filter(status=Waiver.Status.REQUESTED)
-        .exclude(version__submission__status=Status.DRAFT)
+        Waiver.objects.filter(Waiver.states.q("requested"))
+        .exclude(Submission.states.q("draft", via="version__submission"))
         .select_related("version__submission__organisation", "version__submission__system", "requested_by")
         .order_by("created_at")
     )
@@ -506,7 +509,7 @@ def waivers_awaiting_decision() -> list[Waiver]:
 def waivers_asked_with(waiver: Waiver) -> list[Waiver]:
     """`waiver` and the other waivers still asked for of its version and rule (decided as one group), first."""
     others = (
-        Waiver.objects.filter(version_id=waiver.version_id, rule=waiver.rule, status=Waiver.Status.REQUESTED)
+        Waiver.objects.filter(Waiver.states.q("requested"), version_id=waiver.version_id, rule=waiver.rule)
         .exclude(pk=waiver.pk)
         .order_by("point", "file", "pk")
     )

@@ -44,12 +44,12 @@ def _submitters(submission: Submission):
 
 
 def _reviewers(submission: Submission, *, accepted_only: bool = True):
-    statuses = (ReviewAssignment.Status.ACCEPTED,) if accepted_only else ReviewAssignment.ACTIVE_STATUSES
+    states = ReviewAssignment.states.q("accepted" if accepted_only else "active")
     return [
         assignment.reviewer
-        for assignment in ReviewAssignment.objects.filter(
-            submission=submission, status__in=statuses
-        ).select_related("reviewer")
+        for assignment in ReviewAssignment.objects.filter(states, submission=submission).select_related(
+            "reviewer"
+        )
     ]
 
 
@@ -117,9 +117,9 @@ def conflict_declare(
             "pinned": conflict.pinned,
         },
     )
-    for assignment in ReviewAssignment.objects.filter(
-        status__in=ReviewAssignment.ACTIVE_STATUSES
-    ).select_related("submission", "reviewer"):
+    for assignment in ReviewAssignment.objects.filter(ReviewAssignment.states.q("active")).select_related(
+        "submission", "reviewer"
+    ):
         if selectors.user_is_conflicted(assignment.reviewer, assignment.submission):
             _release(assignment, actor=actor, reason="a conflict of interest was declared")
     return conflict
@@ -212,7 +212,7 @@ def assignments_draw(*, submission: Submission, actor, count: int | None = None)
     org_load, reviewer_load = selectors.open_load_by_organisation(), selectors.open_load_by_reviewer()
     already_orgs = set(
         ReviewAssignment.objects.filter(
-            submission=submission, status__in=ReviewAssignment.ACTIVE_STATUSES
+            ReviewAssignment.states.q("active"), submission=submission
         ).values_list("organisation_id", flat=True)
     )
     ranked = sorted(
@@ -249,9 +249,7 @@ def assignment_accept(*, assignment: ReviewAssignment, actor) -> ReviewAssignmen
     """The reviewer accepts; the submission moves to `in_review` when its first reviewer accepts."""
     submission = _locked(assignment.submission)
     assignment = _own_assignment(assignment, actor, "accept")  # the assignee, with no conflict now
-    ReviewAssignment.objects.filter(pk=assignment.pk).update(
-        status=ReviewAssignment.Status.ACCEPTED, responded_at=timezone.now()
-    )
+    ASSIGNMENT.advance(ReviewAssignment.objects, assignment, "accept", responded_at=timezone.now())
     assignment.refresh_from_db()
     audit_event_record(
         actor=actor, action="review.accepted", obj=assignment, data={"submission": submission.pk}
@@ -273,8 +271,8 @@ def assignment_decline(*, assignment: ReviewAssignment, actor, reason: str) -> R
     if not (reason or "").strip():
         raise ApplicationError("Say why you decline (the chair reads it).", code="invalid")
     assignment = _own_assignment(assignment, actor, "decline", reason)
-    ReviewAssignment.objects.filter(pk=assignment.pk).update(
-        status=ReviewAssignment.Status.DECLINED, responded_at=timezone.now(), reason=reason.strip()
+    ASSIGNMENT.advance(
+        ReviewAssignment.objects, assignment, "decline", responded_at=timezone.now(), reason=reason.strip()
     )
     assignment.refresh_from_db()
     audit_event_record(
@@ -306,9 +304,9 @@ def assignment_release(*, assignment: ReviewAssignment, actor, reason: str) -> b
 def _release(assignment: ReviewAssignment, *, actor, reason: str) -> bool:
     """Release an active assignment (the chair, a declared conflict, or the missed deadline when actor is None);
     False when it was no longer active (someone else released it first)."""
-    released = ReviewAssignment.objects.filter(
-        pk=assignment.pk, status__in=ReviewAssignment.ACTIVE_STATUSES
-    ).update(status=ReviewAssignment.Status.RELEASED, reason=reason, responded_at=timezone.now())
+    released = ASSIGNMENT.advance(
+        ReviewAssignment.objects, assignment, "release", reason=reason, responded_at=timezone.now()
+    )
     if not released:
         return False
     audit_event_record(
@@ -345,7 +343,7 @@ def assignments_release_conflicted(*, user, actor=None, reason: str = "") -> int
     released = 0
     for assignment in (
         ReviewAssignment.objects.select_for_update()
-        .filter(reviewer=user, status__in=ASSIGNMENT.rule("release").sources)
+        .filter(ASSIGNMENT.sources_q("release"), reviewer=user)
         .select_related("submission", "reviewer")
     ):
         reviewing = user_org_ids(user, roles=(Membership.Role.REVIEWER,))
@@ -543,9 +541,7 @@ def comment_post(
         },
     )
     if parent is not None and parent.kind == Comment.Kind.OBJECTION and is_submitter:
-        if Comment.objects.filter(pk=parent.pk, objection_status=Comment.ObjectionStatus.OPEN).update(
-            objection_status=Comment.ObjectionStatus.ANSWERED
-        ):
+        if OBJECTION.advance(Comment.objects, parent, "answer"):
             audit_event_record(
                 actor=actor,
                 action="review.objection_answered",
@@ -673,12 +669,17 @@ def waiver_decide(
         raise ApplicationError("Say why the waiver is granted or refused.", code="invalid")
     waiver = Waiver.objects.select_related("version__submission").get(pk=waiver.pk)
     WAIVER.require(actor, waiver, "grant" if grant else "refuse", reason=reason)
-    status = Waiver.Status.GRANTED if grant else Waiver.Status.REFUSED
-    if not Waiver.objects.filter(pk=waiver.pk, status=Waiver.Status.REQUESTED).update(
-        status=status, decided_by=actor, decision_reason=reason.strip(), decided_at=timezone.now()
+    if not WAIVER.advance(
+        Waiver.objects,
+        waiver,
+        "grant" if grant else "refuse",
+        decided_by=actor,
+        decision_reason=reason.strip(),
+        decided_at=timezone.now(),
     ):
         raise ConflictError("This waiver was already decided.", code="state-conflict")
     waiver.refresh_from_db()
+    status = waiver.status
     submission = waiver.version.submission
     audit_event_record(
         actor=actor,
@@ -867,8 +868,10 @@ def evidence_answer(*, request: EvidenceRequest, actor, answer: str) -> Evidence
         raise ApplicationError(
             "An answer needs a text (attach files in the thread, or upload a new version).", code="invalid"
         )
-    if not EvidenceRequest.objects.filter(pk=request.pk, status=EvidenceRequest.Status.OPEN).update(
-        status=EvidenceRequest.Status.ANSWERED,
+    if not EVIDENCE_REQUEST.advance(
+        EvidenceRequest.objects,
+        request,
+        "answer",
         answer=answer.strip(),
         answered_by=actor,
         answered_at=timezone.now(),
@@ -899,7 +902,7 @@ def deadlines_run(*, now: datetime | None = None) -> dict[str, int]:
     now = now or timezone.now()
     released = reminded = escalated = 0
     for assignment in ReviewAssignment.objects.filter(
-        status__in=ReviewAssignment.ACTIVE_STATUSES, due_at__lt=now
+        ReviewAssignment.states.q("active"), due_at__lt=now
     ).select_related("submission", "reviewer"):
         reviewed = Review.objects.filter(
             assignment=assignment, version_id=assignment.submission.submitted_version_id
@@ -910,8 +913,8 @@ def deadlines_run(*, now: datetime | None = None) -> dict[str, int]:
             if _release(assignment, actor=None, reason="the review deadline passed"):
                 released += 1
     for objection in Comment.objects.filter(
+        Comment.states.q("waiting_for_submitter"),
         kind=Comment.Kind.OBJECTION,
-        objection_status=Comment.ObjectionStatus.OPEN,
         reminded_at__isnull=True,
         answer_due_at__lte=now + timedelta(days=1),
         answer_due_at__gt=now,
@@ -929,8 +932,8 @@ def deadlines_run(*, now: datetime | None = None) -> dict[str, int]:
                 )
                 reminded += 1
     for objection in Comment.objects.filter(
+        Comment.states.q("waiting_for_submitter"),
         kind=Comment.Kind.OBJECTION,
-        objection_status=Comment.ObjectionStatus.OPEN,
         escalated_at__isnull=True,
         answer_due_at__lte=now,
     ).select_related("submission__benchmark"):
@@ -955,7 +958,7 @@ def deadlines_run(*, now: datetime | None = None) -> dict[str, int]:
                 )
                 escalated += 1
     for request in EvidenceRequest.objects.filter(
-        status=EvidenceRequest.Status.OPEN, due_at__lte=now, reminded_at__isnull=True
+        EvidenceRequest.states.q("open"), due_at__lte=now, reminded_at__isnull=True
     ).select_related("submission__benchmark"):
         with transaction.atomic():
             if EvidenceRequest.objects.filter(pk=request.pk, reminded_at__isnull=True).update(

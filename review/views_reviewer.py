@@ -79,10 +79,10 @@ def dashboard(request):
     user = request.user
     assignments = list(
         review_assignments_visible_to(user)
-        .filter(reviewer=user, status__in=ReviewAssignment.ACTIVE_STATUSES)
+        .filter(ReviewAssignment.states.q("active"), reviewer=user)
         # open work only: the states the policy assigns reviewers in (a result peer reviewed, audited or published
         # needs nothing more from them)
-        .filter(submission__status__in=lifecycle.SUBMISSION.rule("assign").sources)
+        .filter(lifecycle.SUBMISSION.sources_q("assign", via="submission"))
         .select_related(
             "submission__benchmark", "submission__system", "submission__organisation", "organisation"
         )
@@ -110,8 +110,8 @@ def dashboard(request):
         request,
         "review/dashboard.html",
         {
-            "invited": [a for a in assignments if a.status == ReviewAssignment.Status.INVITED],
-            "accepted": [a for a in assignments if a.status == ReviewAssignment.Status.ACCEPTED],
+            "invited": [a for a in assignments if a.in_state("invited")],
+            "accepted": [a for a in assignments if a.in_state("accepted")],
             "my_reviews": my_reviews,
             "now": now,
         },

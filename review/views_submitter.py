@@ -34,7 +34,7 @@ from accounts.selectors import user_org_ids
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
 from review import lifecycle, selectors, services
-from review.models import Comment, Review, ReviewAssignment
+from review.models import Comment, Review
 from submissions.models import Submission
 from submissions.selectors import check_run_latest, version_latest
 
@@ -170,12 +170,12 @@ def review_panel(user, submission: Submission) -> dict | None:
     panel.update(
         {
             "assignments": assignments,
-            "active_assignments": [a for a in assignments if a.status in ReviewAssignment.ACTIVE_STATUSES],
+            "active_assignments": [a for a in assignments if a.in_state("active")],
             "reviews": reviews,
             "approvals": selectors.approvals_count(submission),
             "quorum": selectors.quorum_size(),
             "thread": thread,
-            "open_objections": [e for e in thread if e.comment.objection_status in Comment.OPEN_STATUSES],
+            "open_objections": [e for e in thread if e.comment.in_state("open")],
             "can_comment": comments,
             "evidence": evidence,
             "attestations": attestations,

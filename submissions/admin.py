@@ -15,7 +15,7 @@ class SystemAdmin(AuditedModelAdmin):
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
-        published = obj.submissions.filter(status=Submission.Status.PUBLISHED).count() if change else 0
+        published = obj.submissions.filter(Submission.states.q("published")).count() if change else 0
         if published:  # the published records are snapshots (leaderboard.snapshot): they do not change
             messages.warning(
                 request,

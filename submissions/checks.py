@@ -68,7 +68,7 @@ from portal.errors import NotAllowedError
 from submissions.models import CheckOutbox, CheckRun, Finding, PointMetric, Submission, SubmissionVersion
 from submissions.selectors import check_run_latest, published_revisions
 from submissions.storage import StoredFile, fetch_to_folder, storage_save_exact
-from submissions.workflow import SUBMISSION_FILES
+from submissions.workflow import CHECK_RUN, SUBMISSION_FILES
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ def check_outbox_send(*, ids: list[int] | None = None, now=None) -> int:
             )
             break
         # The queued deadline (check_runs_reconcile) counts from now, when the queue got the message.
-        CheckRun.objects.filter(pk=run_id, attempts=attempt, status=CheckRun.Status.QUEUED).update(
+        CheckRun.objects.filter(CHECK_RUN.sources_q("start"), pk=run_id, attempts=attempt).update(
             heartbeat_at=timezone.now()
         )
         CheckOutbox.objects.filter(pk=row_id).delete()
@@ -187,7 +187,7 @@ def check_run_requeue(*, version: SubmissionVersion, actor) -> CheckRun:
 
 
 def _is_current(run_id: int, attempt: int, *, lock: bool = False) -> CheckRun | None:
-    runs = CheckRun.objects.filter(pk=run_id, attempts=attempt, status=CheckRun.Status.RUNNING)
+    runs = CheckRun.objects.filter(CheckRun.states.q("running"), pk=run_id, attempts=attempt)
     if lock:
         runs = runs.select_for_update()
     return runs.first()
@@ -196,7 +196,7 @@ def _is_current(run_id: int, attempt: int, *, lock: bool = False) -> CheckRun | 
 def _heartbeat(run_id: int, attempt: int, **fields) -> bool:
     """Prove the attempt is alive; False when the run moved on (then the caller should stop)."""
     return bool(
-        CheckRun.objects.filter(pk=run_id, attempts=attempt, status=CheckRun.Status.RUNNING).update(
+        CheckRun.objects.filter(CheckRun.states.q("running"), pk=run_id, attempts=attempt).update(
             heartbeat_at=timezone.now(), **fields
         )
     )
@@ -326,8 +326,10 @@ def _end_inflated(check_run: CheckRun, attempt: int, findings, *, inputs: list[s
         Finding.objects.filter(check_run=check_run).delete()
         Finding.objects.bulk_create(_finding_rows(check_run, "", report.findings))
         now = timezone.now()
-        CheckRun.objects.filter(pk=check_run.pk, attempts=attempt, status=CheckRun.Status.RUNNING).update(
-            status=CheckRun.Status.FAILED,
+        CHECK_RUN.advance(
+            CheckRun.objects.filter(attempts=attempt),
+            check_run,
+            "fail",
             finished_at=now,
             heartbeat_at=now,
             counts=counts,
@@ -347,10 +349,10 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
     task later fetches only the files it needs). Returns the point keys to fan out, or None when this
     attempt is not (or no longer) the run's to start."""
     now = timezone.now()
-    started = CheckRun.objects.filter(
-        pk=check_run_id, attempts=attempt, status=CheckRun.Status.QUEUED
-    ).update(
-        status=CheckRun.Status.RUNNING,
+    started = CHECK_RUN.advance(
+        CheckRun.objects.filter(attempts=attempt),
+        check_run_id,
+        "start",
         started_at=now,
         heartbeat_at=now,
         checker_version=checker_version,
@@ -657,7 +659,7 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
                 extension = _extension_scope(submission, stack=base, beat=beat, limits=limits)
                 report = judge_extension(opened, own, extension=extension, **arguments)
     counts = report.counts()
-    status = CheckRun.Status.FAILED if report.verdict == "fail" else CheckRun.Status.PASSED
+    verdict = "fail" if report.verdict == "fail" else "pass"
     with transaction.atomic():
         if _is_current(check_run_id, attempt, lock=True) is None:
             return None
@@ -668,10 +670,10 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
                 extra=_json_safe(point.extra)
             )
         now = timezone.now()
-        ended = CheckRun.objects.filter(
-            pk=check_run_id, attempts=attempt, status=CheckRun.Status.RUNNING
-        ).update(
-            status=status,
+        ended = CHECK_RUN.advance(
+            CheckRun.objects.filter(attempts=attempt),
+            check_run_id,
+            verdict,
             finished_at=now,
             heartbeat_at=now,
             counts=counts,
@@ -682,6 +684,7 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
         )
         if not ended:
             return None
+        status = CHECK_RUN.rule(verdict).target
         audit_event_record(
             actor=None,
             action="check.finished",
@@ -702,7 +705,7 @@ def check_run_attempt_failed(
     `only_if` is re-checked under the row lock (the reconciler: still stuck, not started or beating meanwhile)."""
     with transaction.atomic():
         runs = CheckRun.objects.select_for_update().filter(
-            pk=check_run_id, attempts=attempt, status__in=(CheckRun.Status.QUEUED, CheckRun.Status.RUNNING)
+            CheckRun.states.q("unfinished"), pk=check_run_id, attempts=attempt
         )
         if only_if is not None:
             runs = runs.filter(only_if)
@@ -714,8 +717,10 @@ def check_run_attempt_failed(
         if attempt < check_run.max_attempts:
             message = f"{reason}; re-queued (attempt {attempt + 1} of {check_run.max_attempts})"
             # heartbeat_at of a queued run is when it was (re-)queued: the queued deadline counts from it.
-            CheckRun.objects.filter(pk=check_run.pk, attempts=attempt).update(
-                status=CheckRun.Status.QUEUED,
+            CHECK_RUN.advance(
+                CheckRun.objects.filter(attempts=attempt),
+                check_run,
+                "requeue",
                 attempts=attempt + 1,
                 error_message=message,
                 heartbeat_at=now,
@@ -736,8 +741,10 @@ def check_run_attempt_failed(
             _queue_start(check_run)
         else:
             message = f"{reason}; failed after {attempt} attempt{'s' if attempt != 1 else ''}"
-            CheckRun.objects.filter(pk=check_run.pk, attempts=attempt).update(
-                status=CheckRun.Status.ERROR,
+            CHECK_RUN.advance(
+                CheckRun.objects.filter(attempts=attempt),
+                check_run,
+                "error",
                 error_message=message,
                 finished_at=now,
             )
@@ -760,13 +767,13 @@ def check_runs_reconcile(*, now=None) -> list[int]:
     """
     now = now or timezone.now()
     heartbeat_deadline = now - timedelta(seconds=settings.PORTAL_CHECK_HEARTBEAT_TIMEOUT_S)
-    silent = Q(status=CheckRun.Status.RUNNING, heartbeat_at__lt=heartbeat_deadline)
+    silent = CheckRun.states.q("running") & Q(heartbeat_at__lt=heartbeat_deadline)
     queued_deadline = now - timedelta(seconds=settings.PORTAL_CHECK_QUEUED_TIMEOUT_S)
     # A first attempt was queued at created_at; a re-queued attempt at heartbeat_at (set when re-queued).
     # A run whose message still waits in the outbox was never sent, not lost: the outbox sends it.
     waiting = Exists(CheckOutbox.objects.filter(check_run=OuterRef("pk")))
     never_started = (
-        Q(status=CheckRun.Status.QUEUED)
+        CheckRun.states.q("queued")
         & (Q(heartbeat_at__lt=queued_deadline) | Q(heartbeat_at__isnull=True, created_at__lt=queued_deadline))
         & ~waiting
     )

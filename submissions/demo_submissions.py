@@ -171,7 +171,7 @@ def seed_demo_sample_submissions(seed) -> list[Submission]:
         ).first()
         if submission is None:
             submission = submission_create(actor=submitter, system=system, benchmark=benchmark, title=title)
-        if not submission.versions.exists() and submission.status == Submission.Status.DRAFT:
+        if not submission.versions.exists() and submission.in_state("draft"):
             upload_files(submission=submission, files=files(), actor=submitter, kind=kind)
         made.append(submission)
     return made

@@ -138,11 +138,7 @@ def upload_direct_begin(*, upload: Upload) -> None:
 
 def upload_direct_parts(upload: Upload) -> dict[int, dict]:
     """The parts the bucket holds for this direct upload: index -> {size_bytes, etag}. Empty once it is complete."""
-    if (
-        upload.transfer != Upload.Transfer.DIRECT
-        or upload.status != Upload.Status.OPEN
-        or not upload.multipart_id
-    ):
+    if upload.transfer != Upload.Transfer.DIRECT or not upload.in_state("open") or not upload.multipart_id:
         return {}
     client, bucket = _bucket()
     parts: dict[int, dict] = {}
@@ -189,7 +185,7 @@ def upload_direct_sign(*, upload: Upload, parts: list[dict], actor) -> list[dict
         raise ConflictError(
             "This upload sends its parts to the portal (PUT parts/<index>/).", code="upload-proxied"
         )
-    if upload.status != Upload.Status.OPEN:
+    if not upload.in_state("open"):
         raise ConflictError("This upload is finished or aborted; start a new one.", code="upload-closed")
     if not parts or len(parts) > SIGN_BATCH_MAX:
         raise ApplicationError(f"Ask for 1 to {SIGN_BATCH_MAX} parts at a time.", code="invalid")
@@ -225,7 +221,7 @@ def upload_direct_sign(*, upload: Upload, parts: list[dict], actor) -> list[dict
                 "headers": {"Content-Length": str(length), "Content-MD5": md5},
             }
         )
-    Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(updated_at=timezone.now())
+    Upload.objects.filter(Upload.states.q("open"), pk=upload.pk).update(updated_at=timezone.now())
     return signed
 
 
@@ -254,12 +250,12 @@ def upload_direct_finish(
             "The SHA-256 given at finish differs from the one given at start.",
             extra={"expected_sha256": upload.sha256, "received_sha256": sha256},
         )
-    if upload.status == Upload.Status.VERIFYING:
+    if upload.in_state("verifying"):
         transaction.on_commit(lambda: _queue_verify(upload.pk))
         return upload
-    if upload.status in (Upload.Status.VERIFIED, Upload.Status.DONE):
+    if upload.in_state("finished"):
         return upload
-    if upload.status != Upload.Status.OPEN:
+    if not upload.in_state("open"):
         raise ConflictError(
             f"This upload was aborted{': ' + upload.error_message if upload.error_message else ''}; start a new one.",
             code="upload-closed",
@@ -329,7 +325,7 @@ def upload_verify(*, upload_id) -> str:
     store it content-addressed and do the finish the client asked for. Safe to run twice: only `verifying` moves.
     Returns the upload's status afterwards."""
     upload = Upload.objects.select_related("submission").get(pk=upload_id)
-    if upload.status != Upload.Status.VERIFYING:
+    if not upload.in_state("verifying"):
         return upload.status
     client, bucket = _bucket()
     staging = _object_key(_staging_key(upload))
@@ -348,7 +344,7 @@ def upload_verify(*, upload_id) -> str:
             f"({upload.size_bytes} bytes, SHA-256 {upload.sha256}). Nothing was stored; upload the file again."
         )
         with transaction.atomic():
-            if Upload.objects.filter(pk=upload.pk, status=Upload.Status.VERIFYING).update(
+            if Upload.objects.filter(Upload.states.q("verifying"), pk=upload.pk).update(
                 status=Upload.Status.ABORTED, error_message=reason
             ):
                 audit_event_record(
@@ -366,7 +362,7 @@ def upload_verify(*, upload_id) -> str:
     # Verified and (when asked) versioned in one transaction: a client polling never sees `verified` for an
     # upload that is about to become a version.
     with transaction.atomic():
-        moved = Upload.objects.filter(pk=upload.pk, status=Upload.Status.VERIFYING).update(
+        moved = Upload.objects.filter(Upload.states.q("verifying"), pk=upload.pk).update(
             status=Upload.Status.VERIFIED, storage_key=key, updated_at=timezone.now()
         )
         if not moved:
@@ -417,7 +413,7 @@ def multipart_uploads_sweep(*, now=None) -> list[str]:
         for item in page.get("Uploads", []):
             if item["Initiated"] >= cutoff:
                 continue
-            if Upload.objects.filter(multipart_id=item["UploadId"], status=Upload.Status.OPEN).exists():
+            if Upload.objects.filter(Upload.states.q("open"), multipart_id=item["UploadId"]).exists():
                 continue
             try:
                 client.abort_multipart_upload(Bucket=bucket, Key=item["Key"], UploadId=item["UploadId"])

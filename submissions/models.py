@@ -9,6 +9,7 @@ from django.db import models
 
 from accounts.models import Organisation
 from catalog.models import Benchmark
+from portal.states import StatefulModel, States
 
 SYSTEM_NAME_VALIDATOR = RegexValidator(
     r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$",
@@ -80,7 +81,7 @@ class SystemDescriptionRevision(models.Model):
 # --- Submissions, immutable versions, uploads and check runs ---------------------------------
 
 
-class Submission(models.Model):
+class Submission(StatefulModel, models.Model):
     """One organisation's result for one system x benchmark; its status changes only through transition services."""
 
     class Division(models.TextChoices):
@@ -105,6 +106,26 @@ class Submission(models.Model):
         REJECTED = "rejected", "Rejected"
 
     TERMINAL_STATUSES = (Status.WITHDRAWN, Status.REJECTED)
+    states = States(
+        Status,
+        terminal=TERMINAL_STATUSES,
+        # Reviewers work on it: submitted until peer reviewed.
+        under_review=(Status.SUBMITTED, Status.IN_REVIEW, Status.CHANGES_REQUESTED),
+        awaiting_audit=(Status.PEER_REVIEWED,),
+        # Submitted and not yet judged by an auditor: reviews and audit questions are still open.
+        in_process=(Status.SUBMITTED, Status.IN_REVIEW, Status.CHANGES_REQUESTED, Status.PEER_REVIEWED),
+        # A reviewer has nothing left to do: past peer review, or ended.
+        review_over=(Status.WITHDRAWN, Status.REJECTED, Status.PUBLISHED, Status.AUDITED),
+        # Not yet a result and not ended: a pending extension still counts as in progress.
+        pending=(
+            Status.DRAFT,
+            Status.SUBMITTED,
+            Status.IN_REVIEW,
+            Status.CHANGES_REQUESTED,
+            Status.PEER_REVIEWED,
+            Status.AUDITED,
+        ),
+    )
 
     organisation = models.ForeignKey(Organisation, on_delete=models.PROTECT, related_name="submissions")
     system = models.ForeignKey(System, on_delete=models.PROTECT, related_name="submissions")
@@ -258,7 +279,7 @@ class VersionFile(models.Model):
         super().save(*args, **kwargs)
 
 
-class Upload(models.Model):
+class Upload(StatefulModel, models.Model):
     """A chunked, resumable upload of one file; its parts live in storage until it is finished."""
 
     class Status(models.TextChoices):
@@ -267,6 +288,16 @@ class Upload(models.Model):
         VERIFIED = "verified", "Verified, waiting to join a version"
         DONE = "done", "Part of a version"
         ABORTED = "aborted", "Aborted"
+
+    states = States(
+        Status,
+        # Its bytes are verified: waiting for a version, or part of one.
+        finished=(Status.VERIFIED, Status.DONE),
+        # Still coming in: parts arriving or the bucket's object being verified.
+        arriving=(Status.OPEN, Status.VERIFYING),
+        # Holds storage and quota: not yet part of a version, not aborted.
+        holding=(Status.OPEN, Status.VERIFYING, Status.VERIFIED),
+    )
 
     class Transfer(models.TextChoices):
         PROXIED = "proxied", "Parts through the portal"
@@ -322,7 +353,7 @@ class UploadPart(models.Model):
         constraints = [models.UniqueConstraint(fields=["upload", "index"], name="upload_part_unique_index")]
 
 
-class CheckRun(models.Model):
+class CheckRun(StatefulModel, models.Model):
     """One run of the checker over one version; a re-check is a new run, never an overwrite."""
 
     class Status(models.TextChoices):
@@ -333,6 +364,13 @@ class CheckRun(models.Model):
         ERROR = "error", "Error (the check could not complete)"
 
     FINISHED_STATUSES = (Status.PASSED, Status.FAILED, Status.ERROR)
+    states = States(
+        Status,
+        unfinished=(Status.QUEUED, Status.RUNNING),
+        finished=FINISHED_STATUSES,
+        # The checker gave a verdict (an error is no verdict).
+        judged=(Status.PASSED, Status.FAILED),
+    )
 
     version = models.ForeignKey(SubmissionVersion, on_delete=models.PROTECT, related_name="check_runs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, editable=False)

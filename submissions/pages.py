@@ -254,7 +254,7 @@ def finding_groups(check_run: CheckRun) -> list[FindingGroup]:
 
 
 def check_run_is_live(check_run: CheckRun | None) -> bool:
-    return check_run is not None and check_run.status in (CheckRun.Status.QUEUED, CheckRun.Status.RUNNING)
+    return check_run is not None and check_run.in_state("unfinished")
 
 
 def check_section_context(submission: Submission, version) -> dict:

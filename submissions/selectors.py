@@ -39,7 +39,7 @@ def systems_for_new_drafts(user) -> QuerySet[System]:
 def drafts_of(system: System, benchmark) -> QuerySet[Submission]:
     """The drafts of one system on one benchmark, newest first: what a new draft of the pair would duplicate."""
     return Submission.objects.filter(
-        system=system, benchmark=benchmark, status=Submission.Status.DRAFT
+        Submission.states.q("draft"), system=system, benchmark=benchmark
     ).order_by("-created_at", "-id")
 
 
@@ -153,20 +153,16 @@ def published_revisions(root: Submission) -> list[tuple[int, Submission]]:
     """The published revisions of a result, newest first: (revision number, the submission that made it). The
     first submission is revision 1 (also when published before revisions were numbered)."""
     extensions = list(
-        root.extensions.filter(status=Submission.Status.PUBLISHED, revision__isnull=False)
+        root.extensions.filter(Submission.states.q("published"), revision__isnull=False)
         .select_related("submitted_version")
         .order_by("-revision")
     )
     out = [(extension.revision, extension) for extension in extensions]
-    if root.status == Submission.Status.PUBLISHED:
+    if root.in_state("published"):
         out.append((root.revision or 1, root))
     return out
 
 
 def extension_open_of(root: Submission) -> Submission | None:
     """The result's extension still on its way (neither published, withdrawn nor rejected), if any."""
-    return (
-        root.extensions.exclude(status__in=(*Submission.TERMINAL_STATUSES, Submission.Status.PUBLISHED))
-        .order_by("-created_at")
-        .first()
-    )
+    return root.extensions.filter(Submission.states.q("pending")).order_by("-created_at").first()

@@ -164,23 +164,23 @@ def organisation_storage_used_bytes(organisation: Organisation) -> int:
         or 0
     )
     verified = (
-        Upload.objects.filter(submission__organisation=organisation, status=Upload.Status.VERIFIED).aggregate(
+        Upload.objects.filter(Upload.states.q("verified"), submission__organisation=organisation).aggregate(
             total=Sum("size_bytes")
         )["total"]
         or 0
     )
     received = (
         UploadPart.objects.filter(
-            upload__submission__organisation=organisation, upload__status=Upload.Status.OPEN
+            Upload.states.q("open", via="upload"), upload__submission__organisation=organisation
         ).aggregate(total=Sum("size_bytes"))["total"]
         or 0
     )
     # A direct upload's bytes go to the bucket unseen: its whole size is reserved from its start to its end.
     reserved = (
         Upload.objects.filter(
+            Upload.states.q("arriving"),
             submission__organisation=organisation,
             transfer=Upload.Transfer.DIRECT,
-            status__in=(Upload.Status.OPEN, Upload.Status.VERIFYING),
         ).aggregate(total=Sum("size_bytes"))["total"]
         or 0
     )
@@ -322,7 +322,7 @@ def upload_part(*, upload: Upload, index: int, data_stream: BinaryIO, actor=None
             )
             # updated_at is the upload's last activity (the expiry measures idleness from it); 0 rows: the
             # upload was aborted or expired while this part streamed in, so the part must not stay behind.
-            if not Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
+            if not Upload.objects.filter(Upload.states.q("open"), pk=upload.pk).update(
                 updated_at=timezone.now()
             ):
                 raise ConflictError(
@@ -445,9 +445,7 @@ def _upload_finish_locked(
         reader.close()
         actual = reader.sha256.hexdigest()
         if reader.size != upload.size_bytes or actual != upload.sha256:
-            Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
-                status=Upload.Status.ABORTED
-            )
+            Upload.objects.filter(Upload.states.q("open"), pk=upload.pk).update(status=Upload.Status.ABORTED)
             _discard_parts(upload)
             raise UploadHashMismatchError(
                 f"The received bytes ({reader.size} bytes, SHA-256 {actual}) do not match the file announced "
@@ -464,7 +462,7 @@ def _upload_finish_locked(
         if not default_storage.exists(key):
             with io.BufferedReader(_ConcatReader(keys), buffer_size=COPY_CHUNK_BYTES) as stream:
                 key = storage_save_exact(key, stream)
-        if Upload.objects.filter(pk=upload.pk, status=Upload.Status.OPEN).update(
+        if Upload.objects.filter(Upload.states.q("open"), pk=upload.pk).update(
             status=Upload.Status.VERIFIED, storage_key=key, updated_at=timezone.now()
         ):
             _discard_parts(upload)
@@ -554,7 +552,7 @@ def _upload_close(upload: Upload, *, actor, action: str, reason: str, idle_befor
     """open/verified -> aborted (compare-and-set), parts deleted after commit, an audit event written.
     False when the upload had already moved on (finished, joined a version, aborted, or got a part since
     `idle_before`). A verified upload's blob stays: it is content-addressed and may back another upload."""
-    closable = Upload.objects.filter(pk=upload.pk, status__in=UPLOAD.rule("abort").sources)
+    closable = Upload.objects.filter(UPLOAD.sources_q("abort"), pk=upload.pk)
     if idle_before is not None:  # the expiry: only if nothing arrived since the candidate was chosen
         closable = closable.filter(updated_at__lt=idle_before)
     previous = closable.values_list("status", flat=True).first()
@@ -601,7 +599,7 @@ def uploads_expire(*, now=None) -> list[uuid.UUID]:
     now = now or timezone.now()
     idle_before = now - timedelta(hours=settings.PORTAL_UPLOAD_EXPIRY_HOURS)
     candidates = Upload.objects.filter(
-        status__in=(Upload.Status.OPEN, Upload.Status.VERIFYING, Upload.Status.VERIFIED),
+        Upload.states.q("holding"),
         updated_at__lt=idle_before,
     ).order_by("updated_at")
     expired = []

@@ -331,7 +331,7 @@ class UploadViewSet(
             )
             upload.refresh_from_db()
             body = {"upload": UploadSerializer(upload).data, "version": None}
-            if upload.status == Upload.Status.DONE:
+            if upload.in_state("done"):
                 body["version"] = VersionSerializer(upload.version).data
                 return Response(body)
             body["detail"] = (

@@ -73,7 +73,7 @@ def test_a_server_that_keeps_refusing_ends_in_a_clear_error(throttling_server, m
     monkeypatch.setattr(remote.time, "sleep", lambda s: None)
     with pytest.raises(remote.RemoteError) as error:
         remote.Client(base, "ep_token").request("GET", "submissions/", retries=2)
-    assert error.value.status == 429 and "HTTP 429" in str(error.value)
+    assert error.value.http_status == 429 and "HTTP 429" in str(error.value)
     assert len(handler.seen) == remote.THROTTLED_WAITS + 1
 
 

@@ -53,7 +53,9 @@ class Command(BaseCommand):
             )
         queued = 0
         for submission in (
-            Submission.objects.filter(status__in=wanted).select_related("benchmark").order_by("pk")
+            Submission.objects.filter(status__in=wanted)  # states: the ones the operator named
+            .select_related("benchmark")
+            .order_by("pk")
         ):
             version = SubmissionVersion.objects.filter(submission=submission).order_by("-number").first()
             if version is None:
