@@ -10,7 +10,7 @@ given back the state the migrations left (serialized_rollback's copy), for the t
 Roles are relative to each submission: anonymous, a member of the submitting organisation, a member of another,
 a reviewer of an organisation in conflict with it, its assigned reviewer, a reviewer nobody assigned, an auditor,
 the chair. What each may see is DESIGN.md's visibility table, written out below (never asked of access/). A
-route the table does not declare fails `test_every_route_is_declared`: declare it here when it lands.
+route tests/routes.py does not declare fails `test_every_route_is_declared`: declare it there when it lands.
 
 Each (route, state) asks every role at least once (`_plan`): Unreleased-Z9 by every role on every route, other
 submissions of a state in rotation, and the signed-in roles a submission is hidden from (refused alike, 404) by
@@ -38,24 +38,34 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.test import APIClient
 
+from tests.routes import (
+    ANON,
+    ASSIGNED,
+    AUDITOR,
+    CHAIR,
+    CONFLICTED,
+    FLOW,
+    LIST,
+    LOGIN,
+    ONLY,
+    OTHER,
+    OWN,
+    OWN_ROW_PKS,
+    PUBLIC,
+    RESULT,
+    ROLES,
+    ROUTES,
+    SUBJECT,
+    SUBJECT_WRITE,
+    UNASSIGNED,
+    Route,
+)
+
 Z9 = "Unreleased-Z9"
 
 # serialized_rollback: pytest-django keeps a copy of the migrated database, which the module restores at its end.
 pytestmark = pytest.mark.django_db(serialized_rollback=True)
 
-ANON, OWN, OTHER, CONFLICTED, ASSIGNED, UNASSIGNED, AUDITOR, CHAIR = (
-    "anonymous",
-    "own member",
-    "other member",
-    "conflicted reviewer",
-    "assigned reviewer",
-    "unassigned reviewer",
-    "auditor",
-    "chair",
-)
-ROLES = (ANON, OWN, OTHER, CONFLICTED, ASSIGNED, UNASSIGNED, AUDITOR, CHAIR)
-REVIEWERS = (CONFLICTED, ASSIGNED, UNASSIGNED)
-OVERSIGHT = (AUDITOR, CHAIR)
 STATES = (
     "draft",
     "submitted",
@@ -83,238 +93,6 @@ def expected_visible(role: str, status: str) -> bool:
         AUDITOR: status != "draft",  # every non-draft submission
         CHAIR: status != "draft",
     }[role]
-
-
-# --- The route table ----------------------------------------------------------------------------
-# kind: PUBLIC (200 for all), FLOW (account flows: anyone, nothing about submissions), LOGIN (any signed-in
-# user: 200; anonymous to the login page), ONLY (signed-in roles in `who`: 200, others 403/404), LIST (signed-in:
-# 200, filtered), SUBJECT (one submission's object: hidden -> 404; visible -> 200 for `who`, or 403/404 for the
-# others), SUBJECT_WRITE (a POST on one submission's object: hidden -> 404; visible -> anything but 404 and 5xx
-# for `who`, 403/404/409/400 for the others), RESULT (a published result's public page, data, file or history:
-# 200 to everyone once published, 404 to everyone before, the submitting organisation included; a POST on one:
-# anonymous to the login page, anything but 404 and 5xx once published).
-# `pk`: what the route's object id is (submission, version, check_run, upload, assignment, comment, waiver,
-# evidence, notification, api_token, conflict, system).
-# One user's own rows (world.<pk>_of: user pk -> that user's row): the user's alone, whatever the submission.
-OWN_ROW_PKS = ("notification", "api_token")
-# evidence, notification, conflict, system, account: fixed ids of the accounts pages).
-PUBLIC, FLOW, LOGIN, ONLY, LIST, SUBJECT, SUBJECT_WRITE, RESULT = (
-    "public",
-    "flow",
-    "login",
-    "only",
-    "list",
-    "subject",
-    "subject-write",
-    "result",
-)
-ALL_SIGNED_IN = (OWN, OTHER, CONFLICTED, ASSIGNED, UNASSIGNED, AUDITOR, CHAIR)
-SEES = ALL_SIGNED_IN  # `who` default: everyone who may see the submission
-
-
-@dataclass(frozen=True)
-class Route:
-    kind: str
-    method: str = "get"
-    pk: str = "submission"
-    who: tuple = SEES
-    query: str = ""
-    ok: tuple = (200,)  # what `who` gets when the submission is visible (GET)
-
-
-def _g(kind, **kw):
-    return Route(kind, "get", **kw)
-
-
-def _p(kind, **kw):
-    return Route(kind, "post", **kw)
-
-
-ROUTES: dict[str, Route] = {
-    "home": _g(PUBLIC),
-    "healthz": _g(PUBLIC),
-    "audit:head": _g(PUBLIC),
-    "leaderboard:index": _g(PUBLIC),
-    "submissions:rules": _g(PUBLIC),
-    "api-schema": _g(PUBLIC),
-    "api-docs": _g(PUBLIC),
-    "api-redoc": _g(PUBLIC),
-    "api:api-root": _g(PUBLIC),
-    "api:benchmark-list": _g(PUBLIC),
-    "api:benchmark-detail": _g(PUBLIC, pk="benchmark"),
-    "login": _g(FLOW),
-    "logout": _p(FLOW),
-    "password_reset": _g(FLOW),
-    "password_reset_done": _g(FLOW),
-    "password_reset_confirm": _g(FLOW, pk="reset"),
-    "password_reset_complete": _g(FLOW),
-    "password_change": _g(FLOW),
-    "password_change_done": _g(FLOW),
-    "submissions:dashboard": _g(LOGIN),
-    "submissions:create": _p(LOGIN),
-    "submissions:systems": _g(LOGIN),
-    "submissions:system_register": _p(LOGIN),
-    "accounts:notifications": _g(LOGIN),
-    "accounts:notifications_read": _p(LOGIN),
-    "accounts:notification_preference": _p(LOGIN),
-    # the account page, two-factor sign-in, e-mail change; organisations' pages for their admins and the chair
-    # (the demo has no organisation admin), global roles for the chair. pk="account": fixed ids (_fixed_url).
-    "accounts:account": _g(LOGIN),
-    "admin_login": _g(FLOW),
-    "accounts:verify": _g(FLOW),
-    "accounts:two_factor": _g(LOGIN),
-    "accounts:recovery_codes": _p(LOGIN),
-    "accounts:two_factor_off": _p(LOGIN),
-    "accounts:email_change": _g(LOGIN),
-    "accounts:email_confirm": _g(LOGIN, pk="account"),
-    "accounts:email_verify": _g(LOGIN, pk="account"),
-    "accounts:email_verify_send": _p(LOGIN),
-    "accounts:organisations": _g(LOGIN),
-    "accounts:organisation": _g(ONLY, pk="account", who=(CHAIR,)),
-    "accounts:invite": _p(ONLY, pk="account", who=(CHAIR,)),
-    "accounts:invitation_withdraw": _p(ONLY, pk="account", who=(CHAIR,)),
-    "accounts:member_roles": _p(ONLY, pk="account", who=(CHAIR,)),
-    "accounts:global_roles": _g(ONLY, who=(CHAIR,)),
-    "accounts:global_role_remove": _p(ONLY, pk="account", who=(CHAIR,)),
-    "accounts:invitation_accept": _g(FLOW, pk="account"),
-    "api:me": _g(LOGIN),
-    "api:notification-preference": _g(LOGIN),
-    "api:notification-list": _g(LIST),
-    "api:notification-read-all": _p(LOGIN),
-    "api:notification-detail": _g(SUBJECT, pk="notification", who=()),
-    "api:notification-read": _p(SUBJECT_WRITE, pk="notification", who=()),
-    "accounts:tokens": _g(LOGIN),
-    "accounts:token_revoke": _p(SUBJECT_WRITE, pk="api_token", who=()),  # one user's own, like a notification
-    "review:queue": _g(ONLY, who=REVIEWERS),
-    "review:audit_queue": _g(ONLY, who=OVERSIGHT),
-    "review:chair_dashboard": _g(ONLY, who=(CHAIR,)),
-    "review:conflicts": _g(ONLY, who=ALL_SIGNED_IN),
-    "review:conflict_declare": _p(LOGIN),
-    "review:conflict_remove": _p(SUBJECT_WRITE, pk="conflict", who=(CHAIR,)),
-    "audit:event_list": _g(ONLY, who=OVERSIGHT),
-    # lists: filtered by visibility
-    "api:submission-list": _g(LIST, query="?limit=500"),
-    "api:version-list": _g(LIST, query="?limit=500"),
-    "api:check-run-list": _g(LIST, query="?limit=500"),
-    "api:upload-list": _g(LIST, query="?limit=500"),
-    "api:system-list": _g(LIST, query="?limit=500"),
-    "api:review-assignment-list": _g(LIST),
-    "api:review-list": _g(LIST),
-    "api:comment-list": _g(LIST),
-    "api:audit-list": _g(LIST),
-    "api:evidence-request-list": _g(LIST),
-    "api:waiver-list": _g(LIST),
-    "api:chair-assignment-list": _g(LIST),
-    "api:chair-dashboard-list": _g(LIST),
-    "api:conflict-list": _g(LIST),
-    "api:waiver-grant": _p(LOGIN),
-    "api:chair-assignment-draw": _p(LOGIN),
-    # one submission's pages, API answers and downloads
-    "submissions:detail": _g(SUBJECT),
-    "submissions:check_fragment": _g(SUBJECT, pk="version_number"),
-    "submissions:download": _g(SUBJECT, pk="file"),
-    "submissions:report_json": _g(SUBJECT, pk="version_number", ok=(200, 409)),  # 409 before the check ends
-    "submissions:summary": _g(SUBJECT, pk="version_number"),
-    "submissions:compare": _g(SUBJECT),
-    "submissions:submit": _p(SUBJECT_WRITE, who=(OWN,)),
-    "submissions:resubmit": _p(SUBJECT_WRITE, who=(OWN,)),
-    "submissions:withdraw": _p(SUBJECT_WRITE, who=(OWN,)),
-    "submissions:reject": _p(SUBJECT_WRITE, who=OVERSIGHT),
-    "submissions:recheck": _p(SUBJECT_WRITE, pk="version_number", who=(OWN, *OVERSIGHT)),
-    "api:submission-detail": _g(SUBJECT),
-    "api:submission-submit": _p(SUBJECT_WRITE, who=(OWN,)),
-    "api:submission-withdraw": _p(SUBJECT_WRITE, who=(OWN,)),
-    "api:submission-reject": _p(SUBJECT_WRITE, who=OVERSIGHT),
-    "api:submission-resubmit": _p(SUBJECT_WRITE, who=(OWN,)),
-    "api:submission-extend": _p(SUBJECT_WRITE, who=(OWN,)),
-    "api:version-detail": _g(SUBJECT, pk="version"),
-    "api:version-file": _g(SUBJECT, pk="version_file"),
-    "api:version-recheck": _p(SUBJECT_WRITE, pk="version", who=(OWN, *OVERSIGHT)),
-    "api:check-run-detail": _g(SUBJECT, pk="check_run"),
-    # upload sessions stay with the organisation, even once published
-    "api:upload-detail": _g(SUBJECT, pk="upload", who=(OWN,)),
-    "api:upload-finish": _p(SUBJECT_WRITE, pk="upload", who=(OWN,)),
-    "api:upload-part": Route(SUBJECT_WRITE, "put", pk="upload_part", who=(OWN,)),
-    "api:upload-sign": _p(SUBJECT_WRITE, pk="upload", who=(OWN,)),
-    "submissions:system_detail": _g(SUBJECT, pk="system"),
-    "submissions:system_update_description": _p(SUBJECT_WRITE, pk="system", who=(OWN,)),
-    "api:system-detail": _g(SUBJECT, pk="system"),
-    "api:system-update-description": _p(SUBJECT_WRITE, pk="system", who=(OWN,)),
-    # the reviewer's pages and API
-    "review:review_page": _g(SUBJECT, who=(ASSIGNED, *OVERSIGHT)),
-    "review:review_create": _p(SUBJECT_WRITE, who=(ASSIGNED,)),
-    # the submitter writes through review:submitter_comment, and may post here too (the same comment, never an
-    # objection) while the thread is open; a draft has no thread (404 for its own members too)
-    "review:comment_create": _p(SUBJECT_WRITE, who=(OWN, ASSIGNED, *OVERSIGHT)),
-    "review:objection_close": _p(SUBJECT_WRITE, pk="comment", who=(ASSIGNED, CHAIR)),
-    "review:file_browser": _g(SUBJECT, pk="file", who=(ASSIGNED, *OVERSIGHT)),
-    "review:assignment_accept": _p(SUBJECT_WRITE, pk="assignment", who=(ASSIGNED,)),
-    "review:assignment_decline": _p(SUBJECT_WRITE, pk="assignment", who=(ASSIGNED,)),
-    "api:review-assignment-detail": _g(SUBJECT, pk="assignment", who=(ASSIGNED,)),
-    "api:review-assignment-accept": _p(SUBJECT_WRITE, pk="assignment", who=(ASSIGNED,)),
-    "api:review-assignment-decline": _p(SUBJECT_WRITE, pk="assignment", who=(ASSIGNED,)),
-    "api:comment-detail": _g(SUBJECT, pk="comment", who=(OWN, ASSIGNED, *OVERSIGHT)),
-    "api:comment-close": _p(SUBJECT_WRITE, pk="comment", who=(ASSIGNED, CHAIR)),
-    # 400 no-version-to-compare on a first version
-    "api:review-version-diff": _g(SUBJECT, pk="version", who=(ASSIGNED, *OVERSIGHT), ok=(200, 400)),
-    "api:review-version-files": _g(SUBJECT, pk="version", who=(ASSIGNED, *OVERSIGHT)),
-    "api:review-version-lines": _g(
-        SUBJECT, pk="version_file", who=(ASSIGNED, *OVERSIGHT), query="?path=c1/report.txt", ok=(200, 400)
-    ),
-    # the submitter's side of the thread: comments and answers, waiver requests, evidence answers
-    "review:submitter_comment": _p(SUBJECT_WRITE, who=(OWN,)),
-    "review:waiver_request": _p(SUBJECT_WRITE, who=(OWN,)),
-    "review:evidence_answer": _p(SUBJECT_WRITE, pk="evidence", who=(OWN,)),
-    # the auditor's and the chair's
-    "review:attestation": _g(SUBJECT, who=OVERSIGHT),
-    "review:attest": _p(SUBJECT_WRITE, who=(AUDITOR,)),
-    "review:evidence_request": _p(SUBJECT_WRITE, who=(AUDITOR,)),
-    "review:audit_reject": _p(SUBJECT_WRITE, who=OVERSIGHT),
-    "review:audit_recheck": _p(SUBJECT_WRITE, who=OVERSIGHT),
-    "review:waiver_grant": _p(SUBJECT_WRITE, who=OVERSIGHT),
-    "review:waiver_decide": _p(SUBJECT_WRITE, pk="waiver", who=OVERSIGHT),
-    "review:chair_submission": _g(SUBJECT, who=(CHAIR,)),
-    "review:chair_assign": _p(SUBJECT_WRITE, who=(CHAIR,)),
-    "review:chair_draw": _p(SUBJECT_WRITE, who=(CHAIR,)),
-    "review:chair_release": _p(SUBJECT_WRITE, pk="assignment", who=(CHAIR,)),
-    "api:audit-detail": _g(SUBJECT, who=OVERSIGHT),
-    "api:audit-attest": _p(SUBJECT_WRITE, who=(AUDITOR,)),
-    "api:audit-recheck": _p(SUBJECT_WRITE, who=OVERSIGHT),
-    "api:audit-request-evidence": _p(SUBJECT_WRITE, who=(AUDITOR,)),
-    "api:evidence-request-detail": _g(SUBJECT, pk="evidence", who=(OWN, *OVERSIGHT)),
-    "api:evidence-request-answer": _p(SUBJECT_WRITE, pk="evidence", who=(OWN,)),
-    "api:waiver-detail": _g(SUBJECT, pk="waiver"),
-    "api:waiver-decide": _p(SUBJECT_WRITE, pk="waiver", who=OVERSIGHT),
-    "api:chair-assignment-release": _p(SUBJECT_WRITE, pk="assignment", who=(CHAIR,)),
-    "api:conflict-detail": _g(SUBJECT, pk="conflict", who=(CHAIR, AUDITOR)),
-    "api:submission-reviewer-list": _g(LIST),
-    # the public leaderboard: published results only, to everyone (DESIGN.md "Visibility", anonymous row)
-    "leaderboard:benchmark": _g(PUBLIC, pk="benchmark"),
-    "leaderboard:compare": _g(PUBLIC, pk="compare"),
-    "leaderboard:slo": _g(PUBLIC, query="?benchmark=llama3_1-8b&ttft_p90_ms_max=1000000&interactivity_min=0"),
-    "leaderboard:procurement": _g(PUBLIC, query="?model_1=llama3_1-8b"),
-    "api:public-benchmark-list": _g(PUBLIC),
-    "api:public-benchmark-detail": _g(PUBLIC, pk="benchmark"),
-    "api:public-result-list": _g(PUBLIC, query="?limit=500"),
-    "api:public-point-list": _g(PUBLIC, query="?limit=500"),
-    "api:public-curve-list": _g(PUBLIC, query="?limit=500"),
-    "api:public-slo-list": _g(
-        PUBLIC, query="?benchmark=llama3_1-8b&ttft_p90_ms_max=1000000&interactivity_min=0"
-    ),
-    "api:public-procurement-list": _g(PUBLIC, query="?model_1=llama3_1-8b"),
-    "api:public-result-detail": _g(RESULT, pk="public_id"),
-    "results:detail": _g(RESULT, pk="public_id"),
-    "results:data_json": _g(RESULT, pk="public_id"),
-    "results:data_csv": _g(RESULT, pk="public_id"),
-    "results:file": _g(RESULT, pk="public_file"),
-    "results:system_history": _g(RESULT, pk="system_history"),
-    "results:challenge": _p(RESULT, pk="public_id"),
-    # the chair resolves; the challenger's and the challenged organisations see it (a redirect with a message)
-    "results:challenge_resolve": _p(SUBJECT_WRITE, pk="challenge", who=(CHAIR,)),
-    # the publication date is chosen by the submitting organisation's submitters, on an audited submission
-    "leaderboard:publication_choose": _p(SUBJECT_WRITE, who=(OWN,)),
-    "leaderboard:extension_open": _p(SUBJECT_WRITE, who=(OWN,)),
-}
 
 
 def _route_names(patterns, namespace: str | None = None):

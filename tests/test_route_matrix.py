@@ -1,6 +1,7 @@
-"""Every route the portal serves is in this access table, generated from the URL configuration.
+"""Every route the portal serves is in the access table of tests/routes.py (shared with the permission matrix),
+checked against the URL configuration.
 
-A new page, endpoint, export or download that is not declared here fails
+A new page, endpoint, export or download that is not declared there fails
 `test_every_route_is_declared`; each declared object route is then exercised against a hidden
 draft (another organisation's) and a published submission, as DESIGN.md's visibility table says.
 The per-role x per-state matrices live in tests/submissions/test_visibility.py (API) and
@@ -23,199 +24,37 @@ from review.models import ReviewAssignment
 from submissions.models import CheckRun, Submission, SubmissionVersion, VersionFile
 from submissions.uploads import upload_start
 from tests.factories import MembershipFactory, UserFactory
+from tests.routes import ROUTES as ALL_ROUTES
+from tests.routes import Access
 from tests.submissions.support import api_client, make_catalog
 
 pytestmark = pytest.mark.django_db
 
-PUBLIC, LOGIN, ROLE, OBJECT, LIST, FLOW = "public", "login", "role", "object", "list", "flow"
-# One object of a submission for auditors and the chair: 404 where the submission is hidden, 403 (or the login
-# page) for anyone else, whatever the state.
-OVERSEE = "oversee"
-# The submitting organisation's and the overseers' (auditors, chair): never anyone else's, never in a draft
-# for the overseers.
-SHARED = "shared"
-# One user's own rows (notifications, API tokens): 404 for everyone else, auditors and the chair included.
-OWN = "own"
-# A system: its organisation's members, auditors and the chair see it; everyone once it has a published result.
-SYSTEM = "system"
+PUBLIC, LOGIN, ROLE, OBJECT, LIST, FLOW = (
+    Access.PUBLIC,
+    Access.LOGIN,
+    Access.ROLE,
+    Access.OBJECT,
+    Access.LIST,
+    Access.FLOW,
+)
+# The access classes (tests/routes.py's `Access` says what each asks).
+OVERSEE = Access.OVERSEE
+SHARED = Access.SHARED
+OWN = Access.OWN
+SYSTEM = Access.SYSTEM
 
-# name -> (access class, method, url builder taking the world dict)
-ROUTES = {
-    "home": (PUBLIC, "get", lambda w: "/"),
-    "healthz": (PUBLIC, "get", lambda w: "/healthz"),
-    "audit:head": (PUBLIC, "get", lambda w: "/audit/head"),
-    "leaderboard:index": (PUBLIC, "get", lambda w: "/leaderboard/"),
-    "submissions:rules": (PUBLIC, "get", lambda w: "/rules/"),
-    "api-schema": (PUBLIC, "get", lambda w: "/api/schema/"),
-    "api-docs": (PUBLIC, "get", lambda w: "/api/docs/"),
-    "api-redoc": (PUBLIC, "get", lambda w: "/api/redoc/"),
-    "api:api-root": (PUBLIC, "get", lambda w: "/api/v1/"),
-    "api:benchmark-list": (PUBLIC, "get", lambda w: "/api/v1/benchmarks/"),
-    "api:benchmark-detail": (PUBLIC, "get", lambda w: "/api/v1/benchmarks/llama3_1-8b/"),
-    # account flows: reachable by anyone, they reveal nothing about submissions
-    "login": (FLOW, "get", lambda w: "/accounts/login/"),
-    "logout": (FLOW, "post", lambda w: "/accounts/logout/"),
-    "password_reset": (FLOW, "get", lambda w: "/accounts/password_reset/"),
-    "password_reset_done": (FLOW, "get", lambda w: "/accounts/password_reset/done/"),
-    "password_reset_confirm": (FLOW, "get", lambda w: "/accounts/reset/MQ/set-password/"),
-    "password_reset_complete": (FLOW, "get", lambda w: "/accounts/reset/done/"),
-    "password_change": (LOGIN, "get", lambda w: "/accounts/password_change/"),
-    "password_change_done": (LOGIN, "get", lambda w: "/accounts/password_change/done/"),
-    "submissions:dashboard": (LOGIN, "get", lambda w: "/dashboard/"),
-    "submissions:create": (LOGIN, "post", lambda w: "/submissions/new/"),
-    "submissions:systems": (LOGIN, "get", lambda w: "/systems/"),
-    "submissions:system_register": (LOGIN, "post", lambda w: "/systems/new/"),
-    "review:queue": (LOGIN, "get", lambda w: "/review/"),
-    "api:me": (LOGIN, "get", lambda w: "/api/v1/me/"),
-    "audit:event_list": (ROLE, "get", lambda w: "/audit/"),
-    # lists: filtered by visibility, never a 404
-    "api:submission-list": (LIST, "get", lambda w: "/api/v1/submissions/?limit=500"),
-    "api:version-list": (LIST, "get", lambda w: "/api/v1/versions/?limit=500"),
-    "api:check-run-list": (LIST, "get", lambda w: "/api/v1/check-runs/?limit=500"),
-    "api:upload-list": (LIST, "get", lambda w: "/api/v1/uploads/?limit=500"),
-    "api:submission-reviewer-list": (LIST, "get", lambda w: "/api/v1/submission-reviewers/?limit=500"),
-    # one object of one submission: 404 outside the visibility table
-    "submissions:detail": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/"),
-    "submissions:check_fragment": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/versions/1/check/"),
-    "submissions:download": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/versions/1/files/0/"),
-    "submissions:report_json": (
-        OBJECT,
-        "get",
-        lambda w: f"/submissions/{w['sub'].pk}/versions/1/report.json",
-    ),
-    "submissions:summary": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/versions/1/summary/"),
-    "submissions:compare": (OBJECT, "get", lambda w: f"/submissions/{w['sub'].pk}/compare/"),
-    "submissions:submit": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/submit/"),
-    "submissions:withdraw": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/withdraw/"),
-    "submissions:reject": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/reject/"),
-    "submissions:resubmit": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/resubmit/"),
-    "submissions:recheck": (OBJECT, "post", lambda w: f"/submissions/{w['sub'].pk}/versions/1/recheck/"),
-    "api:submission-detail": (OBJECT, "get", lambda w: f"/api/v1/submissions/{w['sub'].pk}/"),
-    "api:submission-submit": (OBJECT, "post", lambda w: f"/api/v1/submissions/{w['sub'].pk}/submit/"),
-    "api:submission-withdraw": (OBJECT, "post", lambda w: f"/api/v1/submissions/{w['sub'].pk}/withdraw/"),
-    "api:submission-reject": (OBJECT, "post", lambda w: f"/api/v1/submissions/{w['sub'].pk}/reject/"),
-    "api:submission-resubmit": (OBJECT, "post", lambda w: f"/api/v1/submissions/{w['sub'].pk}/resubmit/"),
-    "api:submission-extend": (OBJECT, "post", lambda w: f"/api/v1/submissions/{w['sub'].pk}/extend/"),
-    "api:version-detail": (OBJECT, "get", lambda w: f"/api/v1/versions/{w['version'].pk}/"),
-    "api:version-file": (OBJECT, "get", lambda w: f"/api/v1/versions/{w['version'].pk}/files/0/"),
-    "api:version-recheck": (OBJECT, "post", lambda w: f"/api/v1/versions/{w['version'].pk}/recheck/"),
-    "api:check-run-detail": (OBJECT, "get", lambda w: f"/api/v1/check-runs/{w['run'].pk}/"),
-    "api:upload-detail": (OBJECT, "get", lambda w: f"/api/v1/uploads/{w['upload'].pk}/"),
-    "api:upload-finish": (OBJECT, "post", lambda w: f"/api/v1/uploads/{w['upload'].pk}/finish/"),
-    "api:upload-part": (OBJECT, "put", lambda w: f"/api/v1/uploads/{w['upload'].pk}/parts/0/"),
-    "api:upload-sign": (OBJECT, "post", lambda w: f"/api/v1/uploads/{w['upload'].pk}/sign/"),
-    # systems (visibility of their own, see SYSTEM above)
-    "submissions:system_detail": (SYSTEM, "get", lambda w: f"/systems/{w['system'].pk}/"),
-    "submissions:system_update_description": (
-        SYSTEM,
-        "post",
-        lambda w: f"/systems/{w['system'].pk}/description/",
-    ),
-    "api:system-list": (SYSTEM, "get", lambda w: "/api/v1/systems/?limit=500"),
-    "api:system-detail": (SYSTEM, "get", lambda w: f"/api/v1/systems/{w['system'].pk}/"),
-    "api:system-update-description": (
-        SYSTEM,
-        "post",
-        lambda w: f"/api/v1/systems/{w['system'].pk}/description/",
-    ),
-    # the auditor's and the chair's pages (review/urls_staff.py), the notifications page
-    "review:audit_queue": (ROLE, "get", lambda w: "/review/audit/"),
-    "review:chair_dashboard": (ROLE, "get", lambda w: "/review/chair/"),
-    "review:conflicts": (LOGIN, "get", lambda w: "/review/conflicts/"),
-    "review:conflict_declare": (LOGIN, "post", lambda w: "/review/conflicts/declare/"),
-    "accounts:notifications": (LOGIN, "get", lambda w: "/accounts/notifications/"),
-    "accounts:notifications_read": (LOGIN, "post", lambda w: "/accounts/notifications/read/"),
-    "accounts:notification_preference": (LOGIN, "post", lambda w: "/accounts/notifications/preference/"),
-    "accounts:tokens": (LOGIN, "get", lambda w: "/accounts/tokens/"),
-    # the account page, two-factor sign-in, e-mail change, organisations run by their admins, global roles
-    # (tests/accounts/test_organisations.py and test_two_factor.py hold who may do what on each)
-    "accounts:account": (LOGIN, "get", lambda w: "/accounts/"),
-    "admin_login": (FLOW, "get", lambda w: "/admin/login/"),
-    "accounts:verify": (FLOW, "get", lambda w: "/accounts/login/verify/"),
-    "accounts:two_factor": (LOGIN, "get", lambda w: "/accounts/two-factor/"),
-    "accounts:recovery_codes": (LOGIN, "post", lambda w: "/accounts/two-factor/recovery-codes/"),
-    "accounts:two_factor_off": (LOGIN, "post", lambda w: "/accounts/two-factor/off/"),
-    "accounts:email_change": (LOGIN, "get", lambda w: "/accounts/email/"),
-    "accounts:email_confirm": (LOGIN, "get", lambda w: "/accounts/email/confirm/not-a-token/"),
-    "accounts:email_verify": (LOGIN, "get", lambda w: "/accounts/email/verify/not-a-token/"),
-    "accounts:email_verify_send": (LOGIN, "post", lambda w: "/accounts/email/verify/"),
-    "accounts:organisations": (LOGIN, "get", lambda w: "/accounts/organisations/"),
-    "accounts:organisation": (ROLE, "get", lambda w: "/accounts/organisations/acmecompute/"),
-    "accounts:invite": (ROLE, "post", lambda w: "/accounts/organisations/acmecompute/invite/"),
-    "accounts:invitation_withdraw": (
-        ROLE,
-        "post",
-        lambda w: "/accounts/organisations/acmecompute/invitations/1/withdraw/",
-    ),
-    "accounts:member_roles": (ROLE, "post", lambda w: "/accounts/organisations/acmecompute/members/1/"),
-    "accounts:global_roles": (ROLE, "get", lambda w: "/accounts/roles/"),
-    "accounts:global_role_remove": (ROLE, "post", lambda w: "/accounts/roles/1/remove/"),
-    "accounts:invitation_accept": (FLOW, "get", lambda w: "/accounts/invitations/not-a-token/"),
-    "review:attestation": (OVERSEE, "get", lambda w: f"/review/audit/{w['sub'].pk}/"),
-    "review:attest": (OVERSEE, "post", lambda w: f"/review/audit/{w['sub'].pk}/attest/"),
-    "review:evidence_request": (OVERSEE, "post", lambda w: f"/review/audit/{w['sub'].pk}/evidence/"),
-    "review:audit_reject": (OVERSEE, "post", lambda w: f"/review/audit/{w['sub'].pk}/reject/"),
-    "review:audit_recheck": (OVERSEE, "post", lambda w: f"/review/audit/{w['sub'].pk}/recheck/"),
-    "review:waiver_grant": (OVERSEE, "post", lambda w: f"/review/audit/{w['sub'].pk}/waive/"),
-    "review:waiver_decide": (OVERSEE, "post", lambda w: f"/review/waivers/{w['waiver'].pk}/decide/"),
-    "review:chair_submission": (OVERSEE, "get", lambda w: f"/review/chair/submissions/{w['sub'].pk}/"),
-    "review:chair_assign": (OVERSEE, "post", lambda w: f"/review/chair/submissions/{w['sub'].pk}/assign/"),
-    "review:chair_draw": (OVERSEE, "post", lambda w: f"/review/chair/submissions/{w['sub'].pk}/draw/"),
-    "review:chair_release": (
-        OVERSEE,
-        "post",
-        lambda w: f"/review/chair/assignments/{w['assignment'].pk}/release/",
-    ),
-    "review:conflict_remove": (OVERSEE, "post", lambda w: f"/review/conflicts/{w['conflict'].pk}/remove/"),
-    # @@API_ENTRIES@@
-    # the API of the audit, the chair and notifications (review/api_audit.py, review/api_chair.py, accounts/api.py)
-    "api:audit-list": (ROLE, "get", lambda w: "/api/v1/audit/"),
-    "api:chair-dashboard-list": (ROLE, "get", lambda w: "/api/v1/chair/dashboard/"),
-    "api:chair-assignment-list": (ROLE, "get", lambda w: "/api/v1/chair/assignments/"),
-    "api:chair-assignment-draw": (LOGIN, "post", lambda w: "/api/v1/chair/assignments/draw/"),
-    "api:conflict-list": (LOGIN, "get", lambda w: "/api/v1/conflicts/"),
-    "api:waiver-list": (LOGIN, "get", lambda w: "/api/v1/waivers/"),
-    "api:waiver-grant": (LOGIN, "post", lambda w: "/api/v1/waivers/grant/"),
-    "api:evidence-request-list": (LOGIN, "get", lambda w: "/api/v1/evidence-requests/"),
-    "api:notification-list": (LOGIN, "get", lambda w: "/api/v1/notifications/"),
-    "api:notification-read-all": (LOGIN, "post", lambda w: "/api/v1/notifications/read-all/"),
-    "api:notification-preference": (LOGIN, "get", lambda w: "/api/v1/notification-preference/"),
-    "api:audit-detail": (OVERSEE, "get", lambda w: f"/api/v1/audit/{w['sub'].pk}/"),
-    "api:audit-attest": (OVERSEE, "post", lambda w: f"/api/v1/audit/{w['sub'].pk}/attest/"),
-    "api:audit-request-evidence": (
-        OVERSEE,
-        "post",
-        lambda w: f"/api/v1/audit/{w['sub'].pk}/request-evidence/",
-    ),
-    "api:audit-recheck": (OVERSEE, "post", lambda w: f"/api/v1/audit/{w['sub'].pk}/recheck/"),
-    "api:waiver-decide": (OVERSEE, "post", lambda w: f"/api/v1/waivers/{w['waiver'].pk}/decide/"),
-    "api:chair-assignment-release": (
-        OVERSEE,
-        "post",
-        lambda w: f"/api/v1/chair/assignments/{w['assignment'].pk}/release/",
-    ),
-    "api:conflict-detail": (OVERSEE, "get", lambda w: f"/api/v1/conflicts/{w['conflict'].pk}/"),
-    # seen by the submitting organisation and by auditors and the chair (never in a draft)
-    "api:waiver-detail": (SHARED, "get", lambda w: f"/api/v1/waivers/{w['waiver'].pk}/"),
-    "api:evidence-request-detail": (
-        SHARED,
-        "get",
-        lambda w: f"/api/v1/evidence-requests/{w['evidence'].pk}/",
-    ),
-    "api:evidence-request-answer": (
-        SHARED,
-        "post",
-        lambda w: f"/api/v1/evidence-requests/{w['evidence'].pk}/answer/",
-    ),
-    # the submitter's writes from the submission page (review/urls_submitter.py): 403 for auditors and the chair
-    "review:submitter_comment": (SHARED, "post", lambda w: f"/review/submissions/{w['sub'].pk}/thread/"),
-    "review:waiver_request": (SHARED, "post", lambda w: f"/review/submissions/{w['sub'].pk}/waivers/"),
-    "review:evidence_answer": (SHARED, "post", lambda w: f"/review/evidence/{w['evidence'].pk}/answer/"),
-    # one user's own
-    "api:notification-detail": (OWN, "get", lambda w: f"/api/v1/notifications/{w['notification'].pk}/"),
-    "api:notification-read": (OWN, "post", lambda w: f"/api/v1/notifications/{w['notification'].pk}/read/"),
-    "accounts:token_revoke": (OWN, "post", lambda w: f"/accounts/tokens/{w['api_token'].pk}/revoke/"),
-}
+
+def _routes(group: str) -> dict:
+    """name -> (access class, method, url builder taking the world dict): one part of tests/routes.py's table."""
+    return {
+        name: (route.access, route.url_method or route.method, route.url)
+        for name, route in ALL_ROUTES.items()
+        if route.group == group
+    }
+
+
+ROUTES = _routes(group="")
 UPLOAD_ROUTES = {
     "api:upload-detail",
     "api:upload-finish",
@@ -514,59 +353,8 @@ def test_conflicts_of_other_organisations_are_hidden_from_members(role_users, st
 # --- The reviewer's pages and API (review/urls_reviewer.py, review/api_reviewer.py) -------------------
 # A review is read by the submitting organisation, its assigned reviewers, auditors and the chair, from
 # `submitted` on; publishing a result does not publish its review. MINE: one reviewer's own assignment.
-REVIEW, MINE, REVIEW_LIST = "review", "mine", "review-list"
-REVIEWER_ROUTES = {
-    "review:review_page": (REVIEW, "get", lambda w: f"/review/submissions/{w['sub'].pk}/"),
-    "review:review_create": (REVIEW, "post", lambda w: f"/review/submissions/{w['sub'].pk}/review/"),
-    "review:comment_create": (REVIEW, "post", lambda w: f"/review/submissions/{w['sub'].pk}/comments/"),
-    "review:objection_close": (
-        REVIEW,
-        "post",
-        lambda w: f"/review/submissions/{w['sub'].pk}/comments/{w['comment'].pk}/close/",
-    ),
-    "review:file_browser": (
-        REVIEW,
-        "get",
-        lambda w: f"/review/submissions/{w['sub'].pk}/versions/1/files/0/",
-    ),
-    "api:comment-detail": (REVIEW, "get", lambda w: f"/api/v1/comments/{w['comment'].pk}/"),
-    "api:comment-close": (REVIEW, "post", lambda w: f"/api/v1/comments/{w['comment'].pk}/close/"),
-    "api:review-version-diff": (REVIEW, "get", lambda w: f"/api/v1/review-versions/{w['version2'].pk}/diff/"),
-    "api:review-version-files": (
-        REVIEW,
-        "get",
-        lambda w: f"/api/v1/review-versions/{w['version'].pk}/files/",
-    ),
-    "api:review-version-lines": (
-        REVIEW,
-        "get",
-        lambda w: f"/api/v1/review-versions/{w['version'].pk}/files/0/lines/?member=bundle",
-    ),
-    "review:assignment_accept": (MINE, "post", lambda w: f"/review/assignments/{w['assignment'].pk}/accept/"),
-    "review:assignment_decline": (
-        MINE,
-        "post",
-        lambda w: f"/review/assignments/{w['assignment'].pk}/decline/",
-    ),
-    "api:review-assignment-detail": (
-        MINE,
-        "get",
-        lambda w: f"/api/v1/review-assignments/{w['assignment'].pk}/",
-    ),
-    "api:review-assignment-accept": (
-        MINE,
-        "post",
-        lambda w: f"/api/v1/review-assignments/{w['assignment'].pk}/accept/",
-    ),
-    "api:review-assignment-decline": (
-        MINE,
-        "post",
-        lambda w: f"/api/v1/review-assignments/{w['assignment'].pk}/decline/",
-    ),
-    "api:review-assignment-list": (REVIEW_LIST, "get", lambda w: "/api/v1/review-assignments/"),
-    "api:review-list": (REVIEW_LIST, "get", lambda w: "/api/v1/reviews/"),
-    "api:comment-list": (REVIEW_LIST, "get", lambda w: "/api/v1/comments/"),
-}
+REVIEW, MINE, REVIEW_LIST = Access.REVIEW, Access.MINE, Access.REVIEW_LIST
+REVIEWER_ROUTES = _routes(group="reviewer")
 ROUTES.update(REVIEWER_ROUTES)
 
 
@@ -724,20 +512,8 @@ def test_notifications_are_their_users_only(name, role_users, storage_dir, setti
 # PUBLISHED: a page of one published result (or its system): 200 for everyone, anonymous included, and a 404
 # for everyone while the result is only scheduled (under embargo, waiting for its cohort) or the system has
 # nothing published. The hidden system's name never shows, on any public page, in any format.
-PUBLISHED = "published-result"
-LEADERBOARD_ROUTES = {
-    "leaderboard:benchmark": (PUBLIC, "get", lambda w: "/leaderboard/llama3_1-8b/"),
-    "leaderboard:compare": (PUBLISHED, "get", lambda w: f"/leaderboard/{w['model']}/compare/?ids={w['ids']}"),
-    "leaderboard:publication_choose": (LOGIN, "post", lambda w: "/leaderboard/submissions/1/publish/"),
-    "leaderboard:extension_open": (LOGIN, "post", lambda w: "/leaderboard/submissions/1/extend/"),
-    "results:detail": (PUBLISHED, "get", lambda w: f"/results/{w['public_id']}/"),
-    "results:data_json": (PUBLISHED, "get", lambda w: f"/results/{w['public_id']}/points.json"),
-    "results:data_csv": (PUBLISHED, "get", lambda w: f"/results/{w['public_id']}/points.csv"),
-    "results:file": (PUBLISHED, "get", lambda w: f"/results/{w['public_id']}/files/0/"),
-    "results:system_history": (PUBLISHED, "get", lambda w: f"/systems/{w['system_id']}/history/"),
-    "results:challenge": (LOGIN, "post", lambda w: "/results/EP-000001/challenge/"),
-    "results:challenge_resolve": (LOGIN, "post", lambda w: "/results/challenges/1/resolve/"),
-}
+PUBLISHED = Access.PUBLISHED
+LEADERBOARD_ROUTES = _routes(group="leaderboard")
 ROUTES.update(LEADERBOARD_ROUTES)
 HIDDEN_SYSTEM_NAME = "Unreleased-Z9"
 
@@ -805,29 +581,8 @@ def test_public_leaderboard_pages_never_name_an_unpublished_system(role_users, s
 # Read-only, no login, the anonymous view whoever asks: the lists and queries answer everyone and never carry an
 # unpublished row in any format (the embargoed Unreleased-Z9 included); one result by its public id is a 404 for
 # everyone, its owner, auditors and the chair included, until it is published (PUBLISHED_ONLY).
-PUBLISHED_ONLY = "published-only"
-_SLO_QUERY = "benchmark=llama3_1-8b&ttft_p90_ms_max=100000&interactivity_min=0"
-_PROCUREMENT_QUERY = "model_1=llama3_1-8b&ttft_p90_ms_max_1=100000"
-PUBLIC_QUERY_ROUTES = {
-    "api:public-benchmark-list": (PUBLIC, "get", lambda w: "/api/v1/public/benchmarks/"),
-    "api:public-benchmark-detail": (PUBLIC, "get", lambda w: "/api/v1/public/benchmarks/llama3_1-8b/"),
-    "api:public-result-list": (PUBLIC, "get", lambda w: "/api/v1/public/results/"),
-    "api:public-point-list": (PUBLIC, "get", lambda w: "/api/v1/public/points/"),
-    "api:public-curve-list": (PUBLIC, "get", lambda w: "/api/v1/public/curves/"),
-    "api:public-slo-list": (PUBLIC, "get", lambda w: f"/api/v1/public/slo/?{_SLO_QUERY}"),
-    "api:public-procurement-list": (
-        PUBLIC,
-        "get",
-        lambda w: f"/api/v1/public/procurement/?{_PROCUREMENT_QUERY}",
-    ),
-    "leaderboard:slo": (PUBLIC, "get", lambda w: f"/leaderboard/slo/?{_SLO_QUERY}"),
-    "leaderboard:procurement": (PUBLIC, "get", lambda w: f"/leaderboard/procurement/?{_PROCUREMENT_QUERY}"),
-    "api:public-result-detail": (
-        PUBLISHED_ONLY,
-        "get",
-        lambda w: f"/api/v1/public/results/{w['embargoed'].public_id}/",
-    ),
-}
+PUBLISHED_ONLY = Access.PUBLISHED_ONLY
+PUBLIC_QUERY_ROUTES = _routes(group="public-query")
 ROUTES.update(PUBLIC_QUERY_ROUTES)
 _SECRETS = ("Unreleased-Z9", "EP-EMBARGO1", "Audited-Secret", "Draft-Secret")
 
