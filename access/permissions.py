@@ -23,6 +23,11 @@ def _oversees(user, obj) -> bool:
 
 # (action, type of obj or None) -> rule(user, obj); asked only for a signed-in, active user.
 RULES: dict[tuple[str, type | None], Callable[[object, object], bool]] = {
+    ("chair", None): lambda user, obj: user_is_chair(user),
+    ("audit", None): lambda user, obj: user_is_auditor(user),
+    # The chair's own doors: new organisations, global roles, assignments from the audit log.
+    ("create_organisation", None): lambda user, obj: user_is_chair(user),
+    ("grant_global_roles", None): lambda user, obj: user_is_chair(user),
     ("oversee", None): _oversees,
     ("read_audit_log", None): _oversees,
     ("review", None): lambda user, obj: user_is_reviewer(user),

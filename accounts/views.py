@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from access.notifications import notifications_shown_to
+from access.permissions import can
 from access.visibility import notifications_visible_to, sign_ins_visible_to
 from accounts.models import ApiToken, GlobalRole, Invitation, Membership, NotificationPreference, Organisation
 from accounts.selectors import (
@@ -31,7 +32,6 @@ from accounts.selectors import (
     user_administers,
     user_email_verified,
     user_find,
-    user_is_chair,
     user_requires_second_factor,
 )
 from accounts.services import (
@@ -140,7 +140,7 @@ def account(request):
                 GlobalRole.Role(role).label for role in user.global_roles.values_list("role", flat=True)
             ],
             "administered": list(organisations_administered_by(user)),
-            "is_chair": user_is_chair(user),
+            "is_chair": can(user, "chair"),
             "two_factor": confirmed,
             "two_factor_required": user_requires_second_factor(user),
             "codes_left": recovery_codes_left(user) if confirmed else 0,
@@ -183,7 +183,7 @@ def organisations(request):
     """The organisations the user administers; the chair sees all of them and creates new ones."""
     form = OrganisationForm(request.POST or None)
     if request.method == "POST":
-        if not user_is_chair(request.user):
+        if not can(request.user, "create_organisation"):
             raise Http404("Only the chair creates organisations.")
         if form.is_valid():
             try:
@@ -207,7 +207,7 @@ def organisations(request):
         "accounts/organisations.html",
         {
             "organisations": organisations_administered_by(request.user),
-            "is_chair": user_is_chair(request.user),
+            "is_chair": can(request.user, "chair"),
             "form": form,
         },
     )
@@ -304,7 +304,7 @@ class GlobalRoleForm(forms.Form):
 
 
 def _chair_or_404(request) -> None:
-    if not user_is_chair(request.user):
+    if not can(request.user, "grant_global_roles"):
         raise Http404("Only the chair grants global roles.")
 
 

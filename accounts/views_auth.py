@@ -23,6 +23,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 from django_otp import login as otp_login
 
+from access.permissions import can
 from accounts import throttle
 from accounts.models import Membership, SignIn
 from accounts.selectors import (
@@ -30,8 +31,6 @@ from accounts.selectors import (
     totp_device_of,
     user_find,
     user_has_second_factor,
-    user_is_auditor,
-    user_is_chair,
     user_requires_second_factor,
     user_roles,
 )
@@ -99,9 +98,9 @@ def landing_url(user) -> str:
     audit queue, a member who only reviews on the review queue, everyone else on the dashboard."""
     if user is None or not user.is_authenticated:
         return reverse(settings.LOGIN_REDIRECT_URL)
-    if user_is_chair(user):
+    if can(user, "chair"):
         return reverse("review:chair_dashboard")
-    if user_is_auditor(user):
+    if can(user, "audit"):
         return reverse("review:audit_queue")
     roles = _member_roles(user)
     if roles and roles <= {Membership.Role.REVIEWER}:

@@ -15,7 +15,6 @@ from django.views.decorators.http import require_GET, require_safe
 
 from access.permissions import can
 from access.visibility import audit_events_visible_to, submissions_visible_to
-from accounts.selectors import user_is_chair
 from audit.checkpoints import CheckpointError, checkpoint_latest_cached
 from audit.models import AuditEvent
 from audit.selectors import audit_chain_head
@@ -86,7 +85,7 @@ def event_links(user, events: list[AuditEvent]) -> dict[int, str]:
         .filter(pk__in={pk for pk in submission_of.values() if pk is not None})
         .values_list("pk", flat=True)
     )
-    chair = user_is_chair(user)
+    chair = can(user, "chair")
     links = {}
     for event in events:
         if event.object_type == "review.conflict":

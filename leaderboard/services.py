@@ -18,6 +18,7 @@ from checker.verification import curve_with_verification
 from leaderboard.cache import public_cache_invalidate_on_commit
 from leaderboard.extensions import revision_record
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
+from leaderboard.names import published_name_like
 from leaderboard.snapshot import snapshot_build
 from leaderboard.workflow import CHALLENGE, PUBLICATION, REVISION
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
@@ -47,6 +48,7 @@ def publication_schedule(
     now = now or timezone.now()
     submission = Submission.objects.select_for_update().get(pk=submission.pk)
     lifecycle.require(actor, submission, "publish")  # the submitter, on an audited submission
+    _require_own_name(submission)
     if mode == Publication.Mode.NOW:
         when = now
     elif mode == Publication.Mode.DATE:
@@ -97,6 +99,22 @@ def publication_schedule(
         _publish(publication, actor=actor, now=now)
         publication.refresh_from_db()
     return publication
+
+
+def _require_own_name(submission: Submission) -> None:
+    """Refuse a result whose system would pass for another organisation's published one (leaderboard.names):
+    on the public board the first published keeps the name."""
+    if submission.extends_id is not None:  # an extension keeps the name its result was published under
+        return
+    clash = published_name_like(submission.system.name, organisation_id=submission.organisation_id)
+    if clash is not None:
+        raise ConflictError(
+            f"The system name {submission.system.name!r} reads like {clash!r}, a system another organisation has "
+            "published: register the system under a name of your own (with your organisation's name in it, for "
+            "example) and submit it again.",
+            code="system-name-taken",
+            extra={"system": submission.system.name, "published_name": clash},
+        )
 
 
 def _revision_schedule(*, submission: Submission, actor, mode: str, when: datetime, now: datetime):

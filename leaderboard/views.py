@@ -19,8 +19,9 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
+from access.permissions import can
 from access.visibility import challenges_visible_to, submissions_visible_to
-from accounts.selectors import user_is_chair, user_org_ids
+from accounts.selectors import user_org_ids
 from catalog.cohorts import COHORT_ZONE, next_cohort
 from leaderboard import selectors, services
 from leaderboard.cache import public_cached, public_page
@@ -440,7 +441,7 @@ def result(request, public_id: str):
             context={
                 "public_id": meta["public_id"],
                 "can_challenge": member and not meta["retracted"],
-                "is_chair": user_is_chair(user),
+                "is_chair": can(user, "chair"),
                 "challenges": challenges,
                 "outcomes": [c for c in Challenge.Status.choices if c[0] != Challenge.Status.OPEN],
             },

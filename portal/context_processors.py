@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from access.permissions import can
 from accounts.models import Notification
-from accounts.selectors import user_is_auditor, user_is_chair, user_organisations
-from review.selectors import user_is_reviewer
+from accounts.selectors import user_organisations
 
 
 def navigation(request):
@@ -19,8 +19,8 @@ def navigation(request):
         }
     return {
         "nav_organisations": user_organisations(user),
-        "nav_is_chair": user_is_chair(user),
-        "nav_is_auditor": user_is_auditor(user),
-        "nav_is_reviewer": user_is_reviewer(user),
+        "nav_is_chair": can(user, "chair"),
+        "nav_is_auditor": can(user, "audit"),
+        "nav_is_reviewer": can(user, "review"),
         "nav_unread": Notification.objects.filter(user=user, read_at__isnull=True).count(),
     }
