@@ -11,7 +11,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
@@ -181,6 +181,28 @@ class WaiverDecisionSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=2000)
 
 
+class WaiverGroupRequestSerializer(serializers.Serializer):
+    version = serializers.IntegerField(help_text="Id of the version whose findings are to be waived.")
+    rule = serializers.CharField(
+        max_length=100, help_text="Every error finding of this rule without a waiver..."
+    )
+    points = serializers.ListField(
+        child=serializers.CharField(max_length=200, allow_blank=True),
+        required=False,
+        max_length=1000,
+        help_text="...or only those at these points (omit for all).",
+    )
+    reason = serializers.CharField(max_length=2000, help_text="One justification for the lot.")
+
+
+class WaiverGroupDecisionSerializer(serializers.Serializer):
+    waivers = serializers.ListField(
+        child=serializers.IntegerField(), min_length=1, max_length=1000, help_text="Ids of requested waivers."
+    )
+    grant = serializers.BooleanField()
+    reason = serializers.CharField(max_length=2000)
+
+
 class AuditViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """The auditor's queue (peer-reviewed submissions, oldest first) and one submission's audit; attest, request
     evidence, re-run the checks. Auditors and the chair only (403); a hidden submission is a 404."""
@@ -315,6 +337,54 @@ class WaiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     def grant(self, request):
         """The chair or an auditor waives an error finding directly (no request needed), with a reason."""
         return self._waive(request, services.waiver_grant_directly)
+
+    @extend_schema(
+        request=WaiverGroupRequestSerializer,
+        responses={201: WaiverSerializer(many=True)},
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )
+    @action(detail=False, methods=["post"], url_path="request-group")
+    @idempotent
+    def request_group(self, request):
+        """Ask at once, with one justification, for a waiver of every error finding of one rule (or those at the
+        points given) of your organisation's version: one waiver each, one notification to the deciders."""
+        data = WaiverGroupRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        waivers = services.waivers_request_group(
+            version=self._version(values["version"]),
+            actor=request.user,
+            rule=values["rule"],
+            reason=values["reason"],
+            points=values.get("points"),
+        )
+        return Response(WaiverSerializer(waivers, many=True).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=WaiverGroupDecisionSerializer,
+        responses={200: WaiverSerializer(many=True)},
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )
+    @action(detail=False, methods=["post"], url_path="decide-group")
+    @idempotent
+    def decide_group(self, request):
+        """Grant or refuse several requested waivers at once with one reason (the chair or an auditor): all or
+        none are decided; one notification per submission and rule. A waiver you may not see is a 404."""
+        data = WaiverGroupDecisionSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        wanted = list(dict.fromkeys(values["waivers"]))
+        found = {waiver.pk: waiver for waiver in self.get_queryset().filter(pk__in=wanted)}
+        missing = [pk for pk in wanted if pk not in found]
+        if missing:
+            raise NotFound(f"No waiver {', '.join(map(str, missing))} that you can see.")
+        waivers = services.waivers_decide_group(
+            waivers=[found[pk] for pk in wanted],
+            actor=request.user,
+            grant=values["grant"],
+            reason=values["reason"],
+        )
+        return Response(WaiverSerializer(waivers, many=True).data)
 
     def _waive(self, request, service):
         """One finding (version, rule, point, file) and a reason, through `service`."""

@@ -267,6 +267,10 @@ ROUTES: dict[str, Route] = {
     "api:chair-dashboard-list": _g(LIST, access=Access.ROLE, url=lambda w: "/api/v1/chair/dashboard/"),
     "api:conflict-list": _g(LIST, access=Access.LOGIN, url=lambda w: "/api/v1/conflicts/"),
     "api:waiver-grant": _p(LOGIN, access=Access.LOGIN, url=lambda w: "/api/v1/waivers/grant/"),
+    "api:waiver-request-group": _p(
+        LOGIN, access=Access.LOGIN, url=lambda w: "/api/v1/waivers/request-group/"
+    ),
+    "api:waiver-decide-group": _p(LOGIN, access=Access.LOGIN, url=lambda w: "/api/v1/waivers/decide-group/"),
     "api:chair-assignment-draw": _p(
         LOGIN, access=Access.LOGIN, url=lambda w: "/api/v1/chair/assignments/draw/"
     ),

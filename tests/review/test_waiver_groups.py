@@ -112,3 +112,51 @@ def test_a_group_is_written_whole_or_not_at_all(role_users, failing):
         "requested",
         "refused",
     ]
+
+
+def test_the_api_asks_and_decides_a_group_as_the_pages_do(role_users, failing):
+    from tests.submissions.support import api_client
+
+    submitter, chair = api_client(role_users["submitter"]), api_client(role_users["chair"])
+    asked = submitter.post(
+        "/api/v1/waivers/request-group/",
+        {
+            "version": failing.submitted_version.pk,
+            "rule": RULE,
+            "points": [f"results/Acme_AX-8000/llama3_1-8b/{point}" for point in ("r1", "r8")],
+            "reason": "A 32-sample probe.",
+        },
+        format="json",
+    )
+    assert asked.status_code == 201, asked.content
+    ids = [row["id"] for row in asked.json()]
+    assert len(ids) == 2 and {row["status"] for row in asked.json()} == {"requested"}
+
+    # the submitter cannot decide its own; a waiver nobody may see is a 404, and nothing is decided
+    refused = submitter.post(
+        "/api/v1/waivers/decide-group/", {"waivers": ids, "grant": True, "reason": "Mine."}, format="json"
+    )
+    assert refused.status_code == 403 and refused.json()["code"] == "permission_denied"
+    unknown = chair.post(
+        "/api/v1/waivers/decide-group/",
+        {"waivers": [*ids, 10**9], "grant": True, "reason": "All."},
+        format="json",
+    )
+    assert unknown.status_code == 404
+    assert set(Waiver.objects.filter(pk__in=ids).values_list("status", flat=True)) == {"requested"}
+
+    before = Notification.objects.filter(user=role_users["submitter"]).count()
+    decided = chair.post(
+        "/api/v1/waivers/decide-group/",
+        {"waivers": ids, "grant": True, "reason": "Sample runs: the preview rule set."},
+        format="json",
+    )
+    assert decided.status_code == 200, decided.content
+    assert [row["status"] for row in decided.json()] == ["granted", "granted"]
+    assert Notification.objects.filter(user=role_users["submitter"]).count() == before + 1
+    again = chair.post(
+        "/api/v1/waivers/decide-group/",
+        {"waivers": ids, "grant": False, "reason": "Changed my mind."},
+        format="json",
+    )
+    assert again.status_code == 409
