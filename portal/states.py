@@ -38,6 +38,13 @@ class States:
         path = f"{via}__{self.field}" if via else self.field
         return Q(**{f"{path}__in": self.of(name)})
 
+    def q_any(self, names: Iterable[str], *, via: str = "") -> Q:
+        """The filter "its status is in any of the sets `names`" (states or named sets, e.g. the ones an operator
+        chose on the command line; an unknown name is a KeyError naming the known ones)."""
+        states = sorted({state for name in names for state in self.of(name)})
+        path = f"{via}__{self.field}" if via else self.field
+        return Q(**{f"{path}__in": states})
+
     def holds(self, obj, name: str) -> bool:
         return getattr(obj, self.field) in self.of(name)
 

@@ -438,6 +438,6 @@ def seed_demo_review(seed: DemoSeed) -> dict[str, Submission]:
             (stage.state for stage in STAGES if stage.title == title),
             Status.DRAFT,
         )
-        if submission.status != expected:  # states: the one this demo submission was seeded to reach
+        if not submission.in_state(expected):
             raise RuntimeError(f"Demo submission {title!r} is {submission.status}, not {expected}.")
     return made

@@ -53,7 +53,7 @@ class Command(BaseCommand):
             )
         queued = 0
         for submission in (
-            Submission.objects.filter(status__in=wanted)  # states: the ones the operator named
+            Submission.objects.filter(Submission.states.q_any(wanted))
             .select_related("benchmark")
             .order_by("pk")
         ):
