@@ -16,7 +16,7 @@ from datetime import datetime
 from access.visibility import review_submissions_visible_to
 from accounts.models import Notification
 from accounts.selectors import user_org_ids
-from accounts.services import notification_title
+from accounts.services.notifications import notification_title
 from submissions.models import Submission
 
 HIDDEN_NOTE = "You can no longer see this submission: its details are hidden."

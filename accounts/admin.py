@@ -13,7 +13,7 @@ from django_otp.plugins.otp_totp.admin import TOTPDeviceAdmin
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from accounts.models import GlobalRole, Invitation, Membership, Organisation, SignIn
-from accounts.services import password_set, two_factor_disable
+from accounts.services.sign_in import password_set, two_factor_disable
 from audit.admin import AuditedModelAdmin
 from portal.errors import ApplicationError
 
@@ -83,7 +83,7 @@ _password_actor: ContextVar = ContextVar("admin_password_actor", default=None)
 
 
 class AuditedPasswordChangeForm(AdminPasswordChangeForm):
-    """The admin's "set password" form: the password is set by accounts.services.password_set (audited as
+    """The admin's "set password" form: the password is set by accounts.services.sign_in.password_set (audited as
     `account.password_set_by_admin` with the chair as actor, the owner e-mailed), never saved here."""
 
     def save(self, commit=True):

@@ -16,7 +16,11 @@ from access.visibility import notifications_visible_to
 from accounts.models import Notification, NotificationPreference
 from accounts.permissions import TokenScopeAllows
 from accounts.selectors import user_roles
-from accounts.services import notification_preference_of, notification_preference_set, notifications_mark_read
+from accounts.services.notifications import (
+    notification_preference_of,
+    notification_preference_set,
+    notifications_mark_read,
+)
 from portal.private_cache import PrivateCachedListMixin
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.idempotency import idempotent

@@ -9,7 +9,7 @@ import base64
 from django.db import transaction
 
 from accounts.models import Invitation, Membership, Organisation
-from accounts.services import invitation_create, invitation_link
+from accounts.services.invitations import invitation_create, invitation_link
 from audit.services import audit_event_record
 
 # Demo-only authenticator secrets (hex, 20 bytes): never use them for a real account.

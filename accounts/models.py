@@ -173,7 +173,7 @@ class ApiToken(AbstractAuthToken):
 
 class Invitation(models.Model):
     """An invitation by e-mail to join an organisation with some roles. Its link is signed
-    (accounts.services.invitation_link), expires at `expires_at` and works once (`accepted_at`)."""
+    (accounts.services.invitations.invitation_link), expires at `expires_at` and works once (`accepted_at`)."""
 
     organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="invitations")
     email = models.EmailField()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from accounts.services import notifications_digest_send
+from accounts.services.notifications import notifications_digest_send
 from portal.queues import task_kind
 
 

@@ -193,7 +193,7 @@ def credentials(accounts: int) -> tuple[list[dict], list[dict], list[int]]:
 
     from access.visibility import submissions_visible_to
     from accounts.models import Membership
-    from accounts.services import api_token_create, api_tokens_revoke_named
+    from accounts.services.tokens import api_token_create, api_tokens_revoke_named
 
     User = get_user_model()
 

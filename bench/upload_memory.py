@@ -53,7 +53,8 @@ GUNICORN = str(Path(sys.executable).with_name("gunicorn"))
 MB = 1024 * 1024
 
 SETUP_SCRIPT = """
-from accounts import services as accounts
+from accounts.services import organisations as accounts
+from accounts.services.tokens import api_token_create
 from accounts.models import Membership, Organisation
 from catalog.models import Benchmark
 from submissions import services
@@ -63,7 +64,7 @@ accounts.membership_grant(user=user, organisation=org, role=Membership.Role.SUBM
 system = services.system_register(organisation=org, name="bench-system", description={}, actor=user)
 benchmark = Benchmark.objects.get(model_id="llama3_1-8b")
 submission = services.submission_create(actor=user, system=system, benchmark=benchmark)
-_, key = accounts.api_token_create(user=user, name="bench", scope="write")
+_, key = api_token_create(user=user, name="bench", scope="write")
 print("BENCH", key, submission.pk)
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from accounts.services import require_chair
+from accounts.services.organisations import require_chair
 from audit.services import audit_event_record
 from catalog.models import Benchmark
 

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.selectors import chairs, user_is_chair, user_org_ids
-from accounts.services import notify
+from accounts.services.notifications import notify
 from audit.services import audit_event_record
 from catalog.cohorts import next_cohort
 from checker.verification import curve_with_verification

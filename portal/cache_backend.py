@@ -4,7 +4,7 @@ caches, the API throttles, the sign-in lockout) keeps answering instead of faili
 logged once, then once a minute; for `DOWN_PAUSE_S` after an error the server is not even tried, so a dead
 Redis costs no connection attempt per request.
 
-`is_down()` tells whoever must not simply fail open (accounts.throttle keeps counting failed sign-ins in the
+`is_down()` tells whoever must not simply fail open (accounts.sign_in_lockout keeps counting failed sign-ins in the
 process meanwhile)."""
 
 from __future__ import annotations

@@ -200,7 +200,7 @@ CELERY_BEAT_SCHEDULE = {
     "multipart-uploads-sweep": {"task": "submissions.tasks.multipart_uploads_sweep_task", "schedule": 3600.0},
     "review-deadlines": {"task": "review.tasks.review_deadlines_task", "schedule": 900.0},
     "publications-publish-due": {"task": "leaderboard.tasks.publications_publish_due_task", "schedule": 60.0},
-    # One e-mail a day to each user who chose the digest (accounts.services.notifications_digest_send).
+    # One e-mail a day to each user who chose the digest (accounts.services.notifications.notifications_digest_send).
     "notifications-digest": {
         "task": "accounts.tasks.notifications_digest_task",
         "schedule": crontab(minute=0, hour=PORTAL_DIGEST_HOUR_UTC),
@@ -307,7 +307,7 @@ AUTHENTICATION_BACKENDS = ["accounts.backends.UsernameOrEmailBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "submissions:dashboard"
 LOGOUT_REDIRECT_URL = "home"
-# Sign-in throttling (accounts.throttle): failed sign-ins counted per account and per client address within the
+# Sign-in throttling (accounts.sign_in_lockout): failed sign-ins counted per account and per client address within the
 # window; at the limit, that account (or address) is locked out for PORTAL_LOGIN_LOCKOUT_S, the right password
 # included, and the account's owner gets an e-mail.
 PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT = env_int("PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT", 5, minimum=1)
@@ -404,8 +404,8 @@ REST_FRAMEWORK = {
         "rest_framework.permissions.IsAuthenticated",
     ],
     "DEFAULT_THROTTLE_CLASSES": [
-        "accounts.throttling.TokenAccountThrottle",
-        "accounts.throttling.TokenAddressThrottle",
+        "accounts.api_throttles.TokenAccountThrottle",
+        "accounts.api_throttles.TokenAddressThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": dict(PORTAL_API_THROTTLE_RATES),
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],

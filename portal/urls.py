@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework import permissions, routers
 
 from accounts import api as accounts_api
-from accounts import views_auth as accounts_auth
+from accounts.views import sign_in as accounts_auth
 from audit import api as audit_api
 from catalog import api as catalog_api
 from leaderboard import api as leaderboard_api

@@ -19,7 +19,7 @@ from accounts.selectors import (
     user_is_chair,
     user_org_ids,
 )
-from accounts.services import notify
+from accounts.services.notifications import notify
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from review import selectors

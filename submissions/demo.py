@@ -13,7 +13,12 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from accounts.models import GlobalRole, Membership, Organisation
-from accounts.services import global_role_grant, membership_grant, organisation_create, user_create
+from accounts.services.organisations import (
+    global_role_grant,
+    membership_grant,
+    organisation_create,
+    user_create,
+)
 from submissions.models import System
 from submissions.services import system_register
 

@@ -189,7 +189,7 @@ class ApiTokenFactory(_Factory):
 
 
 class InvitationFactory(_Factory):
-    """A pending invitation (its link: accounts.services.invitation_link)."""
+    """A pending invitation (its link: accounts.services.invitations.invitation_link)."""
 
     class Meta:
         model = Invitation

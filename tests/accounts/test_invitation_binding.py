@@ -13,8 +13,9 @@ from django.test import Client
 
 from accounts.models import Invitation, Membership, VerifiedAddress
 from accounts.selectors import user_email_verified
-from accounts.services import email_change_confirm, email_change_request, invitation_accept, invitation_create
-from accounts.services import invitation_link as link_of
+from accounts.services.addresses import email_change_confirm, email_change_request
+from accounts.services.invitations import invitation_accept, invitation_create
+from accounts.services.invitations import invitation_link as link_of
 from audit.models import AuditEvent
 from portal.errors import NotAllowedError
 from tests.factories import MembershipFactory, UserFactory

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from accounts.views_auth import landing_url
+from accounts.views.sign_in import landing_url
 from tests.factories import MembershipFactory, ReviewAssignmentFactory, SubmissionFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.core import mail
 from django.db import close_old_connections, connection
 
 from accounts.models import Notification, NotificationPreference
-from accounts.services import (
+from accounts.services.notifications import (
     notification_preference_set,
     notifications_digest_send,
     notifications_mark_read,

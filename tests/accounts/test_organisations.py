@@ -13,16 +13,18 @@ from django.test import Client
 from django.utils import timezone
 
 from accounts.models import GlobalRole, Invitation, Membership, Organisation, VerifiedAddress
-from accounts.services import (
-    global_role_grant,
+from accounts.services.invitations import (
     invitation_accept,
     invitation_create,
     invitation_from_token,
     invitation_link,
+    organisation_create_with_admin,
+)
+from accounts.services.organisations import (
+    global_role_grant,
     membership_grant,
     membership_remove,
     membership_roles_set,
-    organisation_create_with_admin,
 )
 from audit.models import AuditEvent
 from portal.errors import ApplicationError, NotAllowedError

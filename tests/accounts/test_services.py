@@ -4,7 +4,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from accounts.models import Membership, Organisation
-from accounts.services import api_token_create, global_role_grant, membership_grant, organisation_create
+from accounts.services.organisations import global_role_grant, membership_grant, organisation_create
+from accounts.services.tokens import api_token_create
 from audit.models import AuditEvent
 from portal.errors import NotAllowedError
 from tests.factories import UserFactory

@@ -24,9 +24,9 @@ def pass_second_factor(page, username: str) -> None:
 
 
 def landing_path(username: str) -> str:
-    """The page a user lands on after signing in (accounts.views_auth.landing_url: their role's own work)."""
+    """The page a user lands on after signing in (accounts.views.sign_in.landing_url: their role's own work)."""
     from django.contrib.auth import get_user_model
 
-    from accounts.views_auth import landing_url
+    from accounts.views.sign_in import landing_url
 
     return landing_url(get_user_model().objects.get(username=username))

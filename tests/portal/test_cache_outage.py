@@ -7,7 +7,7 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from accounts import throttle
+from accounts import sign_in_lockout
 
 DEAD_REDIS = "redis://127.0.0.1:1/0"
 
@@ -19,9 +19,9 @@ def cache_down(settings):
         "default": {"BACKEND": "portal.cache_backend.ResilientRedisCache", "LOCATION": DEAD_REDIS},
     }
     settings.PORTAL_LOGIN_THROTTLE_CACHE = "default"
-    throttle._in_process.clear()
+    sign_in_lockout._in_process.clear()
     yield
-    throttle._in_process.clear()
+    sign_in_lockout._in_process.clear()
 
 
 @pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Notification, NotificationPreference
-from accounts.services import notifications_digest_send
+from accounts.services.notifications import notifications_digest_send
 from review.services import assignment_release, comment_post
 from tests.factories import ConflictFactory, NotificationFactory
 from tests.review.conftest import HIDDEN_NAME

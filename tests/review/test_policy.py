@@ -7,8 +7,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from accounts import services as accounts_services
 from accounts.models import Notification
+from accounts.services import organisations as accounts_services
 from audit.models import AuditEvent
 from portal.errors import ConflictError, NotAllowedError
 from review import selectors, services

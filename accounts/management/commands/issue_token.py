@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.models import ApiToken
-from accounts.services import api_token_create, api_tokens_revoke_named
+from accounts.services.tokens import api_token_create, api_tokens_revoke_named
 from portal.errors import ApplicationError
 
 DEFAULT_NAME = "issued by an operator"

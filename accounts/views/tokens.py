@@ -17,7 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from access.visibility import api_tokens_visible_to, get_visible_or_404
 from accounts.models import ApiToken
-from accounts.services import api_token_create, api_token_revoke
+from accounts.services.tokens import api_token_create, api_token_revoke
 from portal.errors import ApplicationError
 
 EXPIRY_CHOICES = [

@@ -1,53 +1,43 @@
-"""Sign-in pages: username or e-mail and password, then (for an account with two-factor sign-in) a code from the
-authenticator app or a recovery code; throttled per account and per address (accounts.throttle); every attempt
-on a known account recorded (SignIn). Two-factor setup with a QR code drawn here, recovery codes, e-mail and
-password changes."""
+"""Sign-in pages (/accounts/login/, /accounts/login/verify/): username or e-mail and password, then (for an account
+with two-factor sign-in) a code from the authenticator app or a recovery code; throttled per account and per
+address (accounts.sign_in_lockout); every attempt on a known account recorded (SignIn); password change and reset
+through accounts.services.sign_in.password_set; where each role lands after signing in."""
 
 from __future__ import annotations
 
 import time
 from urllib.parse import urlencode
 
-import segno
 from django import forms
 from django.conf import settings
 from django.contrib import auth, messages
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.debug import sensitive_post_parameters
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 from django_otp import login as otp_login
 
 from access.permissions import can
-from accounts import throttle
+from accounts import sign_in_lockout
 from accounts.models import Membership, SignIn
 from accounts.selectors import (
     recovery_codes_left,
-    totp_device_of,
     user_find,
     user_has_second_factor,
     user_requires_second_factor,
     user_roles,
 )
-from accounts.services import (
-    email_change_confirm,
-    email_change_request,
+from accounts.services.sign_in import (
     lockout_notify,
     password_set,
-    recovery_codes_regenerate,
     second_factor_match,
     second_factor_wait,
     sign_in_record,
-    totp_device_confirm,
-    totp_device_start,
-    two_factor_disable,
 )
-from portal.errors import ApplicationError
 from portal.middleware import client_ip
 
 PENDING = "accounts_2fa_pending"  # {"user": id, "backend": path, "at": epoch, "next": url}
@@ -75,7 +65,7 @@ def _agent(request) -> str:
     return request.META.get("HTTP_USER_AGENT", "")
 
 
-def _clean_next(request, value: str | None) -> str:
+def clean_next(request, value: str | None) -> str:
     """`value` when it is a path of this site, else "" (a bare word such as `123` would be read by redirect()
     as a view name)."""
     if (
@@ -90,7 +80,7 @@ def _clean_next(request, value: str | None) -> str:
 
 
 def _safe_next(request, value: str | None) -> str:
-    return _clean_next(request, value) or landing_url(request.user)
+    return clean_next(request, value) or landing_url(request.user)
 
 
 def landing_url(user) -> str:
@@ -112,7 +102,7 @@ def _member_roles(user) -> set[str]:
     return {role for roles in user_roles(user)["organisations"].values() for role in roles}
 
 
-def _lock_message(lock: throttle.Lock) -> str:
+def _lock_message(lock: sign_in_lockout.Lock) -> str:
     until = time.strftime("%H:%M", time.gmtime(lock.until))
     if lock.scope == "account":
         return (
@@ -126,10 +116,10 @@ def _lock_message(lock: throttle.Lock) -> str:
     )
 
 
-def _failure(request, *, user, identifier: str, outcome: str) -> throttle.Lock | None:
+def _failure(request, *, user, identifier: str, outcome: str) -> sign_in_lockout.Lock | None:
     """Count and record a failed attempt; e-mail the owner when it locked the account. The lock, if any."""
-    account = throttle.account_key(user, identifier)
-    started = throttle.failure_record(account=account, address=_address(request) or "")
+    account = sign_in_lockout.account_key(user, identifier)
+    started = sign_in_lockout.failure_record(account=account, address=_address(request) or "")
     if user is not None:
         sign_in_record(user=user, outcome=outcome, address=_address(request), user_agent=_agent(request))
     for lock in started:
@@ -143,7 +133,7 @@ def _failure(request, *, user, identifier: str, outcome: str) -> throttle.Lock |
 @never_cache
 @require_http_methods(["GET", "POST"])
 def login_view(request):
-    next_url = _clean_next(request, request.POST.get("next") or request.GET.get("next"))
+    next_url = clean_next(request, request.POST.get("next") or request.GET.get("next"))
     form = LoginForm(request.POST or None)
     error = ""
     if request.method == "POST":
@@ -152,8 +142,8 @@ def login_view(request):
         else:
             identifier = form.cleaned_data["username"]
             user = user_find(identifier)
-            account = throttle.account_key(user, identifier)
-            lock = throttle.lock_of(account=account, address=_address(request) or "")
+            account = sign_in_lockout.account_key(user, identifier)
+            lock = sign_in_lockout.lock_of(account=account, address=_address(request) or "")
             if lock is not None:
                 if user is not None:
                     sign_in_record(
@@ -182,7 +172,7 @@ def login_view(request):
                     return redirect("accounts:verify")
                 else:
                     auth.login(request, authenticated)
-                    throttle.success_record(account=account)
+                    sign_in_lockout.success_record(account=account)
                     sign_in_record(
                         user=authenticated,
                         outcome=SignIn.Outcome.SUCCESS,
@@ -216,7 +206,7 @@ def verify_view(request):
     pending = request.session.get(PENDING)
     if request.user.is_authenticated:
         user, backend = request.user, None
-        next_url = _clean_next(request, request.GET.get("next") or request.POST.get("next"))
+        next_url = clean_next(request, request.GET.get("next") or request.POST.get("next"))
         if request.user.is_verified():
             return redirect(_safe_next(request, next_url))
         if not user_has_second_factor(user):
@@ -233,8 +223,8 @@ def verify_view(request):
     form = CodeForm(request.POST or None)
     error = ""
     if request.method == "POST":
-        account = throttle.account_key(user, user.get_username())
-        lock = throttle.lock_of(account=account, address=_address(request) or "")
+        account = sign_in_lockout.account_key(user, user.get_username())
+        lock = sign_in_lockout.lock_of(account=account, address=_address(request) or "")
         wait = second_factor_wait(user=user) if lock is None else None
         if wait is not None:
             error = (
@@ -272,7 +262,7 @@ def verify_view(request):
                     user_agent=_agent(request),
                 )
             otp_login(request, device)
-            throttle.success_record(account=account)
+            sign_in_lockout.success_record(account=account)
             if device.__class__.__name__ == "StaticDevice":
                 messages.warning(
                     request,
@@ -285,135 +275,8 @@ def verify_view(request):
     )
 
 
-def _qr_svg(device) -> str:
-    return segno.make(device.config_url, error="m").svg_inline(scale=4, dark="#111", light="#fff")
-
-
-@sensitive_post_parameters("code")
-@login_required
-@require_http_methods(["GET", "POST"])
-def two_factor(request):
-    """Status, setup (QR code, secret, a code to confirm), new recovery codes, turning it off."""
-    user = request.user
-    confirmed = totp_device_of(user)
-    context = {
-        "confirmed": confirmed,
-        "required": user_requires_second_factor(user),
-        "verified": user.is_verified(),
-        "codes_left": recovery_codes_left(user) if confirmed else 0,
-        "next": _clean_next(request, request.GET.get("next") or request.POST.get("next")),
-        "error": "",
-    }
-    if confirmed is not None and not user.is_verified():
-        return redirect(f"{reverse('accounts:verify')}?{urlencode({'next': context['next']})}")
-    if confirmed is None:
-        device = totp_device_start(user=user)
-        if request.method == "POST":
-            try:
-                codes = totp_device_confirm(user=user, device=device, code=request.POST.get("code", ""))
-            except ApplicationError as exc:
-                context["error"] = exc.detail
-            else:
-                device.refresh_from_db()
-                otp_login(request, device)
-                messages.success(request, "Two-factor sign-in is on.")
-                context.update(confirmed=device, verified=True, codes=codes, codes_left=len(codes))
-                return render(request, "accounts/two_factor.html", context)
-        context.update(
-            device=device,
-            qr_svg=_qr_svg(device),
-            secret=_base32(device),
-        )
-    return render(request, "accounts/two_factor.html", context)
-
-
-def _base32(device) -> str:
-    import base64
-
-    raw = base64.b32encode(device.bin_key).decode().rstrip("=")
-    return " ".join(raw[i : i + 4] for i in range(0, len(raw), 4))
-
-
-@login_required
-@require_POST
-def recovery_codes(request):
-    if not request.user.is_verified():
-        return redirect("accounts:verify")
-    codes = recovery_codes_regenerate(user=request.user)
-    messages.success(request, "New recovery codes: the old ones no longer work.")
-    return render(
-        request,
-        "accounts/two_factor.html",
-        {
-            "confirmed": totp_device_of(request.user),
-            "required": user_requires_second_factor(request.user),
-            "verified": True,
-            "codes": codes,
-            "codes_left": len(codes),
-        },
-    )
-
-
-@login_required
-@require_POST
-def two_factor_off(request):
-    if not request.user.is_verified():
-        return redirect("accounts:verify")
-    if not request.user.check_password(request.POST.get("password", "")):
-        messages.error(request, "That is not your password: two-factor sign-in stays on.")
-        return redirect("accounts:two_factor")
-    try:
-        two_factor_disable(user=request.user, actor=request.user)
-    except ApplicationError as exc:
-        messages.error(request, exc.detail)
-    else:
-        messages.success(request, "Two-factor sign-in is off.")
-    return redirect("accounts:account")
-
-
-class EmailForm(forms.Form):
-    email = forms.EmailField(label="New e-mail address", max_length=254)
-    password = forms.CharField(
-        label="Your password", max_length=4096, strip=False, widget=forms.PasswordInput
-    )
-
-
-@sensitive_post_parameters("password")
-@login_required
-@require_http_methods(["GET", "POST"])
-def email_change(request):
-    form = EmailForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        if not request.user.check_password(form.cleaned_data["password"]):
-            form.add_error("password", "That is not your password.")
-        elif form.cleaned_data["email"].lower() == (request.user.email or "").lower():
-            form.add_error("email", "That is already your address.")
-        else:
-            email_change_request(user=request.user, new_email=form.cleaned_data["email"])
-            messages.success(
-                request,
-                f"We sent a link to {form.cleaned_data['email']}: open it to confirm the new address.",
-            )
-            return redirect("accounts:account")
-    return render(request, "accounts/email_change.html", {"form": form})
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def email_confirm(request, token: str):
-    if request.method == "GET":
-        return render(request, "accounts/email_confirm.html", {"token": token})
-    try:
-        email = email_change_confirm(user=request.user, token=token)
-    except ApplicationError as exc:
-        messages.error(request, exc.detail)
-    else:
-        messages.success(request, f"Your e-mail address is now {email}.")
-    return redirect("accounts:account")
-
-
 class PasswordChangeView(auth_views.PasswordChangeView):
-    """Django's form; the new password is set by accounts.services.password_set, which records the change in the
+    """Django's form; the new password is set by accounts.services.sign_in.password_set, which records the change in the
     audit log in the same transaction; the session stays signed in (and verified)."""
 
     success_url = reverse_lazy("password_change_done")
@@ -428,7 +291,7 @@ class PasswordChangeView(auth_views.PasswordChangeView):
 
 class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
     """Django's reset link and form (the link's token checked by Django); the new password is set by
-    accounts.services.password_set, audited as `account.password_reset` with the account's owner as actor (the
+    accounts.services.sign_in.password_set, audited as `account.password_reset` with the account's owner as actor (the
     chair's account included) and e-mailed to the owner. No sign-in follows: the chair and auditors still need
     their second factor."""
 
