@@ -8,4 +8,4 @@ class AuditConfig(AppConfig):
     verbose_name = "Audit"
 
     def ready(self):
-        from audit import checks  # noqa: F401 - registers the deploy check
+        from audit import system_checks  # noqa: F401 - registers the deploy check

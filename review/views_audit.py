@@ -24,6 +24,7 @@ from access.permissions import can
 from access.visibility import get_visible_or_404
 from leaderboard.views_extensions import extension_delta
 from portal.errors import ApplicationError
+from portal.pages import ReasonForm
 from review import lifecycle, selectors, services
 from review.models import EvidenceRequest, Waiver
 from submissions import checks
@@ -38,10 +39,6 @@ class AttestForm(forms.Form):
 class EvidenceForm(forms.Form):
     question = forms.CharField(max_length=5000, strip=True)
     due_days = forms.IntegerField(min_value=1, max_value=60, required=False)
-
-
-class ReasonForm(forms.Form):
-    reason = forms.CharField(max_length=2000, strip=True)
 
 
 class WaiverGrantForm(forms.Form):

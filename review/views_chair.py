@@ -23,10 +23,11 @@ from accounts.models import Membership, Organisation
 from accounts.selectors import user_org_ids
 from leaderboard.selectors import challenges_open
 from portal.errors import ApplicationError
+from portal.pages import ReasonForm
 from portal.parsers import parse_id
 from review import lifecycle, selectors, services
 from review.models import Conflict, ReviewAssignment
-from review.views_audit import ReasonForm, back_to, verdicts
+from review.views_audit import back_to, verdicts
 from submissions.models import Submission
 from submissions.selectors import check_run_findings, check_run_latest
 

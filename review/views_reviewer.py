@@ -14,7 +14,6 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
@@ -26,6 +25,7 @@ from access.visibility import review_assignments_visible_to, review_submissions_
 from accounts.selectors import user_org_ids
 from leaderboard.views_extensions import extension_delta
 from portal.errors import ApplicationError
+from portal.pages import LoginFirst, with_login_redirect
 from portal.parsers import parse_id
 from review import bundle_files, lifecycle, selectors, services
 from review.models import Comment, Review, ReviewAssignment, Waiver
@@ -45,27 +45,11 @@ DIFF_METRIC_LABELS = {
 def _review_submission(request, pk: int) -> Submission:
     """The submission if the user may read its review; anonymous: login first; anyone else: 404."""
     if not request.user.is_authenticated:
-        raise _LoginFirst
+        raise LoginFirst
     try:
         return review_submissions_visible_to(request.user).select_related("submitted_version").get(pk=pk)
     except Submission.DoesNotExist:
         raise Http404("No such submission.") from None
-
-
-class _LoginFirst(Exception):
-    """An anonymous visitor asked for a review page."""
-
-
-def _login_first(view):
-    def wrapped(request, *args, **kwargs):
-        try:
-            return view(request, *args, **kwargs)
-        except _LoginFirst:
-            return redirect_to_login(request.get_full_path())
-
-    wrapped.__name__ = view.__name__
-    wrapped.__doc__ = view.__doc__
-    return wrapped
 
 
 # --- The dashboard --------------------------------------------------------------------------------
@@ -294,7 +278,7 @@ def _diff_context(submission: Submission, versions: list, new, requested: str):
     }
 
 
-@_login_first
+@with_login_redirect
 @require_GET
 def review_page(request, pk: int):
     user = request.user
@@ -469,7 +453,7 @@ def objection_close(request, pk: int, comment_pk: int):
 # --- The file browser -----------------------------------------------------------------------------
 
 
-@_login_first
+@with_login_redirect
 @require_GET
 def file_browser(request, pk: int, number: int, position: int):
     """The members of one stored archive, and one member page by page with line numbers."""

@@ -59,12 +59,6 @@ class SubmissionCreateForm(forms.Form):
         return bool(self.fields["system"].widget.choices)
 
 
-class ReasonForm(forms.Form):
-    """The reason a lifecycle action needs (withdraw, reject): kept on the submission and in the audit log."""
-
-    reason = forms.CharField(max_length=2000)
-
-
 class SystemRegisterForm(forms.Form):
     organisation = forms.ModelChoiceField(queryset=Organisation.objects.none(), empty_label=None)
     name = forms.CharField(

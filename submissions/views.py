@@ -13,7 +13,6 @@ import json
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Q
 from django.http import Http404, JsonResponse
@@ -35,6 +34,7 @@ from leaderboard.views import publication_panel
 from leaderboard.views_extensions import extension_panel
 from portal import private_cache
 from portal.errors import ApplicationError
+from portal.pages import LoginFirst, ReasonForm, with_login_redirect
 from portal.parsers import parse_id
 from portal.private_cache import private_page_cached
 from review import lifecycle
@@ -42,7 +42,6 @@ from review.selectors import waived_error_count, waived_error_counts
 from review.views_submitter import review_panel
 from submissions import checks, services, uploads
 from submissions.forms import (
-    ReasonForm,
     SubmissionCreateForm,
     SystemDescriptionForm,
     SystemRegisterForm,
@@ -63,31 +62,13 @@ from submissions.selectors import (
 from submissions.system_desc import system_desc_facts, system_desc_read
 
 
-class _LoginFirst(Exception):
-    """An anonymous visitor asked for something only a signed-in user could see."""
-
-
 def _visible_submission(request, pk: int) -> Submission:
     try:
         return submissions_visible_to(request.user).get(pk=pk)
     except Submission.DoesNotExist:
         if not request.user.is_authenticated:
-            raise _LoginFirst from None
+            raise LoginFirst from None
         raise Http404("No such submission.") from None
-
-
-def _with_login_redirect(view):
-    """Anonymous visitors of a page they cannot see go to the login page (for any id, existing or not)."""
-
-    def wrapped(request, *args, **kwargs):
-        try:
-            return view(request, *args, **kwargs)
-        except _LoginFirst:
-            return redirect_to_login(request.get_full_path())
-
-    wrapped.__name__ = view.__name__
-    wrapped.__doc__ = view.__doc__
-    return wrapped
 
 
 def _version_or_404(submission: Submission, number: int):
@@ -170,7 +151,7 @@ def submission_create(request):
     return redirect(reverse("submissions:detail", args=[submission.pk]) + "#upload")
 
 
-@_with_login_redirect
+@with_login_redirect
 @require_GET
 @private_page_cached
 def submission_detail(request, pk: int):
@@ -236,7 +217,7 @@ def submission_detail(request, pk: int):
     return render(request, "submissions/detail.html", context)
 
 
-@_with_login_redirect
+@with_login_redirect
 @require_GET
 def check_fragment(request, pk: int, number: int):
     """The check section of one version, polled every 2 s while its run is queued or running."""
@@ -250,7 +231,7 @@ def check_fragment(request, pk: int, number: int):
     return response
 
 
-@_with_login_redirect
+@with_login_redirect
 @require_GET
 def version_file_download(request, pk: int, number: int, position: int):
     """The stored bytes exactly as uploaded, streamed."""
@@ -260,7 +241,7 @@ def version_file_download(request, pk: int, number: int, position: int):
     return uploads.version_file_response(version_file)
 
 
-@_with_login_redirect
+@with_login_redirect
 @require_GET
 def version_report_json(request, pk: int, number: int):
     """The portal's report of the version's latest finished check, as a JSON download (docs/report-format.md);
@@ -289,7 +270,7 @@ def version_report_json(request, pk: int, number: int):
     return response
 
 
-@_with_login_redirect
+@with_login_redirect
 @require_GET
 def version_summary(request, pk: int, number: int):
     """One printable page: the verdict, the curve, the point table and the findings of one version's check."""
@@ -302,7 +283,7 @@ def version_summary(request, pk: int, number: int):
     )
 
 
-@_with_login_redirect
+@with_login_redirect
 @require_GET
 def version_compare(request, pk: int):
     """Two versions of the submission side by side: ?a=&b= (default: the one before the latest, and the latest)."""
@@ -489,7 +470,7 @@ def _visible_system(request, pk: int):
         return systems_visible_to(request.user).get(pk=pk)
     except System.DoesNotExist:
         if not request.user.is_authenticated:
-            raise _LoginFirst from None
+            raise LoginFirst from None
         raise Http404("No such system.") from None
 
 
@@ -512,7 +493,7 @@ def _system_page(request, system, *, form=None, status=200):
     )
 
 
-@_with_login_redirect
+@with_login_redirect
 @require_GET
 def system_detail(request, pk: int):
     return _system_page(request, _visible_system(request, pk))

@@ -262,7 +262,7 @@ def test_db_roles_refuses_the_owner_and_sqlite_names(capsys):
 
 
 def test_deploy_check_warns_unless_the_portal_runs_as_the_app_role(app_role):
-    from audit.checks import audit_log_role_check
+    from audit.system_checks import audit_log_role_check
 
     assert [w.id for w in audit_log_role_check()] == ["audit.W001"]  # the suite's role owns everything
     with transaction.atomic(), connection.cursor() as cursor:
