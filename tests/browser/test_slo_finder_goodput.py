@@ -99,7 +99,16 @@ def test_the_slo_answer_in_chromium_equals_the_raw_events(chromium, live_server,
     page.screenshot(path=str(SHOTS / "buyer-slo-error.png"), full_page=True)
 
     results, _ = published
+    page.goto(f"{live_server.url}/results/{results[1][0].public_id}/")
+    # NB-2 falls off a cliff after r16: every chart draws a dashed line at r32 and r64, as the table marks them
+    page.wait_for_selector("#chart-concurrency .cliff-line", state="attached")
+    for chart in ("chart-front", "chart-concurrency", "chart-ttft"):
+        marked = page.eval_on_selector_all(f"#{chart} .cliff-line", "ls => ls.map(l => l.dataset.cliff)")
+        assert [key.rsplit("/", 1)[-1] for key in marked] == ["r32", "r64"], (chart, marked)
+    page.locator("#chart-concurrency").scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "buyer-result-cliff-chart.png"), full_page=True)
     page.goto(f"{live_server.url}/results/{results[0][0].public_id}/")
+    assert page.locator(".cliff-line").count() == 0
     page.click("[data-slo-link]")
     page.wait_for_selector("#slo-answer")
     page.goto(f"{live_server.url}/leaderboard/llama3_1-8b/")
