@@ -344,3 +344,40 @@ def test_cost_per_million_good_tokens_from_the_buyers_price(world, raw_events):
     assert "Cost / M good tokens" not in Client().get("/leaderboard/slo/", query).content.decode()
     both = Client().get("/leaderboard/slo/", {**priced, "price_per_node_hour": 9})
     assert both.status_code == 400 and "Price per node-hour</strong>" in both.content.decode()
+
+
+def test_the_result_page_normalises_and_prices_every_point(world):
+    """Per accelerator, per node, per provisioned kW beside each point's recomputed tokens/s, and with the buyer's
+    price (kept in the URL) the cost per hour and per million output tokens; a bad price is named by its label."""
+    import re
+
+    from leaderboard.slo import node_count
+
+    publication, _, accelerators = world["ranked"][0]
+    url = f"/results/{publication.public_id}/"
+    html = Client().get(url).content.decode()
+    assert "Cost per million output tokens" not in html  # nothing is priced by the portal
+    html = (
+        Client()
+        .get(url, {"price_per_accelerator_hour": "2.5", "energy_price_per_kwh": "0.2"})
+        .content.decode()
+    )
+    assert 'name="price_per_accelerator_hour" value="2.5"' in html
+    nodes = node_count(publication.record.description)
+    for point in publication.curve["points"]:
+        row = re.search(rf'<tr data-normalised="{point["concurrency"]}">(.*?)</tr>', html, re.S).group(1)
+        cells = dict(re.findall(r'data-metric="(\w+)">([^<]*)<', row))
+        tps = point["system_tps"]
+        assert float(cells["per_accelerator"].replace(",", "")) == pytest.approx(tps / accelerators, abs=0.05)
+        if nodes:
+            assert float(cells["per_node"].replace(",", "")) == pytest.approx(tps / nodes, abs=0.05)
+        assert float(cells["per_kw_provisioned"].replace(",", "")) == pytest.approx(
+            point["system_tps_per_kw"], abs=0.05
+        )
+        hourly = 2.5 * accelerators + tps / point["system_tps_per_kw"] * 0.2
+        assert float(cells["cost_per_hour"].replace(",", "")) == pytest.approx(hourly, abs=0.005)
+        assert float(cells["cost_per_million_tokens"].replace(",", "")) == pytest.approx(
+            hourly / (tps * 3600) * 1e6, rel=1e-3
+        )
+    bad = Client().get(url, {"price_per_node_hour": "-3"}).content.decode()
+    assert "Price per node-hour: enter a number" in bad and "price_per_node_hour:" not in bad
