@@ -184,11 +184,32 @@ _POINT_ARRAYS = ("owner", "point_index", "size", "start", "seconds")
 _SAMPLE_ARRAYS = ("ttft_t", "tpot_t", "tokens_t", "cum_t", "tpot_s", "cum_s")
 
 
-def _count_at_most(values: np.ndarray, start: np.ndarray, size: np.ndarray, limit: float) -> np.ndarray:
-    """Per segment [start, start + size) of `values`, each sorted ascending: how many values are <= limit (a
-    binary search run on every segment at once)."""
-    lo = start.astype(np.int64, copy=True)
-    hi = lo + size
+LEVELS = 100  # per point, the values at every 1 % of its sorted samples (a first, contiguous search)
+
+
+def _level_ranks(size: np.ndarray) -> np.ndarray:
+    """(P, LEVELS + 1): entry k is ceil(k n / LEVELS), the 1-based rank of the k %-th order statistic (0 for k = 0)."""
+    levels = np.arange(LEVELS + 1, dtype=np.int64)
+    return -((-levels[None, :] * size[:, None]) // LEVELS)
+
+
+def _count_at_most(
+    values: np.ndarray,
+    start: np.ndarray,
+    size: np.ndarray,
+    limit: float,
+    levels: np.ndarray,
+    ranks: np.ndarray,
+) -> np.ndarray:
+    """Per segment [start, start + size) of `values`, each sorted ascending: how many values are <= limit. The
+    segment's order statistics (`levels`, (P, LEVELS), at 1-based `ranks`) bracket the count first, then a binary
+    search runs on every bracket at once."""
+    above = (levels <= limit).sum(axis=1)  # the order statistics within the limit
+    rows = np.arange(len(size))
+    lo = start + ranks[rows, above]  # count >= the rank of the last statistic within the limit
+    hi = start + np.where(above < LEVELS, ranks[rows, np.minimum(above + 1, LEVELS)] - 1, size)
+    lo = lo.astype(np.int64, copy=True)
+    hi = hi.astype(np.int64, copy=True)
     while True:
         active = np.flatnonzero(lo < hi)
         if not len(active):
@@ -242,6 +263,15 @@ class GoodputIndex:
         )
         self._static: dict[int, dict] = {}
         self._result_of = {result["public_id"]: index for index, result in enumerate(self.results)}
+        # per point its 1 %-step order statistics of TTFT and TPOT (read once from the sorted arrays)
+        self._ranks = _level_ranks(self._size)
+        picks = self._start[:, None] + np.maximum(self._ranks[:, 1:] - 1, 0)
+        self._ttft_levels = (
+            np.asarray(a["ttft_t"][picks.ravel()]).reshape(picks.shape) if len(picks) else picks
+        )
+        self._tpot_levels = (
+            np.asarray(a["tpot_s"][picks.ravel()]).reshape(picks.shape) if len(picks) else picks
+        )
 
     @property
     def samples(self) -> int:
@@ -291,8 +321,12 @@ class GoodputIndex:
     def _bounds(self, ttft_ns: float, tpot_ns: float) -> dict[str, np.ndarray]:
         """Per point: A = #TTFT <= X and its tokens, B = #TPOT <= Y and its tokens (exact, binary searches)."""
         a = self.arrays
-        within_ttft = _count_at_most(a["ttft_t"], self._start, self._size, ttft_ns)
-        within_tpot = _count_at_most(a["tpot_s"], self._start, self._size, tpot_ns)
+        within_ttft = _count_at_most(
+            a["ttft_t"], self._start, self._size, ttft_ns, self._ttft_levels, self._ranks
+        )
+        within_tpot = _count_at_most(
+            a["tpot_s"], self._start, self._size, tpot_ns, self._tpot_levels, self._ranks
+        )
         cum_t, cum_s = a["cum_t"], a["cum_s"]
         return {
             "ttft_good": within_ttft,
