@@ -9,6 +9,7 @@ last changed) and answer a conditional GET with 304.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import time
 from collections import OrderedDict
@@ -59,6 +60,22 @@ def public_cache_invalidate_on_commit() -> None:
     """Called by the services that change what the public sees, inside their transaction: the new generation
     starts once the change is committed (a rolled-back change leaves the cache alone)."""
     transaction.on_commit(public_cache_bump)
+    transaction.on_commit(goodput_tables_schedule)
+
+
+def goodput_tables_schedule() -> None:
+    """Ask the publish worker to write the goodput tables of the new snapshot (PORTAL_GOODPUT_TABLE_ON_PUBLISH);
+    if it cannot be asked, the first SLO query builds them, so a failure here is logged and nothing more."""
+    from django.conf import settings
+
+    if not settings.PORTAL_GOODPUT_TABLE_ON_PUBLISH:
+        return
+    from leaderboard.tasks import goodput_table_build_task
+
+    try:
+        goodput_table_build_task.delay()
+    except Exception:  # noqa: BLE001 - the broker or, when eager, the build itself: the query builds it instead
+        logging.getLogger(__name__).warning("goodput tables not scheduled", exc_info=True)
 
 
 def public_cached(

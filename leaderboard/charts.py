@@ -13,6 +13,7 @@ import math
 
 from catalog.models import Benchmark
 from checker.verification import POINT_SENTENCES, curve_verification, point_verification
+from leaderboard.cliffs import curve_cliffs
 
 SERIES_COLOURS = [
     "#0b5cad",
@@ -77,15 +78,49 @@ def _point(point: dict, on_front: set[str]) -> dict:
     return row
 
 
-def series_of(curve: dict, *, x: str, y: str, label: str, index: int, href: str = "", sid: str = "") -> dict:
+def cliff_sentence(cliff: dict) -> str:
+    """What a chart's tooltip says of the first point past a cliff (leaderboard.cliffs)."""
+    parts = []
+    if cliff.get("interactivity_kept") is not None:
+        parts.append(f"keeps {cliff['interactivity_kept']:.0%} of the interactivity")
+    if cliff.get("ttft_factor") is not None:
+        parts.append(f"TTFT P90 x{cliff['ttft_factor']:.1f}")
+    return (
+        f"past a performance cliff: r{cliff['before_concurrency']} -> r{cliff['after_concurrency']} "
+        + ", ".join(parts)
+    )
+
+
+def series_of(
+    curve: dict,
+    *,
+    x: str,
+    y: str,
+    label: str,
+    index: int,
+    href: str = "",
+    sid: str = "",
+    cliff_metric: str | None = None,
+) -> dict:
     """One drawable series: every measured point with all its metrics, and the step vertices to draw.
 
     x = an interactivity metric: the Pareto front's step vertices the checker computed.
-    x = concurrency: measured points by concurrency, each value held until the next measured concurrency."""
+    x = concurrency: measured points by concurrency, each value held until the next measured concurrency.
+    The first point past each performance cliff (leaderboard.cliffs, judged on `cliff_metric`, else on x when
+    it is an interactivity metric, else on tps_per_user) carries `past_cliff` and the sentence its tooltip says:
+    the chart marks it as the table does."""
     points_in = [p for p in (curve or {}).get("points") or [] if isinstance(p, dict)]
     front = ((curve or {}).get("pareto") or {}).get(x) or {}
     on_front = set(front.get("points") or []) if x != "concurrency" else set()
+    cliffs = {
+        c["after"]: c
+        for c in curve_cliffs(points_in, metric=cliff_metric or (x if x != "concurrency" else "tps_per_user"))
+    }
     points = [_point(p, on_front) for p in points_in]
+    for p in points:
+        cliff = cliffs.get(p["key"])
+        p["past_cliff"] = cliff is not None
+        p["cliff_text"] = cliff_sentence(cliff) if cliff is not None else ""
     points = [p for p in points if p[x] is not None and p[y] is not None]
     for p in points:  # the chart's own coordinates, for the table beside it
         p["x"], p["y"] = p[x], p[y]
@@ -152,7 +187,11 @@ def result_charts(curve: dict, *, label: str, interactivity: str) -> list[dict]:
             x="concurrency",
             y="system_tps",
             log_x=True,
-            series=[series_of(curve, x="concurrency", y="system_tps", label=label, index=0)],
+            series=[
+                series_of(
+                    curve, x="concurrency", y="system_tps", label=label, index=0, cliff_metric=interactivity
+                )
+            ],
             note="Each measured value is held until the next measured concurrency; nothing is interpolated.",
         ),
         chart_spec(
@@ -161,7 +200,11 @@ def result_charts(curve: dict, *, label: str, interactivity: str) -> list[dict]:
             x="concurrency",
             y="ttft_p90_ms",
             log_x=True,
-            series=[series_of(curve, x="concurrency", y="ttft_p90_ms", label=label, index=1)],
+            series=[
+                series_of(
+                    curve, x="concurrency", y="ttft_p90_ms", label=label, index=1, cliff_metric=interactivity
+                )
+            ],
             note="Lower is better. Each measured value is held until the next measured concurrency.",
         ),
     ]

@@ -26,7 +26,6 @@ from submissions.models import CheckRun, PointMetric
 
 logger = logging.getLogger(__name__)
 
-LEVELS = 100  # order statistics kept per point at every 1 % of its tracked samples
 _NO_LIMIT = float(np.finfo(np.float64).max)  # finite, so a sample at +inf (cannot be good) never meets it
 
 CONVENTIONS = (
@@ -180,53 +179,78 @@ def normalised(row: dict, *, accelerators: int | None, nodes: int | None, prices
     return out
 
 
-def _order_statistics(values: np.ndarray) -> np.ndarray:
-    """values sorted, at ranks ceil(k n / 100) for k = 1..100 (1-based): entry k-1 is the k %-th statistic."""
-    ordered = np.sort(values)
-    ranks = np.ceil(np.arange(1, LEVELS + 1) * len(ordered) / LEVELS).astype(np.int64)
-    return ordered[np.clip(ranks - 1, 0, len(ordered) - 1)]
+# the arrays a table file holds, one .npy each: per point (P) and per sample (N) in two orders
+_POINT_ARRAYS = ("owner", "point_index", "size", "start", "seconds")
+_SAMPLE_ARRAYS = ("ttft_t", "tpot_t", "tokens_t", "cum_t", "tpot_s", "cum_s")
+
+
+LEVELS = 100  # per point, the values at every 1 % of its sorted samples (a first, contiguous search)
+
+
+def _level_ranks(size: np.ndarray) -> np.ndarray:
+    """(P, LEVELS + 1): entry k is ceil(k n / LEVELS), the 1-based rank of the k %-th order statistic (0 for k = 0)."""
+    levels = np.arange(LEVELS + 1, dtype=np.int64)
+    return -((-levels[None, :] * size[:, None]) // LEVELS)
+
+
+def _count_at_most(
+    values: np.ndarray,
+    start: np.ndarray,
+    size: np.ndarray,
+    limit: float,
+    levels: np.ndarray,
+    ranks: np.ndarray,
+) -> np.ndarray:
+    """Per segment [start, start + size) of `values`, each sorted ascending: how many values are <= limit. The
+    segment's order statistics (`levels`, (P, LEVELS), at 1-based `ranks`) bracket the count first, then a binary
+    search runs on every bracket at once."""
+    above = (levels <= limit).sum(axis=1)  # the order statistics within the limit
+    rows = np.arange(len(size))
+    lo = start + ranks[rows, above]  # count >= the rank of the last statistic within the limit
+    hi = start + np.where(above < LEVELS, ranks[rows, np.minimum(above + 1, LEVELS)] - 1, size)
+    lo = lo.astype(np.int64, copy=True)
+    hi = hi.astype(np.int64, copy=True)
+    while True:
+        active = np.flatnonzero(lo < hi)
+        if not len(active):
+            return lo - start
+        mid = (lo[active] + hi[active]) // 2
+        met = np.asarray(values[mid]) <= limit
+        lo[active[met]] = mid[met] + 1
+        hi[active[~met]] = mid[~met]
 
 
 class GoodputIndex:
-    """The per-sample arrays of a benchmark's ranked results, for many per-request SLO queries."""
+    """The per-sample arrays of a benchmark's ranked results, for many per-request SLO queries.
 
-    def __init__(self, results: list[dict], samples: dict[tuple[int, int], SampleSeries]) -> None:
+    Per point its samples are kept twice: sorted by TTFT (with each sample's TPOT and output tokens beside it,
+    and the running sum of tokens), and its TPOTs sorted (with their running sum of tokens). A target (X, Y) then
+    gives per point, by a binary search, A = #TTFT <= X and B = #TPOT <= Y with their tokens: the TTFT-alone and
+    TPOT-alone answers exactly, and min(A, B) as an exact bound on the good requests (a point whose bound misses
+    the goal cannot reach it). The good requests of a point still in the running are counted on the shorter side
+    of its TTFT order: the A samples within X (those with TPOT <= Y), or the n - A beyond it (B minus those with
+    TPOT <= Y); a point that can reach a goal g has n - A <= (1 - g) n, so at 95 % a twentieth of its samples is
+    read. The arrays can be written to a directory (`save`) and read back memory-mapped (`load`), so the web
+    processes share one copy built by a worker."""
+
+    def __init__(
+        self, results: list[dict], samples: dict[tuple[int, int], SampleSeries] | None = None, *, arrays=None
+    ) -> None:
         """results: leaderboard.exports.snapshot_results rows; samples: (result index, point index) -> arrays.
-        Points without arrays are not candidates (counted in `points_without_samples`)."""
+        Points without arrays are not candidates (counted in `points_without_samples`). `arrays` (from `load`)
+        replaces `samples`."""
         self.results = [r for r in results if not r.get("retracted")]
-        self.points: list[dict] = []
-        owners, sizes, seconds, bound_tokens, ttft_stats, tpot_stats = [], [], [], [], [], []
-        ttft_parts, tpot_parts, token_parts = [], [], []
-        self.points_without_samples = 0
-        for result_index, result in enumerate(self.results):
-            for point_index, point in enumerate(result.get("points") or []):
-                series = samples.get((result_index, point_index))
-                if series is None or series.tracked == 0 or series.duration_ns <= 0:
-                    self.points_without_samples += 1
-                    continue
-                ttft = np.where(series.ok & (series.ttft_ns >= 0), series.ttft_ns.astype(np.float64), np.inf)
-                tpot = np.where(series.ok, np.nan_to_num(series.tpot_ns, nan=0.0), np.inf)
-                self.points.append(point)
-                owners.append(result_index)
-                sizes.append(series.tracked)
-                seconds.append(series.duration_ns / 1e9)
-                bound_tokens.append(float(series.output_tokens[np.isfinite(ttft)].sum()))
-                ttft_stats.append(_order_statistics(ttft))
-                tpot_stats.append(_order_statistics(tpot))
-                ttft_parts.append(ttft)
-                tpot_parts.append(tpot)
-                token_parts.append(series.output_tokens.astype(np.uint32))
-        self._owner = np.asarray(owners, dtype=np.int64)
-        self._size = np.asarray(sizes, dtype=np.int64)
-        self._start = (
-            np.concatenate([[0], np.cumsum(self._size)[:-1]]).astype(np.int64) if sizes else self._size
-        )
-        self._seconds = np.asarray(seconds, dtype=np.float64)
-        self._ttft_stats = np.asarray(ttft_stats).reshape(len(sizes), LEVELS)
-        self._tpot_stats = np.asarray(tpot_stats).reshape(len(sizes), LEVELS)
-        self._ttft = np.concatenate(ttft_parts) if ttft_parts else np.zeros(0)
-        self._tpot = np.concatenate(tpot_parts) if tpot_parts else np.zeros(0)
-        self._tokens = np.concatenate(token_parts) if token_parts else np.zeros(0, np.uint32)
+        self.arrays = arrays if arrays is not None else _build_arrays(self.results, samples or {})
+        a = self.arrays
+        self._owner = np.asarray(a["owner"], dtype=np.int64)
+        self._size = np.asarray(a["size"], dtype=np.int64)
+        self._start = np.asarray(a["start"], dtype=np.int64)
+        self._seconds = np.asarray(a["seconds"], dtype=np.float64)
+        self.points: list[dict] = [
+            (self.results[int(o)].get("points") or [])[int(i)]
+            for o, i in zip(self._owner.tolist(), np.asarray(a["point_index"]).tolist(), strict=True)
+        ]
+        self.points_without_samples = sum(len(r.get("points") or []) for r in self.results) - len(self.points)
         self._concurrency = np.asarray(
             [float(p.get("concurrency") or 0) for p in self.points], dtype=np.float64
         )
@@ -235,38 +259,111 @@ class GoodputIndex:
         with np.errstate(divide="ignore", invalid="ignore"):
             self._power_kw = np.where(per_kw > 0, tps / per_kw, math.nan)
         self._accelerators = np.asarray(
-            [_number(self.results[i].get("accelerators")) for i in owners], dtype=np.float64
+            [_number(self.results[i].get("accelerators")) for i in self._owner.tolist()], dtype=np.float64
         )
         self._static: dict[int, dict] = {}
         self._result_of = {result["public_id"]: index for index, result in enumerate(self.results)}
-        # the most token goodput a point can have: the tokens of its samples that can be good, per second
-        self._bound_tps = np.asarray(bound_tokens, dtype=np.float64) / np.maximum(self._seconds, 1e-300)
-        # per result, its points from the highest possible token goodput down (the order evaluation goes in)
-        self._by_bound = np.lexsort((self._concurrency, -self._bound_tps, self._owner))
+        # per point its 1 %-step order statistics of TTFT and TPOT (read once from the sorted arrays)
+        self._ranks = _level_ranks(self._size)
+        picks = self._start[:, None] + np.maximum(self._ranks[:, 1:] - 1, 0)
+        self._ttft_levels = (
+            np.asarray(a["ttft_t"][picks.ravel()]).reshape(picks.shape) if len(picks) else picks
+        )
+        self._tpot_levels = (
+            np.asarray(a["tpot_s"][picks.ravel()]).reshape(picks.shape) if len(picks) else picks
+        )
 
     @property
     def samples(self) -> int:
-        return int(len(self._ttft))
+        return int(len(self.arrays["ttft_t"]))
+
+    def save(self, directory) -> None:
+        """Write the arrays as one .npy per array into `directory` (created; written elsewhere first and renamed,
+        so a reader never sees half a table)."""
+        import os
+        import shutil
+        import tempfile
+        from pathlib import Path
+
+        target = Path(directory)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            for name in _POINT_ARRAYS + _SAMPLE_ARRAYS:
+                np.save(scratch / f"{name}.npy", np.ascontiguousarray(self.arrays[name]))
+            (scratch / "complete").write_text("1\n")
+            try:
+                os.rename(scratch, target)
+            except OSError:  # another process wrote the same table first: its copy is the same
+                shutil.rmtree(scratch, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+
+    @classmethod
+    def load(cls, directory, results: list[dict]) -> GoodputIndex | None:
+        """The table `save` wrote, memory-mapped read-only, or None when it is not (completely) there."""
+        from pathlib import Path
+
+        source = Path(directory)
+        if not (source / "complete").exists():
+            return None
+        try:
+            arrays = {
+                name: np.load(source / f"{name}.npy", mmap_mode="r")
+                for name in _POINT_ARRAYS + _SAMPLE_ARRAYS
+            }
+            return cls(results, arrays=arrays)
+        except (OSError, ValueError, IndexError):
+            logger.warning("goodput table %s cannot be read; building it again", source)
+            return None
+
+    def _bounds(self, ttft_ns: float, tpot_ns: float) -> dict[str, np.ndarray]:
+        """Per point: A = #TTFT <= X and its tokens, B = #TPOT <= Y and its tokens (exact, binary searches)."""
+        a = self.arrays
+        within_ttft = _count_at_most(
+            a["ttft_t"], self._start, self._size, ttft_ns, self._ttft_levels, self._ranks
+        )
+        within_tpot = _count_at_most(
+            a["tpot_s"], self._start, self._size, tpot_ns, self._tpot_levels, self._ranks
+        )
+        cum_t, cum_s = a["cum_t"], a["cum_s"]
+        return {
+            "ttft_good": within_ttft,
+            "ttft_tokens": np.asarray(cum_t[self._start + within_ttft]) - np.asarray(cum_t[self._start]),
+            "tpot_good": within_tpot,
+            "tpot_tokens": np.asarray(cum_s[self._start + within_tpot]) - np.asarray(cum_s[self._start]),
+        }
 
     def _evaluate(
-        self, points: np.ndarray, ttft_ns: float, tpot_ns: float, *, alone: bool = False
+        self, points: np.ndarray, tpot_ns: float, bounds: dict[str, np.ndarray]
     ) -> dict[str, np.ndarray]:
-        """Exact good counts and good tokens of `points` (positions in self.points); with `alone`, also per
-        target alone (ttft_..., tpot_...)."""
+        """Exact good counts and good tokens of `points` (positions in self.points), on the shorter side of each
+        point's TTFT order."""
+        a = self.arrays
+        within = bounds["ttft_good"][points]
         sizes = self._size[points]
-        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        index = np.repeat(self._start[points] - offsets, sizes) + np.arange(int(sizes.sum()))
-        ttft_met = self._ttft[index] <= ttft_ns
-        tpot_met = self._tpot[index] <= tpot_ns
-        tokens = self._tokens[index]
-        variants = [("", ttft_met & tpot_met)]
-        if alone:
-            variants += [("ttft_", ttft_met), ("tpot_", tpot_met)]
-        out = {}
-        for name, met in variants:
-            out[f"{name}good"] = np.add.reduceat(met, offsets, dtype=np.int64)
-            out[f"{name}tokens"] = np.add.reduceat(tokens * met, offsets, dtype=np.int64)
-        return out
+        direct = within <= sizes - within
+        seg_start = self._start[points] + np.where(direct, 0, within)
+        seg_size = np.where(direct, within, sizes - within)
+        offsets = np.concatenate([[0], np.cumsum(seg_size)[:-1]]).astype(np.int64)
+        total = int(seg_size.sum())
+        if total:
+            index = np.repeat(seg_start - offsets, seg_size) + np.arange(total)
+            met = np.asarray(a["tpot_t"][index]) <= tpot_ns
+            tokens = np.asarray(a["tokens_t"][index]).astype(np.int64) * met
+            # reduceat over empty segments returns the next element: zero them afterwards
+            nonempty = seg_size > 0
+            safe = np.minimum(offsets, total - 1)
+            count = np.where(nonempty, np.add.reduceat(met, safe, dtype=np.int64), 0)
+            token_sum = np.where(nonempty, np.add.reduceat(tokens, safe, dtype=np.int64), 0)
+        else:
+            count = np.zeros(len(points), dtype=np.int64)
+            token_sum = np.zeros(len(points), dtype=np.int64)
+        return {
+            "good": np.where(direct, count, bounds["tpot_good"][points] - count),
+            "tokens": np.where(direct, token_sum, bounds["tpot_tokens"][points] - token_sum),
+        }
 
     def rank(self, targets: GoodputTargets, prices: Prices | None = None) -> list[dict]:
         """One row per result with a point meeting the goal, ranked by that point's token goodput (highest
@@ -276,23 +373,25 @@ class GoodputIndex:
         ttft_ns = _NO_LIMIT if targets.ttft_ms is None else targets.ttft_ms * 1e6
         tpot_ns = _NO_LIMIT if targets.tpot_ms is None else targets.tpot_ms * 1e6
         goal = targets.attainment
-        # good >= goal * tracked needs the ceil(goal * n)-th smallest TTFT (and TPOT) within target; the k %-th
-        # statistic (k = floor(100 goal)) is at most that one, so a point failing here cannot reach the goal.
-        level = min(LEVELS, math.floor(goal * LEVELS + 1e-9))
-        possible = np.ones(len(self._owner), dtype=bool)
-        if level >= 1:
-            possible &= (self._ttft_stats[:, level - 1] <= ttft_ns) & (
-                self._tpot_stats[:, level - 1] <= tpot_ns
-            )
+        bounds = self._bounds(ttft_ns, tpot_ns)
+        # good <= min(A, B): a point whose bound misses the goal cannot reach it
+        possible = np.minimum(bounds["ttft_good"], bounds["tpot_good"]) / self._size >= goal - 1e-12
         if targets.power_kw_max is not None:
             possible &= self._power_kw <= targets.power_kw_max
         if targets.accelerators_max is not None:
             possible &= self._accelerators <= targets.accelerators_max
-        order = self._by_bound[possible[self._by_bound]]
-        owners = self._owner[order]
-        group_start = (
-            np.flatnonzero(np.concatenate([[True], owners[1:] != owners[:-1]])) if len(order) else order
+        candidates = np.flatnonzero(possible)
+        if not len(candidates):
+            return []
+        # the most token goodput a point can have at this target, per second
+        bound_tps = np.minimum(bounds["ttft_tokens"], bounds["tpot_tokens"]) / np.maximum(
+            self._seconds, 1e-300
         )
+        order = candidates[
+            np.lexsort((self._concurrency[candidates], -bound_tps[candidates], self._owner[candidates]))
+        ]
+        owners = self._owner[order]
+        group_start = np.flatnonzero(np.concatenate([[True], owners[1:] != owners[:-1]]))
         group_end = np.concatenate([group_start[1:], [len(order)]]).astype(np.int64)
         cursor = group_start.astype(np.int64).copy()
         best_tps = np.full(len(group_start), -np.inf)
@@ -301,12 +400,12 @@ class GoodputIndex:
         while True:
             active = cursor < group_end
             if active.any():
-                active[active] = self._bound_tps[order[cursor[active]]] > best_tps[active]
+                active[active] = bound_tps[order[cursor[active]]] > best_tps[active]
             groups = np.flatnonzero(active)
             if not len(groups):
                 break
             points = order[cursor[groups]]
-            counts = self._evaluate(points, ttft_ns, tpot_ns)
+            counts = self._evaluate(points, tpot_ns, bounds)
             attainment = counts["good"] / self._size[points]
             tps = counts["tokens"] / self._seconds[points]
             rps = counts["good"] / self._seconds[points]
@@ -320,7 +419,8 @@ class GoodputIndex:
         chosen = best_point[best_point >= 0]
         if not len(chosen):
             return []
-        counts = self._evaluate(chosen, ttft_ns, tpot_ns, alone=True)
+        exact = self._evaluate(chosen, tpot_ns, bounds)
+        counts = {**exact, **{name: values[chosen] for name, values in bounds.items()}}
         rows = [
             self._row(int(point), {k: int(v[i]) for k, v in counts.items()}, targets)
             for i, point in enumerate(chosen.tolist())
@@ -397,27 +497,152 @@ def _figure(value) -> float | None:
     return None if math.isnan(number) else number
 
 
+def _build_arrays(results: list[dict], samples: dict[tuple[int, int], SampleSeries]) -> dict[str, np.ndarray]:
+    """The table of GoodputIndex: per point with samples, its samples sorted by TTFT (+inf where a sample
+    cannot be good: failed, or no first token) with their TPOT (+inf when failed; 0 with nothing after the first
+    chunk) and tokens, the running sum of those tokens, its TPOTs sorted and their running sum of tokens."""
+    owner, point_index, sizes, seconds = [], [], [], []
+    ttft_parts, tpot_parts, token_parts, tpot_sorted_parts, token_by_tpot_parts = [], [], [], [], []
+    for result_index, result in enumerate(results):
+        for index, _point in enumerate(result.get("points") or []):
+            series = samples.get((result_index, index))
+            if series is None or series.tracked == 0 or series.duration_ns <= 0:
+                continue
+            ttft = np.where(series.ok & (series.ttft_ns >= 0), series.ttft_ns.astype(np.float64), np.inf)
+            tpot = np.where(series.ok, np.nan_to_num(series.tpot_ns, nan=0.0), np.inf)
+            tokens = series.output_tokens.astype(np.uint32)
+            by_ttft = np.argsort(ttft, kind="stable")
+            by_tpot = np.argsort(tpot, kind="stable")
+            owner.append(result_index)
+            point_index.append(index)
+            sizes.append(series.tracked)
+            seconds.append(series.duration_ns / 1e9)
+            ttft_parts.append(ttft[by_ttft])
+            tpot_parts.append(tpot[by_ttft])
+            token_parts.append(tokens[by_ttft])
+            tpot_sorted_parts.append(tpot[by_tpot])
+            token_by_tpot_parts.append(tokens[by_tpot])
+    size = np.asarray(sizes, dtype=np.int64)
+
+    def joined(parts, dtype):
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+    tokens_t = joined(token_parts, np.uint32)
+    tokens_s = joined(token_by_tpot_parts, np.uint32)
+    return {
+        "owner": np.asarray(owner, dtype=np.int64),
+        "point_index": np.asarray(point_index, dtype=np.int64),
+        "size": size,
+        "start": np.concatenate([[0], np.cumsum(size)[:-1]]).astype(np.int64) if len(size) else size,
+        "seconds": np.asarray(seconds, dtype=np.float64),
+        "ttft_t": joined(ttft_parts, np.float64),
+        "tpot_t": joined(tpot_parts, np.float64),
+        "tokens_t": tokens_t,
+        "cum_t": np.concatenate([[0], np.cumsum(tokens_t, dtype=np.int64)]),
+        "tpot_s": joined(tpot_sorted_parts, np.float64),
+        "cum_s": np.concatenate([[0], np.cumsum(tokens_s, dtype=np.int64)]),
+    }
+
+
 # model_id -> (the snapshot list it was built from, its index), in this process
 _indexes: dict[str, tuple[list[dict], GoodputIndex]] = {}
 
 
+def table_directory(model_id: str, results: list[dict], stored: dict[str, dict[str, tuple[str, str]]]):
+    """Where the goodput table of this snapshot is kept (setting PORTAL_GOODPUT_TABLE_DIR): named by the model and
+    a SHA-256 of what it holds (every ranked result's points and the SHA-256 of their arrays), so a publication,
+    retraction or backfill names a new table and a stale one is never read."""
+    import hashlib
+    import json
+    import re
+
+    from django.conf import settings
+
+    digest = hashlib.sha256(model_id.encode())
+    for result in results:
+        if result.get("retracted"):
+            continue
+        keys = stored.get(result["public_id"]) or {}
+        points = [
+            (p.get("point"), (keys.get(p.get("point")) or ("", ""))[1]) for p in result.get("points") or []
+        ]
+        digest.update(json.dumps([result["public_id"], points]).encode())
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", model_id)[:80]
+    return settings.PORTAL_GOODPUT_TABLE_DIR / f"{safe}-{digest.hexdigest()[:32]}"
+
+
+def _build_index(results: list[dict], stored: dict[str, dict[str, tuple[str, str]]]) -> GoodputIndex:
+    samples: dict[tuple[int, int], SampleSeries] = {}
+    for result_index, result in enumerate(r for r in results if not r.get("retracted")):
+        keys = stored.get(result["public_id"]) or {}
+        for point_index, point in enumerate(result.get("points") or []):
+            where = keys.get(point.get("point"))
+            series = load_samples(*where) if where else None
+            if series is not None:
+                samples[(result_index, point_index)] = series
+    return GoodputIndex(results, samples)
+
+
+def goodput_table(results: list[dict], model_id: str) -> tuple[GoodputIndex, bool]:
+    """The GoodputIndex of a snapshot from its table file (memory-mapped, shared by every process on the host),
+    building and writing the file when it is not there yet. Returns (index, whether it was built here)."""
+    stored = published_point_samples([r["public_id"] for r in results if not r.get("retracted")])
+    directory = table_directory(model_id, results, stored)
+    index = GoodputIndex.load(directory, results)
+    if index is not None:
+        return index, False
+    built = _build_index(results, stored)
+    try:
+        built.save(directory)
+    except OSError:
+        logger.warning("goodput table %s cannot be written; answering from memory", directory)
+        return built, True
+    return GoodputIndex.load(directory, results) or built, True
+
+
 def goodput_index(publications, model_id: str) -> GoodputIndex:
-    """The GoodputIndex of a benchmark's public snapshot, built once per snapshot object (a publication,
-    retraction or backfill starts a new public generation, hence a new snapshot and a new index)."""
+    """The GoodputIndex of a benchmark's public snapshot, opened once per snapshot object (a publication,
+    retraction or backfill starts a new public generation, hence a new snapshot): from the table file the publish
+    worker wrote (goodput_table_build_task), or built here when it is not there yet."""
     from leaderboard.exports import snapshot_results_cached
 
     results = snapshot_results_cached(publications, model_id)
     entry = _indexes.get(model_id)
     if entry is None or entry[0] is not results:
-        stored = published_point_samples([r["public_id"] for r in results])
-        samples: dict[tuple[int, int], SampleSeries] = {}
-        for result_index, result in enumerate(r for r in results if not r.get("retracted")):
-            keys = stored.get(result["public_id"]) or {}
-            for point_index, point in enumerate(result.get("points") or []):
-                where = keys.get(point.get("point"))
-                series = load_samples(*where) if where else None
-                if series is not None:
-                    samples[(result_index, point_index)] = series
-        entry = (results, GoodputIndex(results, samples))
+        entry = (results, goodput_table(results, model_id)[0])
         _indexes[model_id] = entry
     return entry[1]
+
+
+def goodput_tables_build(publications, keep: int = 2) -> list[str]:
+    """Write the goodput table of every benchmark with a published result (the publish worker, after a
+    publication commits), and remove all but the newest `keep` tables of each model. Returns the tables built."""
+    import shutil
+
+    from django.conf import settings
+
+    from leaderboard.exports import snapshot_results
+
+    built = []
+    models = sorted(set(publications.values_list("submission__benchmark__model_id", flat=True)))
+    for model_id in models:
+        results = snapshot_results(publications, model_id)
+        stored = published_point_samples([r["public_id"] for r in results if not r.get("retracted")])
+        directory = table_directory(model_id, results, stored)
+        if not (directory / "complete").exists():
+            _build_index(results, stored).save(directory)
+            built.append(directory.name)
+        prefix = directory.name.rsplit("-", 1)[0] + "-"
+        root = settings.PORTAL_GOODPUT_TABLE_DIR
+        tables = sorted(
+            (
+                p
+                for p in root.iterdir()
+                if p.is_dir() and p.name.startswith(prefix) and len(p.name) == len(directory.name)
+            ),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+        for old in [t for t in tables if t != directory][max(0, keep - 1) :]:
+            shutil.rmtree(old, ignore_errors=True)
+    return built

@@ -12,3 +12,13 @@ from portal.queues import task_kind
 def publications_publish_due_task() -> list[str]:
     """Every minute (beat): publish what is due (embargo ended, cohort reached), each exactly once."""
     return publications_publish_due()
+
+
+@shared_task(**task_kind("publish"))
+def goodput_table_build_task() -> list[str]:
+    """After a publication, retraction or backfill commits: write the goodput tables of the new public snapshot
+    (leaderboard.goodput), so that no web process builds one on a buyer's first SLO query."""
+    from leaderboard.goodput import goodput_tables_build
+    from leaderboard.models import Publication
+
+    return goodput_tables_build(Publication.objects.filter(Publication.states.q("published")))

@@ -35,6 +35,7 @@ from leaderboard.charts import (
 )
 from leaderboard.cliffs import CLIFF_RULE, points_past_a_cliff
 from leaderboard.models import Challenge, Publication
+from leaderboard.normalised import PRICE_FIELDS, point_rows, prices_from_query
 from portal import csv_safe
 from portal.errors import ApplicationError
 from portal.parsers import parse_positive
@@ -323,6 +324,25 @@ def compare(request, model_id: str):
 # --- One result ------------------------------------------------------------------------------------
 
 
+def _buyer_context(publication: Publication, points: list[dict], measured: dict, query) -> dict:
+    """The normalised and cost table of a result page, priced from the query string (leaderboard.normalised)."""
+    prices, values, errors = prices_from_query(query)
+    record = publication.record
+    return {
+        "price_fields": [(name, label, values.get(name, "")) for name, label in PRICE_FIELDS],
+        "price_errors": errors,
+        "priced": prices.given,
+        "normalised_rows": point_rows(
+            points,
+            accelerators=record.accelerator_count,
+            description=record.description,
+            measured=measured or {},
+            prices=prices,
+        ),
+        "has_measured_power": bool(measured),
+    }
+
+
 def _measured_rows(points: list[dict], measured: dict[int, dict]) -> list[dict]:
     rows = []
     for point in points:
@@ -378,7 +398,7 @@ def _timeline(publication: Publication, revisions: list, *, shown: int, x: str) 
     return {"rows": rows, "chart": chart, "newest": revisions[-1].number}
 
 
-def _result_context(public_id: str, revision: int | None = None) -> dict:
+def _result_context(public_id: str, revision: int | None = None, query=None) -> dict:
     newest = selectors.publication_public(public_id)
     publication = selectors.publication_at_revision(newest, revision)
     revisions = selectors.publication_revisions_public(newest)
@@ -403,6 +423,7 @@ def _result_context(public_id: str, revision: int | None = None) -> dict:
         "cliff_rule": CLIFF_RULE,
         "provenance": provenance,
         "measured_rows": _measured_rows(points, provenance.measured_power),
+        **_buyer_context(publication, points, provenance.measured_power, query or {}),
         "headline": publication.headline or {},
         "power_kind": selectors.publication_power_kind(publication),
         "page_title": f"{publication.public_id} {publication.record.system_name}",
@@ -421,10 +442,11 @@ def result(request, public_id: str):
 
     def respond():
         revision = selectors.parse_revision(request.GET.get("revision"))
+        _, price_values, _ = prices_from_query(request.GET)
         fragment = public_fragment(
-            f"page:result:{public_id}:{revision or 'newest'}",
+            f"page:result:{public_id}:{revision or 'newest'}:{urlencode(sorted(price_values.items()))}",
             "leaderboard/result.html",
-            lambda: _result_context(public_id, revision),
+            lambda: _result_context(public_id, revision, request.GET),
         )
         meta = fragment["meta"]
         user = request.user

@@ -533,6 +533,13 @@ PORTAL_CHECK_QUEUED_TIMEOUT_S = env_int("PORTAL_CHECK_QUEUED_TIMEOUT_S", 3600, m
 PORTAL_CHECK_CACHE_DIR = Path(env_str("PORTAL_CHECK_CACHE_DIR", str(VAR_DIR / "check-cache")))
 if not PORTAL_CHECK_CACHE_DIR.is_absolute():
     PORTAL_CHECK_CACHE_DIR = BASE_DIR / PORTAL_CHECK_CACHE_DIR
+# The goodput tables of the SLO finder (leaderboard.goodput): written by the publish worker after a publication,
+# memory-mapped read-only by the web processes. Web and workers of one host share this directory.
+PORTAL_GOODPUT_TABLE_DIR = Path(env_str("PORTAL_GOODPUT_TABLE_DIR", str(VAR_DIR / "goodput-tables")))
+if not PORTAL_GOODPUT_TABLE_DIR.is_absolute():
+    PORTAL_GOODPUT_TABLE_DIR = BASE_DIR / PORTAL_GOODPUT_TABLE_DIR
+# Build them in the worker when a publication commits (off: the first SLO query after one builds them).
+PORTAL_GOODPUT_TABLE_ON_PUBLISH = env_bool("PORTAL_GOODPUT_TABLE_ON_PUBLISH", True)
 PORTAL_CHECK_CACHE_MAX_BYTES = env_int("PORTAL_CHECK_CACHE_MAX_BYTES", 20 * 1024**3, minimum=0)
 # A version whose archives inflate to more than this many times its size fails its check at the start with an
 # `archive-inflation` finding (real result files compress 5 to 20 times; the per-member cap of 1000 x still

@@ -246,6 +246,18 @@
         targets.push({ x: cx, y: cy, point: p, series: s });
       });
     });
+    series.forEach(function (s) {  // the first point past a performance cliff: a dashed line and "cliff"
+      s.points.forEach(function (p) {
+        if (!p.past_cliff || !ok(p[xKey], p[yKey])) return;
+        var x = sx(p[xKey]).toFixed(1);
+        el("line", { x1: x, x2: x, y1: top, y2: bottom, class: "cliff-line", "data-cliff": p.key }, layer);
+        var nearRight = +x > right - 52;  // the label goes on the side with room
+        var label = el("text", { x: (nearRight ? +x - 4 : +x + 4).toFixed(1), y: top + 14, class: "cliff-label",
+          "text-anchor": nearRight ? "end" : "start" }, layer);
+        label.textContent = "cliff ▼";
+        el("circle", { cx: x, cy: sy(p[yKey]).toFixed(1), r: narrow ? 8 : 9, class: "cliff-ring" }, layer);
+      });
+    });
     var ring = el("circle", { r: 9, class: "hover-ring", visibility: "hidden" }, svg);
     var hover = function (event) {
       var box = svg.getBoundingClientRect();
@@ -288,6 +300,7 @@
     var foot = document.createElement("div");
     foot.className = "muted";
     foot.textContent = (p.verification_text || "") + (p.on_front ? "" : " · not on the Pareto front") +
+      (p.past_cliff ? " · " + p.cliff_text : "") +
       (p.region ? " · " + p.region.replace(/_/g, " ") : "");
     tip.appendChild(foot);
     tip.hidden = false;

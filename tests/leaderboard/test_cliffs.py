@@ -4,6 +4,7 @@ which side of the cliff its answer is on."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -40,6 +41,17 @@ def test_pages_mark_the_cliff_and_the_finder_says_its_side(storage_dir):
         r'<tr class="past-cliff" data-cliff="after">\s*<td class="num"><span[^>]*>cliff ▼</span> (\d+)', html
     )
     assert marked == ["32", "64"]
+    # the charts mark the same points as the table, and their tooltips say what fell
+    for chart in ("chart-front", "chart-concurrency", "chart-ttft"):
+        spec = json.loads(
+            re.search(rf'<script id="{chart}-data" type="application/json">(.*?)</script>', html).group(1)
+        )
+        past = {p["concurrency"]: p["cliff_text"] for p in spec["series"][0]["points"] if p["past_cliff"]}
+        assert sorted(past) == [32, 64], chart
+        assert past[32].startswith("past a performance cliff: r16 -> r32 keeps ")
+        assert "TTFT P90 x4." in past[32]
+    ax_html = Client().get(f"/results/{ax.public_id}/").content.decode()
+    assert '"past_cliff": true' not in ax_html and '"past_cliff": false' in ax_html
     rows = (
         Client()
         .get(

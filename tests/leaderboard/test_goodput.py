@@ -167,8 +167,9 @@ def _random_series(rng, n: int) -> SampleSeries:
     )
 
 
-def test_the_index_answers_what_evaluating_every_point_answers():
-    """Pruning by order statistics and stopping early never change the answer (generated results)."""
+def test_the_index_answers_what_evaluating_every_point_answers(tmp_path):
+    """Pruning by exact bounds, counting on the shorter side and stopping early never change the answer
+    (generated results)."""
     rng = np.random.default_rng(7)
     results, samples = [], {}
     for r in range(40):
@@ -180,6 +181,9 @@ def test_the_index_answers_what_evaluating_every_point_answers():
             {"public_id": f"EP-{r:03d}", "points": points, "accelerators": int(rng.integers(1, 16))}
         )
     index = GoodputIndex(results, samples)
+    index.save(tmp_path / "table")
+    mapped = GoodputIndex.load(tmp_path / "table", results)
+    assert mapped is not None
     for _ in range(60):
         targets = GoodputTargets(
             ttft_ms=float(rng.uniform(50, 250)) if rng.random() > 0.1 else None,
@@ -207,6 +211,50 @@ def test_the_index_answers_what_evaluating_every_point_answers():
             assert row["ttft_good_requests"] == expected["ttft_good_requests"]
             assert row["tpot_good_requests"] == expected["tpot_good_requests"]
             assert row["goodput_tps"] == pytest.approx(expected["goodput_tps"], rel=1e-12)
+        # the table written to a file and memory-mapped back gives the very same rows
+        assert mapped.rank(targets) == got
+
+
+@pytest.fixture
+def table_dir(tmp_path, settings):
+    settings.PORTAL_GOODPUT_TABLE_DIR = tmp_path / "goodput-tables"
+    return settings.PORTAL_GOODPUT_TABLE_DIR
+
+
+def test_the_publish_worker_writes_the_table_the_web_processes_map(world, raw_events, table_dir):
+    """goodput_table_build_task writes the snapshot's table; a web process then maps it (no arrays read from
+    storage) and answers what the raw events say; a new publication names a new table."""
+    from leaderboard import goodput
+    from leaderboard.tasks import goodput_table_build_task
+
+    built = goodput_table_build_task()
+    assert len(built) == 1 and (table_dir / built[0] / "complete").exists()
+    goodput._indexes.clear()
+    reads = []
+    original = goodput.load_samples
+    goodput.load_samples = lambda *a: reads.append(a) or original(*a)
+    try:
+        response = Client().get(
+            "/api/v1/public/slo/",
+            {"benchmark": "goodput-model", "ttft_ms": 300, "tpot_ms": 50, "attainment": 95},
+        )
+    finally:
+        goodput.load_samples = original
+    assert response.status_code == 200 and reads == []
+    index = goodput._indexes["goodput-model"][1]
+    assert isinstance(index.arrays["ttft_t"], np.memmap)
+    want = expected_answer(world, raw_events, ttft_ms=300.0, tpot_ms=50.0, goal=0.95)
+    got = response.json()["results"]
+    assert [(row["result"], row["good_requests"]) for row in got] == [
+        (public_id, reference["counts"]["good"]) for public_id, _, reference in want
+    ]
+    assert goodput_table_build_task() == []  # already there
+    publish_sample_run(
+        benchmark=world["benchmark"], system_name="Nimbus_NB-2", accelerators=2
+    )  # its newer result
+    public_cache_bump()
+    assert len(goodput_table_build_task()) == 1
+    assert len([p for p in table_dir.iterdir() if p.is_dir()]) == 2  # the newest two are kept
 
 
 @pytest.mark.django_db(transaction=True)
@@ -296,3 +344,40 @@ def test_cost_per_million_good_tokens_from_the_buyers_price(world, raw_events):
     assert "Cost / M good tokens" not in Client().get("/leaderboard/slo/", query).content.decode()
     both = Client().get("/leaderboard/slo/", {**priced, "price_per_node_hour": 9})
     assert both.status_code == 400 and "Price per node-hour</strong>" in both.content.decode()
+
+
+def test_the_result_page_normalises_and_prices_every_point(world):
+    """Per accelerator, per node, per provisioned kW beside each point's recomputed tokens/s, and with the buyer's
+    price (kept in the URL) the cost per hour and per million output tokens; a bad price is named by its label."""
+    import re
+
+    from leaderboard.slo import node_count
+
+    publication, _, accelerators = world["ranked"][0]
+    url = f"/results/{publication.public_id}/"
+    html = Client().get(url).content.decode()
+    assert "Cost per million output tokens" not in html  # nothing is priced by the portal
+    html = (
+        Client()
+        .get(url, {"price_per_accelerator_hour": "2.5", "energy_price_per_kwh": "0.2"})
+        .content.decode()
+    )
+    assert 'name="price_per_accelerator_hour" value="2.5"' in html
+    nodes = node_count(publication.record.description)
+    for point in publication.curve["points"]:
+        row = re.search(rf'<tr data-normalised="{point["concurrency"]}">(.*?)</tr>', html, re.S).group(1)
+        cells = dict(re.findall(r'data-metric="(\w+)">([^<]*)<', row))
+        tps = point["system_tps"]
+        assert float(cells["per_accelerator"].replace(",", "")) == pytest.approx(tps / accelerators, abs=0.05)
+        if nodes:
+            assert float(cells["per_node"].replace(",", "")) == pytest.approx(tps / nodes, abs=0.05)
+        assert float(cells["per_kw_provisioned"].replace(",", "")) == pytest.approx(
+            point["system_tps_per_kw"], abs=0.05
+        )
+        hourly = 2.5 * accelerators + tps / point["system_tps_per_kw"] * 0.2
+        assert float(cells["cost_per_hour"].replace(",", "")) == pytest.approx(hourly, abs=0.005)
+        assert float(cells["cost_per_million_tokens"].replace(",", "")) == pytest.approx(
+            hourly / (tps * 3600) * 1e6, rel=1e-3
+        )
+    bad = Client().get(url, {"price_per_node_hour": "-3"}).content.decode()
+    assert "Price per node-hour: enter a number" in bad and "price_per_node_hour:" not in bad
