@@ -19,11 +19,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
-def test_a_preview_is_drawn_beside_the_published_curve(chromium, live_server, plain_http, role_users, storage_dir):
+def test_a_preview_is_drawn_beside_the_published_curve(
+    chromium, live_server, plain_http, role_users, storage_dir
+):
     SHOTS.mkdir(parents=True, exist_ok=True)
     benchmark = BenchmarkFactory(sample=True)
     acme, nimbus = role_users["organisations"]["acme"], role_users["organisations"]["nimbus"]
-    own = publish_sample_run(benchmark=benchmark, system_name="Acme_AX-8000", accelerators=8, organisation=acme)
+    own = publish_sample_run(
+        benchmark=benchmark, system_name="Acme_AX-8000", accelerators=8, organisation=acme
+    )
     publish_sample_run(benchmark=benchmark, system_name="Nimbus_NB-2", accelerators=4, organisation=nimbus)
     system = own.submission.system
 
