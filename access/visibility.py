@@ -32,6 +32,8 @@ from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from catalog.models import Benchmark
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
+from previews.models import Preview
+from previews.selectors import previews_visible_to
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from review.selectors import organisations_conflicted_with_any
 from submissions.models import (
@@ -413,6 +415,7 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     Annotation: annotations_visible_to,
     NotificationPreference: notification_preferences_visible_to,
     Invitation: invitations_visible_to,
+    Preview: previews_visible_to,  # its organisation's members only, like a draft, forever (docs/previews.md)
     SignIn: sign_ins_visible_to,
     VerifiedAddress: verified_addresses_visible_to,
     AuditEvent: audit_events_visible_to,

@@ -264,6 +264,9 @@ def _add_remote_commands(sub) -> None:
     except ImportError:
         return
     remote.add_commands(sub)
+    from checker import preview_remote
+
+    preview_remote.add_command(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

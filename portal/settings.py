@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     "submissions",
     "review",
     "leaderboard",
+    "previews",
     "access",
 ]
 

@@ -12,6 +12,7 @@ from audit import api as audit_api
 from catalog import api as catalog_api
 from leaderboard import api as leaderboard_api
 from portal import api_format, health, views
+from previews import api as previews_api
 from review import api as review_api
 from submissions import api as submissions_api
 
@@ -31,7 +32,15 @@ class _PublicRootRouter(routers.DefaultRouter):
 
 
 router = _PublicRootRouter()
-for app_api in (catalog_api, submissions_api, review_api, audit_api, leaderboard_api, accounts_api):
+for app_api in (
+    catalog_api,
+    submissions_api,
+    review_api,
+    audit_api,
+    leaderboard_api,
+    accounts_api,
+    previews_api,
+):
     app_api.register(router)
 
 api_v1 = [
@@ -84,6 +93,7 @@ urlpatterns = [
     path("review/", include("review.urls")),
     path("audit/", include("audit.urls")),
     path("leaderboard/", include("leaderboard.urls")),
+    path("previews/", include("previews.urls")),
     path("", include("leaderboard.urls_results")),
 ]
 

@@ -29,6 +29,9 @@ class Access:
     # A published result's page or data; a public query page answering about published results only.
     PUBLISHED = "published-result"
     PUBLISHED_ONLY = "published-only"
+    # A preview (previews/): its organisation's members only; 404 for everyone else, auditors and the chair
+    # included (a preview is never a submission: there is nothing to oversee), whatever its state.
+    PREVIEW = "preview"
 
 
 # --- Roles (relative to each submission) -------------------------------------------------------------
@@ -58,7 +61,8 @@ OVERSIGHT = (AUDITOR, CHAIR)
 # `pk`: what the route's object id is (submission, version, check_run, upload, assignment, comment, waiver,
 # evidence, notification, api_token, conflict, system).
 # One user's own rows (world.<pk>_of: user pk -> that user's row): the user's alone, whatever the submission.
-OWN_ROW_PKS = ("notification", "api_token")
+# A preview is its organisation's own (world.preview_of: user pk -> a preview of that user's organisation).
+OWN_ROW_PKS = ("notification", "api_token", "preview")
 # evidence, notification, conflict, system, account: fixed ids of the accounts pages).
 PUBLIC, FLOW, LOGIN, ONLY, LIST, SUBJECT, SUBJECT_WRITE, RESULT = (
     "public",
@@ -407,6 +411,41 @@ ROUTES: dict[str, Route] = {
         who=(OWN,),
         access=Access.OBJECT,
         url=lambda w: f"/api/v1/uploads/{w['upload'].pk}/sign/",
+    ),
+    # Previews (previews/): the organisation's own; the list and the upload are any signed-in user's page (a
+    # user of no organisation sees an empty list and no form).
+    "previews:list": _g(LOGIN, access=Access.LOGIN, url=lambda w: "/previews/"),
+    "previews:detail": _g(
+        SUBJECT, pk="preview", who=(), access=Access.PREVIEW, url=lambda w: f"/previews/{w['preview'].pk}/"
+    ),
+    "previews:recheck": _p(
+        SUBJECT_WRITE,
+        pk="preview",
+        who=(),
+        access=Access.PREVIEW,
+        url=lambda w: f"/previews/{w['preview'].pk}/recheck/",
+    ),
+    "previews:delete": _p(
+        SUBJECT_WRITE,
+        pk="preview",
+        who=(),
+        access=Access.PREVIEW,
+        url=lambda w: f"/previews/{w['preview'].pk}/delete/",
+    ),
+    "api:preview-list": _g(LIST, access=Access.LOGIN, url=lambda w: "/api/v1/previews/"),
+    "api:preview-detail": _g(
+        SUBJECT,
+        pk="preview",
+        who=(),
+        access=Access.PREVIEW,
+        url=lambda w: f"/api/v1/previews/{w['preview'].pk}/",
+    ),
+    "api:preview-recheck": _p(
+        SUBJECT_WRITE,
+        pk="preview",
+        who=(),
+        access=Access.PREVIEW,
+        url=lambda w: f"/api/v1/previews/{w['preview'].pk}/recheck/",
     ),
     "submissions:system_detail": _g(
         SUBJECT, pk="system", access=Access.SYSTEM, url=lambda w: f"/systems/{w['system'].pk}/"

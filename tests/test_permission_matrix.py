@@ -373,12 +373,49 @@ def _build_world() -> World:
         _client(world, user, api=False)
     from accounts.models import ApiToken
 
+    world.preview_of = _previews_of(everyone)
     world.api_token_of = {
         user.pk: ApiToken.objects.filter(user=user).values_list("pk", flat=True).first()
         for user in everyone
         if user
     }
     return world
+
+
+def _previews_of(everyone) -> dict:
+    """user pk -> a preview of the user's (first) organisation: one per organisation of the world, still checking
+    (its files are the real vLLM bench outputs; the check is not run here)."""
+    from accounts.models import Membership
+    from previews.models import Preview
+    from submissions.models import Submission
+    from tests.previews.support import VLLM
+
+    out = {}
+    for user in everyone:
+        if not user:
+            continue
+        membership = (
+            Membership.objects.filter(user=user).select_related("organisation").order_by("pk").first()
+        )
+        if membership is None:
+            continue
+        system = membership.organisation.systems.order_by("pk").first()
+        submission = Submission.objects.filter(organisation=membership.organisation).first()
+        if system is None or submission is None:
+            continue
+        preview = Preview.objects.filter(
+            organisation=membership.organisation
+        ).first() or Preview.objects.create(
+            organisation=membership.organisation,
+            system=system,
+            benchmark=submission.benchmark,
+            name=f"{membership.organisation.slug} preview",
+            files=[
+                {"name": VLLM[0].name, "size_bytes": VLLM[0].stat().st_size, "sha256": "", "storage_key": ""}
+            ],
+        )
+        out[user.pk] = preview.pk
+    return out
 
 
 @pytest.fixture(scope="module")

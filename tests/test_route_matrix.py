@@ -495,6 +495,30 @@ def test_shared_rows_are_the_organisations_and_the_overseers(name, role_users, s
     assert _request(world["auditor"], method, url(world)).status_code != 404, name
 
 
+PREVIEW_ROUTES = sorted(name for name, (kind, _, _) in ROUTES.items() if kind == Access.PREVIEW)
+
+
+@pytest.mark.parametrize("name", PREVIEW_ROUTES)
+def test_a_preview_is_its_organisations_only(name, role_users, storage_dir, settings):
+    from previews.models import Preview
+    from tests.previews.support import VLLM
+
+    world = _oversee_world(role_users, "published", settings)
+    world["preview"] = Preview.objects.create(
+        organisation=world["sub"].organisation,
+        system=world["system"],
+        benchmark=world["sub"].benchmark,
+        name="acme preview",
+        files=[{"name": VLLM[0].name, "size_bytes": 1, "sha256": "", "storage_key": ""}],
+    )
+    _, method, url = ROUTES[name]
+    for user in (world["outsider"], world["auditor"], role_users["chair"], role_users["reviewer"]):
+        assert _request(user, method, url(world)).status_code == 404, (name, user)
+    assert _anonymous_refused(_request(None, method, url(world))), name
+    assert _request(world["owner"], method, url(world)).status_code != 404, name
+    assert Preview.objects.filter(pk=world["preview"].pk).exists() or name.endswith("delete")
+
+
 @pytest.mark.parametrize("name", OWN_ROUTES)
 def test_notifications_are_their_users_only(name, role_users, storage_dir, settings):
     world = _oversee_world(role_users, "peer_reviewed", settings)

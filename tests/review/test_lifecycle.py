@@ -370,7 +370,8 @@ def test_two_rejects_racing_through_the_api_one_wins_one_gets_409(people):
 
 
 def test_docs_show_every_table_the_code_has():
-    from leaderboard.workflow import POLICIES, tables_markdown
+    from previews.workflow import ALL_POLICIES as POLICIES
+    from previews.workflow import tables_markdown
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md").read_text(encoding="utf-8")
     shown = doc.split(lifecycle.DOC_START, 1)[1].split(lifecycle.DOC_END, 1)[0].strip()
@@ -381,6 +382,7 @@ def test_docs_show_every_table_the_code_has():
         assert all(f"`{status}`" in line for status in EXPECTED[row.action][1])
     # every object with a status has its table, and each shows all of its model's states
     from leaderboard.models import Challenge, Publication, PublicationRevision
+    from previews.models import Preview
     from review.models import Comment, EvidenceRequest, ReviewAssignment, Waiver
     from submissions.models import CheckRun, Upload
 
@@ -395,6 +397,7 @@ def test_docs_show_every_table_the_code_has():
         "publication": Publication.Status.values,
         "revision": PublicationRevision.Status.values,
         "challenge": Challenge.Status.values,
+        "preview": Preview.Status.values,
     }
     assert {policy.name for policy in POLICIES} == set(expected)
     for name, states in expected.items():

@@ -1,0 +1,65 @@
+"""The workflow table of a preview (portal.policy): the check finishes it, its organisation re-checks or deletes
+it. A preview has no review, no audit and no publication: nothing in this table leads to the public board."""
+
+from __future__ import annotations
+
+from accounts.models import Membership
+from accounts.selectors import user_org_ids
+from leaderboard import workflow as leaderboard_workflow
+from portal.policy import Actor, Policy, Rule
+from previews.models import Preview
+
+SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
+
+MEMBER = Actor(
+    "member",
+    "members of the preview's organisation",
+    lambda user, preview: preview.organisation_id in user_org_ids(user),
+)
+SUBMITTER = Actor(
+    "submitter",
+    "submitters and org admins of the preview's organisation",
+    lambda user, preview: preview.organisation_id in user_org_ids(user, roles=SUBMITTER_ROLES),
+)
+WORKER = Actor("worker", "the preview check", lambda user, obj: False, system=True)
+
+S = Preview.Status
+PREVIEW = Policy(
+    name="preview",
+    states=tuple(S.values),
+    description="Created `checking` by an upload of another tool's output (previews.services.preview_create); "
+    "private to its organisation and never a submission.",
+    rules=(
+        Rule("view", tuple(S.values), (MEMBER,), "View", needs="a member of the organisation"),
+        Rule(
+            "finish",
+            (S.CHECKING,),
+            (WORKER,),
+            "Finish the check",
+            target=S.CHECKED,
+            done="checked",
+            automatic=True,
+            needs="the importer read at least one load point (`failed` when nothing was usable)",
+        ),
+        Rule(
+            "recheck",
+            (S.CHECKED, S.FAILED),
+            (SUBMITTER,),
+            "Re-check",
+            target=S.CHECKING,
+            done="re-checked",
+        ),
+        Rule("delete", (S.CHECKED, S.FAILED), (SUBMITTER,), "Delete", needs="the check has finished"),
+    ),
+)
+
+POLICIES = (PREVIEW,)
+
+# Every table of the portal: the previews app sits above the leaderboard, so the whole list is gathered here, for
+# docs/lifecycle.md (`manage.py lifecycle_doc --write`) and the lifecycle tests.
+ALL_POLICIES = (*leaderboard_workflow.POLICIES, *POLICIES)
+
+
+def tables_markdown() -> str:
+    """Every table, as docs/lifecycle.md shows them (between its markers)."""
+    return "\n\n".join(policy.table_markdown() for policy in ALL_POLICIES)
