@@ -43,9 +43,11 @@ def charts(curves: list[Curve], *, benchmark) -> list[dict]:
         series = []
         for index, c in enumerate(curves):
             label = f"{c.label} (preview, not an MLPerf result)" if c.preview else c.label
-            series.append(
-                series_of(c.curve, x=cx, y=cy, label=label, index=index, href=c.href, sid=f"s{index}")
-            )
+            one = series_of(c.curve, x=cx, y=cy, label=label, index=index, href=c.href, sid=f"s{index}")
+            if c.preview:
+                # Not a verification level of a published result: what the legend says of a preview's curve.
+                one["level"] = "recomputed from the tool's per-request records"
+            series.append(one)
         specs.append(
             chart_spec(
                 chart_id,
