@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: demo test install lint
+.PHONY: demo test install lint guidellm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# GuideLLM 0.8.1 in a venv of its own (its dependencies are not the portal's): the spot-check's load generator and
+# the mock endpoint of its tests and benchmark (docs/remeasurement.md). PORTAL_GUIDELLM_BIN points at it.
+GUIDELLM_VENV := .venv-guidellm
+$(GUIDELLM_VENV)/.installed:
+	$(PYTHON) -m venv $(GUIDELLM_VENV)
+	$(GUIDELLM_VENV)/bin/python -m pip install --quiet guidellm==0.8.1
+	touch $@
+
+guidellm: $(GUIDELLM_VENV)/.installed
 
 # Zero-config demo: SQLite + local files under ./var/, tasks in-process, plain http on loopback. Run again, it reuses
 # the seeded demo database (DEMO_RESET=1 rebuilds it); links it prints carry PORT.

@@ -39,6 +39,7 @@ from review.selectors import organisations_conflicted_with_any
 from submissions.models import (
     CheckOutbox,
     CheckRun,
+    Endpoint,
     Finding,
     IdempotencyKey,
     PointMetric,
@@ -95,6 +96,18 @@ def submissions_visible_to(user) -> QuerySet[Submission]:
     return Submission.objects.select_related("organisation", "system", "benchmark").filter(
         pk__in=Submission.objects.filter(visible).values("pk")
     )
+
+
+def endpoints_visible_to(user) -> QuerySet[Endpoint]:
+    """A declared endpoint (docs/remeasurement.md): the submitting organisation's members, auditors and the chair
+    (never of a draft); anyone else only once the result is published and the organisation made it public.
+    Reviewers do not see it: measuring is the auditors' part."""
+    visible = Q(public=True) & Submission.states.q("published", via="submission")
+    if _signed_in(user):
+        visible |= Q(submission__organisation_id__in=user_org_ids(user))
+        if _oversees(user):
+            visible |= ~Submission.states.q("draft", via="submission")
+    return Endpoint.objects.filter(visible)
 
 
 def review_submissions_visible_to(user) -> QuerySet[Submission]:
@@ -399,6 +412,7 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     CheckRun: check_runs_visible_to,
     CheckOutbox: check_outbox_visible_to,
     Finding: findings_visible_to,
+    Endpoint: endpoints_visible_to,
     PointMetric: point_metrics_visible_to,
     IdempotencyKey: idempotency_keys_visible_to,
     ReviewAssignment: review_assignments_visible_to,

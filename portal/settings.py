@@ -496,6 +496,31 @@ PORTAL_AUDIT_HMAC_KEY = env_secret("PORTAL_AUDIT_HMAC_KEY") or _generated_secret
 if len(PORTAL_AUDIT_HMAC_KEY) < 32:
     raise EnvError("PORTAL_AUDIT_HMAC_KEY is shorter than 32 characters: generate a long random value.")
 
+# --- Declared endpoints and re-measurement (docs/remeasurement.md) ----------------------------------------
+# Key of the Fernet encryption of a declared endpoint's credential (any long string; the Fernet key is its SHA-256).
+# Required in production; unset in DEBUG or the zero-config run (no SECRET_KEY set), derived from SECRET_KEY.
+# Changing it makes every stored credential unreadable (the submitter declares it again).
+PORTAL_ENDPOINT_KEY = env_secret("PORTAL_ENDPOINT_KEY") or ""
+if not PORTAL_ENDPOINT_KEY:
+    if not (DEBUG or env_secret("SECRET_KEY") is None):
+        raise EnvError(
+            "PORTAL_ENDPOINT_KEY is not set: generate a long random value (it encrypts declared endpoints' "
+            "credentials; docs/remeasurement.md)."
+        )
+    PORTAL_ENDPOINT_KEY = "derived-from-secret-key:" + SECRET_KEY
+elif len(PORTAL_ENDPOINT_KEY) < 32:
+    raise EnvError("PORTAL_ENDPOINT_KEY is shorter than 32 characters: generate a long random value.")
+# The egress guard (portal.egress): loopback endpoints are refused unless this is set (tests and the demo only).
+PORTAL_EGRESS_ALLOW_LOOPBACK = env_bool("PORTAL_EGRESS_ALLOW_LOOPBACK", False)
+PORTAL_EGRESS_CONNECT_TIMEOUT_S = env_int("PORTAL_EGRESS_CONNECT_TIMEOUT_S", 5, minimum=1, maximum=60)
+PORTAL_EGRESS_READ_TIMEOUT_S = env_int("PORTAL_EGRESS_READ_TIMEOUT_S", 60, minimum=1, maximum=600)
+PORTAL_EGRESS_MAX_REQUESTS = env_int("PORTAL_EGRESS_MAX_REQUESTS", 2000, minimum=1)
+PORTAL_EGRESS_MAX_DURATION_S = env_int("PORTAL_EGRESS_MAX_DURATION_S", 600, minimum=1)
+PORTAL_EGRESS_RATE_PER_S = env_int("PORTAL_EGRESS_RATE_PER_S", 50, minimum=1)
+# GuideLLM's executable in its own venv (`make guidellm`), and how long a spot-check measures one point.
+PORTAL_GUIDELLM_BIN = env_str("PORTAL_GUIDELLM_BIN", str(BASE_DIR / ".venv-guidellm" / "bin" / "guidellm"))
+PORTAL_SPOTCHECK_DURATION_S = env_int("PORTAL_SPOTCHECK_DURATION_S", 30, minimum=5, maximum=3600)
+
 # --- Check pipeline and uploads (submissions app) -------------------------------------------
 # Chords (one task per load point, joined by one task per version) need a result backend.
 CELERY_RESULT_BACKEND = REDIS_URL or None

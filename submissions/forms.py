@@ -79,3 +79,28 @@ class SystemDescriptionForm(forms.Form):
         label="New system_desc.json",
         help_text="Replaces the current description; earlier ones stay in the history.",
     )
+
+
+class EndpointForm(forms.Form):
+    """The endpoint of the system under test (submissions.endpoints.endpoint_declare checks it)."""
+
+    url = forms.CharField(
+        label="Endpoint URL",
+        max_length=500,
+        help_text="Base URL of the OpenAI-compatible API, e.g. https://api.example.com (no credential in it).",
+    )
+    model_name = forms.CharField(label="Model name", max_length=200, help_text="As the endpoint serves it.")
+    stays_up = forms.BooleanField(
+        label="Stays up after publication", required=False, help_text="Auditors may re-measure it then."
+    )
+    public = forms.BooleanField(
+        label="Public", required=False, help_text="Show URL and model name on the published result's page."
+    )
+    credential = forms.CharField(
+        label="Credential (API key)",
+        required=False,
+        max_length=4096,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Kept encrypted, sent only to the endpoint's host, never shown again. Empty keeps the one set.",
+    )
+    clear_credential = forms.BooleanField(label="Remove the credential", required=False)

@@ -219,6 +219,38 @@ class Submission(StatefulModel, models.Model):
         return self.extends_id or self.pk
 
 
+class Endpoint(models.Model):
+    """The endpoint a submission's system under test answers on, declared by its organisation for re-measurement.
+
+    The credential is stored encrypted (submissions.endpoints, Fernet keyed by PORTAL_ENDPOINT_KEY) and never shown
+    again; `public` makes URL and model name visible on the published result's page (never the credential)."""
+
+    submission = models.OneToOneField(Submission, on_delete=models.CASCADE, related_name="endpoint")
+    url = models.URLField(
+        max_length=500, help_text="Base URL of the OpenAI-compatible API, e.g. https://api.example.com"
+    )
+    model_name = models.CharField(
+        max_length=200, help_text="The model name the endpoint serves the benchmark as."
+    )
+    stays_up = models.BooleanField(
+        default=False,
+        help_text="The endpoint stays reachable after publication (it may be re-measured then).",
+    )
+    public = models.BooleanField(
+        default=False, help_text="Show URL and model name on the public result page."
+    )
+    credential_encrypted = models.TextField(blank=True, editable=False)
+    declared_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    declared_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"endpoint of submission #{self.submission_id}"
+
+    @property
+    def has_credential(self) -> bool:
+        return bool(self.credential_encrypted)
+
+
 class SubmissionVersion(models.Model):
     """One upload of a submission: an immutable set of stored files (content-addressed by SHA-256)."""
 

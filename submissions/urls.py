@@ -22,6 +22,7 @@ urlpatterns = [
         for row in BUTTON_TRANSITIONS
     ),
     path("submissions/<int:pk>/versions/<int:number>/check/", views.check_fragment, name="check_fragment"),
+    path("submissions/<int:pk>/endpoint/", views.endpoint_declare_view, name="endpoint"),
     path("submissions/<int:pk>/versions/<int:number>/recheck/", views.version_recheck, name="recheck"),
     path(
         "submissions/<int:pk>/versions/<int:number>/report.json",

@@ -41,7 +41,9 @@ from review import lifecycle
 from review.selectors import waived_error_count, waived_error_counts
 from review.views_submitter import review_panel
 from submissions import checks, services, uploads
+from submissions.endpoints import endpoint_declare, endpoint_view, endpoint_visible_to
 from submissions.forms import (
+    EndpointForm,
     SubmissionCreateForm,
     SystemDescriptionForm,
     SystemRegisterForm,
@@ -196,6 +198,7 @@ def submission_detail(request, pk: int):
         # After the audit: the submitter's choice of publication date, then the link to the public page.
         "publication_panel": publication_panel(request.user, submission),
         "extension_panel": extension_panel(request.user, submission),
+        "endpoint_panel": _endpoint_panel(request.user, submission),
     }
     run = None if selected is None else selected.latest_check
     if run is not None and not check_run_is_live(run) and private_cache.enabled():
@@ -340,6 +343,46 @@ def submission_transition(request, pk: int, action: str):
         note = f": version {frozen.number} is frozen for review" if frozen is not None else ""
         messages.success(request, f"Submission #{submission.pk} {row.done}{note}.")
     return _back(submission)
+
+
+def _endpoint_panel(user, submission: Submission) -> dict | None:
+    endpoint = endpoint_visible_to(user, submission)
+    may_declare = lifecycle.allowed(user, submission, "declare_endpoint")
+    if endpoint is None and not may_declare:
+        return None
+    initial = endpoint_view(endpoint) or {}
+    return {
+        "endpoint": initial or None,
+        "form": EndpointForm(initial=initial) if may_declare else None,
+    }
+
+
+@login_required
+@require_POST
+def endpoint_declare_view(request, pk: int):
+    submission = get_visible_or_404(request.user, Submission, pk=pk)
+    form = EndpointForm(request.POST)
+    if not form.is_valid():
+        problems = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+        messages.error(request, f"Endpoint not saved: {problems}")
+        return redirect(reverse("submissions:detail", args=[submission.pk]) + "#endpoint")
+    data = form.cleaned_data
+    try:
+        endpoint_declare(
+            submission=submission,
+            actor=request.user,
+            url=data["url"],
+            model_name=data["model_name"],
+            stays_up=data["stays_up"],
+            public=data["public"],
+            credential=data["credential"] or None,
+            clear_credential=data["clear_credential"],
+        )
+    except ApplicationError as exc:
+        messages.error(request, f"Endpoint not saved: {exc.detail}")
+    else:
+        messages.success(request, "Endpoint saved.")
+    return redirect(reverse("submissions:detail", args=[submission.pk]) + "#endpoint")
 
 
 @login_required

@@ -69,6 +69,13 @@ SUBMISSION_FILE_RULES = (
         "Re-check (audit)",
         needs="a submitted version: a draft is its organisation's own (submissions.checks.check_run_requeue)",
     ),
+    Rule(
+        "declare_endpoint",
+        tuple(v for v in Status.values if v not in (Status.WITHDRAWN, Status.REJECTED)),
+        (SUBMITTER,),
+        "Declare the endpoint",
+        needs="an http(s) URL and a model name; the credential is kept encrypted (submissions.endpoints)",
+    ),
 )
 SUBMISSION_FILES = Policy(name="submission", states=tuple(Status.values), rules=SUBMISSION_FILE_RULES)
 

@@ -323,6 +323,15 @@ ROUTES: dict[str, Route] = {
         access=Access.OBJECT,
         url=lambda w: f"/submissions/{w['sub'].pk}/reject/",
     ),
+    "submissions:endpoint": _p(
+        SUBJECT_WRITE, who=(OWN,), access=Access.OBJECT, url=lambda w: f"/submissions/{w['sub'].pk}/endpoint/"
+    ),
+    "api:submission-endpoint": _p(
+        SUBJECT_WRITE,
+        who=(OWN,),
+        access=Access.OBJECT,
+        url=lambda w: f"/api/v1/submissions/{w['sub'].pk}/endpoint/",
+    ),
     "submissions:recheck": _p(
         SUBJECT_WRITE,
         pk="version_number",

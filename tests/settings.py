@@ -11,6 +11,8 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
 os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-any-deployment-0123456789")
+os.environ.setdefault("PORTAL_ENDPOINT_KEY", "test-only-endpoint-key-not-for-any-deployment-0123")
+os.environ.setdefault("PORTAL_EGRESS_ALLOW_LOOPBACK", "1")
 os.environ.setdefault("PORTAL_VAR_DIR", tempfile.mkdtemp(prefix="portal-test-var-"))
 
 from portal.settings import *  # noqa: E402,F403

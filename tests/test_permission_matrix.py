@@ -818,6 +818,8 @@ WRITE_ACTIONS: dict[str, tuple] = {
     "submissions:withdraw": _sub("withdraw"),
     "submissions:reject": _sub("reject"),
     "submissions:recheck": _sub("recheck"),
+    "submissions:endpoint": _sub("declare_endpoint"),
+    "api:submission-endpoint": _sub("declare_endpoint"),
     "api:submission-submit": _sub("submit"),
     "api:submission-withdraw": _sub("withdraw"),
     "api:submission-reject": _sub("reject"),

@@ -21,6 +21,7 @@ from review import lifecycle
 from submissions import services
 from submissions.api.common import IDEMPOTENCY_PARAMETER, ReadAnyoneWriteAuthenticated
 from submissions.api.serializers import SubmissionSerializer
+from submissions.endpoints import endpoint_declare, endpoint_view, endpoint_visible_to
 from submissions.idempotency import idempotent
 from submissions.models import Submission
 from submissions.selectors import submissions_with_latest, systems_for_new_drafts
@@ -50,11 +51,42 @@ class AllowedActionSerializer(serializers.Serializer):
         )
 
 
+class EndpointSerializer(serializers.Serializer):
+    """A declared endpoint as the caller may see it: `credential` is "set" or "not set", never the value."""
+
+    url = serializers.CharField()
+    model_name = serializers.CharField()
+    stays_up = serializers.BooleanField()
+    public = serializers.BooleanField()
+    credential = serializers.ChoiceField(choices=["set", "not set"])
+    declared_at = serializers.DateTimeField(allow_null=True)
+
+
+class EndpointDeclareSerializer(serializers.Serializer):
+    url = serializers.CharField(max_length=500)
+    model_name = serializers.CharField(max_length=200)
+    stays_up = serializers.BooleanField(default=False)
+    public = serializers.BooleanField(default=False)
+    credential = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=4096,
+        write_only=True,
+        help_text="Omitted: the one set stays.",
+    )
+    clear_credential = serializers.BooleanField(default=False)
+
+
 class SubmissionDetailSerializer(SubmissionSerializer):
     allowed_actions = serializers.SerializerMethodField()
+    endpoint = serializers.SerializerMethodField()
 
     class Meta(SubmissionSerializer.Meta):
-        fields = [*SubmissionSerializer.Meta.fields, "allowed_actions"]
+        fields = [*SubmissionSerializer.Meta.fields, "allowed_actions", "endpoint"]
+
+    @extend_schema_field(EndpointSerializer(allow_null=True))
+    def get_endpoint(self, submission):
+        return endpoint_view(endpoint_visible_to(self.context["request"].user, submission))
 
     @extend_schema_field(AllowedActionSerializer(many=True))
     def get_allowed_actions(self, submission):
@@ -200,6 +232,32 @@ class SubmissionViewSet(
             **data.validated_data,
         )
         return Response(SubmissionDetailSerializer(extension, context={"request": request}).data, status=201)
+
+    @extend_schema(
+        request=EndpointDeclareSerializer,
+        responses={200: EndpointSerializer},
+        parameters=[IDEMPOTENCY_PARAMETER],
+    )
+    @action(detail=True, methods=["post"], url_path="endpoint", url_name="endpoint")
+    @idempotent
+    def declare_endpoint(self, request, pk=None):
+        """Declare (or change) the endpoint of the system under test (docs/remeasurement.md): submitters of the
+        organisation, until withdrawn or rejected. The credential is kept encrypted and never returned."""
+        submission = self.get_object()
+        data = EndpointDeclareSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        endpoint = endpoint_declare(
+            submission=submission,
+            actor=request.user,
+            url=values["url"],
+            model_name=values["model_name"],
+            stays_up=values["stays_up"],
+            public=values["public"],
+            credential=values.get("credential") or None,
+            clear_credential=values["clear_credential"],
+        )
+        return Response(endpoint_view(endpoint))
 
 
 def _transition_endpoint(row):

@@ -117,6 +117,9 @@ def test_s3_storage_and_redis_from_env(tmp_path):
         ({"PORTAL_MAX_UPLOAD_BYTES": "lots"}, "PORTAL_MAX_UPLOAD_BYTES='lots' is not a whole number"),
         ({"SECRET_KEY": "short"}, "SECRET_KEY is shorter than 32 characters"),
         ({"CSRF_TRUSTED_ORIGINS": "portal.example"}, "must start with http:// or https://"),
+        # Production (a SECRET_KEY set, no DEBUG): the endpoint credentials' key must be set too.
+        ({"SECRET_KEY": "k" * 40}, "PORTAL_ENDPOINT_KEY is not set"),
+        ({"SECRET_KEY": "k" * 40, "PORTAL_ENDPOINT_KEY": "short"}, "PORTAL_ENDPOINT_KEY is shorter than 32"),
     ],
 )
 def test_bad_environment_stops_start_up_with_a_clear_message(tmp_path, env, message):

@@ -1,0 +1,354 @@
+"""The egress guard: the one way a spot-check reaches outside (docs/remeasurement.md, "Safe by construction").
+
+A load generator never talks to the declared endpoint itself. The spot-check worker starts an `EgressProxy` on
+loopback and points the load generator at it; the proxy forwards each request to the one declared endpoint and
+nowhere else:
+
+* only the declared scheme, host and port, and only paths under the declared base path; a request line naming
+  another host (a forward-proxy request, CONNECT) is refused;
+* the host is resolved at every connection, and every address it resolves to is checked before connecting: private,
+  loopback, link-local, multicast, reserved, unspecified and every other non-global address is refused (loopback
+  only when PORTAL_EGRESS_ALLOW_LOOPBACK is set: tests and the demo), and the proxy connects to the address it
+  checked, so a name rebinding to a private address between check and use gains nothing;
+* redirects are never followed: a 3xx answer becomes a 502 and a recorded refusal;
+* the credential is added by the proxy (the load generator never holds it) and sent only on connections to the
+  declared host; the client's own Authorization, Host and Proxy-* headers are dropped;
+* connect and read timeouts, a bound on the number of requests and on the proxy's lifetime, and a rate limit per
+  endpoint (requests per second, shared by every proxy of this process).
+
+Plain Python (no Django): settings are passed in by the caller (leaderboard.spotchecks).
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import json
+import socket
+import ssl
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+# The DNS boundary: tests replace this (and only this) to play a resolver that rebinds.
+getaddrinfo = socket.getaddrinfo
+
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+}
+DROPPED_REQUEST_HEADERS = HOP_BY_HOP | {"host", "authorization", "content-length", "cookie", "x-api-key"}
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+class EgressRefused(Exception):
+    """A request the guard does not send; `code` is stable (docs/remeasurement.md lists them)."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+def address_refusal(address: str, *, allow_loopback: bool) -> str | None:
+    """Why an address may not be reached (None: it may). Anything not globally routable is refused."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
+    if ip.is_loopback:
+        return None if allow_loopback else "loopback"
+    for name in ("is_unspecified", "is_link_local", "is_multicast", "is_private", "is_reserved"):
+        if getattr(ip, name):
+            return name.removeprefix("is_").replace("_", "-")
+    if not ip.is_global:
+        return "not-global"
+    return None
+
+
+def resolve_checked(host: str, port: int, *, allow_loopback: bool) -> list[str]:
+    """Resolve `host` now and check every address; refuse when any is not allowed (a name answering both a public
+    and a private address is refused: which one a client would pick is not ours to guess)."""
+    try:
+        infos = getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise EgressRefused("egress-dns", f"{host} does not resolve ({exc}).") from exc
+    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    if not addresses:
+        raise EgressRefused("egress-dns", f"{host} resolves to no address.")
+    for address in addresses:
+        reason = address_refusal(address, allow_loopback=allow_loopback)
+        if reason is not None:
+            raise EgressRefused(
+                "egress-address-refused",
+                f"{host} resolves to {address} ({reason}): the portal does not go there.",
+            )
+    return addresses
+
+
+@dataclass(frozen=True)
+class Target:
+    """The declared endpoint: the only place the proxy sends anything."""
+
+    scheme: str
+    host: str
+    port: int
+    base_path: str
+
+    @classmethod
+    def from_url(cls, url: str) -> Target:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise EgressRefused("egress-url", f"{url!r} is not an http(s) URL with a host.")
+        if parts.username or parts.password:
+            raise EgressRefused("egress-url", "A credential in the URL is refused.")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return cls(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
+
+
+@dataclass
+class Limits:
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 60.0
+    max_requests: int = 2000
+    max_duration_s: float = 600.0
+    rate_per_s: float = 50.0
+
+
+class _RateLimiter:
+    """Token bucket per endpoint, shared by every proxy of this process: requests wait for their turn."""
+
+    _buckets: dict[tuple[str, int], list[float]] = {}
+    _lock = threading.Lock()
+
+    @classmethod
+    def wait(cls, key: tuple[str, int], rate_per_s: float, deadline: float) -> bool:
+        while True:
+            with cls._lock:
+                now = time.monotonic()
+                tokens, last = cls._buckets.get(key, [rate_per_s, now])
+                tokens = min(rate_per_s, tokens + (now - last) * rate_per_s)
+                if tokens >= 1.0:
+                    cls._buckets[key] = [tokens - 1.0, now]
+                    return True
+                cls._buckets[key] = [tokens, now]
+                pause = (1.0 - tokens) / rate_per_s
+            if time.monotonic() + pause > deadline:
+                return False
+            time.sleep(pause)
+
+
+@dataclass
+class Record:
+    """What the proxy did: requests forwarded, refusals by code (kept with the spot-check's evidence)."""
+
+    forwarded: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
+    upstream_errors: int = 0
+    last_refusal: str = ""
+
+    def refuse(self, code: str, detail: str) -> None:
+        self.refused[code] = self.refused.get(code, 0) + 1
+        self.last_refusal = detail
+
+
+class _CheckedConnection(http.client.HTTPConnection):
+    """An HTTP connection that resolves and checks its host at connect time and connects to the checked address."""
+
+    def __init__(self, target: Target, *, allow_loopback: bool, limits: Limits) -> None:
+        super().__init__(target.host, target.port, timeout=limits.connect_timeout_s)
+        self._target = target
+        self._allow_loopback = allow_loopback
+        self._limits = limits
+
+    def connect(self) -> None:
+        addresses = resolve_checked(self._target.host, self._target.port, allow_loopback=self._allow_loopback)
+        last_error: OSError | None = None
+        for address in addresses:
+            try:
+                sock = socket.create_connection(
+                    (address, self._target.port), timeout=self._limits.connect_timeout_s
+                )
+            except OSError as exc:
+                last_error = exc
+                continue
+            sock.settimeout(self._limits.read_timeout_s)
+            if self._target.scheme == "https":
+                context = ssl.create_default_context()
+                sock = context.wrap_socket(sock, server_hostname=self._target.host)
+            self.sock = sock
+            return
+        raise last_error or OSError(f"cannot connect to {self._target.host}")
+
+
+class EgressProxy:
+    """A loopback HTTP server forwarding to the declared endpoint only. Use as a context manager; `url` is what
+    the load generator targets (the declared base path included)."""
+
+    def __init__(
+        self,
+        endpoint_url: str,
+        *,
+        credential: str | None = None,
+        allow_loopback: bool = False,
+        limits: Limits | None = None,
+        bind_port: int = 0,
+    ) -> None:
+        self.target = Target.from_url(endpoint_url)
+        self.credential = credential
+        self.allow_loopback = allow_loopback
+        self.limits = limits or Limits()
+        self.record = Record()
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+        self._server = ThreadingHTTPServer(("127.0.0.1", bind_port), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="egress-proxy", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}{self.target.base_path}"
+
+    def __enter__(self) -> EgressProxy:
+        self._started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _admit(self, path: str) -> None:
+        """Refuse what the guard never sends; count the request against its bounds."""
+        if not path.startswith("/"):
+            raise EgressRefused("egress-other-host", "Only paths of the declared endpoint are forwarded.")
+        base = self.target.base_path
+        if base and not (path == base or path.startswith(base + "/") or path.startswith(base + "?")):
+            raise EgressRefused("egress-path", f"{path} is not under the declared base path {base}.")
+        deadline = self._started + self.limits.max_duration_s
+        if time.monotonic() > deadline:
+            raise EgressRefused("egress-duration", "The spot-check's time is up.")
+        with self._lock:
+            if self.record.forwarded >= self.limits.max_requests:
+                raise EgressRefused("egress-request-count", f"More than {self.limits.max_requests} requests.")
+            self.record.forwarded += 1
+        if not _RateLimiter.wait((self.target.host, self.target.port), self.limits.rate_per_s, deadline):
+            raise EgressRefused(
+                "egress-rate", "The endpoint's rate limit leaves no room before the deadline."
+            )
+
+    def _handler_class(self):
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format, *args):  # noqa: A002 - the stdlib's name
+                pass
+
+            def _refuse(self, status: int, code: str, detail: str) -> None:
+                with proxy._lock:
+                    proxy.record.refuse(code, detail)
+                body = json.dumps({"error": {"code": code, "message": detail}}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(body)
+                self.close_connection = True
+
+            def do_CONNECT(self):  # noqa: N802 - http.server's name
+                self._refuse(
+                    405, "egress-other-host", "CONNECT is refused: the proxy goes to one endpoint only."
+                )
+
+            def do_GET(self):  # noqa: N802
+                self._forward()
+
+            def do_POST(self):  # noqa: N802
+                self._forward()
+
+            def _forward(self) -> None:
+                try:
+                    proxy._admit(self.path)
+                except EgressRefused as exc:
+                    self._refuse(
+                        429 if exc.code in ("egress-rate", "egress-request-count") else 403,
+                        exc.code,
+                        exc.detail,
+                    )
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_BODY_BYTES:
+                    self._refuse(413, "egress-body", "The request body is too large.")
+                    return
+                body = self.rfile.read(length) if length else None
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in DROPPED_REQUEST_HEADERS}
+                if proxy.credential:
+                    headers["Authorization"] = f"Bearer {proxy.credential}"
+                connection = _CheckedConnection(
+                    proxy.target, allow_loopback=proxy.allow_loopback, limits=proxy.limits
+                )
+                try:
+                    connection.request(self.command, self.path, body=body, headers=headers)
+                    response = connection.getresponse()
+                except EgressRefused as exc:
+                    self._refuse(502, exc.code, exc.detail)
+                    connection.close()
+                    return
+                except (OSError, http.client.HTTPException) as exc:
+                    with proxy._lock:
+                        proxy.record.upstream_errors += 1
+                    self._refuse(
+                        502, "egress-unreachable", f"{proxy.target.host}: {exc.__class__.__name__}: {exc}"
+                    )
+                    connection.close()
+                    return
+                try:
+                    http_status = response.getcode()
+                    if 300 <= http_status < 400:
+                        location = response.getheader("Location", "")
+                        self._refuse(
+                            502,
+                            "egress-redirect",
+                            f"The endpoint redirected ({http_status} to {location[:200]}): not followed.",
+                        )
+                        return
+                    self._relay(response)
+                finally:
+                    connection.close()
+
+            def _relay(self, response: http.client.HTTPResponse) -> None:
+                """Stream the answer back as it arrives (a streamed completion's first token must not wait)."""
+                self.send_response(response.status)
+                for key, value in response.getheaders():
+                    if key.lower() not in HOP_BY_HOP | {"content-length", "set-cookie"}:
+                        self.send_header(key, value)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    while True:
+                        chunk = response.read1(65536)
+                        if not chunk:
+                            break
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except (OSError, http.client.HTTPException):
+                    with proxy._lock:
+                        proxy.record.upstream_errors += 1
+                    self.close_connection = True
+
+        return Handler
