@@ -18,7 +18,7 @@ from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.models import CheckRun
 from submissions.selectors import check_run_latest
 from tests.leaderboard.extension_support import published_result
-from tests.submissions.support import RUN_ARCHIVES, make_catalog
+from tests.submissions.support import RUN_ARCHIVES, api_client, make_catalog
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("storage_dir")]
 
@@ -152,3 +152,26 @@ def test_the_beat_starts_a_re_check_only_when_told_and_only_the_chair_starts_one
         rechecks.recheck_campaign_start(actor=role_users["chair"], everything=True)
     rechecks.recheck_campaigns_advance()
     assert rechecks.recheck_start_if_due() is None  # this bump was re-checked already
+
+    # The chair's API: the campaigns, one report, a decision; 403 to anyone else.
+    chair_api = api_client(role_users["chair"])
+    assert api_client(role_users["auditor"]).get("/api/v1/chair/rechecks/").status_code == 403
+    campaigns = chair_api.get("/api/v1/chair/rechecks/").json()["results"]
+    assert [(c["id"], c["status"], c["started_by"]) for c in campaigns] == [(campaign_id, "reported", None)]
+    report = chair_api.get(f"/api/v1/chair/recheck-results/?campaign={campaign_id}").json()["results"]
+    assert [(r["public_id"], r["revision"], r["status"]) for r in report] == [
+        (published.public_id, 1, "pending")
+    ]
+    assert [f["rule"] for f in report[0]["changes"]["findings"]["changed"]] == ["point-count"]
+    url = f"/api/v1/chair/recheck-results/{report[0]['id']}/decide/"
+    assert (
+        api_client(role_users["submitter"]).post(url, {"decision": "no_action", "reason": "x"}).status_code
+        == 403
+    )
+    assert chair_api.post(url, {"decision": "no_action", "reason": ""}, format="json").status_code == 400
+    decided = chair_api.post(url, {"decision": "no_action", "reason": "A preview rule set."}, format="json")
+    assert decided.status_code == 200 and decided.json()["status"] == "no_action"
+    again = chair_api.post(url, {"decision": "annotate", "reason": "later"}, format="json")
+    assert again.status_code == 409 and again.json()["code"] == "state-conflict"
+    assert AuditEvent.objects.filter(action="recheck.no_action").count() == 1
+    assert not Annotation.objects.exists() and not Challenge.objects.exists()
