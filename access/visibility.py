@@ -31,7 +31,14 @@ from accounts.models import (
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from catalog.models import Benchmark
-from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
+from leaderboard.models import (
+    Annotation,
+    Challenge,
+    Publication,
+    PublicationRevision,
+    RecheckCampaign,
+    RecheckResult,
+)
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from review.selectors import organisations_conflicted_with_any
 from submissions.models import (
@@ -375,6 +382,24 @@ def challenges_visible_to(user) -> QuerySet[Challenge]:
     )
 
 
+def recheck_campaigns_visible_to(user) -> QuerySet[RecheckCampaign]:
+    """The chair's: re-checks of what is published (leaderboard.rechecks)."""
+    return (
+        RecheckCampaign.objects.all()
+        if _signed_in(user) and user_is_chair(user)
+        else RecheckCampaign.objects.none()
+    )
+
+
+def recheck_results_visible_to(user) -> QuerySet[RecheckResult]:
+    """The chair's, with the campaigns they belong to."""
+    return (
+        RecheckResult.objects.all()
+        if _signed_in(user) and user_is_chair(user)
+        else RecheckResult.objects.none()
+    )
+
+
 def annotations_visible_to(user) -> QuerySet[Annotation]:
     """Public notes on published results."""
     return Annotation.objects.filter(publication__in=publications_visible_to(user))
@@ -411,6 +436,8 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     PublicationRevision: publication_revisions_visible_to,
     Challenge: challenges_visible_to,
     Annotation: annotations_visible_to,
+    RecheckCampaign: recheck_campaigns_visible_to,
+    RecheckResult: recheck_results_visible_to,
     NotificationPreference: notification_preferences_visible_to,
     Invitation: invitations_visible_to,
     SignIn: sign_ins_visible_to,

@@ -255,7 +255,7 @@ def recheck_changes(published: CheckRun | None, rechecked: CheckRun) -> dict[str
             or findings_gone
             or findings_changed
             or metrics
-            or (published is None or published.status != rechecked.status)
+            or (published is None or not published.in_state(rechecked.status))
         ),
     }
 
