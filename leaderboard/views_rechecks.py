@@ -100,9 +100,9 @@ def recheck_start(request):
 
 @login_required
 @require_POST
-def recheck_decide(request, result_id: int):
+def recheck_decide(request, pk: int):
     _require_chair(request.user)
-    result = get_object_or_404(RecheckResult.objects.select_related("campaign", "publication"), pk=result_id)
+    result = get_object_or_404(RecheckResult.objects.select_related("campaign", "publication"), pk=pk)
     form = DecideForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Not decided: choose a decision and say why.")

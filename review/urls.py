@@ -16,7 +16,7 @@ urlpatterns = [
     path("chair/rechecks/", views_rechecks.recheck_list, name="chair_rechecks"),
     path("chair/rechecks/start/", views_rechecks.recheck_start, name="chair_recheck_start"),
     path(
-        "chair/rechecks/results/<int:result_id>/decide/",
+        "chair/rechecks/results/<int:pk>/decide/",
         views_rechecks.recheck_decide,
         name="chair_recheck_decide",
     ),
