@@ -31,7 +31,14 @@ from accounts.models import (
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from catalog.models import Benchmark
-from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
+from leaderboard.models import (
+    Annotation,
+    Challenge,
+    Publication,
+    PublicationRevision,
+    RecheckCampaign,
+    RecheckResult,
+)
 from previews.models import Preview
 from previews.selectors import previews_visible_to
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
@@ -390,6 +397,24 @@ def challenges_visible_to(user) -> QuerySet[Challenge]:
     )
 
 
+def recheck_campaigns_visible_to(user) -> QuerySet[RecheckCampaign]:
+    """The chair's: re-checks of what is published (leaderboard.rechecks)."""
+    return (
+        RecheckCampaign.objects.all()
+        if _signed_in(user) and user_is_chair(user)
+        else RecheckCampaign.objects.none()
+    )
+
+
+def recheck_results_visible_to(user) -> QuerySet[RecheckResult]:
+    """The chair's, with the campaigns they belong to."""
+    return (
+        RecheckResult.objects.all()
+        if _signed_in(user) and user_is_chair(user)
+        else RecheckResult.objects.none()
+    )
+
+
 def annotations_visible_to(user) -> QuerySet[Annotation]:
     """Public notes on published results."""
     return Annotation.objects.filter(publication__in=publications_visible_to(user))
@@ -427,6 +452,8 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     PublicationRevision: publication_revisions_visible_to,
     Challenge: challenges_visible_to,
     Annotation: annotations_visible_to,
+    RecheckCampaign: recheck_campaigns_visible_to,
+    RecheckResult: recheck_results_visible_to,
     NotificationPreference: notification_preferences_visible_to,
     Invitation: invitations_visible_to,
     Preview: previews_visible_to,  # its organisation's members only, like a draft, forever (docs/previews.md)

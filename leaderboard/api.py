@@ -658,6 +658,9 @@ class PublicProcurementViewSet(PublicViewSet):
 
 
 def register(router: BaseRouter) -> None:
+    from leaderboard import api_rechecks  # the chair's re-checks of what is published
+
+    api_rechecks.register(router)
     router.register("public/benchmarks", PublicBenchmarkViewSet, basename="public-benchmark")
     router.register("public/results", PublicResultViewSet, basename="public-result")
     router.register("public/points", PublicPointViewSet, basename="public-point")

@@ -97,7 +97,14 @@ class Challenge(StatefulModel, models.Model):
 
     publication = models.ForeignKey(Publication, on_delete=models.PROTECT, related_name="challenges")
     raised_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
-    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.PROTECT, related_name="+")
+    organisation = models.ForeignKey(
+        "accounts.Organisation",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The challenger's organisation (empty: the chair opened it, e.g. after a re-check).",
+    )
     reason = models.TextField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     resolution = models.TextField(blank=True)
@@ -192,3 +199,101 @@ class PublicationRevision(StatefulModel, models.Model):
     @property
     def record(self) -> PublishedRecord:
         return PublishedRecord(self.snapshot)
+
+
+class RecheckCampaign(StatefulModel, models.Model):
+    """A re-check of every published revision with the checker and rule sets of now (leaderboard.rechecks): started
+    by the chair, or by the beat schedule when PORTAL_RECHECK_AUTOMATIC is on; `reported` once every run ended and
+    each result's changes are written. Nothing published changes: the chair decides per result."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        REPORTED = "reported", "Reported"
+
+    states = States(Status)
+
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    checker_version = models.CharField(
+        max_length=50, help_text="The checker the revisions are re-checked with."
+    )
+    rulesets = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Benchmark model id -> the rule set its revisions are re-checked with.",
+    )
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The chair who started it (empty: the beat schedule).",
+    )
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    reported_at = models.DateTimeField(null=True, blank=True)
+    summary = models.JSONField(
+        default=dict, blank=True, help_text="Counts of the report, written when reported."
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"re-check #{self.pk} ({self.status})"
+
+
+class RecheckResult(StatefulModel, models.Model):
+    """One published revision in a re-check: its new run, what changed against the run it was published with, and
+    the chair's decision (no action, a public annotation, or a challenge), with the reason."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        NO_ACTION = "no_action", "No action"
+        ANNOTATED = "annotated", "Annotated"
+        CHALLENGED = "challenged", "Challenged"
+
+    states = States(Status, decided=(Status.NO_ACTION, Status.ANNOTATED, Status.CHALLENGED))
+
+    campaign = models.ForeignKey(RecheckCampaign, on_delete=models.PROTECT, related_name="results")
+    publication = models.ForeignKey(Publication, on_delete=models.PROTECT, related_name="+")
+    revision = models.ForeignKey(PublicationRevision, on_delete=models.PROTECT, related_name="+")
+    published_run = models.ForeignKey(
+        "submissions.CheckRun",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The run the revision was published with.",
+    )
+    check_run = models.ForeignKey(
+        "submissions.CheckRun", on_delete=models.PROTECT, related_name="+", help_text="The re-check run."
+    )
+    ruleset = models.CharField(max_length=50)
+    changes = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Written when reported: verdict old/new; findings new, gone and changed by (rule, point); "
+        "metrics old/new per point.",
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    reason = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    annotation = models.ForeignKey(
+        Annotation, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    challenge = models.ForeignKey(
+        Challenge, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["campaign_id", "publication_id", "revision_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "revision"], name="recheck_result_unique_revision")
+        ]
+
+    def __str__(self) -> str:
+        return f"re-check #{self.campaign_id} of {self.publication.public_id} ({self.status})"

@@ -330,11 +330,14 @@ def publications_publish_due(*, now: datetime | None = None) -> list[str]:
 def challenge_raise(*, publication: Publication, actor, reason: str) -> Challenge:
     """Any organisation member challenges a published result, with a reason."""
     PUBLICATION.require(actor, publication, "challenge")
-    organisations = sorted(user_org_ids(actor))
+    organisations = sorted(user_org_ids(actor))  # none for the chair (a re-check's challenge)
     if not (reason or "").strip():
         raise ApplicationError("Say what is wrong with the result.", code="invalid")
     challenge = Challenge.objects.create(
-        publication=publication, raised_by=actor, organisation_id=organisations[0], reason=reason.strip()
+        publication=publication,
+        raised_by=actor,
+        organisation_id=organisations[0] if organisations else None,
+        reason=reason.strip(),
     )
     audit_event_record(
         actor=actor, action="challenge.raised", obj=challenge, data={"public_id": publication.public_id}

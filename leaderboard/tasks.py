@@ -22,3 +22,20 @@ def goodput_table_build_task() -> list[str]:
     from leaderboard.models import Publication
 
     return goodput_tables_build(Publication.objects.filter(Publication.states.q("published")))
+
+
+@shared_task(**task_kind("housekeeping"))
+def rechecks_start_if_due_task() -> int | None:
+    """Hourly (beat), only with PORTAL_RECHECK_AUTOMATIC: start a re-check of the published revisions when the
+    checker or a rule set changed version since they were checked."""
+    from leaderboard.rechecks import recheck_start_if_due
+
+    return recheck_start_if_due()
+
+
+@shared_task(**task_kind("housekeeping"))
+def rechecks_advance_task() -> list[int]:
+    """Every minute (beat): write the report of each re-check whose runs all ended."""
+    from leaderboard.rechecks import recheck_campaigns_advance
+
+    return recheck_campaigns_advance()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from accounts.models import Membership
 from accounts.selectors import user_is_chair, user_org_ids
-from leaderboard.models import Challenge, Publication, PublicationRevision
+from leaderboard.models import Challenge, Publication, PublicationRevision, RecheckCampaign, RecheckResult
 from portal.errors import ConflictError
 from portal.policy import Actor, Policy, Ready, Rule
 from review import lifecycle as review_lifecycle
@@ -71,9 +71,9 @@ PUBLICATION = Policy(
         Rule(
             "challenge",
             (P.PUBLISHED,),
-            (ORG_MEMBER,),
+            (ORG_MEMBER, CHAIR),
             "Challenge",
-            needs="a reason (leaderboard.services.challenge_raise)",
+            needs="a reason (leaderboard.services.challenge_raise; the chair's from a re-check's report)",
         ),
         Rule(
             "retract",
@@ -147,12 +147,80 @@ CHALLENGE = Policy(
     ),
 )
 
+RC = RecheckCampaign.Status
+RECHECK_CAMPAIGN = Policy(
+    name="re-check",
+    states=tuple(RC.values),
+    description="Started `running` by the chair (or by the beat schedule with PORTAL_RECHECK_AUTOMATIC) with one "
+    "re-check run per published revision (leaderboard.rechecks.recheck_campaign_start); nothing published changes.",
+    rules=(
+        Rule(
+            "report",
+            (RC.RUNNING,),
+            (SCHEDULE,),
+            "Report",
+            target=RC.REPORTED,
+            done="reported",
+            automatic=True,
+            needs="every re-check run finished; each result's changes written (the `rechecks-advance` beat task)",
+        ),
+    ),
+)
+
+
+def _campaign_reported(result: RecheckResult) -> Ready:
+    if not result.campaign.in_state("reported"):
+        raise ConflictError(
+            "The re-check is still running: decide once its report is written.", code="recheck-not-reported"
+        )
+    return Ready()
+
+
+RR = RecheckResult.Status
+RECHECK_RESULT = Policy(
+    name="re-check result",
+    states=tuple(RR.values),
+    description="The chair's decision on one published revision of a reported re-check; audited, with its reason.",
+    rules=tuple(
+        Rule(
+            action,
+            (RR.PENDING,),
+            (CHAIR,),
+            label,
+            target=target,
+            done=done,
+            reason_required=True,
+            precondition=_campaign_reported,
+            needs=needs,
+        )
+        for action, target, label, done, needs in (
+            ("no_action", RR.NO_ACTION, "No action", "closed with no action", "the report written; a reason"),
+            (
+                "annotate",
+                RR.ANNOTATED,
+                "Annotate",
+                "annotated",
+                "the report written; a public text (leaderboard.services.annotation_add)",
+            ),
+            (
+                "challenge",
+                RR.CHALLENGED,
+                "Open a challenge",
+                "challenged",
+                "the report written; a reason (leaderboard.services.challenge_raise)",
+            ),
+        )
+    ),
+)
+
 POLICIES = (
     *review_lifecycle.POLICIES,
     *submissions_workflow.POLICIES,
     PUBLICATION,
     REVISION,
     CHALLENGE,
+    RECHECK_CAMPAIGN,
+    RECHECK_RESULT,
 )
 
 

@@ -201,6 +201,10 @@ CELERY_BEAT_SCHEDULE = {
     "multipart-uploads-sweep": {"task": "submissions.tasks.multipart_uploads_sweep_task", "schedule": 3600.0},
     "review-deadlines": {"task": "review.tasks.review_deadlines_task", "schedule": 900.0},
     "publications-publish-due": {"task": "leaderboard.tasks.publications_publish_due_task", "schedule": 60.0},
+    # Re-checks of what is published after a checker or rule-set change (leaderboard.rechecks): the report of a
+    # campaign whose runs ended; the start only with PORTAL_RECHECK_AUTOMATIC (otherwise the chair starts one).
+    "rechecks-advance": {"task": "leaderboard.tasks.rechecks_advance_task", "schedule": 60.0},
+    "rechecks-start-if-due": {"task": "leaderboard.tasks.rechecks_start_if_due_task", "schedule": 3600.0},
     # One e-mail a day to each user who chose the digest (accounts.services.notifications.notifications_digest_send).
     "notifications-digest": {
         "task": "accounts.tasks.notifications_digest_task",
@@ -546,6 +550,9 @@ CELERY_BEAT_SCHEDULE["check-outbox-send"] = {
     "schedule": float(PORTAL_CHECK_OUTBOX_EVERY_S),
     "options": {"expires": float(PORTAL_CHECK_OUTBOX_EVERY_S) * 3},
 }
+# The beat schedule starts a re-check of every published revision by itself when the checker or a rule set changed
+# version (leaderboard.rechecks); off, the chair starts one from /review/chair/rechecks/.
+PORTAL_RECHECK_AUTOMATIC = env_bool("PORTAL_RECHECK_AUTOMATIC", False)
 # A running check whose heartbeat is older than this is re-queued (or failed after the last attempt).
 PORTAL_CHECK_HEARTBEAT_TIMEOUT_S = env_int("PORTAL_CHECK_HEARTBEAT_TIMEOUT_S", 300, minimum=5)
 PORTAL_CHECK_MAX_ATTEMPTS = env_int("PORTAL_CHECK_MAX_ATTEMPTS", 3, minimum=1)

@@ -147,12 +147,17 @@ def check_start_pending(version: SubmissionVersion) -> bool:
     return CheckOutbox.objects.filter(check_run__version=version).exclude(last_error="").exists()
 
 
-def check_run_create(*, version: SubmissionVersion, actor=None) -> CheckRun:
-    """A new queued run of the checker over `version`; the check starts after commit."""
+def check_run_create(
+    *, version: SubmissionVersion, actor=None, purpose: str = CheckRun.Purpose.SUBMISSION
+) -> CheckRun:
+    """A new queued run of the checker over `version` with its benchmark's current rule set; the check starts
+    after commit. A `recheck` run (leaderboard.rechecks) goes through the same pipeline and queues but is never
+    the version's current run."""
     benchmark = version.submission.benchmark
     with transaction.atomic():
         check_run = CheckRun.objects.create(
             version=version,
+            purpose=purpose,
             requested_by=actor,
             ruleset=benchmark.ruleset_version,
             max_attempts=settings.PORTAL_CHECK_MAX_ATTEMPTS,

@@ -404,8 +404,15 @@ class CheckRun(StatefulModel, models.Model):
         judged=(Status.PASSED, Status.FAILED),
     )
 
+    class Purpose(models.TextChoices):
+        SUBMISSION = "submission", "The version's own check"
+        RECHECK = "recheck", "A re-check of a published revision (leaderboard.rechecks)"
+
     version = models.ForeignKey(SubmissionVersion, on_delete=models.PROTECT, related_name="check_runs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, editable=False)
+    # A re-check run (a rule-set or checker change, leaderboard.rechecks) is never the version's current run:
+    # pages, reviews and publication read the latest `submission` run only, so nothing published changes by itself.
+    purpose = models.CharField(max_length=16, choices=Purpose.choices, default=Purpose.SUBMISSION)
     attempts = models.PositiveSmallIntegerField(
         default=1, help_text="The attempt queued or running now (1-based)."
     )

@@ -67,11 +67,12 @@ def user_can_submit_for(user, organisation: Organisation) -> bool:
 
 def _latest_check_runs():
     """Check runs no later run of the same version outranks (ordering -created_at, -id): one per version."""
-    later = CheckRun.objects.filter(version_id=OuterRef("version_id")).filter(
+    own = CheckRun.objects.filter(purpose=CheckRun.Purpose.SUBMISSION)  # a re-check run is never current
+    later = own.filter(version_id=OuterRef("version_id")).filter(
         Q(created_at__gt=OuterRef("created_at")) | Q(created_at=OuterRef("created_at"), id__gt=OuterRef("id"))
     )
     # List rows show none of the blobs (the report, the curves, the pipeline's per-point file map).
-    return CheckRun.objects.filter(~Exists(later)).defer("report", "curves", "point_files")
+    return own.filter(~Exists(later)).defer("report", "curves", "point_files")
 
 
 def versions_with_latest_check(versions):
@@ -110,7 +111,12 @@ def check_run_latest(version):
     prefetched = getattr(version, "latest_check_runs", None)
     if prefetched is not None:
         return prefetched[0] if prefetched else None
-    return version.check_runs.defer("report").order_by("-created_at", "-id").first()
+    return (
+        version.check_runs.filter(purpose=CheckRun.Purpose.SUBMISSION)
+        .defer("report")
+        .order_by("-created_at", "-id")
+        .first()
+    )
 
 
 def check_run_official(check_run) -> dict | None:

@@ -229,6 +229,36 @@ ROUTES: dict[str, Route] = {
     "review:queue": _g(ONLY, who=REVIEWERS, access=Access.LOGIN, url=lambda w: "/review/"),
     "review:audit_queue": _g(ONLY, who=OVERSIGHT, access=Access.ROLE, url=lambda w: "/review/audit/"),
     "review:chair_dashboard": _g(ONLY, who=(CHAIR,), access=Access.ROLE, url=lambda w: "/review/chair/"),
+    # the chair's re-checks of what is published (leaderboard.rechecks): the page with the report, start, decide
+    "review:chair_rechecks": _g(
+        ONLY, who=(CHAIR,), access=Access.ROLE, url=lambda w: "/review/chair/rechecks/"
+    ),
+    "review:chair_recheck_start": _p(
+        ONLY, who=(CHAIR,), access=Access.ROLE, url=lambda w: "/review/chair/rechecks/start/"
+    ),
+    "review:chair_recheck_decide": _p(
+        ONLY,
+        pk="account",
+        who=(CHAIR,),
+        access=Access.ROLE,
+        url=lambda w: "/review/chair/rechecks/results/1/decide/",
+    ),
+    "api:chair-recheck-list": _g(
+        ONLY, who=(CHAIR,), access=Access.ROLE, url=lambda w: "/api/v1/chair/rechecks/"
+    ),
+    "api:chair-recheck-start": _p(
+        ONLY, who=(CHAIR,), access=Access.ROLE, url=lambda w: "/api/v1/chair/rechecks/start/"
+    ),
+    "api:chair-recheck-result-list": _g(
+        ONLY, who=(CHAIR,), access=Access.ROLE, url=lambda w: "/api/v1/chair/recheck-results/"
+    ),
+    "api:chair-recheck-result-decide": _p(
+        ONLY,
+        pk="account",
+        who=(CHAIR,),
+        access=Access.ROLE,
+        url=lambda w: "/api/v1/chair/recheck-results/1/decide/",
+    ),
     "review:conflicts": _g(ONLY, who=ALL_SIGNED_IN, access=Access.LOGIN, url=lambda w: "/review/conflicts/"),
     "review:conflict_declare": _p(LOGIN, access=Access.LOGIN, url=lambda w: "/review/conflicts/declare/"),
     "review:conflict_remove": _p(

@@ -381,7 +381,7 @@ def test_docs_show_every_table_the_code_has():
         line = next(line for line in submission.splitlines() if line.startswith(f"| `{row.action}`"))
         assert all(f"`{status}`" in line for status in EXPECTED[row.action][1])
     # every object with a status has its table, and each shows all of its model's states
-    from leaderboard.models import Challenge, Publication, PublicationRevision
+    from leaderboard.models import Challenge, Publication, PublicationRevision, RecheckCampaign, RecheckResult
     from previews.models import Preview
     from review.models import Comment, EvidenceRequest, ReviewAssignment, Waiver
     from submissions.models import CheckRun, Upload
@@ -398,6 +398,8 @@ def test_docs_show_every_table_the_code_has():
         "revision": PublicationRevision.Status.values,
         "challenge": Challenge.Status.values,
         "preview": Preview.Status.values,
+        "re-check": RecheckCampaign.Status.values,
+        "re-check result": RecheckResult.Status.values,
     }
     assert {policy.name for policy in POLICIES} == set(expected)
     for name, states in expected.items():

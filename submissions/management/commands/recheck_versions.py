@@ -60,7 +60,11 @@ class Command(BaseCommand):
             version = SubmissionVersion.objects.filter(submission=submission).order_by("-number").first()
             if version is None:
                 continue
-            latest = CheckRun.objects.filter(version=version).order_by("-pk").first()
+            latest = (
+                CheckRun.objects.filter(version=version, purpose=CheckRun.Purpose.SUBMISSION)
+                .order_by("-pk")
+                .first()
+            )
             current = (
                 latest is not None
                 and latest.checker_version == checker_version
