@@ -38,6 +38,7 @@ DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 PROMPT_CACHE_ENTRIES = 200_000
 TEXT_CACHE_CHARS = 32 * 1024 * 1024  # bound on the characters kept as keys of the count caches
 PIECE_CACHE_ENTRIES = 500_000
+LEARN_EVERY = 8  # of the texts whose pieces are mostly unseen, one in this many is counted piece by piece
 PROGRESS_EVERY_LINES = 100_000
 
 
@@ -213,6 +214,7 @@ class PointReplay:
         self.first_cache: dict[str, int] = {}  # counts of first streamed chunks and of text heads
         self.piece_cache: dict[str, int] = {}  # part -> count(" " + part)
         self._cached_chars = 0
+        self._novel = 0  # texts met whose pieces were mostly unseen
         self.pending = _Pending()
         self._inflight_batch: tuple[Future, _Pending] | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -279,34 +281,43 @@ class PointReplay:
             self.flush(wait=False)
 
     def _count_into(self, text: str, targets: list) -> None:
-        """Add count(text) to every (array, index) target, from cached pieces where exact."""
+        """Add count(text) to every (array, index) target, from cached pieces where exact.
+
+        The pieces are looked up in one C-level pass. A text most of whose pieces are unseen (new words,
+        texts that do not repeat) is encoded whole in the batch: one text costs the tokenizer far less
+        than its words one by one. Every LEARN_EVERY-th such text still goes piece by piece, so that a
+        vocabulary that does repeat fills the piece cache and later texts are counted without the tokenizer.
+        """
         parts = self.counter.pieces(text)
         if parts is None:
             self._queue_many(text, targets)
             return
-        cache = self.piece_cache
-        missing: list[str] = []
-        try:
-            known = sum(map(cache.__getitem__, islice(parts, 1, None)))
-        except KeyError:
-            known = 0
-            for part in islice(parts, 1, None):
-                n = cache.get(part)
-                if n is None:
-                    missing.append(part)
-                else:
-                    known += n
         head = parts[0]
-        if head:
-            n = self.first_cache.get(head)
-            if n is None:
-                self._queue_cached(self.first_cache, head, head, targets)
-            else:
-                known += n
+        first = self.first_cache.get(head) if head else 0
+        found = list(map(self.piece_cache.get, islice(parts, 1, None)))
+        unseen = found.count(None)
+        if not unseen and first is not None:
+            known = first + sum(found)
+            for series, index in targets:
+                series[index] += known
+            return
+        if unseen * 2 > len(found):
+            self._novel += 1
+            if self._novel % LEARN_EVERY:
+                self._queue_many(text, targets)
+                return
+        known = sum(n for n in found if n is not None)
+        if first is None:
+            self._queue_cached(self.first_cache, head, head, targets)
+        else:
+            known += first
         for series, index in targets:
             series[index] += known
-        for part in missing:
-            self._queue_cached(cache, part, " " + part, targets)
+        if unseen:  # from `found`: a flush while queueing may change the cache under this loop
+            cache = self.piece_cache
+            for part, n in zip(islice(parts, 1, None), found, strict=True):
+                if n is None:
+                    self._queue_cached(cache, part, " " + part, targets)
 
     def flush(self, wait: bool = True) -> None:
         """Send the pending texts to the tokenizer; with wait, also apply every count."""
