@@ -294,10 +294,10 @@ class PointReplay:
             return
         head = parts[0]
         first = self.first_cache.get(head) if head else 0
-        found = list(map(self.piece_cache.get, islice(parts, 1, None)))
+        found: list[Any] = list(map(self.piece_cache.get, islice(parts, 1, None)))
         unseen = found.count(None)
         if not unseen and first is not None:
-            known = first + sum(found)
+            known = first + sum(found)  # every piece known: no None among them
             for series, index in targets:
                 series[index] += known
             return
