@@ -317,7 +317,10 @@ class PointReplay:
                 return
             # learn this one piece by piece; the next lesson comes twice as late while texts stay novel
             self._learn_at = self._novel + self._learn_every
-            self._learn_every = min(2 * self._learn_every, MAX_LEARN_EVERY)
+            # over 3/4 unseen: texts stay novel, back off; else the cache is filling, keep learning
+            self._learn_every = (
+                min(2 * self._learn_every, MAX_LEARN_EVERY) if unseen * 4 > 3 * len(found) else 1
+            )
         else:
             self._learn_every = 1
         known = sum(n for n in found if n is not None)
