@@ -1,7 +1,7 @@
 """The point replay gives exactly what the old per-event replay gave, on every real point of the samples.
 
-Every real point in /work/shared/samples (run_archives, extension, second-system: 17 points) is replayed by
-checker.events and by tests/checker/replay_reference.py (the replay before its per-event work was batched, kept
+Every real point of the samples (tests/checker/fixtures, byte-for-byte copies of /work/shared/samples:
+run_archives, extension, second-system, 17 points) is replayed by checker.events and by tests/checker/replay_reference.py (the replay before its per-event work was batched, kept
 verbatim): the summaries (every metric, digest and in-flight figure), the per-sample arrays (goodput) and the
 findings must be equal, not close. The token counts are also checked against the tokenizer itself, one text at
 a time, and the summaries against the client's own result_summary.json.
@@ -22,7 +22,7 @@ from checker import events
 from checker.report import Findings
 from tests.checker import replay_reference
 
-SAMPLES = Path("/work/shared/samples")
+SAMPLES = Path(__file__).parent / "fixtures"  # byte-for-byte copies of /work/shared/samples
 ARCHIVES = sorted(
     [
         *SAMPLES.glob("run_archives/*.tar.gz"),
