@@ -38,6 +38,8 @@ DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 PROMPT_CACHE_ENTRIES = 200_000
 TEXT_CACHE_CHARS = 32 * 1024 * 1024  # bound on the characters kept as keys of the count caches
 PIECE_CACHE_ENTRIES = 500_000
+PROBE_CHARS = 256  # while texts stay novel, a text's head is probed before its whole is scanned
+MAX_LEARN_EVERY = 1024  # of the texts whose pieces are mostly unseen, at least one in this many is learned
 PROGRESS_EVERY_LINES = 100_000
 
 
@@ -213,6 +215,9 @@ class PointReplay:
         self.first_cache: dict[str, int] = {}  # counts of first streamed chunks and of text heads
         self.piece_cache: dict[str, int] = {}  # part -> count(" " + part)
         self._cached_chars = 0
+        self._novel = 0  # texts met whose pieces were mostly unseen
+        self._learn_at = 0  # the next of those counted piece by piece (its pieces learned)
+        self._learn_every = 1
         self.pending = _Pending()
         self._inflight_batch: tuple[Future, _Pending] | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -279,34 +284,62 @@ class PointReplay:
             self.flush(wait=False)
 
     def _count_into(self, text: str, targets: list) -> None:
-        """Add count(text) to every (array, index) target, from cached pieces where exact."""
+        """Add count(text) to every (array, index) target, from cached pieces where exact.
+
+        The pieces are looked up in one C-level pass. A text most of whose pieces are unseen (new words,
+        texts that do not repeat) is encoded whole in the batch: one text costs the tokenizer far less
+        than its words one by one. Some of these still go piece by piece, so that a vocabulary that does
+        repeat fills the piece cache and later texts are counted without the tokenizer: the 1st, 2nd, 4th,
+        8th, ... (at most every MAX_LEARN_EVERY-th) while texts stay novel, so words that never repeat are
+        not learned in vain.
+        """
+        if self._learn_every > 1 and self._novel + 1 < self._learn_at and self._probably_novel(text):
+            self._novel += 1  # texts stay novel: whole, without the exactness scan of pieces()
+            self._queue_many(text, targets)
+            return
         parts = self.counter.pieces(text)
         if parts is None:
             self._queue_many(text, targets)
             return
-        cache = self.piece_cache
-        missing: list[str] = []
-        try:
-            known = sum(map(cache.__getitem__, islice(parts, 1, None)))
-        except KeyError:
-            known = 0
-            for part in islice(parts, 1, None):
-                n = cache.get(part)
-                if n is None:
-                    missing.append(part)
-                else:
-                    known += n
         head = parts[0]
-        if head:
-            n = self.first_cache.get(head)
-            if n is None:
-                self._queue_cached(self.first_cache, head, head, targets)
-            else:
-                known += n
+        first = self.first_cache.get(head) if head else 0
+        found: list[Any] = list(map(self.piece_cache.get, islice(parts, 1, None)))
+        unseen = found.count(None)
+        if not unseen and first is not None:
+            known = first + sum(found)  # every piece known: no None among them
+            for series, index in targets:
+                series[index] += known
+            return
+        if unseen * 2 > len(found):
+            self._novel += 1
+            if self._novel < self._learn_at:
+                self._queue_many(text, targets)
+                return
+            # learn this one piece by piece; the next lesson comes twice as late while texts stay novel
+            self._learn_at = self._novel + self._learn_every
+            # over 3/4 unseen: texts stay novel, back off; else the cache is filling, keep learning
+            self._learn_every = (
+                min(2 * self._learn_every, MAX_LEARN_EVERY) if unseen * 4 > 3 * len(found) else 1
+            )
+        else:
+            self._learn_every = 1
+        known = sum(n for n in found if n is not None)
+        if first is None:
+            self._queue_cached(self.first_cache, head, head, targets)
+        else:
+            known += first
         for series, index in targets:
             series[index] += known
-        for part in missing:
-            self._queue_cached(cache, part, " " + part, targets)
+        if unseen:  # from `found`: a flush while queueing may change the cache under this loop
+            cache = self.piece_cache
+            for part, n in zip(islice(parts, 1, None), found, strict=True):
+                if n is None:
+                    self._queue_cached(cache, part, " " + part, targets)
+
+    def _probably_novel(self, text: str) -> bool:
+        """Most words of the text's head unseen (only a guess: it decides the path, never a count)."""
+        words = text[:PROBE_CHARS].split(" ")[1:-1]
+        return len(words) > 2 and list(map(self.piece_cache.get, words)).count(None) * 2 > len(words)
 
     def flush(self, wait: bool = True) -> None:
         """Send the pending texts to the tokenizer; with wait, also apply every count."""

@@ -1,0 +1,815 @@
+"""The point replay as it stood before the per-event work was batched (checker.events at fbfe8c1), kept
+verbatim as the reference the faster replay must equal exactly (tests/checker/test_replay_identity.py).
+
+Do not optimise this file: its worth is that it is the old, per-event code path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from array import array
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from io import BufferedIOBase
+from itertools import islice
+from pathlib import Path
+from typing import Any, Protocol, TypeGuard
+
+import numpy as np
+
+from checker.goodput import SampleSeries
+from checker.loaders import CorruptStream, open_log
+from checker.numbers import finite
+from checker.report import Findings
+from checker.stats import summarize
+from checker.tokens import TokenCounter
+
+FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "function_call", "other")
+READ_BLOCK_BYTES = 4 * 1024 * 1024
+TOKENIZE_BATCH_CHARS = 1024 * 1024  # ~60 MB of tokenizer Encodings per batch at most
+TOKENIZE_BATCH_REFS = 16_384  # counts waiting on one batch: a small batch early fills the piece cache
+MAX_FINDINGS_PER_RULE = 20  # a corrupt multi-GB log must not produce millions of findings
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+PROMPT_CACHE_ENTRIES = 200_000
+TEXT_CACHE_CHARS = 32 * 1024 * 1024  # bound on the characters kept as keys of the count caches
+PIECE_CACHE_ENTRIES = 500_000
+PROGRESS_EVERY_LINES = 100_000
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"non-finite number {name}")
+
+
+_decode = json.JSONDecoder(parse_constant=_reject_constant).decode
+
+_fast_loads: Callable[[bytes], Any] | None
+try:  # orjson parses a line ~3x faster; any line it refuses goes through json for the exact finding
+    import orjson
+
+    _fast_loads = orjson.loads
+except ImportError:  # pragma: no cover - orjson is a declared dependency
+    _fast_loads = None
+
+
+def open_binary(path: Path) -> BufferedIOBase:
+    """A binary stream of the log, decompressing .zst on the fly (checker.loaders.open_log)."""
+    return open_log(path, buffer_size=READ_BLOCK_BYTES)
+
+
+class Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def iter_lines(stream: Readable, *, max_line_bytes: int, on_too_long) -> Iterator[tuple[int, bytes]]:
+    """(line number, line bytes) in bounded memory; a line over the cap is skipped and reported."""
+    number = 0
+    rest = b""
+    skipping = False  # inside an over-long line, discarding until its newline
+    while True:
+        block = stream.read(READ_BLOCK_BYTES)
+        if not block:
+            break
+        if skipping:
+            cut = block.find(b"\n")
+            if cut < 0:
+                continue
+            block = block[cut + 1 :]
+            skipping = False
+        if rest:
+            block = rest + block
+        lines = block.split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            number += 1
+            if len(line) > max_line_bytes:
+                on_too_long(number, len(line))
+                continue
+            yield number, line
+        if len(rest) > max_line_bytes:
+            number += 1
+            on_too_long(number, len(rest))
+            rest = b""
+            skipping = True
+    if rest and not skipping:
+        number += 1
+        yield number, rest
+
+
+def output_texts(data: Any) -> tuple[str, str]:
+    """(full output text, text after the first streamed chunk) of a TextModelOutput payload.
+
+    Mirrors the client: reasoning then output, chunks joined with no separator, tool calls
+    appended as compact JSON; the first streamed chunk is reasoning[0] when reasoning streamed,
+    else output[0].
+    """
+    if not isinstance(data, list) or len(data) < 2:
+        return "", ""
+    output = data[1]
+    reasoning = data[2] if len(data) > 2 else None
+    tool_calls = data[3] if len(data) > 3 else None
+    full: list[str] = []
+    after: list[str] = []
+    if reasoning:
+        if isinstance(reasoning, str):
+            full.append(reasoning)
+        elif isinstance(reasoning, list):
+            full.extend(_strings(reasoning))
+            after.extend(_strings(reasoning[1:]))
+    if output:
+        if isinstance(output, str):
+            full.append(output)
+            if reasoning and isinstance(reasoning, list):
+                after.append(output)
+        elif isinstance(output, list):
+            chunks = _strings(output)
+            full.extend(chunks)
+            if reasoning:
+                after.extend(chunks)
+            else:
+                after.extend(chunks[1:])
+    if tool_calls:
+        encoded = json.dumps(tool_calls, separators=(",", ":"), ensure_ascii=False)
+        full.append(encoded)
+        after.append(encoded)
+    return "".join(full), "".join(after)
+
+
+def _strings(items: list) -> list[str]:
+    return [s for s in items if isinstance(s, str)]
+
+
+@dataclass
+class _Pending:
+    """Texts waiting for one batched tokenizer call, with where each count goes."""
+
+    texts: list[str] = field(default_factory=list)
+    # per text: (cache, key) its count is kept under, or None
+    caches: list[tuple[dict[str, int], str] | None] = field(default_factory=list)
+    # per text: [(array, index), ...] its count is added to
+    targets: list[list[tuple[array, int]]] = field(default_factory=list)
+    keys: dict = field(default_factory=dict)  # (cache id, key) -> position, so each is encoded once a batch
+    chars: int = 0
+    refs: int = 0  # count targets waiting on this batch (a cache is filled only once it is encoded)
+
+
+class PointReplay:
+    """Replays one events log in file order and accumulates the per-sample numbers."""
+
+    def __init__(
+        self,
+        *,
+        tokenizer,
+        findings: Findings,
+        display: str,
+        point: str | None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        progress=None,
+        declared_concurrency: int | None = None,
+    ) -> None:
+        # progress(lines_read): called every PROGRESS_EVERY_LINES lines, so a worker can heart-beat
+        # through a multi-GB log and a terminal can show that a long point is moving.
+        self.progress = progress
+        self.counter = tokenizer if isinstance(tokenizer, TokenCounter) else TokenCounter(tokenizer)
+        self.findings = findings
+        self.display = display
+        self.point = point
+        self.max_line_bytes = max_line_bytes
+        self._reported: dict[str, int] = {}
+        # session state
+        self.tracking = False
+        self.started = False
+        self.ended = False
+        self.blocks: list[list[int | None]] = []  # [start_ns, latest tracked complete ns]
+        self.stop_ns: int | None = None
+        self.last_main_ns: int | None = None
+        # counters
+        self.n_issued = 0
+        self.n_completed = 0
+        self.n_failed = 0
+        self.warmup_issued = 0  # sample.issued lines before the first start_performance_tracking
+        self.finish = dict.fromkeys(FINISH_REASONS, 0)
+        # in-flight tracked samples: uuid -> [issued_ns, recv_first_ns, block index]
+        self.inflight: dict[str, list] = {}
+        self.done: set[str] = set()
+        # series
+        self.ttft = array("q")
+        self.latency = array("q")
+        self.isl = array("q")
+        self.osl = array("q")
+        self.tpot_elapsed = array("q")  # complete - recv_first, for samples that have recv_first
+        self.tpot_tokens = array("q")  # tokens after the first chunk, filled after tokenizing
+        # per tracked sample, in issue order (checker.goodput): where its numbers sit in the series above
+        self.sample_ttft_ns = array("q")  # -1 until its first chunk arrives
+        self.sample_osl_at = array("q")  # index into osl, -1 when it has no output text
+        self.sample_tpot_at = array("q")  # index into tpot_tokens/tpot_elapsed, -1 when it has no tpot
+        self.sample_ok = bytearray()  # 1 once it completed with data and without an error.* event
+        self.sample_error = bytearray()  # 1 when an error.* event arrived while it was in flight
+        self.prompt_cache: dict[str, int] = {}
+        self.first_cache: dict[str, int] = {}  # counts of first streamed chunks and of text heads
+        self.piece_cache: dict[str, int] = {}  # part -> count(" " + part)
+        self._cached_chars = 0
+        self.pending = _Pending()
+        self._inflight_batch: tuple[Future, _Pending] | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self.lines = 0
+        # physical consistency (checker.rules.physical): tracked requests in flight, replayed in file order, and
+        # the digests that tell one raw log (or one tracked sample sequence) under two points
+        self.declared_concurrency = declared_concurrency
+        self.max_in_flight = 0
+        self.max_in_flight_line: int | None = None  # the issue line where the maximum was first reached
+        self.over_declared_line: int | None = (
+            None  # the first issue line leaving more than declared in flight
+        )
+        self.log_digest = hashlib.sha256()  # of the log's bytes as written (decompressed)
+        self.sequence_digest = hashlib.sha256()  # of the tracked sample uuids in issue order
+
+    # -- findings ---------------------------------------------------------------------------
+    def _finding(self, rule: str, severity: str, message: str, line: int | None, fix: str | None = None):
+        seen = self._reported.get(rule, 0)
+        self._reported[rule] = seen + 1
+        if seen < MAX_FINDINGS_PER_RULE:
+            self.findings.add(
+                rule, severity, message, file=self.display, line=line, point=self.point, fix=fix
+            )
+        elif seen == MAX_FINDINGS_PER_RULE:
+            self.findings.add(
+                rule,
+                severity,
+                f"More {rule} findings in this log were left out.",
+                file=self.display,
+                point=self.point,
+            )
+
+    # -- tokenization -----------------------------------------------------------------------
+    # Batches are encoded on a helper thread (encode_batch releases the GIL and uses the
+    # tokenizers' own thread pool) while the next batch is parsed; at most two batches are alive.
+    def _queue_many(self, text: str, targets: list) -> None:
+        pending = self.pending
+        pending.texts.append(text)
+        pending.caches.append(None)
+        pending.targets.append(targets)
+        pending.chars += len(text)
+        pending.refs += len(targets)
+        if pending.chars >= TOKENIZE_BATCH_CHARS or pending.refs >= TOKENIZE_BATCH_REFS:
+            self.flush(wait=False)
+
+    def _queue_cached(self, cache: dict, key: str, text: str, targets: list) -> None:
+        """A text whose count is cached under key (prompts, chunks, pieces): encoded once a batch."""
+        pending = self.pending
+        slot = (id(cache), key)
+        at = pending.keys.get(slot)
+        if at is not None:
+            pending.targets[at].extend(targets)
+            pending.refs += len(targets)
+            if pending.refs >= TOKENIZE_BATCH_REFS:
+                self.flush(wait=False)
+            return
+        pending.keys[slot] = len(pending.texts)
+        pending.texts.append(text)
+        pending.caches.append((cache, key))
+        pending.targets.append(list(targets))
+        pending.chars += len(text)
+        pending.refs += len(targets)
+        if pending.chars >= TOKENIZE_BATCH_CHARS or pending.refs >= TOKENIZE_BATCH_REFS:
+            self.flush(wait=False)
+
+    def _count_into(self, text: str, targets: list) -> None:
+        """Add count(text) to every (array, index) target, from cached pieces where exact."""
+        parts = self.counter.pieces(text)
+        if parts is None:
+            self._queue_many(text, targets)
+            return
+        cache = self.piece_cache
+        missing: list[str] = []
+        try:
+            known = sum(map(cache.__getitem__, islice(parts, 1, None)))
+        except KeyError:
+            known = 0
+            for part in islice(parts, 1, None):
+                n = cache.get(part)
+                if n is None:
+                    missing.append(part)
+                else:
+                    known += n
+        head = parts[0]
+        if head:
+            n = self.first_cache.get(head)
+            if n is None:
+                self._queue_cached(self.first_cache, head, head, targets)
+            else:
+                known += n
+        for series, index in targets:
+            series[index] += known
+        for part in missing:
+            self._queue_cached(cache, part, " " + part, targets)
+
+    def flush(self, wait: bool = True) -> None:
+        """Send the pending texts to the tokenizer; with wait, also apply every count."""
+        if self._inflight_batch is not None:
+            self._apply_counts(*self._inflight_batch)
+            self._inflight_batch = None
+        pending = self.pending
+        if pending.texts:
+            self.pending = _Pending()
+            if wait:
+                self._apply_counts(None, pending)
+            else:
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
+                self._inflight_batch = (self._executor.submit(self.counter.count, pending.texts), pending)
+        if wait and self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+    def _apply_counts(self, future: Future | None, pending: _Pending) -> None:
+        counts = self.counter.count(pending.texts) if future is None else future.result()
+        for slot, targets, n in zip(pending.caches, pending.targets, counts, strict=True):
+            if slot is not None:
+                cache, key = slot
+                self._remember(cache, key, n)
+            for series, index in targets:
+                series[index] += n
+
+    def _remember(self, cache: dict, key: str, n: int) -> None:
+        # Bounded: past the caps every cache starts afresh (counts stay exact, only speed drops).
+        if (
+            len(cache) >= PIECE_CACHE_ENTRIES
+            or len(self.prompt_cache) >= PROMPT_CACHE_ENTRIES
+            or self._cached_chars >= TEXT_CACHE_CHARS
+        ):
+            self.prompt_cache.clear()
+            self.first_cache.clear()
+            self.piece_cache.clear()
+            self._cached_chars = 0
+        cache[key] = n
+        self._cached_chars += len(key)
+
+    def _queue_isl(self, prompt: str) -> None:
+        cached = self.prompt_cache.get(prompt)
+        if cached is not None:
+            self.isl.append(cached)
+            return
+        self.isl.append(0)
+        self._queue_cached(self.prompt_cache, prompt, prompt, [(self.isl, len(self.isl) - 1)])
+
+    # -- replay -----------------------------------------------------------------------------
+    def feed(self, stream: BufferedIOBase) -> None:
+        def too_long(line: int, size: int) -> None:
+            self._finding(
+                "raw-log-line-too-long",
+                "error",
+                f"Line {line} is {size:,} bytes, over the {self.max_line_bytes:,}-byte cap; "
+                "it was skipped, so the recomputed metrics may be incomplete.",
+                line,
+                "Upload the events.jsonl exactly as the client wrote it.",
+            )
+
+        progress = self.progress
+        hashed = _HashingReader(stream, self.log_digest)
+        for number, raw in iter_lines(hashed, max_line_bytes=self.max_line_bytes, on_too_long=too_long):
+            self.lines = number
+            if progress is not None and number % PROGRESS_EVERY_LINES == 0:
+                progress(number)
+            if self.ended:
+                break
+            event = self._parse(number, raw)
+            if event is not None:
+                self._apply(number, event)
+        while hashed.read(READ_BLOCK_BYTES):  # the digest covers the whole file, past session.ended too
+            pass
+
+    def _parse(self, number: int, raw: bytes) -> dict | None:
+        if _fast_loads is not None:
+            try:
+                event = _fast_loads(raw)
+            except ValueError:
+                event = None  # let the exact path below name the problem
+            if isinstance(event, dict):
+                ts = event.get("timestamp_ns")
+                if isinstance(event.get("event_type"), str) and type(ts) is int and ts >= 0:
+                    return event
+        if not raw.strip():  # a blank line (rare): skipped, checked only once the fast parse failed
+            return None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self._finding(
+                "raw-log-invalid-utf8",
+                "error",
+                f"Line {number} is not valid UTF-8 (byte {exc.start}); the line was skipped.",
+                number,
+                "Upload the events.jsonl exactly as the client wrote it.",
+            )
+            return None
+        try:
+            event = _decode(text)
+        except ValueError as exc:
+            if "non-finite" in str(exc):
+                self._finding(
+                    "raw-log-nonfinite",
+                    "error",
+                    f"Line {number} holds NaN or Infinity, which the client never writes; "
+                    "the line was skipped.",
+                    number,
+                )
+            else:
+                self._finding(
+                    "raw-log-invalid-json",
+                    "error",
+                    f"Line {number} is not valid JSON ({exc}); the line was skipped.",
+                    number,
+                    "A truncated last line usually means the log was cut while copying.",
+                )
+            return None
+        if not isinstance(event, dict) or not isinstance(event.get("event_type"), str):
+            self._finding(
+                "raw-log-invalid-event",
+                "error",
+                f"Line {number} is not an event object with an 'event_type'.",
+                number,
+            )
+            return None
+        ts = event.get("timestamp_ns")
+        if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
+            self._finding(
+                "raw-log-invalid-event",
+                "error",
+                f"Line {number}: 'timestamp_ns' must be a non-negative integer, got {ts!r}.",
+                number,
+            )
+            return None
+        return event
+
+    def _apply(self, number: int, event: dict) -> None:
+        kind = event["event_type"]
+        ts = event["timestamp_ns"]
+        if kind != "sample.complete":
+            # Everything but completes is written by the main process in time order.
+            if self.last_main_ns is not None and ts < self.last_main_ns:
+                self._finding(
+                    "raw-log-non-monotonic",
+                    "error",
+                    f"Line {number} ({kind}) is timestamped {self.last_main_ns - ts:,} ns before "
+                    "the previous main-process event; the client writes these in time order.",
+                    number,
+                )
+            else:
+                self.last_main_ns = ts
+        if kind.startswith("session."):
+            self._session(number, kind, ts)
+            return
+        if kind.startswith("error."):
+            uuid = event.get("sample_uuid")
+            if uuid and uuid in self.inflight:
+                self.n_failed += 1
+                self.sample_error[self.inflight[uuid][3]] = 1
+            return
+        uuid = event.get("sample_uuid")
+        if not isinstance(uuid, str) or not uuid:
+            if kind.startswith("sample."):
+                self._finding(
+                    "raw-log-invalid-event",
+                    "error",
+                    f"Line {number}: {kind} without a 'sample_uuid'.",
+                    number,
+                )
+            return
+        if kind == "sample.issued":
+            self._issued(number, uuid, ts, event.get("data"))
+        elif kind == "sample.recv_first":
+            row = self.inflight.get(uuid)
+            if row is None:
+                return
+            if row[1] is not None:
+                self._finding(
+                    "raw-log-duplicate-event",
+                    "error",
+                    f"Line {number}: a second sample.recv_first for sample {uuid}; only the first was used.",
+                    number,
+                )
+                return
+            if ts < row[0]:
+                self._finding(
+                    "raw-log-timestamp-order",
+                    "error",
+                    f"Line {number}: sample {uuid} received its first chunk before it was issued.",
+                    number,
+                )
+            row[1] = ts
+            self.ttft.append(ts - row[0])
+            self.sample_ttft_ns[row[3]] = ts - row[0]
+        elif kind == "sample.complete":
+            self._complete(number, uuid, ts, event)
+
+    def _session(self, number: int, kind: str, ts: int) -> None:
+        if kind == "session.started":
+            if self.started:
+                self._finding(
+                    "raw-log-duplicate-event", "error", f"Line {number}: a second session.started.", number
+                )
+            self.started = True
+        elif kind == "session.start_performance_tracking":
+            if self.tracking:
+                self._finding(
+                    "raw-log-duplicate-event",
+                    "warning",
+                    f"Line {number}: start_performance_tracking while already tracking.",
+                    number,
+                )
+                return
+            self.tracking = True
+            self.blocks.append([ts, None])
+        elif kind == "session.stop_performance_tracking":
+            self.tracking = False
+            self.stop_ns = ts
+        elif kind == "session.ended":
+            self.ended = True
+
+    def _issued(self, number: int, uuid: str, ts: int, data: Any) -> None:
+        if uuid in self.inflight or uuid in self.done:
+            self._finding(
+                "raw-log-duplicate-event",
+                "error",
+                f"Line {number}: sample {uuid} was issued twice in the tracked window; "
+                "the second issue was ignored.",
+                number,
+            )
+            return
+        if not self.tracking:
+            if not self.blocks:
+                self.warmup_issued += 1
+            return
+        self.n_issued += 1
+        self.inflight[uuid] = [ts, None, len(self.blocks) - 1, len(self.sample_ok)]
+        self.sample_ttft_ns.append(-1)
+        self.sample_osl_at.append(-1)
+        self.sample_tpot_at.append(-1)
+        self.sample_ok.append(0)
+        self.sample_error.append(0)
+        self.sequence_digest.update(uuid.encode("utf-8", "backslashreplace") + b"\n")
+        in_flight = len(self.inflight)
+        if in_flight > self.max_in_flight:
+            self.max_in_flight, self.max_in_flight_line = in_flight, number
+        declared = self.declared_concurrency
+        if declared is not None and in_flight > declared and self.over_declared_line is None:
+            self.over_declared_line = number
+        if isinstance(data, list) and len(data) > 1:
+            token_ids = data[2] if len(data) > 2 else None
+            if isinstance(token_ids, list):
+                self.isl.append(len(token_ids))
+            elif isinstance(data[1], str):
+                self._queue_isl(data[1])
+
+    def _complete(self, number: int, uuid: str, ts: int, event: dict) -> None:
+        row = self.inflight.pop(uuid, None)
+        if row is None:
+            if uuid in self.done:
+                self._finding(
+                    "raw-log-duplicate-event",
+                    "error",
+                    f"Line {number}: a second sample.complete for sample {uuid}; it was ignored.",
+                    number,
+                )
+            return
+        self.done.add(uuid)
+        issued_ns, recv_first_ns, block, sample = row
+        if ts < issued_ns:
+            self._finding(
+                "raw-log-timestamp-order",
+                "error",
+                f"Line {number}: sample {uuid} completed before it was issued.",
+                number,
+            )
+        self.n_completed += 1
+        latest = self.blocks[block][1]
+        if latest is None or ts > latest:
+            self.blocks[block][1] = ts
+        self.latency.append(ts - issued_ns)
+        reason = event.get("finish_reason")
+        if isinstance(reason, str):
+            self.finish[reason if reason in self.finish else "other"] += 1
+        data = event.get("data")
+        if data is None:
+            return  # a failed request: latency counts, no tokens
+        self.sample_ok[sample] = 0 if self.sample_error[sample] else 1
+        full, after = output_texts(data)
+        tpot = None
+        if recv_first_ns is not None and after:
+            self.tpot_elapsed.append(ts - recv_first_ns)
+            self.tpot_tokens.append(0)
+            tpot = (self.tpot_tokens, len(self.tpot_tokens) - 1)
+            self.sample_tpot_at[sample] = tpot[1]
+        if not full:
+            if tpot is not None:
+                self._count_into(after, [tpot])
+            return
+        self.sample_osl_at[sample] = len(self.osl)
+        self.osl.append(0)
+        osl = (self.osl, len(self.osl) - 1)
+        cut = len(full) - len(after)
+        if after and (cut == 0 or self.counter.splits_at(full, cut)) and full.endswith(after):
+            # count(full) = count(first chunk) + count(after): one count of `after` serves both
+            if cut:
+                first = full[:cut]
+                cached = self.first_cache.get(first)
+                if cached is None:
+                    self._queue_cached(self.first_cache, first, first, [osl])
+                else:
+                    self.osl[osl[1]] += cached
+            self._count_into(after, [osl] if tpot is None else [osl, tpot])
+        else:
+            self._count_into(full, [osl])
+            if tpot is not None:
+                self._count_into(after, [tpot])
+
+    # -- result -----------------------------------------------------------------------------
+    def summary(self) -> dict:
+        self.flush()
+        if not self.blocks:
+            self._finding(
+                "raw-log-structure",
+                "error",
+                "The log has no session.start_performance_tracking event, so no sample is "
+                "tracked and no metric can be recomputed.",
+                None,
+                "Upload the complete events.jsonl of the performance run.",
+            )
+        if not self.ended:
+            self._finding(
+                "raw-log-truncated",
+                "error",
+                f"The log ends after {self.lines:,} lines without session.ended: it is "
+                "incomplete or was cut.",
+                None,
+                "Upload the complete events.jsonl.",
+            )
+        duration_ns = sum(
+            latest - start for start, latest in self.blocks if latest is not None and start is not None
+        )
+        seconds = duration_ns / 1e9
+        osl = _int64s(self.osl)
+        isl = _int64s(self.isl)
+        tokens_after = _int64s(self.tpot_tokens)
+        elapsed = _int64s(self.tpot_elapsed)
+        keep = tokens_after > 0
+        tpot = elapsed[keep].astype(np.float64) / tokens_after[keep].astype(np.float64)
+        osl = osl[osl > 0]
+        total_output_tokens = int(osl.sum())
+        out: dict[str, Any] = {
+            "n_samples_issued": self.n_issued,
+            "n_samples_completed": self.n_completed,
+            "n_samples_failed": self.n_failed,
+            "duration_ns": duration_ns,
+            "ttft": summarize(_int64s(self.ttft), early_stopping=True),
+            "tpot": summarize(tpot, early_stopping=True),
+            "latency": summarize(_int64s(self.latency), early_stopping=True),
+            "output_sequence_lengths": summarize(osl, early_stopping=False),
+            "input_sequence_lengths": summarize(isl, early_stopping=False),
+            "qps": self.n_completed / seconds if seconds > 0 else None,
+            "tps": total_output_tokens / seconds if seconds > 0 else None,
+            "finish_reason_counts": dict(self.finish),
+            "window_ns": [self.blocks[0][0], self.stop_ns] if self.blocks else None,
+            "warmup": {"issued": self.warmup_issued},
+            # Tracked requests in flight (issued, not yet completed), replayed in file order; the time-weighted
+            # mean over the tracked window is the time all tracked requests spent in flight (their latencies,
+            # each inside its tracking block) over the window's length (Little's law).
+            "in_flight": {
+                "max": self.max_in_flight,
+                "max_line": self.max_in_flight_line,
+                "over_declared_line": self.over_declared_line,
+                "mean": float(_int64s(self.latency).sum()) / duration_ns if duration_ns > 0 else None,
+            },
+            "raw_log_sha256": self.log_digest.hexdigest(),
+            "tracked_sequence_sha256": self.sequence_digest.hexdigest() if self.n_issued else None,
+        }
+        return out
+
+    def samples(self) -> SampleSeries:
+        """The per-sample arrays of the tracked samples (checker.goodput), after summary() has flushed the
+        token counts."""
+        self.flush()
+        osl = _int64s(self.osl)
+        osl_at = _int64s(self.sample_osl_at)
+        output_tokens = np.where(osl_at >= 0, osl[np.clip(osl_at, 0, None)] if len(osl) else 0, 0)
+        tokens_after = _int64s(self.tpot_tokens)
+        elapsed = _int64s(self.tpot_elapsed)
+        tpot_at = _int64s(self.sample_tpot_at)
+        tpot_ns = np.full(len(tpot_at), np.nan)
+        has = tpot_at >= 0
+        if has.any():
+            after = tokens_after[tpot_at[has]]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tpot_ns[has] = np.where(after > 0, elapsed[tpot_at[has]] / np.maximum(after, 1), np.nan)
+        duration_ns = sum(
+            latest - start for start, latest in self.blocks if latest is not None and start is not None
+        )
+        return SampleSeries(
+            ttft_ns=_int64s(self.sample_ttft_ns).copy(),
+            tpot_ns=tpot_ns,
+            output_tokens=np.asarray(output_tokens, dtype=np.int64),
+            ok=np.frombuffer(bytes(self.sample_ok), dtype=np.uint8).astype(bool),
+            duration_ns=int(duration_ns),
+        )
+
+
+class _HashingReader:
+    """A binary stream's read() that also feeds every block it returns to a digest."""
+
+    def __init__(self, stream: Readable, digest) -> None:
+        self.stream = stream
+        self.digest = digest
+
+    def read(self, size: int = -1, /) -> bytes:
+        block = self.stream.read(size)
+        if block:
+            self.digest.update(block)
+        return block
+
+
+def _int64s(series: array) -> np.ndarray:
+    """A series of array("q") as int64 numbers, without a copy."""
+    return np.frombuffer(series, dtype=np.int64) if series else np.zeros(0, np.int64)
+
+
+def derive_official(summary: dict, *, concurrency: int | None) -> dict:
+    """The official point metrics derived from a summary: system_tps, tps_per_user, ttft_p90_ms."""
+    tpot_p90 = _get_percentile(summary.get("tpot"), "90.0")
+    ttft_p90 = _get_percentile(summary.get("ttft"), "90.0")
+    tps = summary.get("tps")
+    derived = {
+        "system_tps": tps if _finite(tps) else None,
+        "tps_per_user": (1000.0 / (tpot_p90 / 1e6)) if _finite(tpot_p90) and tpot_p90 > 0 else None,
+        "ttft_p90_ms": ttft_p90 / 1e6 if _finite(ttft_p90) else None,
+        "concurrency": concurrency,
+    }
+    return derived
+
+
+def _finite(value: Any) -> TypeGuard[float]:
+    return finite(value) is not None
+
+
+def _get_percentile(block: Any, key: str) -> float | None:
+    """A percentile from a statistics block, accepting "90" and "90.0" alike."""
+    if not isinstance(block, dict):
+        return None
+    table = block.get("percentiles")
+    if not isinstance(table, dict):
+        return None
+    for k, v in table.items():
+        try:
+            if float(k) == float(key):
+                return v
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def recompute_point(
+    path: Path,
+    *,
+    tokenizer,
+    findings: Findings,
+    display: str,
+    point: str | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    progress=None,
+    declared_concurrency: int | None = None,
+    on_samples: Callable[[SampleSeries], None] | None = None,
+) -> dict | None:
+    """Recompute one point's summary from its raw log; None when the log cannot be read at all.
+    `declared_concurrency` lets the replay note the first line that leaves more requests in flight;
+    on_samples receives the point's per-sample arrays (checker.goodput) once the summary is made."""
+    replay = PointReplay(
+        tokenizer=tokenizer,
+        findings=findings,
+        display=display,
+        point=point,
+        max_line_bytes=max_line_bytes,
+        progress=progress,
+        declared_concurrency=declared_concurrency,
+    )
+    try:
+        stream = open_binary(path)
+    except OSError as exc:
+        findings.error(
+            "raw-log-unreadable", f"The raw log cannot be opened: {exc.strerror}.", file=display, point=point
+        )
+        return None
+    try:
+        with stream:
+            replay.feed(stream)
+    except (CorruptStream, OSError, EOFError) as exc:
+        findings.error(
+            "raw-log-corrupt",
+            f"The compressed raw log is truncated or corrupt after line {replay.lines:,} ({exc}).",
+            file=display,
+            point=point,
+            fix="Compress the log again with `zstd events.jsonl` and upload it whole.",
+        )
+    summary = replay.summary()
+    if on_samples is not None:
+        on_samples(replay.samples())
+    return summary
