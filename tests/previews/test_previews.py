@@ -199,6 +199,10 @@ def test_the_page_draws_the_preview_beside_the_published_curve_with_percent_diff
     assert page.status_code == 200 and NOT_MLPERF in page.content
     labels = [s["label"] for s in page.context["charts"][0]["series"]]
     assert labels[0].endswith("(preview, not an MLPerf result)")
+    # the legend gives a preview's curve no verification level of a published result; the published curve keeps its
+    levels = [s["level"] for s in page.context["charts"][0]["series"]]
+    assert levels[0] == "recomputed from the tool's per-request records" and levels[1] == "fully recomputed"
+    assert b"(recomputed from the tool&#x27;s per-request records)" in page.content
     # by default its own organisation's published curves; any other published result on request
     assert any(with_published.public_id in label for label in labels)
     assert not any(other.public_id in label for label in labels)
