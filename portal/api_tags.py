@@ -22,12 +22,21 @@ TAG_GROUPS = (
         ("uploads", "versions", "check-runs"),
     ),
     (
+        "Previews",
+        "Another tool's output recomputed as a private preview of a system: never an MLPerf result.",
+        ("previews",),
+    ),
+    (
         "Review",
         "Assignments, the review thread (comments and objections), reviews and waivers.",
         ("review-assignments", "review-versions", "comments", "reviews", "waivers"),
     ),
     ("Audit", "Attestations, evidence requests and the audit log.", ("audit", "evidence-requests")),
-    ("Chair", "The chair's dashboard, reviewer draws and conflicts of interest.", ("chair", "conflicts")),
+    (
+        "Chair",
+        "The chair's dashboard, reviewer draws, conflicts of interest and re-checks of published results.",
+        ("chair", "conflicts"),
+    ),
     (
         "Account",
         "The signed-in user, notifications and their preferences.",
