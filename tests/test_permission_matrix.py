@@ -870,6 +870,11 @@ NO_STATUS_WRITES = {
     "api:notification-read",
     "accounts:token_revoke",
     "results:challenge",  # a RESULT route: the publication's `challenge` row, judged by the RESULT rule
+    # A preview is its organisation's own row (OWN_ROW_PKS), whatever the submission's state; its own table
+    # (previews/workflow.py) is judged in tests/previews/.
+    "previews:recheck",
+    "previews:delete",
+    "api:preview-recheck",
 }
 WRITE_ROUTES = sorted(n for n in SUBJECT_ROUTES if ROUTES[n].method != "get")
 # The codes a refusal of the policy carries in the API (403 who, 409 state or a precondition), and DRF's own.
