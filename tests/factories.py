@@ -45,11 +45,21 @@ from accounts.models import (
 )
 from audit.models import AuditEvent
 from catalog.models import Benchmark
-from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
+from leaderboard.models import (
+    Annotation,
+    Challenge,
+    Publication,
+    PublicationRevision,
+    RecheckCampaign,
+    RecheckResult,
+)
+from previews.models import Preview
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
+from submissions.endpoints import credential_encrypt
 from submissions.models import (
     CheckOutbox,
     CheckRun,
+    Endpoint,
     Finding,
     IdempotencyKey,
     PointMetric,
@@ -853,6 +863,71 @@ class AnnotationFactory(_Factory):
     publication = factory.SubFactory(PublicationFactory)
     text = "The accuracy probe used the previous dataset revision; results remain comparable."
     created_by = factory.LazyAttribute(lambda a: GlobalRoleFactory(role=GlobalRole.Role.CHAIR).user)
+
+
+class RecheckCampaignFactory(_Factory):
+    """A re-check started by the chair on the checker of now (`reported=True`: every run ended)."""
+
+    class Meta:
+        model = RecheckCampaign
+
+    class Params:
+        reported = factory.Trait(
+            status=RecheckCampaign.Status.REPORTED,
+            reported_at=factory.LazyFunction(timezone.now),
+            summary=factory.LazyFunction(lambda: {"results": 1, "changed": 0}),
+        )
+
+    checker_version = "test"
+    started_by = factory.LazyAttribute(lambda c: GlobalRoleFactory(role=GlobalRole.Role.CHAIR).user)
+    reason = "The TTFT rule was tightened."
+
+
+class RecheckResultFactory(_Factory):
+    """One published revision in a re-check, its new run passed and nothing decided yet."""
+
+    class Meta:
+        model = RecheckResult
+
+    campaign = factory.SubFactory(RecheckCampaignFactory)
+    revision = factory.SubFactory(PublicationRevisionFactory)
+    publication = factory.LazyAttribute(lambda r: r.revision.publication)
+    published_run = factory.LazyAttribute(lambda r: r.revision.version.check_runs.order_by("-id").first())
+    check_run = factory.LazyAttribute(lambda r: CheckRunFactory(version=r.revision.version, passed=True))
+    ruleset = factory.LazyAttribute(lambda r: r.revision.submission.benchmark.ruleset_version)
+
+
+# --- previews and declared endpoints --------------------------------------------------------------
+
+
+class PreviewFactory(_Factory):
+    """A preview of an organisation's system, still being checked (no files read yet)."""
+
+    class Meta:
+        model = Preview
+
+    system = factory.SubFactory(SystemFactory)
+    organisation = factory.LazyAttribute(lambda p: p.system.organisation)
+    benchmark = factory.SubFactory(BenchmarkFactory, sample=True)
+    name = factory.Sequence(lambda n: f"vLLM bench sweep {n}")
+    created_by = factory.LazyAttribute(lambda p: MembershipFactory(organisation=p.organisation).user)
+
+
+class EndpointFactory(_Factory):
+    """The endpoint a submission declares, without a credential (`credential=` stores one encrypted)."""
+
+    class Meta:
+        model = Endpoint
+        exclude = ("credential",)
+
+    credential = ""
+    submission = factory.SubFactory(SubmissionFactory)
+    url = "http://127.0.0.1:8000"
+    model_name = "meta-llama/Llama-3.1-8B-Instruct"
+    declared_by = factory.LazyAttribute(lambda e: e.submission.created_by)
+    credential_encrypted = factory.LazyAttribute(
+        lambda e: credential_encrypt(e.credential) if e.credential else ""
+    )
 
 
 # --- accounts: notifications ----------------------------------------------------------------------

@@ -76,7 +76,8 @@ def test_the_point_kind_has_the_longest_limit_and_the_broker_waits_longer():
 
 def _start(**env) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "PORTAL_", "CELERY_"))}
-    environ.update({"DJANGO_SETTINGS_MODULE": "portal.settings", **env})
+    # a deployment's other required secrets are set (CI exports SECRET_KEY, which makes the endpoint key required)
+    environ.update({"DJANGO_SETTINGS_MODULE": "portal.settings", "PORTAL_ENDPOINT_KEY": "e" * 40, **env})
     return subprocess.run(
         [sys.executable, "-c", "import django; django.setup()"],
         cwd=ROOT,
