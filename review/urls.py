@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from leaderboard import views_rechecks  # the chair's re-checks of what is published (leaderboard.rechecks)
+from leaderboard.views import chair as views_rechecks  # the chair's re-checks (leaderboard.rechecks)
 from review.urls_reviewer import reviewer_urlpatterns  # the reviewer's dashboard, review page, file browser
 from review.urls_staff import staff_urlpatterns  # the auditor's and the chair's pages
 from review.urls_submitter import submitter_urlpatterns  # the submitter's writes from the submission page

@@ -30,8 +30,8 @@ from accounts.selectors import (
     user_roles,
 )
 from checker.portal_rules import PORTAL_ONLY_RULES
-from leaderboard.views import publication_panel
-from leaderboard.views_extensions import extension_panel
+from leaderboard.views.extensions import extension_panel
+from leaderboard.views.public import publication_panel
 from portal import private_cache
 from portal.errors import ApplicationError
 from portal.pages import LoginFirst, ReasonForm, with_login_redirect

@@ -601,7 +601,7 @@ def test_public_leaderboard_pages_never_name_an_unpublished_system(role_users, s
             assert response.status_code == 200 and HIDDEN_SYSTEM_NAME.encode() not in response.content, url
 
 
-# --- The public API and the buyer's pages (leaderboard/api.py, leaderboard/views_query.py) -------------------
+# --- The public API and the buyer's pages (leaderboard/api/results.py, leaderboard/views/buyer.py) -------------------
 # Read-only, no login, the anonymous view whoever asks: the lists and queries answer everyone and never carry an
 # unpublished row in any format (the embargoed Unreleased-Z9 included); one result by its public id is a 404 for
 # everyone, its owner, auditors and the chair included, until it is published (PUBLISHED_ONLY).
