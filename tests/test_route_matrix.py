@@ -350,7 +350,7 @@ def test_conflicts_of_other_organisations_are_hidden_from_members(role_users, st
     assert not Conflict.objects.filter(pk=world["conflict"].pk).exists()
 
 
-# --- The reviewer's pages and API (review/urls_reviewer.py, review/api_reviewer.py) -------------------
+# --- The reviewer's pages and API (review/views/reviewer.py, review/api/reviewer.py) --------------------
 # A review is read by the submitting organisation, its assigned reviewers, auditors and the chair, from
 # `submitted` on; publishing a result does not publish its review. MINE: one reviewer's own assignment.
 REVIEW, MINE, REVIEW_LIST = Access.REVIEW, Access.MINE, Access.REVIEW_LIST
