@@ -27,8 +27,12 @@ from leaderboard.views.extensions import extension_delta
 from portal.errors import ApplicationError
 from portal.pages import LoginFirst, with_login_redirect
 from portal.parsers import parse_id
-from review import bundle_files, lifecycle, selectors, services
+from review import bundle_files, lifecycle, selectors
 from review.models import Comment, Review, ReviewAssignment, Waiver
+from review.services import assignments as assignments_services
+from review.services import thread as thread_services
+from review.services.reviews import review_submit
+from review.services.thread import comment_post
 from submissions.models import Finding, Submission
 from submissions.pages import check_section_context
 
@@ -121,7 +125,7 @@ def _back_to(request, default: str):
 def assignment_accept(request, pk: int):
     assignment = _own_assignment(request, pk)
     try:
-        services.assignment_accept(assignment=assignment, actor=request.user)
+        assignments_services.assignment_accept(assignment=assignment, actor=request.user)
     except ApplicationError as exc:
         messages.error(request, f"Not accepted: {exc.detail}")
     else:
@@ -138,7 +142,7 @@ def assignment_accept(request, pk: int):
 def assignment_decline(request, pk: int):
     assignment = _own_assignment(request, pk)
     try:
-        services.assignment_decline(
+        assignments_services.assignment_decline(
             assignment=assignment, actor=request.user, reason=request.POST.get("reason", "")
         )
     except ApplicationError as exc:
@@ -364,7 +368,7 @@ def review_create(request, pk: int):
         messages.error(request, "Only a reviewer assigned to this submission can review it.")
         return redirect(_page_url(submission, "#decision"))
     try:
-        review = services.review_submit(
+        review = review_submit(
             assignment=assignment,
             actor=request.user,
             decision=request.POST.get("decision", ""),
@@ -406,7 +410,7 @@ def comment_create(request, pk: int):
         messages.error(request, "Not posted: choose a comment or an objection.")
         return redirect(_page_url(submission, "#thread"))
     try:
-        comment = services.comment_post(
+        comment = comment_post(
             submission=submission,
             actor=user,
             body=post.get("body", ""),
@@ -437,7 +441,7 @@ def objection_close(request, pk: int, comment_pk: int):
     submission = get_object_or_404(review_submissions_visible_to(request.user), pk=pk)
     objection = get_object_or_404(selectors.thread_visible_to(request.user, submission), pk=comment_pk)
     try:
-        services.objection_close(
+        thread_services.objection_close(
             objection=objection,
             actor=request.user,
             outcome=request.POST.get("outcome", ""),

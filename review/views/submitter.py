@@ -33,8 +33,12 @@ from accounts.models import Membership
 from accounts.selectors import user_org_ids
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
-from review import lifecycle, selectors, services
+from review import lifecycle, selectors
 from review.models import Comment, Review
+from review.services import attestations as attestations_services
+from review.services import thread as thread_services
+from review.services import waivers as waivers_services
+from review.services.waivers import waivers_request_group
 from submissions.models import Submission
 from submissions.selectors import check_run_latest, version_latest
 
@@ -217,7 +221,7 @@ def comment_post(request, pk: int):
             selectors.thread_visible_to(request.user, submission), pk=parse_id(parent_id)
         )
     try:
-        comment = services.comment_post(
+        comment = thread_services.comment_post(
             submission=submission, actor=request.user, body=request.POST.get("body", ""), parent=parent
         )
     except ApplicationError as exc:
@@ -250,12 +254,12 @@ def waiver_request(request, pk: int):
     rule = request.POST.get("rule", "").strip()
     try:
         if request.POST.get("every_finding_of_rule") == "1":
-            asked = services.waivers_request_group(
+            asked = waivers_request_group(
                 version=version, actor=request.user, rule=rule, reason=request.POST.get("reason", "")
             )
         else:
             asked = [
-                services.waiver_request(
+                waivers_services.waiver_request(
                     version=version,
                     actor=request.user,
                     rule=rule,
@@ -283,7 +287,9 @@ def evidence_answer(request, evidence_id: int):
     )
     submission = _own_submission(request, evidence.submission_id)
     try:
-        services.evidence_answer(request=evidence, actor=request.user, answer=request.POST.get("answer", ""))
+        attestations_services.evidence_answer(
+            request=evidence, actor=request.user, answer=request.POST.get("answer", "")
+        )
     except ApplicationError as exc:
         messages.error(request, f"Not answered: {exc.detail}")
     else:
