@@ -25,6 +25,7 @@ from access.visibility import (
     review_assignments_visible_to,
     review_submissions_visible_to,
     reviews_visible_to,
+    thread_of,
 )
 from accounts.permissions import TokenScopeAllows
 from portal.errors import ApplicationError
@@ -399,7 +400,7 @@ class CommentViewSet(
         submission = _review_submission(user, data["submission"])
         parent = None
         if data["parent"] is not None:
-            parent = selectors.thread_visible_to(user, submission).filter(pk=data["parent"]).first()
+            parent = thread_of(user, submission).filter(pk=data["parent"]).first()
             if parent is None:
                 raise serializers.ValidationError({"parent": "No such entry in this submission's thread."})
         finding = None

@@ -21,7 +21,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from access.permissions import can
-from access.visibility import get_visible_or_404
+from access.visibility import get_visible_or_404, reviews_of
 from leaderboard.views.extensions import extension_delta
 from portal.errors import ApplicationError
 from portal.pages import ReasonForm
@@ -138,7 +138,7 @@ def attestation(request, pk: int):
             EvidenceRequest.objects.filter(submission=submission).select_related("auditor", "answered_by")
         ),
         "open_objections": list(selectors.open_objections(submission).select_related("author")),
-        "reviews": list(selectors.reviews_visible_to(request.user, submission)),
+        "reviews": list(reviews_of(request.user, submission)),
         "attestations": list(submission.attestations.select_related("auditor")),
         "is_auditor": lifecycle.allowed(request.user, submission, "request_evidence")
         or lifecycle.can(request.user, "audit"),

@@ -21,7 +21,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from access.visibility import review_assignments_visible_to, review_submissions_visible_to
+from access.visibility import (
+    review_assignments_visible_to,
+    review_submissions_visible_to,
+    reviews_of,
+    thread_of,
+)
 from accounts.selectors import user_org_ids
 from leaderboard.views.extensions import extension_delta
 from portal.errors import ApplicationError
@@ -179,7 +184,7 @@ def _file_link(submission: Submission, version, anchor: str, line: int | None) -
 
 
 def _thread(user, submission: Submission) -> list[ThreadEntry]:
-    comments = list(selectors.thread_visible_to(user, submission).prefetch_related("version__files"))
+    comments = list(thread_of(user, submission).prefetch_related("version__files"))
     children: dict[int | None, list[Comment]] = {}
     ids = {c.pk for c in comments}
     for comment in comments:
@@ -304,7 +309,7 @@ def review_page(request, pk: int):
     my_review = None
     if assignment is not None and frozen is not None:
         my_review = Review.objects.filter(assignment=assignment, version=frozen).first()
-    reviews = list(selectors.reviews_visible_to(user, submission).order_by("-version__number", "created_at"))
+    reviews = list(reviews_of(user, submission).order_by("-version__number", "created_at"))
     hidden_reviews = 0
     if assignment is not None and my_review is None and frozen is not None:
         hidden_reviews = (
@@ -400,7 +405,7 @@ def comment_create(request, pk: int):
     parent = None
     parent_id = _optional_int(post.get("parent", ""))
     if parent_id is not None:
-        parent = get_object_or_404(selectors.thread_visible_to(user, submission), pk=parent_id)
+        parent = get_object_or_404(thread_of(user, submission), pk=parent_id)
     finding = None
     finding_id = _optional_int(post.get("finding", ""))
     if finding_id is not None:
@@ -439,7 +444,7 @@ def comment_create(request, pk: int):
 @require_POST
 def objection_close(request, pk: int, comment_pk: int):
     submission = get_object_or_404(review_submissions_visible_to(request.user), pk=pk)
-    objection = get_object_or_404(selectors.thread_visible_to(request.user, submission), pk=comment_pk)
+    objection = get_object_or_404(thread_of(request.user, submission), pk=comment_pk)
     try:
         thread_services.objection_close(
             objection=objection,

@@ -26,7 +26,9 @@ from access.visibility import (
     attestations_visible_to,
     evidence_requests_visible_to,
     review_assignments_visible_to,
+    reviews_of,
     submissions_visible_to,
+    thread_of,
     versions_visible_to,
 )
 from accounts.models import Membership
@@ -60,7 +62,7 @@ class FindingRow:
 
 
 def _thread_entries(user, submission: Submission, *, writes: bool) -> list[PanelEntry]:
-    comments = list(selectors.thread_visible_to(user, submission))
+    comments = list(thread_of(user, submission))
     ids = {comment.pk for comment in comments}
     children: dict[int | None, list[Comment]] = {}
     for comment in comments:
@@ -149,7 +151,7 @@ def review_panel(user, submission: Submission) -> dict | None:
         .select_related("reviewer", "organisation")
         .order_by("assigned_at", "pk")
     )
-    reviews = list(selectors.reviews_visible_to(user, submission).order_by("version__number", "created_at"))
+    reviews = list(reviews_of(user, submission).order_by("version__number", "created_at"))
     frozen_id = submission.submitted_version_id
     decision_of = {r.assignment_id: r for r in reviews if r.version_id == frozen_id}
     for assignment in assignments:
@@ -217,9 +219,7 @@ def comment_post(request, pk: int):
         if parse_id(parent_id) is None:
             messages.error(request, "Not posted: no such entry in the thread.")
             return _back(submission, "#thread")
-        parent = get_object_or_404(
-            selectors.thread_visible_to(request.user, submission), pk=parse_id(parent_id)
-        )
+        parent = get_object_or_404(thread_of(request.user, submission), pk=parse_id(parent_id))
     try:
         comment = thread_services.comment_post(
             submission=submission, actor=request.user, body=request.POST.get("body", ""), parent=parent

@@ -11,7 +11,7 @@ from django.core import mail
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
-from access.visibility import submissions_visible_to
+from access.visibility import reviews_of, submissions_visible_to, thread_of
 from audit.models import AuditEvent
 from audit.selectors import audit_chain_verify
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
@@ -241,11 +241,11 @@ def test_a_reviewer_sees_the_other_reviews_only_after_their_own(people):
         version=submission.submitted_version,
         decision="approve",
     )
-    assert list(selectors.reviews_visible_to(people["reviewer2"], submission)) == []
+    assert list(reviews_of(people["reviewer2"], submission)) == []
     review_submit(
         assignment=_assignment(submission, people["reviewer2"]), actor=people["reviewer2"], decision="approve"
     )
-    assert first in selectors.reviews_visible_to(people["reviewer2"], submission)
+    assert first in reviews_of(people["reviewer2"], submission)
 
 
 def test_changes_requested_then_a_new_version_goes_back_to_the_same_reviewers(people):
@@ -289,7 +289,7 @@ def test_thread_visibility_levels(people):
     )
     comment_post(submission=submission, actor=people["auditor"], body="auditors only", visibility="auditors")
     comment_post(submission=submission, actor=people["reviewer"], body="for everyone")
-    read = lambda name: [c.body for c in selectors.thread_visible_to(people[name], submission)]  # noqa: E731
+    read = lambda name: [c.body for c in thread_of(people[name], submission)]  # noqa: E731
     assert read("submitter") == ["for everyone"]
     assert read("reviewer2") == ["between reviewers", "for everyone"]
     assert read("auditor") == ["between reviewers", "auditors only", "for everyone"]
