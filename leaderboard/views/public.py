@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable
-from datetime import datetime, time, timedelta
+from datetime import datetime, time
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -15,14 +15,13 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from access.permissions import can
 from access.visibility import challenges_visible_to, submissions_visible_to
 from accounts.selectors import user_org_ids
-from catalog.cohorts import COHORT_ZONE, next_cohort
+from catalog.cohorts import COHORT_ZONE
 from leaderboard import selectors, services
 from leaderboard.cache import public_cached, public_page
 from leaderboard.charts import (
@@ -39,8 +38,6 @@ from leaderboard.normalised import PRICE_FIELDS, point_rows, prices_from_query
 from portal import csv_safe
 from portal.errors import ApplicationError
 from portal.parsers import parse_positive
-from review import lifecycle
-from submissions.models import Submission
 from submissions.uploads import version_file_response
 
 POINT_COLUMNS = [
@@ -631,28 +628,6 @@ def challenge_resolve(request, pk: int):
 
 
 # --- The submitter's choice of publication date (on the submission page) ------------------------------
-
-
-def publication_panel(user, submission: Submission, *, now: datetime | None = None) -> dict | None:
-    """The publication block of the submission page: the choice for an audited result's submitters, the
-    scheduled date, or the link to the public page once published."""
-    publication = selectors.submission_publication(submission)
-    can_choose = lifecycle.allowed(user, submission, "publish")  # its submitters, on an audited submission
-    if publication is None and not can_choose:
-        return None
-    now = now or timezone.now()
-    cohort = next_cohort(now)
-    return {
-        "publication": publication,
-        "can_choose": can_choose,
-        "cohort": cohort,
-        "min_date": (now + timedelta(days=1)).date().isoformat(),
-        "max_date": (now + timedelta(days=services.MAX_EMBARGO_DAYS)).date().isoformat(),
-        "max_days": services.MAX_EMBARGO_DAYS,
-        "public_url": _result_url(publication)
-        if publication is not None and publication.in_state("published")
-        else "",
-    }
 
 
 @login_required
