@@ -232,6 +232,7 @@ SloRowOut = inline_serializer(
         "system": serializers.CharField(),
         "organisation": serializers.CharField(),
         "accelerators": serializers.IntegerField(allow_null=True),
+        "accelerator_label": serializers.CharField(help_text='The count beside the type: "8 × AX GPU".'),
         "verification": serializers.CharField(
             help_text="The result's level: fully recomputed, partly, claimed."
         ),
@@ -555,8 +556,10 @@ def slo_answer(query: dict) -> dict:
         )
         index = goodput_index(public_publications(), benchmark.model_id)
         rows = index.rank(targets, prices)
+        labels = {result["public_id"]: result.get("accelerator_label") or "" for result in index.results}
         for row in rows:
             row["result_url"] = exports.result_url(row["public_id"])
+            row["accelerator_label"] = labels.get(row["public_id"], "")  # the count beside the type
         return {
             "benchmark": benchmark,
             "mode": "per_request",

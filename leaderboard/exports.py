@@ -226,6 +226,7 @@ def snapshot_results(publications: QuerySet[Publication], model_id: str) -> list
             "system": publication.record.system_name,
             "organisation": publication.record.organisation_name,
             "accelerators": publication.record.accelerator_count,
+            "accelerator_label": publication.record.accelerator_label,
             "nodes": node_count(publication.record.description),
             "bundle_sha256": publication.record.bundle_sha256,
             "verification": publication.record.level,

@@ -11,6 +11,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from access.visibility import benchmarks_visible_to
+from leaderboard import selectors
 from leaderboard.api import SloQuery, public_publications, slo_answer
 from leaderboard.cache import cached_response, public_generation
 from leaderboard.cliffs import CLIFF_RULE
@@ -21,6 +22,19 @@ from leaderboard.slo import NO_INTERPOLATION
 from portal.errors import ApplicationError
 
 PAGE_ROWS = 100  # the page shows the top of the ranking; the CSV and JSON have all of it
+
+
+def _with_measured_power(rows: list[dict]) -> list[dict]:
+    """The shown rows, each with its point's tokens/s per measured kW where a power trace was submitted (one
+    query for the page; the API's rows carry the provisioned figures)."""
+    measured = selectors.measured_power_of_results(list(dict.fromkeys(row["public_id"] for row in rows)))
+    out = []
+    for row in rows:
+        trace = (measured.get(row["public_id"]) or {}).get(row.get("concurrency")) or {}
+        value = trace.get("measured_tps_per_kw")
+        out.append({**row, "measured_tps_per_kw": value if isinstance(value, int | float) else None})
+    return out
+
 
 # The SLO finder's fields as the form labels them: errors name the label a buyer reads, not the parameter.
 SLO_FIELD_LABELS = {
@@ -136,19 +150,18 @@ def slo(request):
                                     for p in ("", "ttft_", "tpot_")
                                 },
                             }
-                            for row in answer["rows"][:PAGE_ROWS]
+                            for row in _with_measured_power(answer["rows"][:PAGE_ROWS])
                         ],
                         json_url="/api/v1/public/slo/?" + urlencode(params),
                         csv_url="/api/v1/public/slo/?"
                         + urlencode({**params, "format": "csv", "limit": 1000}),
                     )
                     return render(request, "leaderboard/slo.html", context)
+                shown = _with_measured_power(answer["rows"][:PAGE_ROWS])
                 context.update(
                     answer=answer,
-                    shown_rows=answer["rows"][:PAGE_ROWS],
-                    shown_rows_html=_slo_rows_html(
-                        answer["rows"][:PAGE_ROWS], answer["interactivity_metric"], generation
-                    ),
+                    shown_rows=shown,
+                    shown_rows_html=_slo_rows_html(shown, answer["interactivity_metric"], generation),
                     json_url="/api/v1/public/slo/?" + urlencode(params),
                     csv_url="/api/v1/public/slo/?" + urlencode({**params, "format": "csv", "limit": 1000}),
                 )
