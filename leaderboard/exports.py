@@ -284,12 +284,23 @@ def procurement_query(
 
 
 def procurement_rows(report: list[dict]) -> list[dict]:
-    """The report as one table (a row per model and system; a model nobody meets gets one empty row)."""
+    """The report as one table (a row per model and system; a model nobody meets gets one empty row); each phase's
+    requirements and evidence flattened into prefixed columns (required_expansion_ttft_p90_ms_max,
+    expansion_point, expansion_meets, ...)."""
     rows = []
     for section in report:
         requirements = {f"required_{k}": v for k, v in section["requirements"].items()}
+        for phase, wanted in section["phases"].items():
+            for key, value in (wanted or {}).items():
+                requirements[f"required_{phase}_{key}"] = value
         for system in section["systems"] or [{"model": section["model"]}]:
-            rows.append({**requirements, **system, "model": section["model"]})
+            flat = {k: v for k, v in system.items() if k not in ("delivery", "expansion")}
+            for phase in ("delivery", "expansion"):
+                evidence = system.get(phase) or {}
+                for key in ("meets", "point", "concurrency", "point_url", "ttft_p90_ms", "tpot_p90_ms",
+                            "interactivity", "system_tps", "system_tps_per_kw"):  # fmt: skip
+                    flat[f"{phase}_{key}"] = evidence.get(key)
+            rows.append({**requirements, **flat, "model": section["model"]})
     return rows
 
 

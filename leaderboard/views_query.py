@@ -17,7 +17,15 @@ from leaderboard.cache import cached_response, public_generation
 from leaderboard.cliffs import CLIFF_RULE
 from leaderboard.exports import procurement_query
 from leaderboard.goodput import CONVENTIONS
-from leaderboard.procurement import MAX_MODELS, requirements_from_query
+from leaderboard.procurement import (
+    MAX_MODELS,
+    PHASE_FIELDS,
+    PHASE_LABELS,
+    PHASES,
+    RequirementsError,
+    parameter_name,
+    requirements_from_query,
+)
 from leaderboard.slo import NO_INTERPOLATION
 from portal.errors import ApplicationError
 
@@ -53,14 +61,6 @@ SLO_FIELD_LABELS = {
     "energy_price_per_kwh": "Energy price per kWh",
     "non_field_errors": "Targets",
 }
-
-PROCUREMENT_FIELDS = (
-    ("ttft_p90_ms_max", "TTFT P90 ≤ (ms)"),
-    ("tpot_ms_max", "TPOT P90 ≤ (ms)"),
-    ("interactivity_min", "Interactivity ≥ (tok/s/user)"),
-    ("delivery_system_tps_min", "Delivery throughput ≥ (tok/s)"),
-    ("expansion_system_tps_min", "Expansion throughput ≥ (tok/s)"),
-)
 
 
 _ROW_CELLS_MAX = 50_000  # a benchmark of 1,000 results has ~15,000 points; ~600 bytes each
@@ -174,14 +174,25 @@ def procurement(request):
     """The procurement report: per model, the systems whose verified points meet the buyer's requirements."""
     benchmarks = list(benchmarks_visible_to(None))
     filled = [i for i in range(1, MAX_MODELS + 1) if request.GET.get(f"model_{i}")]
-    shown = min(MAX_MODELS, max(3, (filled[-1] if filled else 0) + 1))
+    shown = min(MAX_MODELS, max(2, (filled[-1] if filled else 0) + 1))
     rows = [
         {
             "index": i,
             "model": request.GET.get(f"model_{i}", ""),
-            "fields": [
-                (f"{name}_{i}", label, request.GET.get(f"{name}_{i}", ""))
-                for name, label in PROCUREMENT_FIELDS
+            "phases": [
+                {
+                    "name": phase,
+                    "label": PHASE_LABELS[phase],
+                    "fields": [
+                        (
+                            parameter_name(phase, name, i),
+                            label,
+                            request.GET.get(parameter_name(phase, name, i), "")[:32],
+                        )
+                        for name, label in PHASE_FIELDS
+                    ],
+                }
+                for phase in PHASES
             ],
         }
         for i in range(1, shown + 1)
@@ -190,8 +201,8 @@ def procurement(request):
     if filled:
         try:
             requirements = requirements_from_query(request.GET)
-        except ValueError as error:
-            context["error"] = str(error)
+        except RequirementsError as error:
+            context["errors"] = error.labelled
         else:
             params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
             context.update(
@@ -199,5 +210,5 @@ def procurement(request):
                 json_url="/api/v1/public/procurement/?" + urlencode(params),
                 csv_url="/api/v1/public/procurement/?" + urlencode({**params, "format": "csv"}),
             )
-    status = 400 if context.get("error") else 200
+    status = 400 if context.get("errors") else 200
     return render(request, "leaderboard/procurement.html", context, status=status)
