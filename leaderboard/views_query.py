@@ -205,8 +205,13 @@ def procurement(request):
             context["errors"] = error.labelled
         else:
             params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
+            names = {b.model_id: b.display_name for b in benchmarks}
+            report = [
+                {**section, "display_name": names.get(section["model"], "")}
+                for section in procurement_query(public_publications(), requirements)
+            ]
             context.update(
-                report=procurement_query(public_publications(), requirements),
+                report=report,
                 json_url="/api/v1/public/procurement/?" + urlencode(params),
                 csv_url="/api/v1/public/procurement/?" + urlencode({**params, "format": "csv"}),
             )
