@@ -226,6 +226,7 @@ def snapshot_results(publications: QuerySet[Publication], model_id: str) -> list
             "system": publication.record.system_name,
             "organisation": publication.record.organisation_name,
             "accelerators": publication.record.accelerator_count,
+            "accelerator_label": publication.record.accelerator_label,
             "nodes": node_count(publication.record.description),
             "bundle_sha256": publication.record.bundle_sha256,
             "verification": publication.record.level,
@@ -283,12 +284,23 @@ def procurement_query(
 
 
 def procurement_rows(report: list[dict]) -> list[dict]:
-    """The report as one table (a row per model and system; a model nobody meets gets one empty row)."""
+    """The report as one table (a row per model and system; a model nobody meets gets one empty row); each phase's
+    requirements and evidence flattened into prefixed columns (required_expansion_ttft_p90_ms_max,
+    expansion_point, expansion_meets, ...)."""
     rows = []
     for section in report:
         requirements = {f"required_{k}": v for k, v in section["requirements"].items()}
+        for phase, wanted in section["phases"].items():
+            for key, value in (wanted or {}).items():
+                requirements[f"required_{phase}_{key}"] = value
         for system in section["systems"] or [{"model": section["model"]}]:
-            rows.append({**requirements, **system, "model": section["model"]})
+            flat = {k: v for k, v in system.items() if k not in ("delivery", "expansion")}
+            for phase in ("delivery", "expansion"):
+                evidence = system.get(phase) or {}
+                for key in ("meets", "point", "concurrency", "point_url", "ttft_p90_ms", "tpot_p90_ms",
+                            "interactivity", "system_tps", "system_tps_per_kw"):  # fmt: skip
+                    flat[f"{phase}_{key}"] = evidence.get(key)
+            rows.append({**requirements, **flat, "model": section["model"]})
     return rows
 
 

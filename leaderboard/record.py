@@ -50,6 +50,19 @@ class PublishedRecord:
         return total or None
 
     @property
+    def accelerator_label(self) -> str:
+        """The count beside the type ("8 × AX GPU"; "4 × A; 2 × B" for mixed systems), so 8 accelerators are never
+        compared raw against 4 unawares; "" when the description names none."""
+        parts = [
+            f"{a['total']} × {a['model']}" if a["model"] != "?" else f"{a['total']} × (type not given)"
+            for a in self.facts["accelerators"]
+            if a["total"]
+        ]
+        if parts:
+            return "; ".join(parts)
+        return f"{self.accelerator_count} accelerators" if self.accelerator_count else ""
+
+    @property
     def organisation_name(self) -> str:
         return self._part("organisation").get("name") or ""
 

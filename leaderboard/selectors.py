@@ -368,6 +368,29 @@ def publication_provenance(publication: Publication) -> Provenance:
     )
 
 
+def measured_power_of_results(public_ids: list[str]) -> dict[str, dict[int, dict]]:
+    """Per published result (by public id), per concurrency, the measured power of that point (a power trace was
+    submitted): one query for a page of results, read from the check run the result's numbers come from, as the
+    result page reads it (Provenance.measured_power). Results without a trace are absent."""
+    runs = dict(
+        publications_public()
+        .filter(public_id__in=list(public_ids), check_run__isnull=False)
+        .values_list("check_run_id", "public_id")
+        .order_by()
+    )
+    rows = (
+        PointMetric.objects.filter(check_run_id__in=list(runs), extra__power__has_key="measured")
+        .values_list("check_run_id", "concurrency", "extra")
+        .order_by()
+    )
+    measured: dict[str, dict[int, dict]] = {}
+    for run_id, concurrency, extra in rows:
+        power = (extra.get("power") or {}).get("measured") or {}
+        if power:
+            measured.setdefault(runs[run_id], {})[concurrency] = power
+    return measured
+
+
 def submission_publication(submission: Submission) -> Publication | None:
     """The submission's publication record (scheduled or published), for the submitter's page."""
     return Publication.objects.filter(submission=submission).first()

@@ -120,11 +120,13 @@ def best_point(points: list[dict], targets: SloTargets, *, accelerators: int | N
 
 def _row(result: dict, point: dict) -> dict:
     power_kw = point_power_kw(point)
+    accelerators, nodes = number(result.get("accelerators")), number(result.get("nodes"))
     return {
         "public_id": result["public_id"],
         "system": result.get("system"),
         "organisation": result.get("organisation"),
         "accelerators": result.get("accelerators"),
+        "accelerator_label": result.get("accelerator_label") or "",
         "bundle_sha256": result.get("bundle_sha256"),
         "point": point.get("point"),
         "basis": point.get("basis"),
@@ -137,6 +139,9 @@ def _row(result: dict, point: dict) -> dict:
         "ttft_p90_ms": point["ttft_p90_ms"],
         "system_tps_per_kw": number(point.get("system_tps_per_kw")),
         "power_kw": round(power_kw, 3) if power_kw is not None else None,
+        # normalised: 8 accelerators are not compared raw against 4
+        "system_tps_per_accelerator": point["system_tps"] / accelerators if accelerators else None,
+        "system_tps_per_node": point["system_tps"] / nodes if nodes else None,
     }
 
 

@@ -232,6 +232,7 @@ SloRowOut = inline_serializer(
         "system": serializers.CharField(),
         "organisation": serializers.CharField(),
         "accelerators": serializers.IntegerField(allow_null=True),
+        "accelerator_label": serializers.CharField(help_text='The count beside the type: "8 × AX GPU".'),
         "verification": serializers.CharField(
             help_text="The result's level: fully recomputed, partly, claimed."
         ),
@@ -284,6 +285,17 @@ ProcurementRowOut = inline_serializer(
         "power_kw": serializers.FloatField(allow_null=True),
         "meets_delivery": serializers.BooleanField(),
         "meets_expansion": serializers.BooleanField(allow_null=True),
+        "accelerator_label": serializers.CharField(help_text='The count beside the type: "8 × AX GPU".'),
+        "point_url": serializers.CharField(help_text="The delivery evidence's point on the result page."),
+        "delivery": serializers.JSONField(
+            help_text="The delivery phase's evidence: meets, point, concurrency, point_url, ttft_p90_ms, "
+            "tpot_p90_ms, interactivity, system_tps, system_tps_per_kw, power_kw."
+        ),
+        "expansion": serializers.JSONField(
+            allow_null=True,
+            help_text="The expansion phase's evidence (the same keys; meets false when its best point meeting the "
+            "latency is below the throughput), null when no point meets its latency or no expansion was asked.",
+        ),
     },
 )
 ProcurementOut = inline_serializer(
@@ -297,6 +309,15 @@ ProcurementOut = inline_serializer(
                 "known_model": serializers.BooleanField(),
                 "interactivity_metric": serializers.CharField(),
                 "requirements": serializers.JSONField(),
+                "phases": serializers.JSONField(
+                    help_text="delivery and expansion (null when not asked): ttft_p90_ms_max, tpot_ms_max, "
+                    "interactivity_min, system_tps_min"
+                ),
+                "systems_judged": serializers.IntegerField(
+                    help_text="Published systems of the model (one each)"
+                ),
+                "systems_meeting_delivery": serializers.IntegerField(),
+                "systems_meeting_both": serializers.IntegerField(),
                 "systems": ProcurementRowOut.__class__(many=True),
                 "not_fully_recomputed": serializers.JSONField(
                     help_text="Results of the model with claimed points (raw log missing, waived), not judged."
@@ -555,8 +576,10 @@ def slo_answer(query: dict) -> dict:
         )
         index = goodput_index(public_publications(), benchmark.model_id)
         rows = index.rank(targets, prices)
+        labels = {result["public_id"]: result.get("accelerator_label") or "" for result in index.results}
         for row in rows:
             row["result_url"] = exports.result_url(row["public_id"])
+            row["accelerator_label"] = labels.get(row["public_id"], "")  # the count beside the type
         return {
             "benchmark": benchmark,
             "mode": "per_request",
@@ -625,7 +648,10 @@ def _procurement_parameters() -> list[OpenApiParameter]:
         "tpot_ms_max": "TPOT P90 at most (ms): interactivity >= 1000 / TPOT",
         "interactivity_min": "Interactivity at least (tokens/s/user)",
         "delivery_system_tps_min": "Throughput for the delivery phase, at least (tokens/s)",
-        "expansion_system_tps_min": "Throughput for the promised expansion (tokens/s): reported per system",
+        "expansion_system_tps_min": "Throughput for the promised expansion (tokens/s; default: the delivery's)",
+        "expansion_ttft_p90_ms_max": "Expansion phase: TTFT P90 at most (ms; default: the delivery's)",
+        "expansion_tpot_ms_max": "Expansion phase: TPOT P90 at most (ms; default: the delivery's)",
+        "expansion_interactivity_min": "Expansion phase: interactivity at least (default: the delivery's)",
     }
     return [
         OpenApiParameter(

@@ -11,16 +11,38 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from access.visibility import benchmarks_visible_to
+from leaderboard import selectors
 from leaderboard.api.results import SloQuery, public_publications, slo_answer
 from leaderboard.cache import cached_response, public_generation
 from leaderboard.cliffs import CLIFF_RULE
 from leaderboard.exports import procurement_query
 from leaderboard.goodput import CONVENTIONS
-from leaderboard.procurement import MAX_MODELS, requirements_from_query
+from leaderboard.procurement import (
+    MAX_MODELS,
+    PHASE_FIELDS,
+    PHASE_LABELS,
+    PHASES,
+    RequirementsError,
+    parameter_name,
+    requirements_from_query,
+)
 from leaderboard.slo import NO_INTERPOLATION
 from portal.errors import ApplicationError
 
 PAGE_ROWS = 100  # the page shows the top of the ranking; the CSV and JSON have all of it
+
+
+def _with_measured_power(rows: list[dict]) -> list[dict]:
+    """The shown rows, each with its point's tokens/s per measured kW where a power trace was submitted (one
+    query for the page; the API's rows carry the provisioned figures)."""
+    measured = selectors.measured_power_of_results(list(dict.fromkeys(row["public_id"] for row in rows)))
+    out = []
+    for row in rows:
+        trace = (measured.get(row["public_id"]) or {}).get(row.get("concurrency")) or {}
+        value = trace.get("measured_tps_per_kw")
+        out.append({**row, "measured_tps_per_kw": value if isinstance(value, int | float) else None})
+    return out
+
 
 # The SLO finder's fields as the form labels them: errors name the label a buyer reads, not the parameter.
 SLO_FIELD_LABELS = {
@@ -39,14 +61,6 @@ SLO_FIELD_LABELS = {
     "energy_price_per_kwh": "Energy price per kWh",
     "non_field_errors": "Targets",
 }
-
-PROCUREMENT_FIELDS = (
-    ("ttft_p90_ms_max", "TTFT P90 ≤ (ms)"),
-    ("tpot_ms_max", "TPOT P90 ≤ (ms)"),
-    ("interactivity_min", "Interactivity ≥ (tok/s/user)"),
-    ("delivery_system_tps_min", "Delivery throughput ≥ (tok/s)"),
-    ("expansion_system_tps_min", "Expansion throughput ≥ (tok/s)"),
-)
 
 
 _ROW_CELLS_MAX = 50_000  # a benchmark of 1,000 results has ~15,000 points; ~600 bytes each
@@ -136,19 +150,18 @@ def slo(request):
                                     for p in ("", "ttft_", "tpot_")
                                 },
                             }
-                            for row in answer["rows"][:PAGE_ROWS]
+                            for row in _with_measured_power(answer["rows"][:PAGE_ROWS])
                         ],
                         json_url="/api/v1/public/slo/?" + urlencode(params),
                         csv_url="/api/v1/public/slo/?"
                         + urlencode({**params, "format": "csv", "limit": 1000}),
                     )
                     return render(request, "leaderboard/slo.html", context)
+                shown = _with_measured_power(answer["rows"][:PAGE_ROWS])
                 context.update(
                     answer=answer,
-                    shown_rows=answer["rows"][:PAGE_ROWS],
-                    shown_rows_html=_slo_rows_html(
-                        answer["rows"][:PAGE_ROWS], answer["interactivity_metric"], generation
-                    ),
+                    shown_rows=shown,
+                    shown_rows_html=_slo_rows_html(shown, answer["interactivity_metric"], generation),
                     json_url="/api/v1/public/slo/?" + urlencode(params),
                     csv_url="/api/v1/public/slo/?" + urlencode({**params, "format": "csv", "limit": 1000}),
                 )
@@ -161,14 +174,25 @@ def procurement(request):
     """The procurement report: per model, the systems whose verified points meet the buyer's requirements."""
     benchmarks = list(benchmarks_visible_to(None))
     filled = [i for i in range(1, MAX_MODELS + 1) if request.GET.get(f"model_{i}")]
-    shown = min(MAX_MODELS, max(3, (filled[-1] if filled else 0) + 1))
+    shown = min(MAX_MODELS, max(2, (filled[-1] if filled else 0) + 1))
     rows = [
         {
             "index": i,
             "model": request.GET.get(f"model_{i}", ""),
-            "fields": [
-                (f"{name}_{i}", label, request.GET.get(f"{name}_{i}", ""))
-                for name, label in PROCUREMENT_FIELDS
+            "phases": [
+                {
+                    "name": phase,
+                    "label": PHASE_LABELS[phase],
+                    "fields": [
+                        (
+                            parameter_name(phase, name, i),
+                            label,
+                            request.GET.get(parameter_name(phase, name, i), "")[:32],
+                        )
+                        for name, label in PHASE_FIELDS
+                    ],
+                }
+                for phase in PHASES
             ],
         }
         for i in range(1, shown + 1)
@@ -177,14 +201,19 @@ def procurement(request):
     if filled:
         try:
             requirements = requirements_from_query(request.GET)
-        except ValueError as error:
-            context["error"] = str(error)
+        except RequirementsError as error:
+            context["errors"] = error.labelled
         else:
             params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
+            names = {b.model_id: b.display_name for b in benchmarks}
+            report = [
+                {**section, "display_name": names.get(section["model"], "")}
+                for section in procurement_query(public_publications(), requirements)
+            ]
             context.update(
-                report=procurement_query(public_publications(), requirements),
+                report=report,
                 json_url="/api/v1/public/procurement/?" + urlencode(params),
                 csv_url="/api/v1/public/procurement/?" + urlencode({**params, "format": "csv"}),
             )
-    status = 400 if context.get("error") else 200
+    status = 400 if context.get("errors") else 200
     return render(request, "leaderboard/procurement.html", context, status=status)

@@ -34,7 +34,15 @@ from leaderboard.charts import (
 )
 from leaderboard.cliffs import CLIFF_RULE, points_past_a_cliff
 from leaderboard.models import Challenge, Publication
-from leaderboard.normalised import PRICE_FIELDS, point_rows, prices_from_query
+from leaderboard.normalised import (
+    PRICE_FIELDS,
+    TARGET_FIELDS,
+    BuyerInputs,
+    buyer_inputs_from_query,
+    point_rows,
+    points_goodput,
+)
+from leaderboard.slo import node_count
 from portal import csv_safe
 from portal.errors import ApplicationError
 from portal.parsers import parse_positive
@@ -182,11 +190,19 @@ def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> d
 
     ranked_count = sum(1 for p in results if p.record.verification.ranks_by_default)
 
+    page_results = results[start : start + BOARD_PAGE_ROWS]
+    measured = selectors.measured_power_of_results([p.public_id for p in page_results])
+
     def row(rank: int, publication: Publication) -> dict:
         ranked = rank < ranked_count  # fully recomputed results come first and are the ranking
         count = publication.record.accelerator_count
-        names = ", ".join(selectors.publication_accelerators(publication))
+        nodes = node_count(publication.record.description)
         peak = (publication.headline or {}).get("max_system_tps")
+        traced = [
+            m.get("measured_tps_per_kw")
+            for m in (measured.get(publication.public_id) or {}).values()
+            if isinstance(m.get("measured_tps_per_kw"), int | float)
+        ]
         return {
             "publication": publication,
             "rank": rank + 1,
@@ -198,15 +214,15 @@ def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> d
             "href": _result_url(publication),
             "plotted": rank < BOARD_DRAWN,
             # the count beside the type: 8 accelerators are not compared raw against 4 unawares
-            "accelerators": f"{count} × {names}"
-            if count and names
-            else (names or (str(count) if count else "")),
+            "accelerators": publication.record.accelerator_label,
             "peak_per_accelerator": peak / count if count and isinstance(peak, int | float) else None,
+            "peak_per_node": peak / nodes if nodes and isinstance(peak, int | float) else None,
+            "best_measured_per_kw": max(traced) if traced else None,
             "older_results": getattr(publication, "older_results", 0),
             "power": selectors.publication_power_kind(publication),
         }
 
-    rows = [row(start + i, p) for i, p in enumerate(results[start : start + BOARD_PAGE_ROWS])]
+    rows = [row(start + i, p) for i, p in enumerate(page_results)]
     picker = [row(i, p) for i, p in enumerate(drawn)] + [r for r in rows if not r["plotted"]]
     spec = chart_spec(
         "chart-board",
@@ -259,7 +275,7 @@ def benchmark(request, model_id: str):
     return public_page(request, respond)
 
 
-def _compare_context(model_id: str, ids: list[str]) -> dict:
+def _compare_context(model_id: str, ids: list[str], inputs: BuyerInputs | None = None) -> dict:
     bench = selectors.benchmark_public(model_id)
     title = f"Compare · {bench.display_name}"
     try:
@@ -293,10 +309,28 @@ def _compare_context(model_id: str, ids: list[str]) -> dict:
                 ],
             )
         )
+    inputs = inputs or buyer_inputs_from_query({})
+    measured = selectors.measured_power_of_results([p.public_id for p in results])
+    hidden = [("ids", ",".join(p.public_id for p in results))]
+    rows = []
+    for i, p in enumerate(results):
+        points = sorted((p.curve or {}).get("points") or [], key=lambda point: point.get("concurrency") or 0)
+        rows.append(
+            {
+                "publication": p,
+                "colour": colour(i),
+                "buyer": buyer_context(p, points, measured.get(p.public_id) or {}, inputs, hidden=hidden),
+            }
+        )
     return {
         "benchmark": bench,
-        "results": [{"publication": p, "colour": colour(i)} for i, p in enumerate(results)],
+        "results": rows,
+        "buyer": rows[0]["buyer"],  # the form (the same inputs for every result)
+        "priced": inputs.prices.given,
+        "target": inputs.target,
+        "share_query": urlencode([*hidden, *inputs.values.items()]),
         "charts": charts,
+        "page_status": 400 if inputs.errors else 200,  # the page still shows, with the errors by their labels
         "point_columns": POINT_COLUMNS,
         "page_title": title,
     }
@@ -304,14 +338,16 @@ def _compare_context(model_id: str, ids: list[str]) -> dict:
 
 @require_GET
 def compare(request, model_id: str):
-    """2-4 published results of one benchmark on one chart, with their headline figures side by side."""
+    """2-4 published results of one benchmark on one chart, with their headline figures side by side, and per point
+    the normalised views and the cost at the buyer's price (leaderboard.normalised; inputs in the URL)."""
     ids = [i.strip() for value in request.GET.getlist("ids") for i in value.split(",") if i.strip()]
+    inputs = buyer_inputs_from_query(request.GET)
 
     def respond():
         fragment = public_fragment(
-            f"page:compare:{model_id}:{','.join(ids)}",
+            f"page:compare:{model_id}:{','.join(ids)}:{inputs.cache_key}",
             "leaderboard/compare.html",
-            lambda: _compare_context(model_id, ids),
+            lambda: _compare_context(model_id, ids, inputs),
         )
         return render_fragment(request, fragment)
 
@@ -321,21 +357,40 @@ def compare(request, model_id: str):
 # --- One result ------------------------------------------------------------------------------------
 
 
-def _buyer_context(publication: Publication, points: list[dict], measured: dict, query) -> dict:
-    """The normalised and cost table of a result page, priced from the query string (leaderboard.normalised)."""
-    prices, values, errors = prices_from_query(query)
+def buyer_context(
+    publication: Publication,
+    points: list[dict],
+    measured: dict,
+    inputs: BuyerInputs,
+    *,
+    hidden=(),
+    goodput=True,
+) -> dict:
+    """The normalised and cost table of one result (leaderboard.normalised), at the buyer's prices and, with
+    per-request targets, each point's goodput; what templates/leaderboard/_buyer_form.html and
+    _normalised_table.html show. `hidden`: the page's own parameters the form keeps (ids, revision)."""
     record = publication.record
+    target = inputs.target if goodput else None
+    rates = points_goodput(publication.public_id, points, target)
     return {
-        "price_fields": [(name, label, values.get(name, "")) for name, label in PRICE_FIELDS],
-        "price_errors": errors,
-        "priced": prices.given,
-        "normalised_rows": point_rows(
+        "price_fields": [(name, label, inputs.values.get(name, "")) for name, label in PRICE_FIELDS],
+        "target_fields": [(name, label, inputs.values.get(name, "")) for name, label in TARGET_FIELDS],
+        "hidden": list(hidden),
+        "errors": inputs.errors,
+        "priced": inputs.prices.given,
+        "target": target,
+        "targets_ignored": inputs.target is not None and not goodput,
+        "has_goodput": bool(rates),
+        "rows": point_rows(
             points,
             accelerators=record.accelerator_count,
             description=record.description,
             measured=measured or {},
-            prices=prices,
+            prices=inputs.prices,
+            goodput=rates,
         ),
+        "accelerators": record.accelerator_count,
+        "accelerator_label": record.accelerator_label,
         "has_measured_power": bool(measured),
     }
 
@@ -404,6 +459,15 @@ def _result_context(public_id: str, revision: int | None = None, query=None) -> 
     x = interactivity_metric(submission.benchmark)
     points = sorted((publication.curve or {}).get("points") or [], key=lambda p: p.get("concurrency") or 0)
     shown = revision or (revisions[-1].number if revisions else 1)
+    buyer = buyer_context(
+        publication,
+        points,
+        provenance.measured_power,
+        buyer_inputs_from_query(query or {}),
+        hidden=[("revision", revision)] if revision is not None else [],
+        # an older revision's points may have been re-measured since: the arrays kept are the newest's
+        goodput=revision is None or not revisions or revision == revisions[-1].number,
+    )
     return {
         "timeline": _timeline(newest, revisions, shown=shown, x=x),
         "shown_revision": shown,
@@ -420,7 +484,8 @@ def _result_context(public_id: str, revision: int | None = None, query=None) -> 
         "cliff_rule": CLIFF_RULE,
         "provenance": provenance,
         "measured_rows": _measured_rows(points, provenance.measured_power),
-        **_buyer_context(publication, points, provenance.measured_power, query or {}),
+        "buyer": buyer,
+        "page_status": 400 if buyer["errors"] else 200,
         "headline": publication.headline or {},
         "power_kind": selectors.publication_power_kind(publication),
         "page_title": f"{publication.public_id} {publication.record.system_name}",
@@ -439,9 +504,9 @@ def result(request, public_id: str):
 
     def respond():
         revision = selectors.parse_revision(request.GET.get("revision"))
-        _, price_values, _ = prices_from_query(request.GET)
+        inputs = buyer_inputs_from_query(request.GET)
         fragment = public_fragment(
-            f"page:result:{public_id}:{revision or 'newest'}:{urlencode(sorted(price_values.items()))}",
+            f"page:result:{public_id}:{revision or 'newest'}:{inputs.cache_key}",
             "leaderboard/result.html",
             lambda: _result_context(public_id, revision, request.GET),
         )

@@ -38,7 +38,9 @@ def test_pages_mark_the_cliff_and_the_finder_says_its_side(storage_dir):
     public_cache_bump()
     html = Client().get(f"/results/{nb2.public_id}/").content.decode()
     marked = re.findall(
-        r'<tr class="past-cliff" data-cliff="after">\s*<td class="num"><span[^>]*>cliff ▼</span> (\d+)', html
+        r'<tr id="point-r\d+" class="past-cliff" data-cliff="after">'
+        r'\s*<td class="num"><span[^>]*>cliff ▼</span> (\d+)',
+        html,
     )
     assert marked == ["32", "64"]
     # the charts mark the same points as the table, and their tooltips say what fell
