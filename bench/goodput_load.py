@@ -4,12 +4,14 @@ gunicorn with the Redis cache, measured under 64 concurrent clients with locust 
 
     .venv/bin/python bench/goodput_load.py [--results 1000] [--samples 2000] [--users 64] [--duration 30]
         [--workers 2] [--think 1.0] [--postgres postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379/6]
+        [--database NAME] [--var-dir DIR] [--keep] [--reuse]
 
 First prints the storage per point and the in-process time of one query (leaderboard.goodput.GoodputIndex.rank,
 400 distinct targets, one thread), then the HTTP scenarios: the goodput SLO query of the public API over the same
 400 targets (answer-cache misses: every answer is ranked from the per-process index), and the SLO page with them.
 Prints p50/p95/p99 (ms) and requests/s. A script, not a test: nothing asserts a time. The database and the stored
-arrays are removed at the end.
+arrays are removed at the end unless --keep; --reuse measures again on what a --keep run left (same --database and
+--var-dir), without loading.
 """
 
 from __future__ import annotations
@@ -138,19 +140,29 @@ def main() -> None:
     parser.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/6")
     parser.add_argument("--port", type=int, default=8770)
+    parser.add_argument("--database", default=f"bench_goodput_{os.getpid()}", help="the throwaway database's name")
+    parser.add_argument("--var-dir", help="PORTAL_VAR_DIR of the run (stored arrays, goodput tables); default a new one")
+    parser.add_argument("--keep", action="store_true", help="keep the database and the var dir at the end")
+    parser.add_argument(
+        "--reuse", action="store_true", help="the database and --var-dir were loaded by a --keep run: measure only"
+    )
     args = parser.parse_args()
+    if args.reuse and not args.var_dir:
+        parser.error("--reuse needs the --var-dir of the --keep run")
 
     import psycopg
 
-    database = f"bench_goodput_{os.getpid()}"
-    with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{database}"')
-    var_dir = tempfile.mkdtemp(prefix="bench-goodput-var-")
+    database = args.database
+    if not args.reuse:
+        with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{database}"')
+    var_dir = args.var_dir or tempfile.mkdtemp(prefix="bench-goodput-var-")
     env = {
         **os.environ,
         "DATABASE_URL": f"{args.postgres}/{database}",
         "REDIS_URL": args.redis,
         "SECRET_KEY": "bench-only-secret-key-0123456789-abcdefghijklmnop",
+        "PORTAL_ENDPOINT_KEY": "bench-only-endpoint-key-0123456789-abcdefghijklmnop",
         "DEBUG": "0",
         "DJANGO_SETTINGS_MODULE": "portal.settings",
         "PORTAL_VAR_DIR": var_dir,
@@ -160,18 +172,21 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     gunicorn = None
     try:
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
         import django
 
-        django.setup()
-        started = time.time()
-        public_ids = load(args.results)
-        points, stored = store_samples(args.samples)
-        print(
-            f"loaded {len(public_ids)} published results, {points} points x {args.samples} samples in "
-            f"{time.time() - started:.1f} s; per-sample arrays {stored / points / 1024:.1f} KiB per point "
-            f"({stored / points / args.samples:.1f} bytes per sample, {stored / 2**20:.0f} MiB in all)"
-        )
+        if not args.reuse:
+            subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+            django.setup()
+            started = time.time()
+            public_ids = load(args.results)
+            points, stored = store_samples(args.samples)
+            print(
+                f"loaded {len(public_ids)} published results, {points} points x {args.samples} samples in "
+                f"{time.time() - started:.1f} s; per-sample arrays {stored / points / 1024:.1f} KiB per point "
+                f"({stored / points / args.samples:.1f} bytes per sample, {stored / 2**20:.0f} MiB in all)"
+            )
+        else:
+            django.setup()
         from leaderboard.cache import public_cache_bump
 
         public_cache_bump()
@@ -225,10 +240,13 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-        shutil.rmtree(var_dir, ignore_errors=True)
-        print(f"dropped {database} and the stored arrays")
+        if args.keep:
+            print(f"kept {database} and {var_dir} (--reuse --database {database} --var-dir {var_dir})")
+        else:
+            with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            shutil.rmtree(var_dir, ignore_errors=True)
+            print(f"dropped {database} and the stored arrays")
 
 
 if __name__ == "__main__":

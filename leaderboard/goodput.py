@@ -184,40 +184,34 @@ _POINT_ARRAYS = ("owner", "point_index", "size", "start", "seconds")
 _SAMPLE_ARRAYS = ("ttft_t", "tpot_t", "tokens_t", "cum_t", "tpot_s", "cum_s")
 
 
-LEVELS = 100  # per point, the values at every 1 % of its sorted samples (a first, contiguous search)
-
-
-def _level_ranks(size: np.ndarray) -> np.ndarray:
-    """(P, LEVELS + 1): entry k is ceil(k n / LEVELS), the 1-based rank of the k %-th order statistic (0 for k = 0)."""
-    levels = np.arange(LEVELS + 1, dtype=np.int64)
-    return -((-levels[None, :] * size[:, None]) // LEVELS)
-
-
-def _count_at_most(
-    values: np.ndarray,
-    start: np.ndarray,
-    size: np.ndarray,
-    limit: float,
-    levels: np.ndarray,
-    ranks: np.ndarray,
-) -> np.ndarray:
-    """Per segment [start, start + size) of `values`, each sorted ascending: how many values are <= limit. The
-    segment's order statistics (`levels`, (P, LEVELS), at 1-based `ranks`) bracket the count first, then a binary
-    search runs on every bracket at once."""
-    above = (levels <= limit).sum(axis=1)  # the order statistics within the limit
-    rows = np.arange(len(size))
-    lo = start + ranks[rows, above]  # count >= the rank of the last statistic within the limit
-    hi = start + np.where(above < LEVELS, ranks[rows, np.minimum(above + 1, LEVELS)] - 1, size)
-    lo = lo.astype(np.int64, copy=True)
-    hi = hi.astype(np.int64, copy=True)
-    while True:
-        active = np.flatnonzero(lo < hi)
-        if not len(active):
-            return lo - start
+def _count_within(values: np.ndarray, start: np.ndarray, size: np.ndarray, known: np.ndarray, limit: float):
+    """Per segment [start, start + size) of `values`, each sorted ascending, whose first `known` values are known
+    to be <= limit: how many values are <= limit (a binary search on every segment at once, over the rest)."""
+    lo = (start + known).astype(np.int64, copy=True)
+    hi = (start + size).astype(np.int64, copy=True)
+    active = np.flatnonzero(lo < hi)
+    while len(active):
         mid = (lo[active] + hi[active]) // 2
-        met = np.asarray(values[mid]) <= limit
+        met = values[mid] <= limit
         lo[active[met]] = mid[met] + 1
         hi[active[~met]] = mid[~met]
+        active = active[lo[active] < hi[active]]
+    return lo - start
+
+
+def _fewest_good(size: np.ndarray, goal: float) -> np.ndarray:
+    """Per point the fewest good requests meeting the goal: the smallest k with k / n >= goal - 1e-12, as the
+    float comparison a row's attainment is judged by (k / n rises with k, so it is one threshold)."""
+    threshold = goal - 1e-12
+    k = np.maximum(np.ceil(threshold * size), 0)
+    for _ in range(2):  # the product may round either way by one
+        k = np.where((k > 0) & ((k - 1) / size >= threshold), k - 1, k)
+        k = np.where(k / size < threshold, k + 1, k)
+    return k.astype(np.int64)
+
+
+# the per-row figures of a ranking (GoodputIndex.ranking): the chosen point's counts, for all three judgements
+_COUNTS = ("good", "tokens", "ttft_good", "ttft_tokens", "tpot_good", "tpot_tokens")
 
 
 class GoodputIndex:
@@ -263,14 +257,15 @@ class GoodputIndex:
         )
         self._static: dict[int, dict] = {}
         self._result_of = {result["public_id"]: index for index, result in enumerate(self.results)}
-        # per point its 1 %-step order statistics of TTFT and TPOT (read once from the sorted arrays)
-        self._ranks = _level_ranks(self._size)
-        picks = self._start[:, None] + np.maximum(self._ranks[:, 1:] - 1, 0)
-        self._ttft_levels = (
-            np.asarray(a["ttft_t"][picks.ravel()]).reshape(picks.shape) if len(picks) else picks
-        )
-        self._tpot_levels = (
-            np.asarray(a["tpot_s"][picks.ravel()]).reshape(picks.shape) if len(picks) else picks
+        # the ranking's last tie-breaker: each point's result by its public id, as strings sort
+        id_order = sorted(range(len(self.results)), key=lambda i: self.results[i]["public_id"])
+        id_rank = np.empty(len(self.results), dtype=np.int64)
+        id_rank[id_order] = np.arange(len(self.results))
+        self._id_rank = id_rank[self._owner] if len(self._owner) else self._owner
+        # the arrays a query reads, as plain ndarrays (a memory map's own indexing costs per call)
+        self._ttft_t, self._tpot_t, self._tokens_t, self._tpot_s, self._cum_t, self._cum_s = (
+            np.asarray(a[name]).view(np.ndarray)
+            for name in ("ttft_t", "tpot_t", "tokens_t", "tpot_s", "cum_t", "cum_s")
         )
 
     @property
@@ -318,29 +313,25 @@ class GoodputIndex:
             logger.warning("goodput table %s cannot be read; building it again", source)
             return None
 
-    def _bounds(self, ttft_ns: float, tpot_ns: float) -> dict[str, np.ndarray]:
-        """Per point: A = #TTFT <= X and its tokens, B = #TPOT <= Y and its tokens (exact, binary searches)."""
-        a = self.arrays
-        within_ttft = _count_at_most(
-            a["ttft_t"], self._start, self._size, ttft_ns, self._ttft_levels, self._ranks
-        )
-        within_tpot = _count_at_most(
-            a["tpot_s"], self._start, self._size, tpot_ns, self._tpot_levels, self._ranks
-        )
-        cum_t, cum_s = a["cum_t"], a["cum_s"]
-        return {
-            "ttft_good": within_ttft,
-            "ttft_tokens": np.asarray(cum_t[self._start + within_ttft]) - np.asarray(cum_t[self._start]),
-            "tpot_good": within_tpot,
-            "tpot_tokens": np.asarray(cum_s[self._start + within_tpot]) - np.asarray(cum_s[self._start]),
-        }
+    def _bounds(self, points: np.ndarray, known: np.ndarray, ttft_ns: float, tpot_ns: float) -> dict:
+        """For `points` (positions, each known to have at least `known` samples within both targets), A = #TTFT <=
+        X and its tokens, B = #TPOT <= Y and its tokens (exact: binary searches). Arrays over every point, filled
+        at `points` only."""
+        start, size = self._start[points], self._size[points]
+        within_ttft = _count_within(self._ttft_t, start, size, known, ttft_ns)
+        within_tpot = _count_within(self._tpot_s, start, size, known, tpot_ns)
+        bounds = {name: np.zeros(len(self._owner), dtype=np.int64) for name in _COUNTS[2:]}
+        bounds["ttft_good"][points] = within_ttft
+        bounds["ttft_tokens"][points] = self._cum_t[start + within_ttft] - self._cum_t[start]
+        bounds["tpot_good"][points] = within_tpot
+        bounds["tpot_tokens"][points] = self._cum_s[start + within_tpot] - self._cum_s[start]
+        return bounds
 
     def _evaluate(
         self, points: np.ndarray, tpot_ns: float, bounds: dict[str, np.ndarray]
     ) -> dict[str, np.ndarray]:
         """Exact good counts and good tokens of `points` (positions in self.points), on the shorter side of each
         point's TTFT order."""
-        a = self.arrays
         within = bounds["ttft_good"][points]
         sizes = self._size[points]
         direct = within <= sizes - within
@@ -350,8 +341,8 @@ class GoodputIndex:
         total = int(seg_size.sum())
         if total:
             index = np.repeat(seg_start - offsets, seg_size) + np.arange(total)
-            met = np.asarray(a["tpot_t"][index]) <= tpot_ns
-            tokens = np.asarray(a["tokens_t"][index]).astype(np.int64) * met
+            met = self._tpot_t[index] <= tpot_ns
+            tokens = np.where(met, self._tokens_t[index], 0).astype(np.int64)
             # reduceat over empty segments returns the next element: zero them afterwards
             nonempty = seg_size > 0
             safe = np.minimum(offsets, total - 1)
@@ -365,24 +356,31 @@ class GoodputIndex:
             "tokens": np.where(direct, token_sum, bounds["tpot_tokens"][points] - token_sum),
         }
 
-    def rank(self, targets: GoodputTargets, prices: Prices | None = None) -> list[dict]:
-        """One row per result with a point meeting the goal, ranked by that point's token goodput (highest
-        first; ties: request goodput, then public id)."""
+    def ranking(self, targets: GoodputTargets) -> dict[str, np.ndarray]:
+        """The answer as arrays, one entry per result with a point meeting the goal, in rank order (token goodput
+        highest first; ties: request goodput, then public id): "point" (its position in self.points) and the
+        _COUNTS of that point. Small (a few bytes per row), so it is what the answer cache keeps."""
+        empty = {name: np.zeros(0, dtype=np.int64) for name in ("point", *_COUNTS)}
         if not len(self._owner):
-            return []
+            return empty
         ttft_ns = _NO_LIMIT if targets.ttft_ms is None else targets.ttft_ms * 1e6
         tpot_ns = _NO_LIMIT if targets.tpot_ms is None else targets.tpot_ms * 1e6
         goal = targets.attainment
-        bounds = self._bounds(ttft_ns, tpot_ns)
-        # good <= min(A, B): a point whose bound misses the goal cannot reach it
-        possible = np.minimum(bounds["ttft_good"], bounds["tpot_good"]) / self._size >= goal - 1e-12
+        # good <= min(A, B): a point cannot reach the goal unless its k-th smallest TTFT and k-th smallest TPOT
+        # are within the targets (k = the fewest good requests meeting the goal; one read per point and array)
+        need = _fewest_good(self._size, goal)
+        possible = need <= self._size
         if targets.power_kw_max is not None:
             possible &= self._power_kw <= targets.power_kw_max
         if targets.accelerators_max is not None:
             possible &= self._accelerators <= targets.accelerators_max
+        probe = np.flatnonzero(possible & (need > 0))
+        at = self._start[probe] + need[probe] - 1
+        possible[probe] = (self._ttft_t[at] <= ttft_ns) & (self._tpot_s[at] <= tpot_ns)
         candidates = np.flatnonzero(possible)
         if not len(candidates):
-            return []
+            return empty
+        bounds = self._bounds(candidates, need[candidates], ttft_ns, tpot_ns)
         # the most token goodput a point can have at this target, per second
         bound_tps = np.minimum(bounds["ttft_tokens"], bounds["tpot_tokens"]) / np.maximum(
             self._seconds, 1e-300
@@ -397,13 +395,10 @@ class GoodputIndex:
         best_tps = np.full(len(group_start), -np.inf)
         best_point = np.full(len(group_start), -1, dtype=np.int64)
         best_rps = np.full(len(group_start), -np.inf)
-        while True:
-            active = cursor < group_end
-            if active.any():
-                active[active] = bound_tps[order[cursor[active]]] > best_tps[active]
-            groups = np.flatnonzero(active)
-            if not len(groups):
-                break
+        best_good = np.zeros(len(group_start), dtype=np.int64)
+        best_tokens = np.zeros(len(group_start), dtype=np.int64)
+        groups = np.arange(len(group_start))
+        while len(groups):
             points = order[cursor[groups]]
             counts = self._evaluate(points, tpot_ns, bounds)
             attainment = counts["good"] / self._size[points]
@@ -412,30 +407,57 @@ class GoodputIndex:
             better = (attainment >= goal - 1e-12) & (
                 (tps > best_tps[groups]) | ((tps == best_tps[groups]) & (rps > best_rps[groups]))
             )
-            best_tps[groups[better]] = tps[better]
-            best_rps[groups[better]] = rps[better]
-            best_point[groups[better]] = points[better]
+            won = groups[better]
+            best_tps[won], best_rps[won], best_point[won] = tps[better], rps[better], points[better]
+            best_good[won], best_tokens[won] = counts["good"][better], counts["tokens"][better]
             cursor[groups] += 1
-        chosen = best_point[best_point >= 0]
-        if not len(chosen):
-            return []
-        exact = self._evaluate(chosen, tpot_ns, bounds)
-        counts = {**exact, **{name: values[chosen] for name, values in bounds.items()}}
-        rows = [
-            self._row(int(point), {k: int(v[i]) for k, v in counts.items()}, targets)
-            for i, point in enumerate(chosen.tolist())
-        ]
-        for row in rows:
-            result = self.results[self._result_of[row["public_id"]]]
+            # a group goes on while it has points whose bound can beat its best
+            groups = groups[cursor[groups] < group_end[groups]]
+            groups = groups[bound_tps[order[cursor[groups]]] > best_tps[groups]]
+        found = np.flatnonzero(best_point >= 0)
+        if not len(found):
+            return empty
+        chosen = best_point[found]
+        # the rows' order: token goodput, request goodput (as the rows compute them), public id
+        tps = best_tokens[found] / self._seconds[chosen]
+        rps = best_good[found] / self._seconds[chosen]
+        ranked = np.lexsort((self._id_rank[chosen], -rps, -tps))
+        chosen = chosen[ranked]
+        return {
+            "point": chosen,
+            "good": best_good[found][ranked],
+            "tokens": best_tokens[found][ranked],
+            **{name: bounds[name][chosen] for name in _COUNTS[2:]},
+        }
+
+    def rows(
+        self,
+        ranking: dict[str, np.ndarray],
+        targets: GoodputTargets,
+        prices: Prices | None = None,
+        *,
+        ranks: np.ndarray | None = None,
+    ) -> list[dict]:
+        """The answer rows of `ranking` (or of a slice of it, with the ranks of its entries in the whole)."""
+        rows = []
+        ranks = np.arange(1, len(ranking["point"]) + 1) if ranks is None else ranks
+        columns = {name: ranking[name].tolist() for name in _COUNTS}
+        for offset, (point, rank) in enumerate(zip(ranking["point"].tolist(), ranks.tolist(), strict=True)):
+            row = self._row(point, {name: columns[name][offset] for name in _COUNTS}, targets)
+            result = self.results[int(self._owner[point])]
             row.update(
                 normalised(
                     row, accelerators=result.get("accelerators"), nodes=result.get("nodes"), prices=prices
                 )
             )
-        rows.sort(key=lambda row: (-row["goodput_tps"], -row["goodput_rps"], row["public_id"]))
-        for rank, row in enumerate(rows, start=1):
             row["rank"] = rank
+            rows.append(row)
         return rows
+
+    def rank(self, targets: GoodputTargets, prices: Prices | None = None) -> list[dict]:
+        """One row per result with a point meeting the goal, ranked by that point's token goodput (highest
+        first; ties: request goodput, then public id)."""
+        return self.rows(self.ranking(targets), targets, prices)
 
     def _static_row(self, position: int) -> dict:
         """What a point's row shows whatever the targets: made once per point."""
@@ -484,6 +506,43 @@ class GoodputIndex:
             row[f"{prefix}goodput_rps"] = good / seconds
             row[f"{prefix}goodput_tps"] = counts[f"{prefix}tokens"] / seconds
         return row
+
+
+class GoodputRows:
+    """The rows of a ranking as a read-only sequence, each row built when it is read: a page shows 100 of a
+    thousand, the API a page of them. `decorate(row)` adds what the caller adds to every row (its URL)."""
+
+    def __init__(self, index: GoodputIndex, ranking: dict[str, np.ndarray], targets, prices, decorate=None):
+        self.index, self.ranking, self.targets, self.prices = index, ranking, targets, prices
+        self.decorate = decorate
+
+    def __len__(self) -> int:
+        return len(self.ranking["point"])
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def _built(self, which) -> list[dict]:
+        ranks = np.arange(1, len(self) + 1)[which]
+        rows = self.index.rows(
+            {name: values[which] for name, values in self.ranking.items()},
+            self.targets,
+            self.prices,
+            ranks=ranks,
+        )
+        if self.decorate is not None:
+            for row in rows:
+                self.decorate(row)
+        return rows
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return self._built(item)
+        position = range(len(self))[item]  # IndexError past the end, negative positions from the end
+        return self._built(slice(position, position + 1))[0]
+
+    def __iter__(self):
+        return iter(self._built(slice(None)))
 
 
 def _number(value) -> float:
