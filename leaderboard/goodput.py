@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -234,6 +235,7 @@ class GoodputIndex:
         Points without arrays are not candidates (counted in `points_without_samples`). `arrays` (from `load`)
         replaces `samples`."""
         self.results = [r for r in results if not r.get("retracted")]
+        self.table: str | None = None  # the table file's name (its identity) when read from one (`load`)
         self.arrays = arrays if arrays is not None else _build_arrays(self.results, samples or {})
         a = self.arrays
         self._owner = np.asarray(a["owner"], dtype=np.int64)
@@ -308,10 +310,12 @@ class GoodputIndex:
                 name: np.load(source / f"{name}.npy", mmap_mode="r")
                 for name in _POINT_ARRAYS + _SAMPLE_ARRAYS
             }
-            return cls(results, arrays=arrays)
+            index = cls(results, arrays=arrays)
         except (OSError, ValueError, IndexError):
             logger.warning("goodput table %s cannot be read; building it again", source)
             return None
+        index.table = source.name
+        return index
 
     def _bounds(self, points: np.ndarray, known: np.ndarray, ttft_ns: float, tpot_ns: float) -> dict:
         """For `points` (positions, each known to have at least `known` samples within both targets), A = #TTFT <=
@@ -642,9 +646,15 @@ def _build_index(results: list[dict], stored: dict[str, dict[str, tuple[str, str
     return GoodputIndex(results, samples)
 
 
-def goodput_table(results: list[dict], model_id: str) -> tuple[GoodputIndex, bool]:
+def goodput_table(results: list[dict], model_id: str, directory=None) -> tuple[GoodputIndex, bool]:
     """The GoodputIndex of a snapshot from its table file (memory-mapped, shared by every process on the host),
-    building and writing the file when it is not there yet. Returns (index, whether it was built here)."""
+    building and writing the file when it is not there yet. `directory`: the table's name when already known
+    (goodput_index), so that nothing is read from the database when the file is there. Returns (index, whether
+    it was built here)."""
+    if directory is not None:
+        index = GoodputIndex.load(directory, results)
+        if index is not None:
+            return index, False
     stored = published_point_samples([r["public_id"] for r in results if not r.get("retracted")])
     directory = table_directory(model_id, results, stored)
     index = GoodputIndex.load(directory, results)
@@ -659,18 +669,71 @@ def goodput_table(results: list[dict], model_id: str) -> tuple[GoodputIndex, boo
     return GoodputIndex.load(directory, results) or built, True
 
 
+def _snapshot_fingerprint(results: list[dict]) -> str:
+    """What a table's name must agree with, cheap to hash: the snapshot's ranked results and their point counts."""
+    import hashlib
+
+    listed = "|".join(
+        f"{r['public_id']}:{len(r.get('points') or [])}" for r in results if not r.get("retracted")
+    )
+    return hashlib.sha256(listed.encode()).hexdigest()[:32]
+
+
 def goodput_index(publications, model_id: str) -> GoodputIndex:
-    """The GoodputIndex of a benchmark's public snapshot, opened once per snapshot object (a publication,
-    retraction or backfill starts a new public generation, hence a new snapshot): from the table file the publish
-    worker wrote (goodput_table_build_task), or built here when it is not there yet."""
+    """The GoodputIndex of a benchmark's public snapshot, opened once per snapshot object in each process (a
+    publication, retraction or backfill starts a new public generation, hence a new snapshot): from the table
+    file the publish worker wrote (goodput_table_build_task), or built here when it is not there yet. The
+    table's name is worked out (from the points' array keys in the database) by one process per generation and
+    shared through the cache, so the others only map the file."""
+    from django.conf import settings
+
+    from leaderboard.cache import public_cached
     from leaderboard.exports import snapshot_results_cached
 
     results = snapshot_results_cached(publications, model_id)
     entry = _indexes.get(model_id)
     if entry is None or entry[0] is not results:
-        entry = (results, goodput_table(results, model_id)[0])
+
+        def name() -> str:
+            stored = published_point_samples([r["public_id"] for r in results if not r.get("retracted")])
+            return table_directory(model_id, results, stored).name
+
+        table = public_cached(f"goodput:table:{model_id}:{_snapshot_fingerprint(results)}", name, memo=False)
+        entry = (results, goodput_table(results, model_id, settings.PORTAL_GOODPUT_TABLE_DIR / table)[0])
         _indexes[model_id] = entry
     return entry[1]
+
+
+RANKINGS_KEPT = 256  # answers kept in each process (a ranking of 1,000 rows is ~56 KB)
+_rankings: OrderedDict[tuple, dict[str, np.ndarray]] = OrderedDict()
+
+
+def goodput_ranking(index: GoodputIndex, model_id: str, targets: GoodputTargets) -> dict[str, np.ndarray]:
+    """index.ranking(targets) through the answer cache: kept per public generation, table and targets (the
+    validated numbers, so 300 and 300.0 are one answer, and the page, the API, its CSV and every page of it share
+    it), in this process and in the shared cache. A publication, retraction or backfill starts a new generation:
+    an answer of the old one is never read again."""
+    import json
+
+    from leaderboard.cache import public_cached, public_generation
+
+    generation, _ = public_generation()
+    if generation is None or index.table is None:  # the cache is unreachable, or a table only this process has
+        return index.ranking(targets)
+    asked = json.dumps(
+        [targets.ttft_ms, targets.tpot_ms, targets.attainment, targets.power_kw_max, targets.accelerators_max]
+    )
+    name = f"goodput:answer:{model_id}:{index.table}:{asked}"
+    key = (generation, name)
+    ranking = _rankings.get(key)
+    if ranking is not None:
+        _rankings.move_to_end(key)
+        return ranking
+    ranking = public_cached(name, lambda: index.ranking(targets), generation=generation, memo=False)
+    _rankings[key] = ranking
+    while len(_rankings) > RANKINGS_KEPT:
+        _rankings.popitem(last=False)
+    return ranking
 
 
 def goodput_tables_build(publications, keep: int = 2) -> list[str]:

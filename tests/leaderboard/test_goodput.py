@@ -257,6 +257,44 @@ def test_the_publish_worker_writes_the_table_the_web_processes_map(world, raw_ev
     assert len([p for p in table_dir.iterdir() if p.is_dir()]) == 2  # the newest two are kept
 
 
+def test_an_answer_is_cached_across_urls_and_a_publication_invalidates_it(world, raw_events, monkeypatch):
+    """The same targets asked in other words (300 or 300.0, the page, another page of the API) are one cached
+    answer; once a new result is published (a new public generation), the next question is answered afresh and
+    the new result is in it."""
+    from leaderboard import goodput
+    from tests.factories import OrganisationFactory
+
+    ranked = []
+    original = GoodputIndex.ranking
+    monkeypatch.setattr(
+        GoodputIndex, "ranking", lambda self, targets: ranked.append(targets) or original(self, targets)
+    )
+    goodput._rankings.clear()
+    query = {"benchmark": "goodput-model", "ttft_ms": 110, "tpot_ms": 12.5, "attainment": 50}
+    first = Client().get("/api/v1/public/slo/", query).json()["results"]
+    again = Client().get(
+        "/api/v1/public/slo/", {**query, "ttft_ms": "110.0", "attainment": "50.000", "limit": 5}
+    )
+    page = Client().get("/leaderboard/slo/", query)
+    goodput._rankings.clear()  # another web process: the answer comes from the shared cache
+    other = Client().get("/api/v1/public/slo/", {**query, "tpot_ms": "12.50"}).json()["results"]
+    assert len(ranked) == 1 and again.json()["results"] == first == other and page.status_code == 200
+    assert len(first) == 2
+
+    newer = publish_sample_run(
+        benchmark=world["benchmark"],
+        system_name="Nimbus_NB-2",
+        accelerators=2,
+        organisation=OrganisationFactory(),
+    )
+    public_cache_bump()  # what the publication service does once its transaction commits
+    after = Client().get("/api/v1/public/slo/", {**query, "ttft_ms": "110.0"}).json()["results"]
+    assert len(ranked) == 2
+    assert newer.public_id in [row["result"] for row in after] and len(after) == 3
+    html = Client().get("/leaderboard/slo/", query).content.decode()
+    assert f'data-public-id="{newer.public_id}"' in html
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_check_task_keeps_the_arrays_and_the_command_backfills_them(role_users, raw_events):
     from leaderboard.models import Publication
