@@ -140,11 +140,17 @@ def main() -> None:
     parser.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/6")
     parser.add_argument("--port", type=int, default=8770)
-    parser.add_argument("--database", default=f"bench_goodput_{os.getpid()}", help="the throwaway database's name")
-    parser.add_argument("--var-dir", help="PORTAL_VAR_DIR of the run (stored arrays, goodput tables); default a new one")
+    parser.add_argument(
+        "--database", default=f"bench_goodput_{os.getpid()}", help="the throwaway database's name"
+    )
+    parser.add_argument(
+        "--var-dir", help="PORTAL_VAR_DIR of the run (stored arrays, goodput tables); default a new one"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the database and the var dir at the end")
     parser.add_argument(
-        "--reuse", action="store_true", help="the database and --var-dir were loaded by a --keep run: measure only"
+        "--reuse",
+        action="store_true",
+        help="the database and --var-dir were loaded by a --keep run: measure only",
     )
     args = parser.parse_args()
     if args.reuse and not args.var_dir:

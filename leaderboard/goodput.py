@@ -718,7 +718,9 @@ def goodput_ranking(index: GoodputIndex, model_id: str, targets: GoodputTargets)
     from leaderboard.cache import public_cached, public_generation
 
     generation, _ = public_generation()
-    if generation is None or index.table is None:  # the cache is unreachable, or a table only this process has
+    if (
+        generation is None or index.table is None
+    ):  # the cache is unreachable, or a table only this process has
         return index.ranking(targets)
     asked = json.dumps(
         [targets.ttft_ms, targets.tpot_ms, targets.attainment, targets.power_kw_max, targets.accelerators_max]
