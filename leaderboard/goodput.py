@@ -21,7 +21,7 @@ import numpy as np
 from django.core.files.storage import default_storage
 
 from checker.goodput import SampleSeries, sha256_of
-from leaderboard.cliffs import cliff_side
+from leaderboard.cliffs import cliff_side, curve_cliffs
 from leaderboard.models import Publication, PublicationRevision
 from submissions.models import CheckRun, PointMetric
 
@@ -258,6 +258,7 @@ class GoodputIndex:
             [_number(self.results[i].get("accelerators")) for i in self._owner.tolist()], dtype=np.float64
         )
         self._static: dict[int, dict] = {}
+        self._result_cliffs: dict[int, list[dict]] = {}
         self._result_of = {result["public_id"]: index for index, result in enumerate(self.results)}
         # the ranking's last tie-breaker: each point's result by its public id, as strings sort
         id_order = sorted(range(len(self.results)), key=lambda i: self.results[i]["public_id"])
@@ -489,9 +490,22 @@ class GoodputIndex:
                 "system_tps_per_kw": _figure(point.get("system_tps_per_kw")),
                 "power_kw": round(power_kw, 3) if power_kw is not None else None,
                 # which side of the curve's first performance cliff this point is on (None: no cliff)
-                "cliff": cliff_side(result.get("points") or [], point.get("concurrency")),
+                "cliff": cliff_side(
+                    result.get("points") or [],
+                    point.get("concurrency"),
+                    cliffs=self._cliffs(int(self._owner[position])),
+                ),
             }
         return row
+
+    def _cliffs(self, result_index: int) -> list[dict]:
+        """A result's performance cliffs, worked out once (every row of the result shows its first one)."""
+        cliffs = self._result_cliffs.get(result_index)
+        if cliffs is None:
+            cliffs = self._result_cliffs[result_index] = curve_cliffs(
+                self.results[result_index].get("points") or []
+            )
+        return cliffs
 
     def _row(self, position: int, counts: dict[str, int], targets: GoodputTargets) -> dict:
         tracked = int(self._size[position])
