@@ -265,6 +265,15 @@ class GoodputIndex:
         id_rank = np.empty(len(self.results), dtype=np.int64)
         id_rank[id_order] = np.arange(len(self.results))
         self._id_rank = id_rank[self._owner] if len(self._owner) else self._owner
+        # per point all its tokens per second (what no goodput can exceed), and the order a query visits the points
+        # in: per result, from the most tokens per second down (then concurrency, then position)
+        self._total_tps = (
+            np.asarray(a["cum_t"])[self._start + self._size] - np.asarray(a["cum_t"])[self._start]
+        )
+        self._total_tps = self._total_tps / np.maximum(self._seconds, 1e-300)
+        self._visit = np.lexsort(
+            (np.arange(len(self._owner)), self._concurrency, -self._total_tps, self._owner)
+        ).astype(np.int64)
         # the arrays a query reads, as plain ndarrays (a memory map's own indexing costs per call)
         self._ttft_t, self._tpot_t, self._tokens_t, self._tpot_s, self._cum_t, self._cum_s = (
             np.asarray(a[name]).view(np.ndarray)
@@ -318,19 +327,19 @@ class GoodputIndex:
         index.table = source.name
         return index
 
-    def _bounds(self, points: np.ndarray, known: np.ndarray, ttft_ns: float, tpot_ns: float) -> dict:
-        """For `points` (positions, each known to have at least `known` samples within both targets), A = #TTFT <=
-        X and its tokens, B = #TPOT <= Y and its tokens (exact: binary searches). Arrays over every point, filled
-        at `points` only."""
+    def _bound(
+        self, bounds: dict, points: np.ndarray, known: np.ndarray, ttft_ns: float, tpot_ns: float
+    ) -> None:
+        """Into `bounds` (arrays over every point), for `points` (positions, each known to have at least `known`
+        samples within both targets): A = #TTFT <= X and its tokens, B = #TPOT <= Y and its tokens (exact: binary
+        searches)."""
         start, size = self._start[points], self._size[points]
         within_ttft = _count_within(self._ttft_t, start, size, known, ttft_ns)
         within_tpot = _count_within(self._tpot_s, start, size, known, tpot_ns)
-        bounds = {name: np.zeros(len(self._owner), dtype=np.int64) for name in _COUNTS[2:]}
         bounds["ttft_good"][points] = within_ttft
         bounds["ttft_tokens"][points] = self._cum_t[start + within_ttft] - self._cum_t[start]
         bounds["tpot_good"][points] = within_tpot
         bounds["tpot_tokens"][points] = self._cum_s[start + within_tpot] - self._cum_s[start]
-        return bounds
 
     def _evaluate(
         self, points: np.ndarray, tpot_ns: float, bounds: dict[str, np.ndarray]
@@ -382,17 +391,11 @@ class GoodputIndex:
         probe = np.flatnonzero(possible & (need > 0))
         at = self._start[probe] + need[probe] - 1
         possible[probe] = (self._ttft_t[at] <= ttft_ns) & (self._tpot_s[at] <= tpot_ns)
-        candidates = np.flatnonzero(possible)
-        if not len(candidates):
+        # per result, its candidates from the most tokens per second down (all of a point's tokens: no goodput
+        # can be more), in the order worked out once for the index
+        order = self._visit[possible[self._visit]]
+        if not len(order):
             return empty
-        bounds = self._bounds(candidates, need[candidates], ttft_ns, tpot_ns)
-        # the most token goodput a point can have at this target, per second
-        bound_tps = np.minimum(bounds["ttft_tokens"], bounds["tpot_tokens"]) / np.maximum(
-            self._seconds, 1e-300
-        )
-        order = candidates[
-            np.lexsort((self._concurrency[candidates], -bound_tps[candidates], self._owner[candidates]))
-        ]
         owners = self._owner[order]
         group_start = np.flatnonzero(np.concatenate([[True], owners[1:] != owners[:-1]]))
         group_end = np.concatenate([group_start[1:], [len(order)]]).astype(np.int64)
@@ -402,23 +405,33 @@ class GoodputIndex:
         best_rps = np.full(len(group_start), -np.inf)
         best_good = np.zeros(len(group_start), dtype=np.int64)
         best_tokens = np.zeros(len(group_start), dtype=np.int64)
+        bounds = {name: np.zeros(len(self._owner), dtype=np.int64) for name in _COUNTS[2:]}
+        seconds = np.maximum(self._seconds, 1e-300)
         groups = np.arange(len(group_start))
         while len(groups):
             points = order[cursor[groups]]
+            self._bound(bounds, points, need[points], ttft_ns, tpot_ns)
+            # the most token goodput the point can have at this target: only a point above its result's best is
+            # counted exactly
+            bound_tps = (
+                np.minimum(bounds["ttft_tokens"][points], bounds["tpot_tokens"][points]) / seconds[points]
+            )
+            counted = bound_tps > best_tps[groups]
+            points, at = points[counted], groups[counted]
             counts = self._evaluate(points, tpot_ns, bounds)
             attainment = counts["good"] / self._size[points]
             tps = counts["tokens"] / self._seconds[points]
             rps = counts["good"] / self._seconds[points]
             better = (attainment >= goal - 1e-12) & (
-                (tps > best_tps[groups]) | ((tps == best_tps[groups]) & (rps > best_rps[groups]))
+                (tps > best_tps[at]) | ((tps == best_tps[at]) & (rps > best_rps[at]))
             )
-            won = groups[better]
+            won = at[better]
             best_tps[won], best_rps[won], best_point[won] = tps[better], rps[better], points[better]
             best_good[won], best_tokens[won] = counts["good"][better], counts["tokens"][better]
             cursor[groups] += 1
-            # a group goes on while it has points whose bound can beat its best
+            # a group goes on while it has points whose tokens per second can beat its best
             groups = groups[cursor[groups] < group_end[groups]]
-            groups = groups[bound_tps[order[cursor[groups]]] > best_tps[groups]]
+            groups = groups[self._total_tps[order[cursor[groups]]] > best_tps[groups]]
         found = np.flatnonzero(best_point >= 0)
         if not len(found):
             return empty
