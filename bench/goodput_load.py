@@ -3,7 +3,7 @@ per point (per-sample arrays stored as the check task stores them), in a throwaw
 gunicorn with the Redis cache, measured under 64 concurrent clients with locust (headless).
 
     .venv/bin/python bench/goodput_load.py [--results 1000] [--samples 2000] [--users 64] [--duration 30]
-        [--workers 2] [--think 1.0] [--postgres postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379/6]
+        [--workers 2] [--think 1.0] [--spawn-rate N] [--steady] [--postgres postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379/6]
         [--database NAME] [--var-dir DIR] [--keep] [--reuse] [--http-only] [--port 8770]
 
 First prints the storage per point and the in-process time of one query over 400 distinct targets, one thread
@@ -176,6 +176,17 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=30)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--think", type=float, default=1.0)
+    parser.add_argument(
+        "--spawn-rate",
+        type=float,
+        default=0,
+        help="clients started per second (default: all at once, a burst)",
+    )
+    parser.add_argument(
+        "--steady",
+        action="store_true",
+        help="count only the steady state: locust's --reset-stats drops what was measured while clients started",
+    )
     parser.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/6")
     parser.add_argument("--port", type=int, default=8770)
@@ -267,7 +278,8 @@ def main() -> None:
         out = Path(tempfile.mkdtemp(prefix="bench-locust-"))
         print(
             f"{args.users} concurrent clients (think time {args.think} s), {args.duration} s per scenario, "
-            f"gunicorn -w {args.workers}"
+            f"gunicorn -w {args.workers}, clients started {args.spawn_rate or args.users:g}/s"
+            + (", steady state only" if args.steady else "")
         )
         print(
             f"{'scenario':38} {'requests':>9} {'fail':>5} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'req/s':>8}"
@@ -284,7 +296,8 @@ def main() -> None:
             print(f"  load average before {name}: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
             r = run_locust(
                 name, base, paths, users=args.users, duration=args.duration, out=out, think_s=args.think,
-                locust=ROOT / ".venv/bin/locust", spawn_rate=args.users,
+                locust=ROOT / ".venv/bin/locust", spawn_rate=args.spawn_rate or args.users,
+                reset_stats=args.steady,
             )  # fmt: skip
             print(
                 f"{name:38} {r['requests']:>9} {r['failures']:>5} {r['p50']:>7} {r['p95']:>7} {r['p99']:>7} "
