@@ -21,7 +21,8 @@ LOCUSTFILE = """
 import itertools, json, os, random
 from locust import FastHttpUser, between, constant, task
 
-PATHS = os.environ["BENCH_PATHS"].split("|")
+with open(os.environ["BENCH_PATHS_FILE"]) as paths:  # one path a line (an environment variable holds 128 KB)
+    PATHS = paths.read().split("\\n")
 ACCOUNTS = json.loads(os.environ["BENCH_HEADERS"])  # one set of headers per account
 COUNT = itertools.count()
 
@@ -98,9 +99,11 @@ def run_locust(
     locustfile = out / "locustfile.py"
     locustfile.write_text(LOCUSTFILE)
     prefix = out / name.replace(" ", "_")
+    paths_file = prefix.with_name(prefix.name + "_paths.txt")
+    paths_file.write_text("\n".join(paths))
     env = {
         **os.environ,
-        "BENCH_PATHS": "|".join(paths),
+        "BENCH_PATHS_FILE": str(paths_file),
         "BENCH_NAME": name,
         "BENCH_THINK_S": str(think_s),
         "BENCH_HEADERS": json.dumps(accounts or [{}]),

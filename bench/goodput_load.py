@@ -3,13 +3,20 @@ per point (per-sample arrays stored as the check task stores them), in a throwaw
 gunicorn with the Redis cache, measured under 64 concurrent clients with locust (headless).
 
     .venv/bin/python bench/goodput_load.py [--results 1000] [--samples 2000] [--users 64] [--duration 30]
-        [--workers 2] [--think 1.0] [--postgres postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379/6]
+        [--workers 2] [--think 1.0] [--spawn-rate N] [--steady] [--postgres postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379/6]
+        [--database NAME] [--var-dir DIR] [--keep] [--reuse] [--http-only] [--port 8770]
 
-First prints the storage per point and the in-process time of one query (leaderboard.goodput.GoodputIndex.rank,
-400 distinct targets, one thread), then the HTTP scenarios: the goodput SLO query of the public API over the same
-400 targets (answer-cache misses: every answer is ranked from the per-process index), and the SLO page with them.
-Prints p50/p95/p99 (ms) and requests/s. A script, not a test: nothing asserts a time. The database and the stored
-arrays are removed at the end.
+First prints the storage per point and the in-process time of one query over 400 distinct targets, one thread
+(leaderboard.goodput.GoodputIndex.ranking; with the rows of one page, as a request builds them; with every row),
+and the first SLO query of a fresh web process; then the HTTP scenarios, each after its own warm-up:
+- the public API's SLO answer and the SLO page over distinct targets (drawn from 100,000 with 0.1 ms / 0.01 ms
+  steps: practically every request misses the answer cache and the response cache, the worst case);
+- the buyers' mix: round-number targets (360) drawn Zipf-like, half through the page, half through the API
+  (bench/goodput_load.py buyers_targets says why).
+Prints p50/p95/p99 (ms) and requests/s, and the load average beside every figure (the machine may be shared). A
+script, not a test: nothing asserts a time. The database and the stored arrays are removed at the end unless
+--keep; --reuse measures again on what a --keep run left (same --database and --var-dir), without loading;
+--http-only leaves out the in-process figures (the table must be there: a --reuse run).
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _load import run_locust, wait_up, warm  # bench/_load.py: python runs bench/ scripts from there
+from _load import run_locust, status, wait_up, warm  # bench/_load.py: python runs bench/ scripts from there
 from leaderboard_load import MODEL, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,22 +86,46 @@ def store_samples(samples_per_point: int) -> tuple[int, int]:
     return len(rows), stored_bytes
 
 
-def targets(rng: random.Random) -> list[dict]:
+def distinct_targets(rng: random.Random, count: int) -> list[dict]:
+    """Targets no two requests are likely to share (0.1 ms TTFT, 0.01 ms TPOT steps): every answer is ranked
+    afresh, nothing is served from the answer cache or the response cache (the worst case)."""
+    return [
+        {
+            "ttft_ms": round(rng.uniform(100, 2000), 1),
+            "tpot_ms": round(rng.uniform(5, 30), 2),
+            "attainment": rng.choice([90, 95, 99, 99.9]),
+        }
+        for _ in range(count)
+    ]
+
+
+def buyers_targets(rng: random.Random, count: int) -> list[dict]:
+    """Targets as buyers ask them: round numbers (TTFT 100-2,000 ms in 100 ms steps, TPOT 5/10/15/20/30/50 ms,
+    goals 90/95/99 %: 360 targets), a few of them popular: drawn Zipf-like (the k-th most asked, in a shuffled
+    order, with weight 1 / k^1.1), so that about half the requests ask one of the 20 most popular targets."""
     grid = [
         {"ttft_ms": ttft, "tpot_ms": tpot, "attainment": goal}
         for ttft in range(100, 2100, 100)
-        for tpot in (5, 10, 15, 20, 30)
-        for goal in (90, 95, 99, 99.9)
+        for tpot in (5, 10, 15, 20, 30, 50)
+        for goal in (90, 95, 99)
     ]
     rng.shuffle(grid)
-    return grid[:400]
+    weights = [1 / (k + 1) ** 1.1 for k in range(len(grid))]
+    return rng.choices(grid, weights=weights, k=count)
+
+
+def query(target: dict) -> str:
+    return (
+        f"benchmark={MODEL}&ttft_ms={target['ttft_ms']}&tpot_ms={target['tpot_ms']}"
+        f"&attainment={target['attainment']}"
+    )
 
 
 def in_process(queries: list[dict]) -> None:
     from django.conf import settings
 
     from leaderboard.api.results import public_publications
-    from leaderboard.goodput import GoodputTargets, goodput_index
+    from leaderboard.goodput import GoodputRows, GoodputTargets, goodput_index
     from leaderboard.tasks import goodput_table_build_task
 
     started = time.perf_counter()
@@ -107,24 +138,34 @@ def in_process(queries: list[dict]) -> None:
     started = time.perf_counter()
     index = goodput_index(public_publications(), MODEL)
     print(
-        f"first query's index (the table memory-mapped) in {time.perf_counter() - started:.2f} s: "
+        f"first query's index (snapshot from the database, the table memory-mapped) in "
+        f"{time.perf_counter() - started:.2f} s: "
         f"{len(index.results)} results, {len(index.points)} points, {index.samples:,} samples"
     )
-    times = []
+    ranking_ms, page_ms, everything_ms = [], [], []
     for query in queries:
-        t = time.perf_counter()
-        index.rank(
-            GoodputTargets(
-                ttft_ms=query["ttft_ms"], tpot_ms=query["tpot_ms"], attainment=query["attainment"] / 100
-            )
+        targets = GoodputTargets(
+            ttft_ms=query["ttft_ms"], tpot_ms=query["tpot_ms"], attainment=query["attainment"] / 100
         )
-        times.append((time.perf_counter() - t) * 1000)
-    times.sort()
-    pick = lambda q: times[min(len(times) - 1, int(q * len(times)))]  # noqa: E731
-    print(
-        f"one query in process (400 targets): p50 {pick(0.5):.1f} ms, p95 {pick(0.95):.1f} ms, "
-        f"p99 {pick(0.99):.1f} ms, max {times[-1]:.1f} ms"
-    )
+        t = time.perf_counter()
+        ranking = index.ranking(targets)
+        ranking_ms.append((time.perf_counter() - t) * 1000)
+        GoodputRows(index, ranking, targets, None)[:100]
+        page_ms.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        index.rank(targets)
+        everything_ms.append((time.perf_counter() - t) * 1000)
+    for name, times in (
+        ("ranking (GoodputIndex.ranking)", ranking_ms),
+        ("ranking + the rows of one page (100)", page_ms),
+        ("ranking + every row (GoodputIndex.rank)", everything_ms),
+    ):
+        times.sort()
+        pick = lambda q: times[min(len(times) - 1, int(q * len(times)))]  # noqa: E731, B023
+        print(
+            f"in process, {len(times)} distinct targets, {name}: p50 {pick(0.5):.1f} ms, p95 {pick(0.95):.1f} ms, "
+            f"p99 {pick(0.99):.1f} ms, max {times[-1]:.1f} ms"
+        )
 
 
 def main() -> None:
@@ -135,22 +176,50 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=30)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--think", type=float, default=1.0)
+    parser.add_argument(
+        "--spawn-rate",
+        type=float,
+        default=0,
+        help="clients started per second (default: all at once, a burst)",
+    )
+    parser.add_argument(
+        "--steady",
+        action="store_true",
+        help="count only the steady state: locust's --reset-stats drops what was measured while clients started",
+    )
     parser.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/6")
     parser.add_argument("--port", type=int, default=8770)
+    parser.add_argument(
+        "--database", default=f"bench_goodput_{os.getpid()}", help="the throwaway database's name"
+    )
+    parser.add_argument(
+        "--var-dir", help="PORTAL_VAR_DIR of the run (stored arrays, goodput tables); default a new one"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the database and the var dir at the end")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="the database and --var-dir were loaded by a --keep run: measure only",
+    )
+    parser.add_argument("--http-only", action="store_true", help="no in-process figures (with --reuse)")
     args = parser.parse_args()
+    if args.reuse and not args.var_dir:
+        parser.error("--reuse needs the --var-dir of the --keep run")
 
     import psycopg
 
-    database = f"bench_goodput_{os.getpid()}"
-    with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{database}"')
-    var_dir = tempfile.mkdtemp(prefix="bench-goodput-var-")
+    database = args.database
+    if not args.reuse:
+        with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{database}"')
+    var_dir = args.var_dir or tempfile.mkdtemp(prefix="bench-goodput-var-")
     env = {
         **os.environ,
         "DATABASE_URL": f"{args.postgres}/{database}",
         "REDIS_URL": args.redis,
         "SECRET_KEY": "bench-only-secret-key-0123456789-abcdefghijklmnop",
+        "PORTAL_ENDPOINT_KEY": "bench-only-endpoint-key-0123456789-abcdefghijklmnop",
         "DEBUG": "0",
         "DJANGO_SETTINGS_MODULE": "portal.settings",
         "PORTAL_VAR_DIR": var_dir,
@@ -160,23 +229,28 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     gunicorn = None
     try:
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
         import django
 
-        django.setup()
-        started = time.time()
-        public_ids = load(args.results)
-        points, stored = store_samples(args.samples)
-        print(
-            f"loaded {len(public_ids)} published results, {points} points x {args.samples} samples in "
-            f"{time.time() - started:.1f} s; per-sample arrays {stored / points / 1024:.1f} KiB per point "
-            f"({stored / points / args.samples:.1f} bytes per sample, {stored / 2**20:.0f} MiB in all)"
-        )
+        if not args.reuse:
+            subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+            django.setup()
+            started = time.time()
+            public_ids = load(args.results)
+            points, stored = store_samples(args.samples)
+            print(
+                f"loaded {len(public_ids)} published results, {points} points x {args.samples} samples in "
+                f"{time.time() - started:.1f} s; per-sample arrays {stored / points / 1024:.1f} KiB per point "
+                f"({stored / points / args.samples:.1f} bytes per sample, {stored / 2**20:.0f} MiB in all)"
+            )
+        else:
+            django.setup()
         from leaderboard.cache import public_cache_bump
 
         public_cache_bump()
-        queries = targets(random.Random(7))
-        in_process(queries)
+        rng = random.Random(7)
+        in_process_targets = distinct_targets(rng, 400)
+        if not args.http_only:
+            in_process(in_process_targets)
         from django.db import connection
 
         connection.close()
@@ -187,36 +261,47 @@ def main() -> None:
             cwd=ROOT, env=env, start_new_session=True,
         )  # fmt: skip
         wait_up(base)
-        api = [
-            f"/api/v1/public/slo/?benchmark={MODEL}&ttft_ms={q['ttft_ms']}&tpot_ms={q['tpot_ms']}"
-            f"&attainment={q['attainment']}"
-            for q in queries
-        ]
+        api, page = "/api/v1/public/slo/?", "/leaderboard/slo/?"
+        started = time.perf_counter()
+        first = status(base + api + query(distinct_targets(rng, 1)[0]))
+        print(
+            f"first SLO query of a fresh web process: {(time.perf_counter() - started) * 1000:.0f} ms ({first})"
+        )
+        distinct = [query(t) for t in distinct_targets(rng, 100_000)]
+        mix = [query(t) for t in buyers_targets(rng, 20_000)]
         scenarios = [
-            ("goodput SLO query (400 targets)", api),
-            (
-                "goodput SLO page (400 targets)",
-                [p.replace("/api/v1/public/slo/", "/leaderboard/slo/") for p in api],
-            ),
+            ("goodput SLO query, distinct targets", [api + q for q in distinct]),
+            ("goodput SLO page, distinct targets", [page + q for q in distinct]),
+            # half the buyers use the page, half the API: one answer (cached) serves both
+            ("goodput SLO, buyers' mix", [(api if i % 2 else page) + q for i, q in enumerate(mix)]),
         ]
         out = Path(tempfile.mkdtemp(prefix="bench-locust-"))
         print(
             f"{args.users} concurrent clients (think time {args.think} s), {args.duration} s per scenario, "
-            f"gunicorn -w {args.workers}"
+            f"gunicorn -w {args.workers}, clients started {args.spawn_rate or args.users:g}/s"
+            + (", steady state only" if args.steady else "")
         )
         print(
-            f"{'scenario':34} {'requests':>9} {'fail':>5} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'req/s':>8}"
+            f"{'scenario':38} {'requests':>9} {'fail':>5} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'req/s':>8}"
         )
         for name, paths in scenarios:
-            # each worker builds its index on its first query; warm them all before measuring
-            warm(base, paths[:8], {}, repeat=4, threads=4)
+            # each worker maps its index on its first query; warm them all before measuring (targets of their own)
+            warm(
+                base,
+                [u + query(t) for t in distinct_targets(rng, 4) for u in (api, page)],
+                {},
+                repeat=1,
+                threads=4,
+            )
+            print(f"  load average before {name}: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
             r = run_locust(
                 name, base, paths, users=args.users, duration=args.duration, out=out, think_s=args.think,
-                locust=ROOT / ".venv/bin/locust", spawn_rate=args.users,
+                locust=ROOT / ".venv/bin/locust", spawn_rate=args.spawn_rate or args.users,
+                reset_stats=args.steady,
             )  # fmt: skip
             print(
-                f"{name:34} {r['requests']:>9} {r['failures']:>5} {r['p50']:>7} {r['p95']:>7} {r['p99']:>7} "
-                f"{r['rps']:>8.1f}"
+                f"{name:38} {r['requests']:>9} {r['failures']:>5} {r['p50']:>7} {r['p95']:>7} {r['p99']:>7} "
+                f"{r['rps']:>8.1f}   load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
             )
     finally:
         if gunicorn is not None:
@@ -225,10 +310,13 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-        shutil.rmtree(var_dir, ignore_errors=True)
-        print(f"dropped {database} and the stored arrays")
+        if args.keep:
+            print(f"kept {database} and {var_dir} (--reuse --database {database} --var-dir {var_dir})")
+        else:
+            with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            shutil.rmtree(var_dir, ignore_errors=True)
+            print(f"dropped {database} and the stored arrays")
 
 
 if __name__ == "__main__":

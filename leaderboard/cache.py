@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -32,10 +33,19 @@ def _namespace() -> str:
     return f"leaderboard:public:{connection.settings_dict.get('NAME')}"
 
 
+# the generation a cached response is being built under (cached_response), per thread: what it reads from the
+# public caches while it is built belongs to that one generation, read once per request instead of per lookup
+_building = threading.local()
+
+
 def public_generation() -> tuple[int | None, int]:
     """(generation, when it last changed as a Unix time); started from the clock when the cache has neither, so
     that a cleared or restarted cache never repeats a generation this process still holds entries of. The
-    generation is None when the cache cannot be reached (portal.cache_backend): nothing is cached or read then."""
+    generation is None when the cache cannot be reached (portal.cache_backend): nothing is cached or read then.
+    Inside cached_response's build, the generation the response is cached under."""
+    current = getattr(_building, "generation", None)
+    if current is not None:
+        return current
     generation_key, changed_key = f"{_namespace()}:generation", f"{_namespace()}:changed"
     values = cache.get_many([generation_key, changed_key])
     if generation_key not in values or changed_key not in values:
@@ -178,9 +188,13 @@ def cached_response(request: HttpRequest, respond: Callable[[], HttpResponse]) -
         if entry is not None:
             _response_memo.put(key, entry)
     if entry is None:
-        response = respond()
-        if hasattr(response, "render"):
-            response.render()
+        _building.generation = (generation, changed_at)
+        try:
+            response = respond()
+            if hasattr(response, "render"):
+                response.render()
+        finally:
+            _building.generation = None
         if response.status_code != 200 or response.streaming:
             return response
         entry = {

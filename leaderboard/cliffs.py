@@ -48,10 +48,13 @@ def curve_cliffs(points: list[dict], *, metric: str = "tps_per_user") -> list[di
     return cliffs
 
 
-def cliff_side(points: list[dict], concurrency, *, metric: str = "tps_per_user") -> dict | None:
+def cliff_side(
+    points: list[dict], concurrency, *, metric: str = "tps_per_user", cliffs: list[dict] | None = None
+) -> dict | None:
     """Which side of the curve's first cliff a point at `concurrency` is on: {"side": "before" | "past",
-    "cliff": the cliff}; None when the curve has no cliff."""
-    cliffs = curve_cliffs(points, metric=metric)
+    "cliff": the cliff}; None when the curve has no cliff. `cliffs`: curve_cliffs of `points`, when known."""
+    if cliffs is None:
+        cliffs = curve_cliffs(points, metric=metric)
     if not cliffs or _figure(concurrency) is None:
         return None
     first = cliffs[0]

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 from django.core.files.storage import default_storage
 
 from checker.goodput import SampleSeries, sha256_of
-from leaderboard.cliffs import cliff_side
+from leaderboard.cliffs import cliff_side, curve_cliffs
 from leaderboard.models import Publication, PublicationRevision
 from submissions.models import CheckRun, PointMetric
 
@@ -184,40 +185,34 @@ _POINT_ARRAYS = ("owner", "point_index", "size", "start", "seconds")
 _SAMPLE_ARRAYS = ("ttft_t", "tpot_t", "tokens_t", "cum_t", "tpot_s", "cum_s")
 
 
-LEVELS = 100  # per point, the values at every 1 % of its sorted samples (a first, contiguous search)
-
-
-def _level_ranks(size: np.ndarray) -> np.ndarray:
-    """(P, LEVELS + 1): entry k is ceil(k n / LEVELS), the 1-based rank of the k %-th order statistic (0 for k = 0)."""
-    levels = np.arange(LEVELS + 1, dtype=np.int64)
-    return -((-levels[None, :] * size[:, None]) // LEVELS)
-
-
-def _count_at_most(
-    values: np.ndarray,
-    start: np.ndarray,
-    size: np.ndarray,
-    limit: float,
-    levels: np.ndarray,
-    ranks: np.ndarray,
-) -> np.ndarray:
-    """Per segment [start, start + size) of `values`, each sorted ascending: how many values are <= limit. The
-    segment's order statistics (`levels`, (P, LEVELS), at 1-based `ranks`) bracket the count first, then a binary
-    search runs on every bracket at once."""
-    above = (levels <= limit).sum(axis=1)  # the order statistics within the limit
-    rows = np.arange(len(size))
-    lo = start + ranks[rows, above]  # count >= the rank of the last statistic within the limit
-    hi = start + np.where(above < LEVELS, ranks[rows, np.minimum(above + 1, LEVELS)] - 1, size)
-    lo = lo.astype(np.int64, copy=True)
-    hi = hi.astype(np.int64, copy=True)
-    while True:
-        active = np.flatnonzero(lo < hi)
-        if not len(active):
-            return lo - start
+def _count_within(values: np.ndarray, start: np.ndarray, size: np.ndarray, known: np.ndarray, limit: float):
+    """Per segment [start, start + size) of `values`, each sorted ascending, whose first `known` values are known
+    to be <= limit: how many values are <= limit (a binary search on every segment at once, over the rest)."""
+    lo = (start + known).astype(np.int64, copy=True)
+    hi = (start + size).astype(np.int64, copy=True)
+    active = np.flatnonzero(lo < hi)
+    while len(active):
         mid = (lo[active] + hi[active]) // 2
-        met = np.asarray(values[mid]) <= limit
+        met = values[mid] <= limit
         lo[active[met]] = mid[met] + 1
         hi[active[~met]] = mid[~met]
+        active = active[lo[active] < hi[active]]
+    return lo - start
+
+
+def _fewest_good(size: np.ndarray, goal: float) -> np.ndarray:
+    """Per point the fewest good requests meeting the goal: the smallest k with k / n >= goal - 1e-12, as the
+    float comparison a row's attainment is judged by (k / n rises with k, so it is one threshold)."""
+    threshold = goal - 1e-12
+    k = np.maximum(np.ceil(threshold * size), 0)
+    for _ in range(2):  # the product may round either way by one
+        k = np.where((k > 0) & ((k - 1) / size >= threshold), k - 1, k)
+        k = np.where(k / size < threshold, k + 1, k)
+    return k.astype(np.int64)
+
+
+# the per-row figures of a ranking (GoodputIndex.ranking): the chosen point's counts, for all three judgements
+_COUNTS = ("good", "tokens", "ttft_good", "ttft_tokens", "tpot_good", "tpot_tokens")
 
 
 class GoodputIndex:
@@ -240,6 +235,7 @@ class GoodputIndex:
         Points without arrays are not candidates (counted in `points_without_samples`). `arrays` (from `load`)
         replaces `samples`."""
         self.results = [r for r in results if not r.get("retracted")]
+        self.table: str | None = None  # the table file's name (its identity) when read from one (`load`)
         self.arrays = arrays if arrays is not None else _build_arrays(self.results, samples or {})
         a = self.arrays
         self._owner = np.asarray(a["owner"], dtype=np.int64)
@@ -262,15 +258,26 @@ class GoodputIndex:
             [_number(self.results[i].get("accelerators")) for i in self._owner.tolist()], dtype=np.float64
         )
         self._static: dict[int, dict] = {}
+        self._result_cliffs: dict[int, list[dict]] = {}
         self._result_of = {result["public_id"]: index for index, result in enumerate(self.results)}
-        # per point its 1 %-step order statistics of TTFT and TPOT (read once from the sorted arrays)
-        self._ranks = _level_ranks(self._size)
-        picks = self._start[:, None] + np.maximum(self._ranks[:, 1:] - 1, 0)
-        self._ttft_levels = (
-            np.asarray(a["ttft_t"][picks.ravel()]).reshape(picks.shape) if len(picks) else picks
+        # the ranking's last tie-breaker: each point's result by its public id, as strings sort
+        id_order = sorted(range(len(self.results)), key=lambda i: self.results[i]["public_id"])
+        id_rank = np.empty(len(self.results), dtype=np.int64)
+        id_rank[id_order] = np.arange(len(self.results))
+        self._id_rank = id_rank[self._owner] if len(self._owner) else self._owner
+        # per point all its tokens per second (what no goodput can exceed), and the order a query visits the points
+        # in: per result, from the most tokens per second down (then concurrency, then position)
+        self._total_tps = (
+            np.asarray(a["cum_t"])[self._start + self._size] - np.asarray(a["cum_t"])[self._start]
         )
-        self._tpot_levels = (
-            np.asarray(a["tpot_s"][picks.ravel()]).reshape(picks.shape) if len(picks) else picks
+        self._total_tps = self._total_tps / np.maximum(self._seconds, 1e-300)
+        self._visit = np.lexsort(
+            (np.arange(len(self._owner)), self._concurrency, -self._total_tps, self._owner)
+        ).astype(np.int64)
+        # the arrays a query reads, as plain ndarrays (a memory map's own indexing costs per call)
+        self._ttft_t, self._tpot_t, self._tokens_t, self._tpot_s, self._cum_t, self._cum_s = (
+            np.asarray(a[name]).view(np.ndarray)
+            for name in ("ttft_t", "tpot_t", "tokens_t", "tpot_s", "cum_t", "cum_s")
         )
 
     @property
@@ -313,34 +320,32 @@ class GoodputIndex:
                 name: np.load(source / f"{name}.npy", mmap_mode="r")
                 for name in _POINT_ARRAYS + _SAMPLE_ARRAYS
             }
-            return cls(results, arrays=arrays)
+            index = cls(results, arrays=arrays)
         except (OSError, ValueError, IndexError):
             logger.warning("goodput table %s cannot be read; building it again", source)
             return None
+        index.table = source.name
+        return index
 
-    def _bounds(self, ttft_ns: float, tpot_ns: float) -> dict[str, np.ndarray]:
-        """Per point: A = #TTFT <= X and its tokens, B = #TPOT <= Y and its tokens (exact, binary searches)."""
-        a = self.arrays
-        within_ttft = _count_at_most(
-            a["ttft_t"], self._start, self._size, ttft_ns, self._ttft_levels, self._ranks
-        )
-        within_tpot = _count_at_most(
-            a["tpot_s"], self._start, self._size, tpot_ns, self._tpot_levels, self._ranks
-        )
-        cum_t, cum_s = a["cum_t"], a["cum_s"]
-        return {
-            "ttft_good": within_ttft,
-            "ttft_tokens": np.asarray(cum_t[self._start + within_ttft]) - np.asarray(cum_t[self._start]),
-            "tpot_good": within_tpot,
-            "tpot_tokens": np.asarray(cum_s[self._start + within_tpot]) - np.asarray(cum_s[self._start]),
-        }
+    def _bound(
+        self, bounds: dict, points: np.ndarray, known: np.ndarray, ttft_ns: float, tpot_ns: float
+    ) -> None:
+        """Into `bounds` (arrays over every point), for `points` (positions, each known to have at least `known`
+        samples within both targets): A = #TTFT <= X and its tokens, B = #TPOT <= Y and its tokens (exact: binary
+        searches)."""
+        start, size = self._start[points], self._size[points]
+        within_ttft = _count_within(self._ttft_t, start, size, known, ttft_ns)
+        within_tpot = _count_within(self._tpot_s, start, size, known, tpot_ns)
+        bounds["ttft_good"][points] = within_ttft
+        bounds["ttft_tokens"][points] = self._cum_t[start + within_ttft] - self._cum_t[start]
+        bounds["tpot_good"][points] = within_tpot
+        bounds["tpot_tokens"][points] = self._cum_s[start + within_tpot] - self._cum_s[start]
 
     def _evaluate(
         self, points: np.ndarray, tpot_ns: float, bounds: dict[str, np.ndarray]
     ) -> dict[str, np.ndarray]:
         """Exact good counts and good tokens of `points` (positions in self.points), on the shorter side of each
         point's TTFT order."""
-        a = self.arrays
         within = bounds["ttft_good"][points]
         sizes = self._size[points]
         direct = within <= sizes - within
@@ -350,8 +355,8 @@ class GoodputIndex:
         total = int(seg_size.sum())
         if total:
             index = np.repeat(seg_start - offsets, seg_size) + np.arange(total)
-            met = np.asarray(a["tpot_t"][index]) <= tpot_ns
-            tokens = np.asarray(a["tokens_t"][index]).astype(np.int64) * met
+            met = self._tpot_t[index] <= tpot_ns
+            tokens = np.where(met, self._tokens_t[index], 0).astype(np.int64)
             # reduceat over empty segments returns the next element: zero them afterwards
             nonempty = seg_size > 0
             safe = np.minimum(offsets, total - 1)
@@ -365,31 +370,32 @@ class GoodputIndex:
             "tokens": np.where(direct, token_sum, bounds["tpot_tokens"][points] - token_sum),
         }
 
-    def rank(self, targets: GoodputTargets, prices: Prices | None = None) -> list[dict]:
-        """One row per result with a point meeting the goal, ranked by that point's token goodput (highest
-        first; ties: request goodput, then public id)."""
+    def ranking(self, targets: GoodputTargets) -> dict[str, np.ndarray]:
+        """The answer as arrays, one entry per result with a point meeting the goal, in rank order (token goodput
+        highest first; ties: request goodput, then public id): "point" (its position in self.points) and the
+        _COUNTS of that point. Small (a few bytes per row), so it is what the answer cache keeps."""
+        empty = {name: np.zeros(0, dtype=np.int64) for name in ("point", *_COUNTS)}
         if not len(self._owner):
-            return []
+            return empty
         ttft_ns = _NO_LIMIT if targets.ttft_ms is None else targets.ttft_ms * 1e6
         tpot_ns = _NO_LIMIT if targets.tpot_ms is None else targets.tpot_ms * 1e6
         goal = targets.attainment
-        bounds = self._bounds(ttft_ns, tpot_ns)
-        # good <= min(A, B): a point whose bound misses the goal cannot reach it
-        possible = np.minimum(bounds["ttft_good"], bounds["tpot_good"]) / self._size >= goal - 1e-12
+        # good <= min(A, B): a point cannot reach the goal unless its k-th smallest TTFT and k-th smallest TPOT
+        # are within the targets (k = the fewest good requests meeting the goal; one read per point and array)
+        need = _fewest_good(self._size, goal)
+        possible = need <= self._size
         if targets.power_kw_max is not None:
             possible &= self._power_kw <= targets.power_kw_max
         if targets.accelerators_max is not None:
             possible &= self._accelerators <= targets.accelerators_max
-        candidates = np.flatnonzero(possible)
-        if not len(candidates):
-            return []
-        # the most token goodput a point can have at this target, per second
-        bound_tps = np.minimum(bounds["ttft_tokens"], bounds["tpot_tokens"]) / np.maximum(
-            self._seconds, 1e-300
-        )
-        order = candidates[
-            np.lexsort((self._concurrency[candidates], -bound_tps[candidates], self._owner[candidates]))
-        ]
+        probe = np.flatnonzero(possible & (need > 0))
+        at = self._start[probe] + need[probe] - 1
+        possible[probe] = (self._ttft_t[at] <= ttft_ns) & (self._tpot_s[at] <= tpot_ns)
+        # per result, its candidates from the most tokens per second down (all of a point's tokens: no goodput
+        # can be more), in the order worked out once for the index
+        order = self._visit[possible[self._visit]]
+        if not len(order):
+            return empty
         owners = self._owner[order]
         group_start = np.flatnonzero(np.concatenate([[True], owners[1:] != owners[:-1]]))
         group_end = np.concatenate([group_start[1:], [len(order)]]).astype(np.int64)
@@ -397,45 +403,79 @@ class GoodputIndex:
         best_tps = np.full(len(group_start), -np.inf)
         best_point = np.full(len(group_start), -1, dtype=np.int64)
         best_rps = np.full(len(group_start), -np.inf)
-        while True:
-            active = cursor < group_end
-            if active.any():
-                active[active] = bound_tps[order[cursor[active]]] > best_tps[active]
-            groups = np.flatnonzero(active)
-            if not len(groups):
-                break
+        best_good = np.zeros(len(group_start), dtype=np.int64)
+        best_tokens = np.zeros(len(group_start), dtype=np.int64)
+        bounds = {name: np.zeros(len(self._owner), dtype=np.int64) for name in _COUNTS[2:]}
+        seconds = np.maximum(self._seconds, 1e-300)
+        groups = np.arange(len(group_start))
+        while len(groups):
             points = order[cursor[groups]]
+            self._bound(bounds, points, need[points], ttft_ns, tpot_ns)
+            # the most token goodput the point can have at this target: only a point above its result's best is
+            # counted exactly
+            bound_tps = (
+                np.minimum(bounds["ttft_tokens"][points], bounds["tpot_tokens"][points]) / seconds[points]
+            )
+            counted = bound_tps > best_tps[groups]
+            points, at = points[counted], groups[counted]
             counts = self._evaluate(points, tpot_ns, bounds)
             attainment = counts["good"] / self._size[points]
             tps = counts["tokens"] / self._seconds[points]
             rps = counts["good"] / self._seconds[points]
             better = (attainment >= goal - 1e-12) & (
-                (tps > best_tps[groups]) | ((tps == best_tps[groups]) & (rps > best_rps[groups]))
+                (tps > best_tps[at]) | ((tps == best_tps[at]) & (rps > best_rps[at]))
             )
-            best_tps[groups[better]] = tps[better]
-            best_rps[groups[better]] = rps[better]
-            best_point[groups[better]] = points[better]
+            won = at[better]
+            best_tps[won], best_rps[won], best_point[won] = tps[better], rps[better], points[better]
+            best_good[won], best_tokens[won] = counts["good"][better], counts["tokens"][better]
             cursor[groups] += 1
-        chosen = best_point[best_point >= 0]
-        if not len(chosen):
-            return []
-        exact = self._evaluate(chosen, tpot_ns, bounds)
-        counts = {**exact, **{name: values[chosen] for name, values in bounds.items()}}
-        rows = [
-            self._row(int(point), {k: int(v[i]) for k, v in counts.items()}, targets)
-            for i, point in enumerate(chosen.tolist())
-        ]
-        for row in rows:
-            result = self.results[self._result_of[row["public_id"]]]
+            # a group goes on while it has points whose tokens per second can beat its best
+            groups = groups[cursor[groups] < group_end[groups]]
+            groups = groups[self._total_tps[order[cursor[groups]]] > best_tps[groups]]
+        found = np.flatnonzero(best_point >= 0)
+        if not len(found):
+            return empty
+        chosen = best_point[found]
+        # the rows' order: token goodput, request goodput (as the rows compute them), public id
+        tps = best_tokens[found] / self._seconds[chosen]
+        rps = best_good[found] / self._seconds[chosen]
+        ranked = np.lexsort((self._id_rank[chosen], -rps, -tps))
+        chosen = chosen[ranked]
+        return {
+            "point": chosen,
+            "good": best_good[found][ranked],
+            "tokens": best_tokens[found][ranked],
+            **{name: bounds[name][chosen] for name in _COUNTS[2:]},
+        }
+
+    def rows(
+        self,
+        ranking: dict[str, np.ndarray],
+        targets: GoodputTargets,
+        prices: Prices | None = None,
+        *,
+        ranks: np.ndarray | None = None,
+    ) -> list[dict]:
+        """The answer rows of `ranking` (or of a slice of it, with the ranks of its entries in the whole)."""
+        rows = []
+        ranks = np.arange(1, len(ranking["point"]) + 1) if ranks is None else ranks
+        columns = {name: ranking[name].tolist() for name in _COUNTS}
+        for offset, (point, rank) in enumerate(zip(ranking["point"].tolist(), ranks.tolist(), strict=True)):
+            row = self._row(point, {name: columns[name][offset] for name in _COUNTS}, targets)
+            result = self.results[int(self._owner[point])]
             row.update(
                 normalised(
                     row, accelerators=result.get("accelerators"), nodes=result.get("nodes"), prices=prices
                 )
             )
-        rows.sort(key=lambda row: (-row["goodput_tps"], -row["goodput_rps"], row["public_id"]))
-        for rank, row in enumerate(rows, start=1):
             row["rank"] = rank
+            rows.append(row)
         return rows
+
+    def rank(self, targets: GoodputTargets, prices: Prices | None = None) -> list[dict]:
+        """One row per result with a point meeting the goal, ranked by that point's token goodput (highest
+        first; ties: request goodput, then public id)."""
+        return self.rows(self.ranking(targets), targets, prices)
 
     def _static_row(self, position: int) -> dict:
         """What a point's row shows whatever the targets: made once per point."""
@@ -463,9 +503,22 @@ class GoodputIndex:
                 "system_tps_per_kw": _figure(point.get("system_tps_per_kw")),
                 "power_kw": round(power_kw, 3) if power_kw is not None else None,
                 # which side of the curve's first performance cliff this point is on (None: no cliff)
-                "cliff": cliff_side(result.get("points") or [], point.get("concurrency")),
+                "cliff": cliff_side(
+                    result.get("points") or [],
+                    point.get("concurrency"),
+                    cliffs=self._cliffs(int(self._owner[position])),
+                ),
             }
         return row
+
+    def _cliffs(self, result_index: int) -> list[dict]:
+        """A result's performance cliffs, worked out once (every row of the result shows its first one)."""
+        cliffs = self._result_cliffs.get(result_index)
+        if cliffs is None:
+            cliffs = self._result_cliffs[result_index] = curve_cliffs(
+                self.results[result_index].get("points") or []
+            )
+        return cliffs
 
     def _row(self, position: int, counts: dict[str, int], targets: GoodputTargets) -> dict:
         tracked = int(self._size[position])
@@ -484,6 +537,43 @@ class GoodputIndex:
             row[f"{prefix}goodput_rps"] = good / seconds
             row[f"{prefix}goodput_tps"] = counts[f"{prefix}tokens"] / seconds
         return row
+
+
+class GoodputRows:
+    """The rows of a ranking as a read-only sequence, each row built when it is read: a page shows 100 of a
+    thousand, the API a page of them. `decorate(row)` adds what the caller adds to every row (its URL)."""
+
+    def __init__(self, index: GoodputIndex, ranking: dict[str, np.ndarray], targets, prices, decorate=None):
+        self.index, self.ranking, self.targets, self.prices = index, ranking, targets, prices
+        self.decorate = decorate
+
+    def __len__(self) -> int:
+        return len(self.ranking["point"])
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def _built(self, which) -> list[dict]:
+        ranks = np.arange(1, len(self) + 1)[which]
+        rows = self.index.rows(
+            {name: values[which] for name, values in self.ranking.items()},
+            self.targets,
+            self.prices,
+            ranks=ranks,
+        )
+        if self.decorate is not None:
+            for row in rows:
+                self.decorate(row)
+        return rows
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return self._built(item)
+        position = range(len(self))[item]  # IndexError past the end, negative positions from the end
+        return self._built(slice(position, position + 1))[0]
+
+    def __iter__(self):
+        return iter(self._built(slice(None)))
 
 
 def _number(value) -> float:
@@ -583,9 +673,15 @@ def _build_index(results: list[dict], stored: dict[str, dict[str, tuple[str, str
     return GoodputIndex(results, samples)
 
 
-def goodput_table(results: list[dict], model_id: str) -> tuple[GoodputIndex, bool]:
+def goodput_table(results: list[dict], model_id: str, directory=None) -> tuple[GoodputIndex, bool]:
     """The GoodputIndex of a snapshot from its table file (memory-mapped, shared by every process on the host),
-    building and writing the file when it is not there yet. Returns (index, whether it was built here)."""
+    building and writing the file when it is not there yet. `directory`: the table's name when already known
+    (goodput_index), so that nothing is read from the database when the file is there. Returns (index, whether
+    it was built here)."""
+    if directory is not None:
+        index = GoodputIndex.load(directory, results)
+        if index is not None:
+            return index, False
     stored = published_point_samples([r["public_id"] for r in results if not r.get("retracted")])
     directory = table_directory(model_id, results, stored)
     index = GoodputIndex.load(directory, results)
@@ -600,18 +696,73 @@ def goodput_table(results: list[dict], model_id: str) -> tuple[GoodputIndex, boo
     return GoodputIndex.load(directory, results) or built, True
 
 
+def _snapshot_fingerprint(results: list[dict]) -> str:
+    """What a table's name must agree with, cheap to hash: the snapshot's ranked results and their point counts."""
+    import hashlib
+
+    listed = "|".join(
+        f"{r['public_id']}:{len(r.get('points') or [])}" for r in results if not r.get("retracted")
+    )
+    return hashlib.sha256(listed.encode()).hexdigest()[:32]
+
+
 def goodput_index(publications, model_id: str) -> GoodputIndex:
-    """The GoodputIndex of a benchmark's public snapshot, opened once per snapshot object (a publication,
-    retraction or backfill starts a new public generation, hence a new snapshot): from the table file the publish
-    worker wrote (goodput_table_build_task), or built here when it is not there yet."""
+    """The GoodputIndex of a benchmark's public snapshot, opened once per snapshot object in each process (a
+    publication, retraction or backfill starts a new public generation, hence a new snapshot): from the table
+    file the publish worker wrote (goodput_table_build_task), or built here when it is not there yet. The
+    table's name is worked out (from the points' array keys in the database) by one process per generation and
+    shared through the cache, so the others only map the file."""
+    from django.conf import settings
+
+    from leaderboard.cache import public_cached
     from leaderboard.exports import snapshot_results_cached
 
     results = snapshot_results_cached(publications, model_id)
     entry = _indexes.get(model_id)
     if entry is None or entry[0] is not results:
-        entry = (results, goodput_table(results, model_id)[0])
+
+        def name() -> str:
+            stored = published_point_samples([r["public_id"] for r in results if not r.get("retracted")])
+            return table_directory(model_id, results, stored).name
+
+        table = public_cached(f"goodput:table:{model_id}:{_snapshot_fingerprint(results)}", name, memo=False)
+        entry = (results, goodput_table(results, model_id, settings.PORTAL_GOODPUT_TABLE_DIR / table)[0])
         _indexes[model_id] = entry
     return entry[1]
+
+
+RANKINGS_KEPT = 256  # answers kept in each process (a ranking of 1,000 rows is ~56 KB)
+_rankings: OrderedDict[tuple, dict[str, np.ndarray]] = OrderedDict()
+
+
+def goodput_ranking(index: GoodputIndex, model_id: str, targets: GoodputTargets) -> dict[str, np.ndarray]:
+    """index.ranking(targets) through the answer cache: kept per public generation, table and targets (the
+    validated numbers, so 300 and 300.0 are one answer, and the page, the API, its CSV and every page of it share
+    it), in this process and in the shared cache. A publication, retraction or backfill starts a new generation:
+    an answer of the old one is never read again."""
+    import json
+
+    from leaderboard.cache import public_cached, public_generation
+
+    generation, _ = public_generation()
+    if (
+        generation is None or index.table is None
+    ):  # the cache is unreachable, or a table only this process has
+        return index.ranking(targets)
+    asked = json.dumps(
+        [targets.ttft_ms, targets.tpot_ms, targets.attainment, targets.power_kw_max, targets.accelerators_max]
+    )
+    name = f"goodput:answer:{model_id}:{index.table}:{asked}"
+    key = (generation, name)
+    ranking = _rankings.get(key)
+    if ranking is not None:
+        _rankings.move_to_end(key)
+        return ranking
+    ranking = public_cached(name, lambda: index.ranking(targets), generation=generation, memo=False)
+    _rankings[key] = ranking
+    while len(_rankings) > RANKINGS_KEPT:
+        _rankings.popitem(last=False)
+    return ranking
 
 
 def goodput_tables_build(publications, keep: int = 2) -> list[str]:

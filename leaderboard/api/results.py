@@ -22,7 +22,14 @@ from access.visibility import annotations_visible_to, benchmarks_visible_to, pub
 from checker.verification import RESULT_LEVELS
 from leaderboard import exports, selectors
 from leaderboard.cache import cached_response
-from leaderboard.goodput import CONVENTIONS, GoodputTargets, Prices, goodput_index
+from leaderboard.goodput import (
+    CONVENTIONS,
+    GoodputRows,
+    GoodputTargets,
+    Prices,
+    goodput_index,
+    goodput_ranking,
+)
 from leaderboard.models import Publication
 from leaderboard.procurement import MAX_MODELS, requirements_from_query
 from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
@@ -575,11 +582,17 @@ def slo_answer(query: dict) -> dict:
             per_kwh=query.get("energy_price_per_kwh"),
         )
         index = goodput_index(public_publications(), benchmark.model_id)
-        rows = index.rank(targets, prices)
-        labels = {result["public_id"]: result.get("accelerator_label") or "" for result in index.results}
-        for row in rows:
+        results = {result["public_id"]: result for result in index.results}
+
+        def decorate(row: dict) -> None:
             row["result_url"] = exports.result_url(row["public_id"])
-            row["accelerator_label"] = labels.get(row["public_id"], "")  # the count beside the type
+            # the count beside the type
+            row["accelerator_label"] = (results.get(row["public_id"]) or {}).get("accelerator_label") or ""
+
+        # the rows are built when read: the page shows 100, the API a page of them
+        rows = GoodputRows(
+            index, goodput_ranking(index, benchmark.model_id, targets), targets, prices, decorate=decorate
+        )
         return {
             "benchmark": benchmark,
             "mode": "per_request",

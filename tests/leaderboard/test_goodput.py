@@ -257,6 +257,44 @@ def test_the_publish_worker_writes_the_table_the_web_processes_map(world, raw_ev
     assert len([p for p in table_dir.iterdir() if p.is_dir()]) == 2  # the newest two are kept
 
 
+def test_an_answer_is_cached_across_urls_and_a_publication_invalidates_it(world, raw_events, monkeypatch):
+    """The same targets asked in other words (300 or 300.0, the page, another page of the API) are one cached
+    answer; once a new result is published (a new public generation), the next question is answered afresh and
+    the new result is in it."""
+    from leaderboard import goodput
+    from tests.factories import OrganisationFactory
+
+    ranked = []
+    original = GoodputIndex.ranking
+    monkeypatch.setattr(
+        GoodputIndex, "ranking", lambda self, targets: ranked.append(targets) or original(self, targets)
+    )
+    goodput._rankings.clear()
+    query = {"benchmark": "goodput-model", "ttft_ms": 110, "tpot_ms": 12.5, "attainment": 50}
+    first = Client().get("/api/v1/public/slo/", query).json()["results"]
+    again = Client().get(
+        "/api/v1/public/slo/", {**query, "ttft_ms": "110.0", "attainment": "50.000", "limit": 5}
+    )
+    page = Client().get("/leaderboard/slo/", query)
+    goodput._rankings.clear()  # another web process: the answer comes from the shared cache
+    other = Client().get("/api/v1/public/slo/", {**query, "tpot_ms": "12.50"}).json()["results"]
+    assert len(ranked) == 1 and again.json()["results"] == first == other and page.status_code == 200
+    assert len(first) == 2
+
+    newer = publish_sample_run(
+        benchmark=world["benchmark"],
+        system_name="Nimbus_NB-2",
+        accelerators=2,
+        organisation=OrganisationFactory(),
+    )
+    public_cache_bump()  # what the publication service does once its transaction commits
+    after = Client().get("/api/v1/public/slo/", {**query, "ttft_ms": "110.0"}).json()["results"]
+    assert len(ranked) == 2
+    assert newer.public_id in [row["result"] for row in after] and len(after) == 3
+    html = Client().get("/leaderboard/slo/", query).content.decode()
+    assert f'data-public-id="{newer.public_id}"' in html
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_check_task_keeps_the_arrays_and_the_command_backfills_them(role_users, raw_events):
     from leaderboard.models import Publication
@@ -381,3 +419,77 @@ def test_the_result_page_normalises_and_prices_every_point(world):
         )
     bad = Client().get(url, {"price_per_node_hour": "-3"}).content.decode()
     assert "Price per node-hour: enter a number" in bad and "price_per_node_hour:" not in bad
+
+
+def test_the_fast_number_format_is_django_floatformat():
+    """The SLO page formats its figures without the template filter: the same text for every kind of number."""
+    import random
+
+    from django.template.defaultfilters import floatformat
+
+    from leaderboard.views.buyer import _floatformat
+
+    rng = random.Random(5)
+    values = [
+        0,
+        1,
+        -1,
+        0.0,
+        -0.0,
+        0.05,
+        0.15,
+        0.25,
+        2.675,
+        1.005,
+        -0.04,
+        -0.05,
+        9.95,
+        99.995,
+        0.9999,
+        1e16,
+        1e-7,
+    ]
+    values += [123456789.123, -2.5, 7, 10**12, float("inf"), float("nan"), None, "12.5", True]
+    values += [rng.uniform(-1, 1) * 10 ** rng.randint(-4, 9) for _ in range(3000)]
+    values += [
+        round(rng.uniform(0, 1000), rng.randint(0, 4)) for _ in range(2000)
+    ]  # halfway cases among them
+    for value in values:
+        for places in (1, 2, 3):
+            assert _floatformat(value, places, ".") == floatformat(value, places), (value, places)
+
+
+def test_the_page_rows_are_what_the_row_template_renders(world, raw_events):
+    """The SLO page writes its per-request rows in Python; templates/leaderboard/_slo_goodput_row.html is their
+    definition: the same bytes for real answers (priced or not) and for rows with missing figures, a cliff on
+    either side and names that need escaping."""
+    from django.template.loader import get_template
+
+    from leaderboard.api.results import slo_answer
+    from leaderboard.cliffs import CLIFF_RULE
+    from leaderboard.views.buyer import _goodput_rows_html
+
+    template = get_template("leaderboard/_slo_goodput_row.html")
+    base = {"benchmark": "goodput-model", "mode": "per_request", "ttft_ms": 110.0, "tpot_ms": 12.5}
+    rows = []
+    for goal, price in ((50.0, None), (10.0, 2.5)):
+        answer = slo_answer({**base, "attainment": goal, "price_per_accelerator_hour": price})
+        rows += [(row, answer["priced"]) for row in answer["rows"]]
+    assert len(rows) >= 4
+    row = rows[0][0]
+    cliff = {"after_concurrency": 16, "before_concurrency": 8}
+    rows += [
+        ({**row, "system": 'A<&>"B', "organisation": None, "accelerators": None}, False),
+        ({**row, "goodput_tps_per_accelerator": None, "goodput_tps_per_kw": None, "cliff": None}, True),
+        ({**row, "cliff": {"side": "before", "cliff": cliff}, "cost_per_million_good_tokens": None}, True),
+        ({**row, "cliff": {"side": "past", "cliff": cliff}, "rank": None, "goodput_tps": 0.04999}, True),
+    ]
+    for row, priced in rows:
+        shown = {**row, **{f"{p}attainment_pct": 100 * row[f"{p}attainment"] for p in ("", "ttft_", "tpot_")}}
+        want = (
+            "\n"
+            + template.render({"row": shown, "answer": {"priced": priced}, "cliff_rule": CLIFF_RULE})
+            + "    "
+        )
+        for generation in (None, 7, 7):  # uncached, then the point's parts formatted once and read back
+            assert _goodput_rows_html([shown], priced=priced, generation=generation) == [want]
