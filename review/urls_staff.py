@@ -3,6 +3,7 @@
 from django.urls import path
 
 from review import views_audit, views_chair
+from spotchecks import views as spotcheck_views
 
 staff_urlpatterns = [
     path("audit/", views_audit.audit_queue, name="audit_queue"),
@@ -12,6 +13,14 @@ staff_urlpatterns = [
     path("audit/<int:pk>/reject/", views_audit.reject, name="audit_reject"),
     path("audit/<int:pk>/recheck/", views_audit.recheck, name="audit_recheck"),
     path("audit/<int:pk>/waive/", views_audit.waiver_grant, name="waiver_grant"),
+    # spot-checks (docs/remeasurement.md): start one, the polled panel, a raw output
+    path("audit/<int:pk>/spotchecks/start/", spotcheck_views.spotcheck_start, name="spotcheck_start"),
+    path("audit/<int:pk>/spotchecks/", spotcheck_views.spotcheck_panel, name="spotcheck_panel"),
+    path(
+        "audit/<int:pk>/spotchecks/<int:spotcheck_id>/evidence/<int:position>/",
+        spotcheck_views.spotcheck_evidence,
+        name="spotcheck_evidence",
+    ),
     path("waivers/<int:waiver_id>/decide/", views_audit.waiver_decide, name="waiver_decide"),
     path("chair/", views_chair.dashboard, name="chair_dashboard"),
     path("chair/submissions/<int:pk>/", views_chair.chair_submission, name="chair_submission"),

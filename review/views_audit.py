@@ -27,6 +27,7 @@ from portal.errors import ApplicationError
 from portal.pages import ReasonForm
 from review import lifecycle, selectors, services
 from review.models import EvidenceRequest, Waiver
+from spotchecks.views import audit_panel_context
 from submissions import checks
 from submissions.models import Submission
 from submissions.selectors import check_run_findings, check_run_latest, check_run_official
@@ -148,6 +149,7 @@ def attestation(request, pk: int):
         ),
         "evidence_days": settings.PORTAL_EVIDENCE_DAYS,
         "now": timezone.now(),
+        **audit_panel_context(request.user, submission),
     }
     return render(request, "review/attestation.html", context)
 
