@@ -42,9 +42,12 @@ S = SpotCheck.Status
 
 
 @transaction.atomic
-def spotcheck_start(*, submission: Submission, actor, concurrency: int | None) -> SpotCheck:
+def spotcheck_start(
+    *, submission: Submission, actor, concurrency: int | None, queue: bool = True
+) -> SpotCheck:
     """Queue a spot-check of the point at `concurrency` of the submission's claim (the published curve, else the
-    latest check run). `actor` None is the schedule. One at a time per submission."""
+    latest check run). `actor` None is the schedule. One at a time per submission. `queue` False: recorded by
+    spotcheck_record_measured, never sent to a worker."""
     submission = (
         Submission.objects.select_for_update().select_related("system", "benchmark").get(pk=submission.pk)
     )
@@ -93,9 +96,10 @@ def spotcheck_start(*, submission: Submission, actor, concurrency: int | None) -
             "claimed": spot_check.claimed,
         },
     )
-    from spotchecks.tasks import spotcheck_run_task
+    if queue:
+        from spotchecks.tasks import spotcheck_run_task
 
-    transaction.on_commit(lambda: spotcheck_run_task.delay(spot_check.pk))
+        transaction.on_commit(lambda: spotcheck_run_task.delay(spot_check.pk))
     return spot_check
 
 
@@ -152,31 +156,48 @@ def _measure(spot_check: SpotCheck, endpoint: Endpoint, workdir: Path) -> dict:
         "upstream_errors": record.upstream_errors,
         "last_refusal": record.last_refusal[:500],
     }
+    benchmarks = output.benchmarks.read_bytes() if output.benchmarks is not None else None
+    return measurement_outcome(
+        spot_check, benchmarks=benchmarks, egress=egress, log=output.log, returncode=output.returncode
+    )
+
+
+def measurement_outcome(
+    spot_check: SpotCheck, *, benchmarks: bytes | None, egress: dict, log: bytes, returncode: int | None
+) -> dict:
+    """Judge one GuideLLM run: its raw output stored as evidence, imported through checker/kinds/guidellm,
+    compared with the claim; `unreachable` when nothing completed and the guard recorded why."""
     evidence = []
-    if output.benchmarks is not None:
-        evidence.append(_store("benchmarks.json", output.benchmarks.read_bytes()))
+    if benchmarks is not None:
+        evidence.append(_store("benchmarks.json", benchmarks))
     evidence.append(_store("egress.json", json.dumps(egress, indent=2, sort_keys=True).encode()))
-    evidence.append(_store("guidellm.log", output.log))
-    result = import_runs([output.benchmarks], tool="guidellm") if output.benchmarks is not None else None
+    evidence.append(_store("guidellm.log", log))
+    result = None
+    if benchmarks is not None:
+        with tempfile.TemporaryDirectory(prefix="spotcheck-import-") as tmp:
+            path = Path(tmp) / "benchmarks.json"
+            path.write_bytes(benchmarks)
+            result = import_runs([path], tool="guidellm")
     point = result.points[0] if result is not None and result.points else None
     completed = (point or {}).get("reported", {}).get("requests_completed") or 0
     common = {"evidence": evidence, "egress": egress}
     if result is not None:
         common.update(tool_version=(result.tool_version or "")[:80])
     if point is None or not completed:
-        refused = sum(record.refused.values()) + record.upstream_errors
-        if refused or record.forwarded == 0:
-            codes = ", ".join(f"{code} x{count}" for code, count in sorted(record.refused.items()))
+        refused = egress.get("refused") or {}
+        if sum(refused.values()) + egress.get("upstream_errors", 0) or not egress.get("forwarded"):
+            codes = ", ".join(f"{code} x{count}" for code, count in sorted(refused.items()))
+            last = egress.get("last_refusal") or ""
             return {
                 **common,
                 "status": S.UNREACHABLE,
                 "detail": f"No request completed. The guard recorded: {codes or 'nothing forwarded'}."
-                + (f" Last: {record.last_refusal[:300]}" if record.last_refusal else ""),
+                + (f" Last: {last[:300]}" if last else ""),
             }
         return {
             **common,
             "status": S.ERROR,
-            "detail": f"GuideLLM ended (exit code {output.returncode}) with no completed request; its log is kept.",
+            "detail": f"GuideLLM ended (exit code {returncode}) with no completed request; its log is kept.",
         }
     measured = {figure: point["portal"].get(figure) for figure in FIGURES}
     verdict, lines = compare_point(spot_check.claimed, measured)
@@ -188,6 +209,20 @@ def _measure(spot_check: SpotCheck, endpoint: Endpoint, workdir: Path) -> dict:
         "reported": point.get("reported") or {},
         "detail": "",
     }
+
+
+@transaction.atomic
+def spotcheck_record_measured(
+    *, submission: Submission, actor, concurrency: int, benchmarks: bytes, egress: dict, log: bytes
+) -> SpotCheck:
+    """Record a GuideLLM run made outside the worker (the demo's, bench/spotcheck_demo_fixture.py) as a finished
+    spot-check: the same guard on who, the same import, comparison and challenge rule as the worker's; never
+    queued."""
+    spot_check = spotcheck_start(submission=submission, actor=actor, concurrency=concurrency, queue=False)
+    SPOT_CHECK.advance(SpotCheck.objects, spot_check, "run", started_at=timezone.now())
+    spot_check.refresh_from_db()
+    outcome = measurement_outcome(spot_check, benchmarks=benchmarks, egress=egress, log=log, returncode=0)
+    return _finish(spot_check, outcome)
 
 
 def _challenge_reason(spot_check: SpotCheck) -> str:

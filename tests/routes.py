@@ -696,7 +696,10 @@ ROUTES: dict[str, Route] = {
         url=lambda w: f"/review/audit/{w['sub'].pk}/spotchecks/start/",
     ),
     "review:spotcheck_panel": _g(
-        SUBJECT, who=OVERSIGHT, access=Access.OVERSEE, url=lambda w: f"/review/audit/{w['sub'].pk}/spotchecks/"
+        SUBJECT,
+        who=OVERSIGHT,
+        access=Access.OVERSEE,
+        url=lambda w: f"/review/audit/{w['sub'].pk}/spotchecks/",
     ),
     "review:spotcheck_evidence": _g(
         SUBJECT,
