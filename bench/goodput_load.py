@@ -93,7 +93,7 @@ def targets(rng: random.Random) -> list[dict]:
 def in_process(queries: list[dict]) -> None:
     from django.conf import settings
 
-    from leaderboard.api import public_publications
+    from leaderboard.api.results import public_publications
     from leaderboard.goodput import GoodputTargets, goodput_index
     from leaderboard.tasks import goodput_table_build_task
 

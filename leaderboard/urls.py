@@ -3,7 +3,8 @@ choice of publication date."""
 
 from django.urls import include, path
 
-from leaderboard import views, views_extensions
+from leaderboard.views import extensions as views_extensions
+from leaderboard.views import public as views
 
 app_name = "leaderboard"
 

@@ -1,8 +1,8 @@
-"""The buyer's pages of the leaderboard (views_query), included by leaderboard/urls.py."""
+"""The buyer's pages of the leaderboard (leaderboard.views.buyer), included by leaderboard/urls.py."""
 
 from django.urls import path
 
-from leaderboard import views_query
+from leaderboard.views import buyer as views_query
 
 urlpatterns = [
     path("slo/", views_query.slo, name="slo"),

@@ -3,7 +3,7 @@ system's history."""
 
 from django.urls import path
 
-from leaderboard import views
+from leaderboard.views import public as views
 
 app_name = "results"
 

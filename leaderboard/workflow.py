@@ -11,7 +11,6 @@ from leaderboard.models import Challenge, Publication, PublicationRevision, Rech
 from portal.errors import ConflictError
 from portal.policy import Actor, Policy, Ready, Rule
 from review import lifecycle as review_lifecycle
-from submissions import workflow as submissions_workflow
 
 SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
 
@@ -226,20 +225,9 @@ RECHECK_RESULT = Policy(
 )
 
 POLICIES = (
-    *review_lifecycle.POLICIES,
-    *submissions_workflow.POLICIES,
     PUBLICATION,
     REVISION,
     CHALLENGE,
     RECHECK_CAMPAIGN,
     RECHECK_RESULT,
 )
-
-
-DOC_START = review_lifecycle.DOC_START
-DOC_END = review_lifecycle.DOC_END
-
-
-def tables_markdown() -> str:
-    """Every table, as docs/lifecycle.md shows them (between DOC_START and DOC_END)."""
-    return "\n\n".join(policy.table_markdown() for policy in POLICIES)

@@ -4,8 +4,10 @@ and the three questions every layer asks of it: `require` (services, before they
 
 This module knows no app: each table lives in the lowest app that knows every rule it names (the submission's in
 review/, which knows assignments, conflicts and the quorum; the publication's in leaderboard/; the upload's and the
-check run's in submissions/), so the layers stay one way and nothing is plugged in at start-up. docs/portal.md
-says why; docs/lifecycle.md is generated from every table (`manage.py lifecycle_doc --write`).
+check run's in submissions/), so the layers stay one way and nothing is plugged in at start-up. Each app declares
+its own tables in `POLICIES` of its workflow module; `registered_policies` gathers them from the installed apps
+(no app lists another's). docs/portal.md says why; docs/lifecycle.md is generated from every table
+(`manage.py lifecycle_doc --write`).
 """
 
 from __future__ import annotations
@@ -235,3 +237,44 @@ class Policy:
 def states_where(policy: Policy, action: str) -> tuple[str, ...]:
     """The states in which `action` may be taken (for querysets: `status__in=states_where(...)`)."""
     return policy.rule(action).sources
+
+
+# --- Every table of the installed apps -----------------------------------------------------------------------
+
+# The modules of an app that declare its workflow tables, each in a tuple `POLICIES` of its own tables only
+# (review/ keeps the submission's table in `lifecycle`, the others in `workflow`).
+POLICY_MODULES = ("workflow", "lifecycle")
+
+DOC_START = (
+    "<!-- lifecycle-table:start (generated from the workflow tables: manage.py lifecycle_doc --write) -->"
+)
+DOC_END = "<!-- lifecycle-table:end -->"
+
+
+def registered_policies() -> tuple[Policy, ...]:
+    """Every app's tables, in INSTALLED_APPS order (the upload and check run, then the submission and the review's
+    objects, then the publication's, then the preview's), each table once."""
+    from importlib import import_module
+    from importlib.util import find_spec
+
+    from django.apps import apps
+
+    found: list[Policy] = []
+    for config in apps.get_app_configs():
+        for module_name in POLICY_MODULES:
+            name = f"{config.name}.{module_name}"
+            if find_spec(name) is None:
+                continue
+            for policy in getattr(import_module(name), "POLICIES", ()):
+                if policy not in found:
+                    found.append(policy)
+    names = [policy.name for policy in found]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"two workflow tables named {duplicates}: a table's name is the object it governs")
+    return tuple(found)
+
+
+def tables_markdown() -> str:
+    """Every table, as docs/lifecycle.md shows them (between DOC_START and DOC_END)."""
+    return "\n\n".join(policy.table_markdown() for policy in registered_policies())

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from accounts.models import Membership
 from accounts.selectors import user_org_ids
-from leaderboard import workflow as leaderboard_workflow
 from portal.policy import Actor, Policy, Rule
 from previews.models import Preview
-from spotchecks import workflow as spotchecks_workflow
 
 SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
 
@@ -55,12 +53,3 @@ PREVIEW = Policy(
 )
 
 POLICIES = (PREVIEW,)
-
-# Every table of the portal: the previews app sits above the spot-checks and the leaderboard, so the whole list is gathered here, for
-# docs/lifecycle.md (`manage.py lifecycle_doc --write`) and the lifecycle tests.
-ALL_POLICIES = (*leaderboard_workflow.POLICIES, *spotchecks_workflow.POLICIES, *POLICIES)
-
-
-def tables_markdown() -> str:
-    """Every table, as docs/lifecycle.md shows them (between its markers)."""
-    return "\n\n".join(policy.table_markdown() for policy in ALL_POLICIES)

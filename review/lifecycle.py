@@ -574,11 +574,3 @@ def transition(*, submission: Submission, action: str, actor, reason: str = "", 
 def allowed_actions(user, submission: Submission) -> list[AllowedAction]:
     """The submission's transition buttons this user may take now, in table order (disabled with why)."""
     return [a for a in SUBMISSION.allowed_actions(user, submission) if a.target]
-
-
-# --- The tables in docs/lifecycle.md -------------------------------------------------------------------------
-
-DOC_START = (
-    "<!-- lifecycle-table:start (generated from the workflow tables: manage.py lifecycle_doc --write) -->"
-)
-DOC_END = "<!-- lifecycle-table:end -->"

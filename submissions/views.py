@@ -30,8 +30,8 @@ from accounts.selectors import (
     user_roles,
 )
 from checker.portal_rules import PORTAL_ONLY_RULES
-from leaderboard.views import publication_panel
-from leaderboard.views_extensions import extension_panel
+from leaderboard.views.extensions import extension_panel
+from leaderboard.views.public import publication_panel
 from portal import private_cache
 from portal.errors import ApplicationError
 from portal.pages import LoginFirst, ReasonForm, with_login_redirect
@@ -39,7 +39,7 @@ from portal.parsers import parse_id
 from portal.private_cache import private_page_cached
 from review import lifecycle
 from review.selectors import waived_error_count, waived_error_counts
-from review.views_submitter import review_panel
+from review.views.submitter import review_panel
 from submissions import checks, services, uploads
 from submissions.endpoints import endpoint_declare, endpoint_view, endpoint_visible_to
 from submissions.forms import (
@@ -193,7 +193,7 @@ def submission_detail(request, pk: int):
         "is_chair": lifecycle.can(request.user, "chair"),
         # No worker (the demo): the upload's last request runs the whole check, and the page says so meanwhile.
         "inline_check": bool(settings.CELERY_TASK_ALWAYS_EAGER),
-        # The review as the submitter lives it (review.views_submitter): reviewers, thread, waivers, evidence.
+        # The review as the submitter lives it (review.views.submitter): reviewers, thread, waivers, evidence.
         "review": review_panel(request.user, submission),
         # After the audit: the submitter's choice of publication date, then the link to the public page.
         "publication_panel": publication_panel(request.user, submission),

@@ -371,7 +371,7 @@ def test_conflicts_of_other_organisations_are_hidden_from_members(role_users, st
     assert not Conflict.objects.filter(pk=world["conflict"].pk).exists()
 
 
-# --- The reviewer's pages and API (review/urls_reviewer.py, review/api_reviewer.py) -------------------
+# --- The reviewer's pages and API (review/views/reviewer.py, review/api/reviewer.py) --------------------
 # A review is read by the submitting organisation, its assigned reviewers, auditors and the chair, from
 # `submitted` on; publishing a result does not publish its review. MINE: one reviewer's own assignment.
 REVIEW, MINE, REVIEW_LIST = Access.REVIEW, Access.MINE, Access.REVIEW_LIST
@@ -661,7 +661,7 @@ def test_public_leaderboard_pages_never_name_an_unpublished_system(role_users, s
             assert response.status_code == 200 and HIDDEN_SYSTEM_NAME.encode() not in response.content, url
 
 
-# --- The public API and the buyer's pages (leaderboard/api.py, leaderboard/views_query.py) -------------------
+# --- The public API and the buyer's pages (leaderboard/api/results.py, leaderboard/views/buyer.py) -------------------
 # Read-only, no login, the anonymous view whoever asks: the lists and queries answer everyone and never carry an
 # unpublished row in any format (the embargoed Unreleased-Z9 included); one result by its public id is a 404 for
 # everyone, its owner, auditors and the chair included, until it is published (PUBLISHED_ONLY).

@@ -233,7 +233,7 @@ def test_the_board_loads_more_curves_from_the_public_api(
 ):
     """With fewer curves drawn than ranked, the page carries only the drawn ones; ticking another system in the
     picker fetches its curve from the public API and draws it as a step function with hoverable points."""
-    from leaderboard import views
+    from leaderboard.views import public as views
 
     monkeypatch.setattr(views, "BOARD_DRAWN", 2)
     model = scene["benchmark"].model_id

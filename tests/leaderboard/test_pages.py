@@ -305,7 +305,7 @@ def test_a_member_challenges_and_the_chair_retracts_from_the_page(
 @pytest.fixture
 def small_pages(monkeypatch):
     """A board of 3 drawn curves and 5 rows a page, so a few results show what 1,000 would."""
-    from leaderboard import views
+    from leaderboard.views import public as views
 
     monkeypatch.setattr(views, "BOARD_DRAWN", 3)
     monkeypatch.setattr(views, "BOARD_PAGE_ROWS", 5)

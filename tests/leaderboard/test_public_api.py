@@ -13,7 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from leaderboard import services
-from leaderboard.api import MAX_PAGE_SIZE
+from leaderboard.api.results import MAX_PAGE_SIZE
 from leaderboard.cache import public_cache_bump
 from tests.factories import BenchmarkFactory, PublicationFactory, SubmissionFactory, SystemFactory
 from tests.leaderboard.support import make_curve, publish
@@ -131,7 +131,7 @@ def test_pages_have_a_maximum_size(benchmark):
     assert body["count"] == 24 and len(body["results"]) == 5 and "offset=5" in body["next"]
     body = Client().get(f"/api/v1/public/points/?limit={MAX_PAGE_SIZE * 10}").json()
     assert len(body["results"]) == 24
-    from leaderboard.api import PublicPagination
+    from leaderboard.api.results import PublicPagination
 
     assert PublicPagination().max_limit == MAX_PAGE_SIZE
 

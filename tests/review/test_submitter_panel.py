@@ -1,4 +1,4 @@
-"""The submitter's side of the review on the submission page (review.views_submitter): the panel per actor
+"""The submitter's side of the review on the submission page (review.views.submitter): the panel per actor
 (submitter, other organisation's member, assigned / unassigned / conflicted reviewer, auditor, chair,
 anonymous) and the submitter's writes (answer an objection, comment, ask for a waiver, answer evidence)."""
 

@@ -1,4 +1,4 @@
-"""Print every workflow table (previews.workflow.ALL_POLICIES) as Markdown, or write them into docs/lifecycle.md."""
+"""Print every workflow table (portal.policy.registered_policies) as Markdown, or write them into docs/lifecycle.md."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from leaderboard.workflow import DOC_END, DOC_START
-from previews.workflow import tables_markdown
+from portal.policy import DOC_END, DOC_START, tables_markdown
 
 
 def doc_path() -> Path:

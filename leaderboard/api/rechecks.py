@@ -15,11 +15,12 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 
+from access.permissions import can
+from access.visibility import recheck_campaigns_visible_to, recheck_results_visible_to
 from accounts.permissions import TokenScopeAllows
 from leaderboard import rechecks
 from leaderboard.models import RecheckCampaign, RecheckResult
 from portal.parsers import parse_id
-from review import lifecycle
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.idempotency import idempotent
 
@@ -86,7 +87,7 @@ class DecideSerializer(serializers.Serializer):
 
 
 def _chair_only(user) -> None:
-    if not lifecycle.can(user, "chair"):
+    if not can(user, "chair"):
         raise PermissionDenied("Only the chair re-checks published results.")
 
 
@@ -97,7 +98,11 @@ class ChairRecheckViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     permission_classes = [TokenScopeAllows, IsAuthenticated]
 
     def get_queryset(self):
-        return RecheckCampaign.objects.select_related("started_by").order_by("-created_at", "-id")
+        return (
+            recheck_campaigns_visible_to(self.request.user)
+            .select_related("started_by")
+            .order_by("-created_at", "-id")
+        )
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
@@ -131,9 +136,11 @@ class ChairRecheckResultViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     permission_classes = [TokenScopeAllows, IsAuthenticated]
 
     def get_queryset(self):
-        rows = RecheckResult.objects.select_related(
-            "publication", "revision", "check_run", "decided_by"
-        ).order_by("-campaign_id", "publication__public_id", "revision__number")
+        rows = (
+            recheck_results_visible_to(self.request.user)
+            .select_related("publication", "revision", "check_run", "decided_by")
+            .order_by("-campaign_id", "publication__public_id", "revision__number")
+        )
         campaign = parse_id(self.request.query_params.get("campaign", ""))
         return rows.filter(campaign_id=campaign) if campaign is not None else rows
 

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from access.visibility import review_assignments_visible_to, review_submissions_visible_to
 from accounts.selectors import user_org_ids
-from leaderboard.views_extensions import extension_delta
+from leaderboard.views.extensions import extension_delta
 from portal.errors import ApplicationError
 from portal.pages import LoginFirst, with_login_redirect
 from portal.parsers import parse_id

@@ -13,12 +13,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from access.permissions import can
+from access.visibility import recheck_campaigns_visible_to, recheck_results_visible_to
 from leaderboard import rechecks
-from leaderboard.models import RecheckCampaign, RecheckResult
 from leaderboard.workflow import RECHECK_RESULT
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
-from review import lifecycle
 
 
 class StartForm(forms.Form):
@@ -32,7 +32,7 @@ class DecideForm(forms.Form):
 
 
 def _require_chair(user) -> None:
-    if not lifecycle.can(user, "chair"):
+    if not can(user, "chair"):
         raise PermissionDenied("Only the chair has this page.")
 
 
@@ -49,7 +49,7 @@ def recheck_list(request):
     wanted = parse_id(request.GET.get("campaign", ""))
     campaign = next((c for c in campaigns if c.pk == wanted), None) if wanted is not None else None
     if campaign is None and wanted is not None:
-        campaign = RecheckCampaign.objects.filter(pk=wanted).first()
+        campaign = recheck_campaigns_visible_to(request.user).filter(pk=wanted).first()
     if campaign is None and wanted is None and campaigns:
         campaign = campaigns[0]
     for item in {*campaigns, *([campaign] if campaign is not None else [])}:
@@ -102,7 +102,9 @@ def recheck_start(request):
 @require_POST
 def recheck_decide(request, pk: int):
     _require_chair(request.user)
-    result = get_object_or_404(RecheckResult.objects.select_related("campaign", "publication"), pk=pk)
+    result = get_object_or_404(
+        recheck_results_visible_to(request.user).select_related("campaign", "publication"), pk=pk
+    )
     form = DecideForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Not decided: choose a decision and say why.")

@@ -1,6 +1,6 @@
 """API of the submitter's side of the review: who reviews a submission (reviews are signed). The thread
 (comments, replies answering objections), waiver requests and evidence answers already have their endpoints
-(review.api_reviewer, review.api_audit); this adds the one read the submission page has and they lack."""
+(review.api.reviewer, review.api.auditor); this adds the one read the submission page has and they lack."""
 
 from __future__ import annotations
 

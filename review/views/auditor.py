@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from access.permissions import can
 from access.visibility import get_visible_or_404
-from leaderboard.views_extensions import extension_delta
+from leaderboard.views.extensions import extension_delta
 from portal.errors import ApplicationError
 from portal.pages import ReasonForm
 from review import lifecycle, selectors, services

@@ -2,7 +2,10 @@
 
 from rest_framework.routers import BaseRouter
 
-from review import api_audit, api_chair, api_reviewer, api_submitter
+from review.api import auditor as api_audit
+from review.api import chair as api_chair
+from review.api import reviewer as api_reviewer
+from review.api import submitter as api_submitter
 
 
 def register(router: BaseRouter) -> None:

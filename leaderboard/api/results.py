@@ -658,7 +658,7 @@ class PublicProcurementViewSet(PublicViewSet):
 
 
 def register(router: BaseRouter) -> None:
-    from leaderboard import api_rechecks  # the chair's re-checks of what is published
+    from leaderboard.api import rechecks as api_rechecks  # the chair's re-checks of what is published
 
     api_rechecks.register(router)
     router.register("public/benchmarks", PublicBenchmarkViewSet, basename="public-benchmark")

@@ -11,7 +11,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from access.visibility import benchmarks_visible_to
-from leaderboard.api import SloQuery, public_publications, slo_answer
+from leaderboard.api.results import SloQuery, public_publications, slo_answer
 from leaderboard.cache import cached_response, public_generation
 from leaderboard.cliffs import CLIFF_RULE
 from leaderboard.exports import procurement_query

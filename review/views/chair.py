@@ -27,7 +27,7 @@ from portal.pages import ReasonForm
 from portal.parsers import parse_id
 from review import lifecycle, selectors, services
 from review.models import Conflict, ReviewAssignment
-from review.views_audit import back_to, verdicts
+from review.views.auditor import back_to, verdicts
 from submissions.models import Submission
 from submissions.selectors import check_run_findings, check_run_latest
 
