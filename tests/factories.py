@@ -939,7 +939,7 @@ class SpotCheckFactory(_Factory):
 
     publication = factory.SubFactory(PublicationFactory)
     submission = factory.LazyAttribute(lambda s: s.publication.submission)
-    check_run = factory.LazyAttribute(lambda s: s.publication.check_run)
+    check_run = factory.LazyAttribute(lambda s: s.publication.check_run if s.publication else None)
     source = SpotCheck.Source.PUBLICATION
     point = "Test system/llama3_1-8b/r2"
     concurrency = 2

@@ -40,6 +40,7 @@ from portal import csv_safe
 from portal.errors import ApplicationError
 from portal.parsers import parse_positive
 from review import lifecycle
+from spotchecks.selectors import endpoint_url_shown, remeasurements_public, spotcheck_rows
 from submissions.models import Submission
 from submissions.uploads import version_file_response
 
@@ -401,8 +402,6 @@ def _timeline(publication: Publication, revisions: list, *, shown: int, x: str) 
 def _remeasurements(publication: Publication) -> list[dict]:
     """The result's finished re-measurements for the public body (the same for every visitor: the endpoint URL
     only when its organisation made it public)."""
-    from spotchecks.selectors import endpoint_url_shown, remeasurements_public, spotcheck_rows
-
     return [
         {
             "spot_check": spot_check,
