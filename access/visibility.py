@@ -243,6 +243,25 @@ def comments_visible_to(user) -> QuerySet[Comment]:
     return Comment.objects.filter(readable, submission__in=submissions_visible_to(user))
 
 
+def reviews_of(user, submission: Submission) -> QuerySet[Review]:
+    """The reviews of one submission this user reads (reviews_visible_to), with their reviewer and version."""
+    return (
+        reviews_visible_to(user)
+        .filter(assignment__submission=submission)
+        .select_related("assignment__reviewer", "assignment__organisation", "version")
+    )
+
+
+def thread_of(user, submission: Submission) -> QuerySet[Comment]:
+    """The thread of one submission at the levels this user reads (comments_visible_to), oldest first."""
+    return (
+        comments_visible_to(user)
+        .filter(submission=submission)
+        .select_related("author", "version", "finding", "closed_by")
+        .order_by("created_at", "pk")
+    )
+
+
 def waivers_visible_to(user) -> QuerySet[Waiver]:
     """Waivers are seen wherever their version is (and, once published, by everyone)."""
     return Waiver.objects.filter(version__submission__in=submissions_visible_to(user))

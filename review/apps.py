@@ -11,7 +11,7 @@ class ReviewConfig(AppConfig):
         # A membership change (accounts/, below us) may give a reviewer a conflict of interest: release what it
         # forbids, in the change's own transaction (accounts.signals says why this is a signal).
         from accounts.signals import membership_changed
-        from review.services import membership_changed_release
+        from review.services.assignments import membership_changed_release
 
         membership_changed.connect(
             membership_changed_release, dispatch_uid="review-release-on-membership-change"

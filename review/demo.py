@@ -24,9 +24,14 @@ from django.conf import settings
 from django.test.utils import override_settings
 
 from catalog.models import Benchmark
-from review import services
 from review.lifecycle import transition
 from review.models import Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
+from review.services.assignments import assignment_accept, assignment_create, assignments_draw
+from review.services.attestations import attestation_record, evidence_answer, evidence_request
+from review.services.conflicts import conflict_declare
+from review.services.reviews import review_submit
+from review.services.thread import comment_post
+from review.services.waivers import waiver_decide, waiver_request
 from submissions.demo import DemoSeed
 from submissions.demo_submissions import (
     DEMO_MODEL_ID,
@@ -132,7 +137,7 @@ def _ask_waivers(version, actor) -> None:
     for finding in check_run.findings.filter(severity="error").order_by("rule", "point", "file"):
         if (finding.rule, finding.point or "", finding.file or "") in asked:
             continue
-        services.waiver_request(
+        waiver_request(
             version=version,
             actor=actor,
             rule=finding.rule,
@@ -148,7 +153,7 @@ def _grant_waivers(version, chair) -> None:
         rule__in=NEVER_GRANTED
     )
     for waiver in requested.order_by("pk"):
-        services.waiver_decide(
+        waiver_decide(
             waiver=waiver,
             actor=chair,
             grant=True,
@@ -167,7 +172,7 @@ def _assign(submission: Submission, reviewers: list, chair) -> list[ReviewAssign
     for reviewer in reviewers:
         assignment = ReviewAssignment.objects.filter(submission=submission, reviewer=reviewer).first()
         if assignment is None:
-            assignment = services.assignment_create(submission=submission, reviewer=reviewer, actor=chair)
+            assignment = assignment_create(submission=submission, reviewer=reviewer, actor=chair)
         assignments.append(assignment)
     return assignments
 
@@ -176,7 +181,7 @@ def _accept(assignments: list[ReviewAssignment]) -> None:
     for assignment in assignments:
         assignment.refresh_from_db()
         if assignment.in_state("invited"):
-            services.assignment_accept(assignment=assignment, actor=assignment.reviewer)
+            assignment_accept(assignment=assignment, actor=assignment.reviewer)
 
 
 def _review(assignment: ReviewAssignment, decision: str, body: str = "", objection_type: str = "") -> None:
@@ -185,7 +190,7 @@ def _review(assignment: ReviewAssignment, decision: str, body: str = "", objecti
         return
     if Review.objects.filter(assignment=assignment, version_id=submission.submitted_version_id).exists():
         return
-    services.review_submit(
+    review_submit(
         assignment=assignment,
         actor=assignment.reviewer,
         decision=decision,
@@ -196,7 +201,7 @@ def _review(assignment: ReviewAssignment, decision: str, body: str = "", objecti
 
 def _comment_once(submission: Submission, actor, body: str, **kwargs) -> Comment:
     existing = Comment.objects.filter(submission=submission, author=actor, body=body).first()
-    return existing or services.comment_post(submission=submission, actor=actor, body=body, **kwargs)
+    return existing or comment_post(submission=submission, actor=actor, body=body, **kwargs)
 
 
 def _reviewed_in_review(submission: Submission, submitter, reviewers: list, chair) -> list[ReviewAssignment]:
@@ -238,18 +243,18 @@ def _audited(submission, users) -> None:
         return
     request = EvidenceRequest.objects.filter(submission=submission).first()
     if request is None:
-        request = services.evidence_request(
+        request = evidence_request(
             submission=submission,
             actor=auditor,
             question="Which power meter measured the c64 run, and when was it last calibrated?",
         )
     if request.in_state("open"):
-        services.evidence_answer(
+        evidence_answer(
             request=request,
             actor=submitter,
             answer="A Yokogawa WT333E, calibrated in September (certificate attached in the thread).",
         )
-    services.attestation_record(
+    attestation_record(
         submission=submission,
         actor=auditor,
         notes="Frozen version re-read; waivers of accuracy-sample-count are justified for the sample runs.",
@@ -321,7 +326,7 @@ def _submitted(submission, users) -> None:
     _ask_waivers(version_latest(submission), submitter)
     submission = _submit(submission, submitter)
     if not ReviewAssignment.objects.filter(submission=submission).exists():
-        services.assignments_draw(submission=submission, actor=chair)
+        assignments_draw(submission=submission, actor=chair)
 
 
 def demo_version(
@@ -375,7 +380,7 @@ def seed_demo_z9(seed: DemoSeed) -> Submission:
     zephyr, tessera = seed.organisations["zephyr-silicon"], seed.organisations["tessera-ai"]
     submitter, chair = users["demo-zephyr"], users["demo-chair"]
     if not Conflict.objects.filter(organisation=zephyr, other=tessera).exists():
-        services.conflict_declare(
+        conflict_declare(
             organisation=zephyr,
             other=tessera,
             kind=Conflict.Kind.COMPETITOR,

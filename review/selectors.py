@@ -157,23 +157,6 @@ def reviews_of_version(version: SubmissionVersion) -> QuerySet[Review]:
     )
 
 
-def reviews_visible_to(user, submission: Submission) -> QuerySet[Review]:
-    """Auditors and the chair see every review. A reviewer sees their own reviews, and the other reviews of a
-    version only once they have reviewed that version. The submitter sees every review (decisions are theirs
-    to answer) of versions they submitted."""
-    reviews = Review.objects.filter(assignment__submission=submission).select_related(
-        "assignment__reviewer", "assignment__organisation", "version"
-    )
-    if user_is_auditor(user) or user_is_chair(user):
-        return reviews
-    if submission.organisation_id in user_org_ids(user):
-        return reviews
-    own_versions = Review.objects.filter(assignment__submission=submission, assignment__reviewer=user).values(
-        "version_id"
-    )
-    return reviews.filter(Q(assignment__reviewer=user) | Q(version_id__in=own_versions))
-
-
 def approvals_count(submission: Submission, version: SubmissionVersion | None = None) -> int:
     """Approvals of the version by reviewers whose assignment still stands and who have no conflict of interest
     with the submitter now: an approval by someone who joined the submitting (or a conflicted) organisation since
@@ -200,16 +183,6 @@ def comment_visibilities_for(user, submission: Submission) -> tuple[str, ...]:
     if submission.organisation_id in user_org_ids(user):
         return (Comment.Visibility.ALL,)
     return ()
-
-
-def thread_visible_to(user, submission: Submission) -> QuerySet[Comment]:
-    return (
-        Comment.objects.filter(
-            submission=submission, visibility__in=comment_visibilities_for(user, submission)
-        )
-        .select_related("author", "version", "finding", "closed_by")
-        .order_by("created_at", "pk")
-    )
 
 
 def open_objections(submission: Submission) -> QuerySet[Comment]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from portal.queues import task_kind
-from review.services import deadlines_run
+from review.services.deadlines import deadlines_run
 
 
 @shared_task(**task_kind("notify"))

@@ -168,10 +168,11 @@ def _build_world() -> World:
     from accounts.models import GlobalRole, Membership, Notification, Organisation
     from leaderboard.demo import AX8000_TITLE
     from leaderboard.models import Challenge, Publication
-    from review import services as review_services
     from review.demo import Z9_TITLE
     from review.lifecycle import transition
     from review.models import Comment, Conflict, EvidenceRequest, ReviewAssignment, Waiver
+    from review.services.assignments import assignment_create
+    from review.services.conflicts import conflict_declare
     from spotchecks.models import SpotCheck
     from submissions.models import Submission, Upload
     from tests.factories import (
@@ -204,14 +205,14 @@ def _build_world() -> World:
     conflicted = UserFactory(username="matrix-conflicted", email="matrix-conflicted@example.com")
     MembershipFactory(user=conflicted, organisation=rival, role="reviewer")
     for organisation in (acme, zephyr, nimbus):
-        review_services.conflict_declare(
+        conflict_declare(
             organisation=rival, other=organisation, kind="competitor", reason="matrix", actor=chair
         )
     # The state the demo does not show: withdrawn (after submitting and being assigned). Published ones are the
     # demo's: AX-8000 and AX-4000, one annotated and one retracted after challenges (leaderboard.demo).
     system = Submission.objects.filter(organisation=acme).first().system
     withdrawn = SubmissionFactory(submitted=True, system=system, title="Matrix: withdrawn after assignment")
-    review_services.assignment_create(submission=withdrawn, reviewer=demo["demo-reviewer"], actor=chair)
+    assignment_create(submission=withdrawn, reviewer=demo["demo-reviewer"], actor=chair)
     transition(submission=withdrawn, action="withdraw", actor=demo["demo-submitter"], reason="matrix")
     # Extensions of the demo's AX-8000 result in every state the demo does not show (it has one published as
     # revision 2 and one in review): each with its own stack label, which the public result must never show

@@ -25,8 +25,16 @@ from access.visibility import (
 )
 from accounts.permissions import TokenScopeAllows
 from portal.errors import ApplicationError
-from review import selectors, services
+from review import selectors
 from review.models import EvidenceRequest, Waiver
+from review.services.attestations import attestation_record, evidence_answer, evidence_request
+from review.services.waivers import (
+    waiver_decide,
+    waiver_grant_directly,
+    waiver_request,
+    waivers_decide_group,
+    waivers_request_group,
+)
 from submissions import checks
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.api.serializers import CheckRunSummarySerializer
@@ -239,9 +247,7 @@ class AuditViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         submission = self.get_object()
         data = NotesSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        services.attestation_record(
-            submission=submission, actor=request.user, notes=data.validated_data["notes"]
-        )
+        attestation_record(submission=submission, actor=request.user, notes=data.validated_data["notes"])
         submission.refresh_from_db()
         return Response(AuditDetailSerializer(submission).data, status=status.HTTP_201_CREATED)
 
@@ -257,7 +263,7 @@ class AuditViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         submission = self.get_object()
         data = EvidenceCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        evidence = services.evidence_request(
+        evidence = evidence_request(
             submission=submission,
             actor=request.user,
             question=data.validated_data["question"],
@@ -300,9 +306,7 @@ class EvidenceRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, v
         evidence = self.get_object()
         data = AnswerSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        evidence = services.evidence_answer(
-            request=evidence, actor=request.user, answer=data.validated_data["answer"]
-        )
+        evidence = evidence_answer(request=evidence, actor=request.user, answer=data.validated_data["answer"])
         return Response(EvidenceRequestSerializer(evidence).data)
 
 
@@ -327,7 +331,7 @@ class WaiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     @idempotent
     def create(self, request):
         """Ask for a waiver of an error finding of your organisation's version, saying why."""
-        return self._waive(request, services.waiver_request)
+        return self._waive(request, waiver_request)
 
     @extend_schema(
         request=WaiverRequestSerializer, responses={201: WaiverSerializer}, parameters=[IDEMPOTENCY_PARAMETER]
@@ -336,7 +340,7 @@ class WaiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     @idempotent
     def grant(self, request):
         """The chair or an auditor waives an error finding directly (no request needed), with a reason."""
-        return self._waive(request, services.waiver_grant_directly)
+        return self._waive(request, waiver_grant_directly)
 
     @extend_schema(
         request=WaiverGroupRequestSerializer,
@@ -351,7 +355,7 @@ class WaiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         data = WaiverGroupRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        waivers = services.waivers_request_group(
+        waivers = waivers_request_group(
             version=self._version(values["version"]),
             actor=request.user,
             rule=values["rule"],
@@ -378,7 +382,7 @@ class WaiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         missing = [pk for pk in wanted if pk not in found]
         if missing:
             raise NotFound(f"No waiver {', '.join(map(str, missing))} that you can see.")
-        waivers = services.waivers_decide_group(
+        waivers = waivers_decide_group(
             waivers=[found[pk] for pk in wanted],
             actor=request.user,
             grant=values["grant"],
@@ -415,7 +419,7 @@ class WaiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
             raise PermissionDenied("Only the chair or an auditor can decide a waiver.")
         data = WaiverDecisionSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        waiver = services.waiver_decide(
+        waiver = waiver_decide(
             waiver=waiver,
             actor=request.user,
             grant=data.validated_data["grant"],

@@ -23,8 +23,10 @@ from accounts.models import Organisation
 from accounts.permissions import TokenScopeAllows
 from portal.errors import ApplicationError, ConflictError
 from portal.parsers import parse_id
-from review import lifecycle, selectors, services
+from review import lifecycle, selectors
 from review.models import Conflict, ReviewAssignment
+from review.services.assignments import assignment_create, assignment_release, assignments_draw
+from review.services.conflicts import conflict_declare, conflict_remove
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.idempotency import idempotent
 
@@ -96,7 +98,7 @@ class ChairAssignmentViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         reviewer = get_user_model().objects.filter(username=data.validated_data["reviewer"]).first()
         if reviewer is None:
             raise ApplicationError("No such reviewer.", code="reviewer-not-eligible")
-        assignment = services.assignment_create(submission=submission, reviewer=reviewer, actor=request.user)
+        assignment = assignment_create(submission=submission, reviewer=reviewer, actor=request.user)
         return Response(ChairAssignmentSerializer(assignment).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -112,7 +114,7 @@ class ChairAssignmentViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         data.is_valid(raise_exception=True)
         submission = _submission(request.user, data.validated_data["submission"])
         _chair_only(request.user)
-        drawn = services.assignments_draw(
+        drawn = assignments_draw(
             submission=submission, actor=request.user, count=data.validated_data.get("count")
         )
         return Response(ChairAssignmentSerializer(drawn, many=True).data, status=status.HTTP_201_CREATED)
@@ -131,7 +133,7 @@ class ChairAssignmentViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         _chair_only(request.user)
         data = ReleaseReasonSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        if not services.assignment_release(
+        if not assignment_release(
             assignment=assignment, actor=request.user, reason=data.validated_data["reason"]
         ):
             raise ConflictError("This assignment was no longer active.", code="state-conflict")
@@ -207,7 +209,7 @@ class ConflictViewSet(
         data = ConflictSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        conflict = services.conflict_declare(
+        conflict = conflict_declare(
             organisation=values["organisation"],
             other=values["other"],
             kind=values["kind"],
@@ -218,7 +220,7 @@ class ConflictViewSet(
 
     @extend_schema(parameters=[IDEMPOTENCY_PARAMETER])
     def destroy(self, request, *args, **kwargs):
-        services.conflict_remove(conflict=self.get_object(), actor=request.user)
+        conflict_remove(conflict=self.get_object(), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -25,12 +25,16 @@ from access.visibility import (
     review_assignments_visible_to,
     review_submissions_visible_to,
     reviews_visible_to,
+    thread_of,
 )
 from accounts.permissions import TokenScopeAllows
 from portal.errors import ApplicationError
 from portal.parsers import parse_id, parse_positive
-from review import bundle_files, selectors, services
+from review import bundle_files, selectors
 from review.models import Comment, Review, ReviewAssignment
+from review.services.assignments import assignment_accept, assignment_decline
+from review.services.reviews import review_submit
+from review.services.thread import comment_post, objection_close
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.idempotency import idempotent
 from submissions.models import Submission, SubmissionVersion
@@ -271,7 +275,7 @@ class ReviewAssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
     @idempotent
     def accept(self, request, pk=None):
         """Accept the invitation: the submission moves to in review when its first reviewer accepts."""
-        assignment = services.assignment_accept(assignment=self.get_object(), actor=request.user)
+        assignment = assignment_accept(assignment=self.get_object(), actor=request.user)
         return Response(AssignmentSerializer(assignment).data)
 
     @extend_schema(
@@ -284,7 +288,7 @@ class ReviewAssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
         assignment = self.get_object()
         body = DeclineSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        assignment = services.assignment_decline(
+        assignment = assignment_decline(
             assignment=assignment, actor=request.user, reason=body.validated_data["reason"]
         )
         return Response(AssignmentSerializer(assignment).data)
@@ -334,7 +338,7 @@ class ReviewViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, viewsets.Gen
         assignment = get_object_or_404(
             review_assignments_visible_to(user).filter(reviewer=user), pk=data["assignment"]
         )
-        review = services.review_submit(
+        review = review_submit(
             assignment=assignment,
             actor=user,
             decision=data["decision"],
@@ -396,7 +400,7 @@ class CommentViewSet(
         submission = _review_submission(user, data["submission"])
         parent = None
         if data["parent"] is not None:
-            parent = selectors.thread_visible_to(user, submission).filter(pk=data["parent"]).first()
+            parent = thread_of(user, submission).filter(pk=data["parent"]).first()
             if parent is None:
                 raise serializers.ValidationError({"parent": "No such entry in this submission's thread."})
         finding = None
@@ -409,7 +413,7 @@ class CommentViewSet(
             )
             if finding is None:
                 raise serializers.ValidationError({"finding": "No such finding on this submission."})
-        comment = services.comment_post(
+        comment = comment_post(
             submission=submission,
             actor=user,
             body=data["body"],
@@ -436,7 +440,7 @@ class CommentViewSet(
         objection = self.get_object()
         body = ObjectionCloseSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        objection = services.objection_close(
+        objection = objection_close(
             objection=objection,
             actor=request.user,
             outcome=body.validated_data["outcome"],

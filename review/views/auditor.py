@@ -21,12 +21,14 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from access.permissions import can
-from access.visibility import get_visible_or_404
+from access.visibility import get_visible_or_404, reviews_of
 from leaderboard.views.extensions import extension_delta
 from portal.errors import ApplicationError
 from portal.pages import ReasonForm
-from review import lifecycle, selectors, services
+from review import lifecycle, selectors
 from review.models import EvidenceRequest, Waiver
+from review.services.attestations import attestation_record, evidence_request
+from review.services.waivers import waiver_grant_directly, waivers_decide_group
 from spotchecks.views import audit_panel_context
 from submissions import checks
 from submissions.models import Submission
@@ -137,7 +139,7 @@ def attestation(request, pk: int):
             EvidenceRequest.objects.filter(submission=submission).select_related("auditor", "answered_by")
         ),
         "open_objections": list(selectors.open_objections(submission).select_related("author")),
-        "reviews": list(selectors.reviews_visible_to(request.user, submission)),
+        "reviews": list(reviews_of(request.user, submission)),
         "attestations": list(submission.attestations.select_related("auditor")),
         "is_auditor": lifecycle.allowed(request.user, submission, "request_evidence")
         or lifecycle.can(request.user, "audit"),
@@ -167,9 +169,7 @@ def attest(request, pk: int):
         messages.error(request, "Not attested: write what you checked (the notes are required).")
         return redirect(_page(submission))
     try:
-        services.attestation_record(
-            submission=submission, actor=request.user, notes=form.cleaned_data["notes"]
-        )
+        attestation_record(submission=submission, actor=request.user, notes=form.cleaned_data["notes"])
     except ApplicationError as exc:
         messages.error(request, f"Not attested: {exc.detail}")
     else:
@@ -186,7 +186,7 @@ def evidence(request, pk: int):
         messages.error(request, "No evidence requested: ask a question (and a deadline of 1 to 60 days).")
         return redirect(_page(submission))
     try:
-        request_row = services.evidence_request(
+        request_row = evidence_request(
             submission=submission,
             actor=request.user,
             question=form.cleaned_data["question"],
@@ -255,7 +255,7 @@ def waiver_decide(request, waiver_id: int):
     # with_group=1: this waiver and every other one still asked for of the same version and rule, at once
     waivers = selectors.waivers_asked_with(waiver) if request.POST.get("with_group") == "1" else [waiver]
     try:
-        decided = services.waivers_decide_group(
+        decided = waivers_decide_group(
             waivers=waivers, actor=request.user, grant=grant, reason=form.cleaned_data["reason"]
         )
     except ApplicationError as exc:
@@ -277,7 +277,7 @@ def waiver_grant(request, pk: int):
         return back_to(request, _page(submission))
     data = form.cleaned_data
     try:
-        services.waiver_grant_directly(
+        waiver_grant_directly(
             version=submission.submitted_version,
             actor=request.user,
             rule=data["rule"],

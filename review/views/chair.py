@@ -25,8 +25,10 @@ from leaderboard.selectors import challenges_open
 from portal.errors import ApplicationError
 from portal.pages import ReasonForm
 from portal.parsers import parse_id
-from review import lifecycle, selectors, services
+from review import lifecycle, selectors
 from review.models import Conflict, ReviewAssignment
+from review.services import conflicts as conflicts_services
+from review.services.assignments import assignment_create, assignment_release, assignments_draw
 from review.views.auditor import back_to, verdicts
 from submissions.models import Submission
 from submissions.selectors import check_run_findings, check_run_latest
@@ -146,7 +148,7 @@ def assign(request, pk: int):
         messages.error(request, "Not assigned: pick a reviewer.")
         return back_to(request, _chair_page(submission))
     try:
-        assignment = services.assignment_create(submission=submission, reviewer=reviewer, actor=request.user)
+        assignment = assignment_create(submission=submission, reviewer=reviewer, actor=request.user)
     except ApplicationError as exc:
         messages.error(request, f"Not assigned: {exc.detail}")
     else:
@@ -162,7 +164,7 @@ def draw(request, pk: int):
     form = DrawForm(request.POST)
     count = form.cleaned_data.get("count") if form.is_valid() else None
     try:
-        drawn = services.assignments_draw(submission=submission, actor=request.user, count=count)
+        drawn = assignments_draw(submission=submission, actor=request.user, count=count)
     except ApplicationError as exc:
         messages.error(request, f"No reviewers drawn: {exc.detail}")
     else:
@@ -182,7 +184,7 @@ def release(request, assignment_id: int):
         messages.error(request, "Not released: say why (the reviewer reads it).")
         return back_to(request, _chair_page(assignment.submission))
     try:
-        released = services.assignment_release(
+        released = assignment_release(
             assignment=assignment, actor=request.user, reason=form.cleaned_data["reason"]
         )
     except ApplicationError as exc:
@@ -237,7 +239,7 @@ def conflict_declare(request):
         return _conflicts_page(request, form=form)
     data = form.cleaned_data
     try:
-        services.conflict_declare(
+        conflicts_services.conflict_declare(
             organisation=data["organisation"],
             other=data["other"],
             kind=data["kind"],
@@ -256,7 +258,7 @@ def conflict_declare(request):
 def conflict_remove(request, conflict_id: int):
     conflict = get_visible_or_404(request.user, Conflict, pk=conflict_id)
     try:
-        services.conflict_remove(conflict=conflict, actor=request.user)
+        conflicts_services.conflict_remove(conflict=conflict, actor=request.user)
     except ApplicationError as exc:
         messages.error(request, f"Not removed: {exc.detail}")
     else:

@@ -21,14 +21,23 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from access.visibility import review_assignments_visible_to, review_submissions_visible_to
+from access.visibility import (
+    review_assignments_visible_to,
+    review_submissions_visible_to,
+    reviews_of,
+    thread_of,
+)
 from accounts.selectors import user_org_ids
 from leaderboard.views.extensions import extension_delta
 from portal.errors import ApplicationError
 from portal.pages import LoginFirst, with_login_redirect
 from portal.parsers import parse_id
-from review import bundle_files, lifecycle, selectors, services
+from review import bundle_files, lifecycle, selectors
 from review.models import Comment, Review, ReviewAssignment, Waiver
+from review.services import assignments as assignments_services
+from review.services import thread as thread_services
+from review.services.reviews import review_submit
+from review.services.thread import comment_post
 from submissions.models import Finding, Submission
 from submissions.pages import check_section_context
 
@@ -121,7 +130,7 @@ def _back_to(request, default: str):
 def assignment_accept(request, pk: int):
     assignment = _own_assignment(request, pk)
     try:
-        services.assignment_accept(assignment=assignment, actor=request.user)
+        assignments_services.assignment_accept(assignment=assignment, actor=request.user)
     except ApplicationError as exc:
         messages.error(request, f"Not accepted: {exc.detail}")
     else:
@@ -138,7 +147,7 @@ def assignment_accept(request, pk: int):
 def assignment_decline(request, pk: int):
     assignment = _own_assignment(request, pk)
     try:
-        services.assignment_decline(
+        assignments_services.assignment_decline(
             assignment=assignment, actor=request.user, reason=request.POST.get("reason", "")
         )
     except ApplicationError as exc:
@@ -175,7 +184,7 @@ def _file_link(submission: Submission, version, anchor: str, line: int | None) -
 
 
 def _thread(user, submission: Submission) -> list[ThreadEntry]:
-    comments = list(selectors.thread_visible_to(user, submission).prefetch_related("version__files"))
+    comments = list(thread_of(user, submission).prefetch_related("version__files"))
     children: dict[int | None, list[Comment]] = {}
     ids = {c.pk for c in comments}
     for comment in comments:
@@ -300,7 +309,7 @@ def review_page(request, pk: int):
     my_review = None
     if assignment is not None and frozen is not None:
         my_review = Review.objects.filter(assignment=assignment, version=frozen).first()
-    reviews = list(selectors.reviews_visible_to(user, submission).order_by("-version__number", "created_at"))
+    reviews = list(reviews_of(user, submission).order_by("-version__number", "created_at"))
     hidden_reviews = 0
     if assignment is not None and my_review is None and frozen is not None:
         hidden_reviews = (
@@ -364,7 +373,7 @@ def review_create(request, pk: int):
         messages.error(request, "Only a reviewer assigned to this submission can review it.")
         return redirect(_page_url(submission, "#decision"))
     try:
-        review = services.review_submit(
+        review = review_submit(
             assignment=assignment,
             actor=request.user,
             decision=request.POST.get("decision", ""),
@@ -396,7 +405,7 @@ def comment_create(request, pk: int):
     parent = None
     parent_id = _optional_int(post.get("parent", ""))
     if parent_id is not None:
-        parent = get_object_or_404(selectors.thread_visible_to(user, submission), pk=parent_id)
+        parent = get_object_or_404(thread_of(user, submission), pk=parent_id)
     finding = None
     finding_id = _optional_int(post.get("finding", ""))
     if finding_id is not None:
@@ -406,7 +415,7 @@ def comment_create(request, pk: int):
         messages.error(request, "Not posted: choose a comment or an objection.")
         return redirect(_page_url(submission, "#thread"))
     try:
-        comment = services.comment_post(
+        comment = comment_post(
             submission=submission,
             actor=user,
             body=post.get("body", ""),
@@ -435,9 +444,9 @@ def comment_create(request, pk: int):
 @require_POST
 def objection_close(request, pk: int, comment_pk: int):
     submission = get_object_or_404(review_submissions_visible_to(request.user), pk=pk)
-    objection = get_object_or_404(selectors.thread_visible_to(request.user, submission), pk=comment_pk)
+    objection = get_object_or_404(thread_of(request.user, submission), pk=comment_pk)
     try:
-        services.objection_close(
+        thread_services.objection_close(
             objection=objection,
             actor=request.user,
             outcome=request.POST.get("outcome", ""),

@@ -26,15 +26,21 @@ from access.visibility import (
     attestations_visible_to,
     evidence_requests_visible_to,
     review_assignments_visible_to,
+    reviews_of,
     submissions_visible_to,
+    thread_of,
     versions_visible_to,
 )
 from accounts.models import Membership
 from accounts.selectors import user_org_ids
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
-from review import lifecycle, selectors, services
+from review import lifecycle, selectors
 from review.models import Comment, Review
+from review.services import attestations as attestations_services
+from review.services import thread as thread_services
+from review.services import waivers as waivers_services
+from review.services.waivers import waivers_request_group
 from submissions.models import Submission
 from submissions.selectors import check_run_latest, version_latest
 
@@ -56,7 +62,7 @@ class FindingRow:
 
 
 def _thread_entries(user, submission: Submission, *, writes: bool) -> list[PanelEntry]:
-    comments = list(selectors.thread_visible_to(user, submission))
+    comments = list(thread_of(user, submission))
     ids = {comment.pk for comment in comments}
     children: dict[int | None, list[Comment]] = {}
     for comment in comments:
@@ -145,7 +151,7 @@ def review_panel(user, submission: Submission) -> dict | None:
         .select_related("reviewer", "organisation")
         .order_by("assigned_at", "pk")
     )
-    reviews = list(selectors.reviews_visible_to(user, submission).order_by("version__number", "created_at"))
+    reviews = list(reviews_of(user, submission).order_by("version__number", "created_at"))
     frozen_id = submission.submitted_version_id
     decision_of = {r.assignment_id: r for r in reviews if r.version_id == frozen_id}
     for assignment in assignments:
@@ -213,11 +219,9 @@ def comment_post(request, pk: int):
         if parse_id(parent_id) is None:
             messages.error(request, "Not posted: no such entry in the thread.")
             return _back(submission, "#thread")
-        parent = get_object_or_404(
-            selectors.thread_visible_to(request.user, submission), pk=parse_id(parent_id)
-        )
+        parent = get_object_or_404(thread_of(request.user, submission), pk=parse_id(parent_id))
     try:
-        comment = services.comment_post(
+        comment = thread_services.comment_post(
             submission=submission, actor=request.user, body=request.POST.get("body", ""), parent=parent
         )
     except ApplicationError as exc:
@@ -250,12 +254,12 @@ def waiver_request(request, pk: int):
     rule = request.POST.get("rule", "").strip()
     try:
         if request.POST.get("every_finding_of_rule") == "1":
-            asked = services.waivers_request_group(
+            asked = waivers_request_group(
                 version=version, actor=request.user, rule=rule, reason=request.POST.get("reason", "")
             )
         else:
             asked = [
-                services.waiver_request(
+                waivers_services.waiver_request(
                     version=version,
                     actor=request.user,
                     rule=rule,
@@ -283,7 +287,9 @@ def evidence_answer(request, evidence_id: int):
     )
     submission = _own_submission(request, evidence.submission_id)
     try:
-        services.evidence_answer(request=evidence, actor=request.user, answer=request.POST.get("answer", ""))
+        attestations_services.evidence_answer(
+            request=evidence, actor=request.user, answer=request.POST.get("answer", "")
+        )
     except ApplicationError as exc:
         messages.error(request, f"Not answered: {exc.detail}")
     else:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from review import services
+from review.services.assignments import assignment_create
 from submissions.models import CheckRun, Submission
 from tests.browser.signin import pass_second_factor
 from tests.factories import (
@@ -77,9 +77,7 @@ def scene(role_users):
     ConflictFactory(
         organisation=nimbus, other=stratus, kind="competitor", pinned=False, reason="Same market."
     )
-    services.assignment_create(
-        submission=in_review, reviewer=role_users["reviewer"], actor=role_users["chair"]
-    )
+    assignment_create(submission=in_review, reviewer=role_users["reviewer"], actor=role_users["chair"])
     for subject in (
         f"Waiver of accuracy-sample-count asked for on submission #{failing.pk} (llama3_1-8b)",
         f"Submission #{ready.pk} (llama3_1-8b) is peer reviewed",

@@ -14,7 +14,7 @@ import pytest
 from django.utils import timezone
 
 from review.models import Comment, Review, ReviewAssignment, Waiver
-from review.services import comment_post
+from review.services.thread import comment_post
 from submissions.models import CheckRun, Submission
 from tests.browser.test_submitter_upload import _login
 from tests.factories import (

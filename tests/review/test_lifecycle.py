@@ -19,7 +19,7 @@ from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from portal.policy import DOC_END, DOC_START
 from review import lifecycle
 from review.lifecycle import allowed_actions, transition
-from review.services import submission_submit, submission_withdraw
+from review.services.submitter import submission_submit, submission_withdraw
 from submissions.checks import check_run_requeue, check_runs_reconcile
 from submissions.models import CheckRun, Submission, SubmissionVersion
 from tests.factories import MembershipFactory, UserFactory

@@ -12,7 +12,8 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Notification, NotificationPreference
 from accounts.services.notifications import notifications_digest_send
-from review.services import assignment_release, comment_post
+from review.services.assignments import assignment_release
+from review.services.thread import comment_post
 from tests.factories import ConflictFactory, NotificationFactory
 from tests.review.conftest import HIDDEN_NAME
 

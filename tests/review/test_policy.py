@@ -11,9 +11,14 @@ from accounts.models import Notification
 from accounts.services import organisations as accounts_services
 from audit.models import AuditEvent
 from portal.errors import ConflictError, NotAllowedError
-from review import selectors, services
+from review import selectors
 from review.lifecycle import SUBMISSION
 from review.models import Comment, Review, ReviewAssignment, Waiver
+from review.services.assignments import assignment_accept, assignment_create
+from review.services.conflicts import conflict_declare
+from review.services.reviews import review_submit
+from review.services.thread import comment_post
+from review.services.waivers import waiver_request
 from submissions.models import CheckRun, Submission
 from tests.factories import (
     CheckRunFactory,
@@ -39,10 +44,8 @@ def _in_review(role_users, reviewers):
     acme = role_users["organisations"]["acme"]
     submission = SubmissionFactory(status="submitted", system=SystemFactory(organisation=acme))
     for reviewer in reviewers:
-        assignment = services.assignment_create(
-            submission=submission, reviewer=reviewer, actor=role_users["chair"]
-        )
-        services.assignment_accept(assignment=assignment, actor=reviewer)
+        assignment = assignment_create(submission=submission, reviewer=reviewer, actor=role_users["chair"])
+        assignment_accept(assignment=assignment, actor=reviewer)
     submission.refresh_from_db()
     assert submission.status == "in_review"
     return submission
@@ -61,11 +64,11 @@ def test_an_approval_by_a_reviewer_who_joined_the_submitter_since_does_not_count
     not make the submission peer reviewed, and the conflicted reviewer can no longer review, comment or object."""
     insider, honest = _reviewer("insider"), _reviewer("honest")
     submission = _in_review(role_users, [insider, honest])
-    services.review_submit(assignment=_assignment(submission, insider), actor=insider, decision="approve")
+    review_submit(assignment=_assignment(submission, insider), actor=insider, decision="approve")
     assert selectors.approvals_count(submission) == 1
     MembershipFactory(user=insider, organisation=role_users["organisations"]["acme"], role="submitter")
     assert selectors.approvals_count(submission) == 0  # counted at the time of counting
-    services.review_submit(assignment=_assignment(submission, honest), actor=honest, decision="approve")
+    review_submit(assignment=_assignment(submission, honest), actor=honest, decision="approve")
     submission.refresh_from_db()
     assert submission.status == "in_review"  # 1 of 2: the insider's approval does not count
     assert not SUBMISSION.allowed(insider, submission, "review")
@@ -75,7 +78,7 @@ def test_a_reviewer_conflicted_now_cannot_review_comment_or_object(role_users):
     reviewer = _reviewer("switcher")
     submission = _in_review(role_users, [reviewer, _reviewer("other")])
     rival = OrganisationFactory(name="Rival", slug="rival")
-    services.conflict_declare(
+    conflict_declare(
         organisation=rival,
         other=role_users["organisations"]["acme"],
         kind="competitor",
@@ -86,13 +89,11 @@ def test_a_reviewer_conflicted_now_cannot_review_comment_or_object(role_users):
     assert _assignment(submission, reviewer).status == "accepted"
     before = (Review.objects.count(), Comment.objects.count(), AuditEvent.objects.count())
     with pytest.raises(NotAllowedError):
-        services.review_submit(
-            assignment=_assignment(submission, reviewer), actor=reviewer, decision="approve"
-        )
+        review_submit(assignment=_assignment(submission, reviewer), actor=reviewer, decision="approve")
     with pytest.raises(NotAllowedError):
-        services.comment_post(submission=submission, actor=reviewer, body="Looks fine to me.")
+        comment_post(submission=submission, actor=reviewer, body="Looks fine to me.")
     with pytest.raises(NotAllowedError):
-        services.comment_post(
+        comment_post(
             submission=submission,
             actor=reviewer,
             body="Suspicious.",
@@ -154,7 +155,7 @@ def test_a_waiver_request_after_peer_review_is_refused_by_the_service_and_the_ro
     submission, version = _with_failing_finding(role_users, status)
     submitter = role_users["submitter"]
     with pytest.raises(ConflictError) as refused:
-        services.waiver_request(
+        waiver_request(
             version=version,
             actor=submitter,
             rule="accuracy-sample-count",
@@ -177,7 +178,7 @@ def test_a_waiver_request_after_peer_review_is_refused_by_the_service_and_the_ro
 
 def test_a_waiver_request_in_peer_review_still_goes_through(role_users):
     submission, version = _with_failing_finding(role_users, "peer_reviewed")
-    waiver = services.waiver_request(
+    waiver = waiver_request(
         version=version,
         actor=role_users["submitter"],
         rule="accuracy-sample-count",
@@ -195,7 +196,7 @@ def test_a_comment_on_a_closed_thread_is_refused_by_the_service_and_the_routes(r
     SubmissionVersionFactory(submission=submission)
     for actor in (role_users["submitter"], role_users["chair"], role_users["auditor"]):
         with pytest.raises(ConflictError) as refused:
-            services.comment_post(submission=submission, actor=actor, body="One more thing.")
+            comment_post(submission=submission, actor=actor, body="One more thing.")
         assert refused.value.code == "state-conflict"
     events = AuditEvent.objects.count()
     client = Client()
@@ -215,5 +216,5 @@ def test_a_comment_on_an_open_thread_goes_through(role_users):
     acme = role_users["organisations"]["acme"]
     submission = SubmissionFactory(status="peer_reviewed", system=SystemFactory(organisation=acme))
     SubmissionVersionFactory(submission=submission)
-    comment = services.comment_post(submission=submission, actor=role_users["submitter"], body="Answer.")
+    comment = comment_post(submission=submission, actor=role_users["submitter"], body="Answer.")
     assert comment.pk and comment.submission_id == submission.pk

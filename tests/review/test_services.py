@@ -11,12 +11,25 @@ from django.core import mail
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
-from access.visibility import submissions_visible_to
+from access.visibility import reviews_of, submissions_visible_to, thread_of
 from audit.models import AuditEvent
 from audit.selectors import audit_chain_verify
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
-from review import selectors, services
+from review import selectors
 from review.models import Comment, Conflict, Review, ReviewAssignment, Waiver
+from review.services.assignments import (
+    assignment_accept,
+    assignment_create,
+    assignment_decline,
+    assignments_draw,
+)
+from review.services.attestations import attestation_record, evidence_answer, evidence_request
+from review.services.common import submission_submitters
+from review.services.conflicts import conflict_declare, conflict_remove
+from review.services.deadlines import deadlines_run
+from review.services.reviews import review_submit
+from review.services.thread import comment_post, objection_close
+from review.services.waivers import waiver_decide, waiver_request
 from submissions.models import CheckRun, Submission
 from tests.factories import (
     CheckRunFactory,
@@ -63,10 +76,8 @@ def _events(action: str) -> list[AuditEvent]:
 def _in_review(people, reviewers=("reviewer", "reviewer2")) -> Submission:
     submission = _submitted(people)
     for name in reviewers:
-        assignment = services.assignment_create(
-            submission=submission, reviewer=people[name], actor=people["chair"]
-        )
-        services.assignment_accept(assignment=assignment, actor=people[name])
+        assignment = assignment_create(submission=submission, reviewer=people[name], actor=people["chair"])
+        assignment_accept(assignment=assignment, actor=people[name])
     submission.refresh_from_db()
     assert submission.status == "in_review"
     return submission
@@ -84,9 +95,7 @@ def _assignment(submission, user) -> ReviewAssignment:
 def test_the_submitters_own_organisation_can_never_review(people):
     submission = _submitted(people)
     with pytest.raises(ApplicationError) as refused:
-        services.assignment_create(
-            submission=submission, reviewer=people["acme_reviewer"], actor=people["chair"]
-        )
+        assignment_create(submission=submission, reviewer=people["acme_reviewer"], actor=people["chair"])
     assert refused.value.code == "reviewer-not-eligible"
     assert people["acme_reviewer"] not in [user for user, _ in selectors.eligible_reviewers(submission)]
 
@@ -94,13 +103,11 @@ def test_the_submitters_own_organisation_can_never_review(people):
 def test_a_declared_conflict_blocks_assignment_and_hides_the_submission_at_once(people):
     submission = _submitted(people)
     nimbus = people["organisations"]["nimbus"]
-    assignment = services.assignment_create(
-        submission=submission, reviewer=people["reviewer"], actor=people["chair"]
-    )
+    assignment = assignment_create(submission=submission, reviewer=people["reviewer"], actor=people["chair"])
     assert submissions_visible_to(people["reviewer"]).filter(pk=submission.pk).exists()
     acme_admin = UserFactory(username="acme-admin")
     MembershipFactory(user=acme_admin, organisation=submission.organisation, role="org_admin")
-    services.conflict_declare(
+    conflict_declare(
         organisation=submission.organisation,
         other=nimbus,
         kind="competitor",
@@ -111,12 +118,12 @@ def test_a_declared_conflict_blocks_assignment_and_hides_the_submission_at_once(
     assert assignment.status == "released" and assignment.reason == "a conflict of interest was declared"
     assert not submissions_visible_to(people["reviewer"]).filter(pk=submission.pk).exists()
     with pytest.raises(ApplicationError):
-        services.assignment_create(submission=submission, reviewer=people["reviewer"], actor=people["chair"])
+        assignment_create(submission=submission, reviewer=people["reviewer"], actor=people["chair"])
     # The organisation's own declaration is theirs to remove; a chair's is pinned.
     conflict = Conflict.objects.get()
     assert not conflict.pinned
-    services.conflict_remove(conflict=conflict, actor=acme_admin)
-    pinned = services.conflict_declare(
+    conflict_remove(conflict=conflict, actor=acme_admin)
+    pinned = conflict_declare(
         organisation=nimbus,
         other=submission.organisation,
         kind="partner",
@@ -125,7 +132,7 @@ def test_a_declared_conflict_blocks_assignment_and_hides_the_submission_at_once(
     )
     assert pinned.pinned
     with pytest.raises(NotAllowedError):
-        services.conflict_remove(conflict=pinned, actor=acme_admin)
+        conflict_remove(conflict=pinned, actor=acme_admin)
     assert [e.data["kind"] for e in _events("conflict.declared")] == ["competitor", "partner"]
 
 
@@ -135,12 +142,8 @@ def test_a_declared_conflict_blocks_assignment_and_hides_the_submission_at_once(
 def test_assign_accept_moves_to_in_review_and_mails_the_people_concerned(people):
     submission = _submitted(people)
     with pytest.raises(NotAllowedError):
-        services.assignment_create(
-            submission=submission, reviewer=people["reviewer"], actor=people["submitter"]
-        )
-    assignment = services.assignment_create(
-        submission=submission, reviewer=people["reviewer"], actor=people["chair"]
-    )
+        assignment_create(submission=submission, reviewer=people["reviewer"], actor=people["submitter"])
+    assignment = assignment_create(submission=submission, reviewer=people["reviewer"], actor=people["chair"])
     assert [m.to for m in mail.outbox] == [["reviewer@example.org"]]
     assert f"Review requested: submission #{submission.pk}" in mail.outbox[0].subject
     assert "/review/" in mail.outbox[0].body
@@ -148,26 +151,24 @@ def test_assign_accept_moves_to_in_review_and_mails_the_people_concerned(people)
         submission.system.name not in mail.outbox[0].subject + mail.outbox[0].body
     )  # names stay on the page
     with pytest.raises(NotAllowedError):
-        services.assignment_accept(assignment=assignment, actor=people["reviewer2"])
-    services.assignment_accept(assignment=assignment, actor=people["reviewer"])
+        assignment_accept(assignment=assignment, actor=people["reviewer2"])
+    assignment_accept(assignment=assignment, actor=people["reviewer"])
     submission.refresh_from_db()
     assert submission.status == "in_review"
     event = _events("submission.in_review")[0]
     assert event.actor == people["reviewer"] and event.data["from"] == "submitted"
     # A second acceptance does not move it again.
-    second = services.assignment_create(
-        submission=submission, reviewer=people["reviewer2"], actor=people["chair"]
-    )
-    services.assignment_accept(assignment=second, actor=people["reviewer2"])
+    second = assignment_create(submission=submission, reviewer=people["reviewer2"], actor=people["chair"])
+    assignment_accept(assignment=second, actor=people["reviewer2"])
     assert len(_events("submission.in_review")) == 1
 
 
 def test_assign_n_draws_eligible_reviewers_from_the_least_loaded_organisations(people):
     busy = _submitted(people)
-    services.assignment_create(submission=busy, reviewer=people["reviewer"], actor=people["chair"])
+    assignment_create(submission=busy, reviewer=people["reviewer"], actor=people["chair"])
     quiet = _reviewer("reviewer3")
     submission = _submitted(people)
-    drawn = services.assignments_draw(submission=submission, actor=people["chair"], count=2)
+    drawn = assignments_draw(submission=submission, actor=people["chair"], count=2)
     names = sorted(a.reviewer.username for a in drawn)
     assert names == ["reviewer2", "reviewer3"]  # nimbus already carries an open review; acme never eligible
     assert quiet.pk in {a.reviewer_id for a in drawn}
@@ -176,13 +177,11 @@ def test_assign_n_draws_eligible_reviewers_from_the_least_loaded_organisations(p
 
 def test_a_declined_assignment_needs_a_reason_and_tells_the_chair(people):
     submission = _submitted(people)
-    assignment = services.assignment_create(
-        submission=submission, reviewer=people["reviewer"], actor=people["chair"]
-    )
+    assignment = assignment_create(submission=submission, reviewer=people["reviewer"], actor=people["chair"])
     mail.outbox.clear()
     with pytest.raises(ApplicationError):
-        services.assignment_decline(assignment=assignment, actor=people["reviewer"], reason=" ")
-    services.assignment_decline(assignment=assignment, actor=people["reviewer"], reason="on leave until May")
+        assignment_decline(assignment=assignment, actor=people["reviewer"], reason=" ")
+    assignment_decline(assignment=assignment, actor=people["reviewer"], reason="on leave until May")
     assert [m.to for m in mail.outbox] == [["chair@example.org"]] and "A reviewer declined" in mail.outbox[
         0
     ].subject
@@ -199,11 +198,11 @@ def test_a_declined_assignment_needs_a_reason_and_tells_the_chair(people):
 def test_two_approvals_make_it_peer_reviewed_but_an_open_objection_holds_it(people):
     submission = _in_review(people)
     third = _reviewer("reviewer3")
-    services.assignment_accept(
-        assignment=services.assignment_create(submission=submission, reviewer=third, actor=people["chair"]),
+    assignment_accept(
+        assignment=assignment_create(submission=submission, reviewer=third, actor=people["chair"]),
         actor=third,
     )
-    objection = services.review_submit(
+    objection = review_submit(
         assignment=_assignment(submission, third),
         actor=third,
         decision="object",
@@ -211,10 +210,10 @@ def test_two_approvals_make_it_peer_reviewed_but_an_open_objection_holds_it(peop
         objection_type="suspect",
     )
     assert objection.decision == "object"
-    services.review_submit(
+    review_submit(
         assignment=_assignment(submission, people["reviewer"]), actor=people["reviewer"], decision="approve"
     )
-    services.review_submit(
+    review_submit(
         assignment=_assignment(submission, people["reviewer2"]), actor=people["reviewer2"], decision="approve"
     )
     submission.refresh_from_db()
@@ -222,15 +221,11 @@ def test_two_approvals_make_it_peer_reviewed_but_an_open_objection_holds_it(peop
     opened = Comment.objects.get(kind="objection")
     assert opened.objection_status == "open" and opened.answer_due_at > timezone.now()
     with pytest.raises(NotAllowedError):
-        services.objection_close(objection=opened, actor=people["reviewer"], outcome="resolved")
-    services.comment_post(
-        submission=submission, actor=people["submitter"], body="Trace attached.", parent=opened
-    )
+        objection_close(objection=opened, actor=people["reviewer"], outcome="resolved")
+    comment_post(submission=submission, actor=people["submitter"], body="Trace attached.", parent=opened)
     opened.refresh_from_db()
     assert opened.objection_status == "answered"
-    services.objection_close(
-        objection=opened, actor=third, outcome="resolved", note="The trace convinces me."
-    )
+    objection_close(objection=opened, actor=third, outcome="resolved", note="The trace convinces me.")
     submission.refresh_from_db()
     assert submission.status == "peer_reviewed"
     assert _events("submission.peer_reviewed")[0].actor == third
@@ -246,16 +241,16 @@ def test_a_reviewer_sees_the_other_reviews_only_after_their_own(people):
         version=submission.submitted_version,
         decision="approve",
     )
-    assert list(selectors.reviews_visible_to(people["reviewer2"], submission)) == []
-    services.review_submit(
+    assert list(reviews_of(people["reviewer2"], submission)) == []
+    review_submit(
         assignment=_assignment(submission, people["reviewer2"]), actor=people["reviewer2"], decision="approve"
     )
-    assert first in selectors.reviews_visible_to(people["reviewer2"], submission)
+    assert first in reviews_of(people["reviewer2"], submission)
 
 
 def test_changes_requested_then_a_new_version_goes_back_to_the_same_reviewers(people):
     submission = _in_review(people)
-    services.review_submit(
+    review_submit(
         assignment=_assignment(submission, people["reviewer"]),
         actor=people["reviewer"],
         decision="request_changes",
@@ -277,10 +272,10 @@ def test_changes_requested_then_a_new_version_goes_back_to_the_same_reviewers(pe
     diff = selectors.version_diff(old, new)
     assert diff.files_changed == ["bundle.tar.gz"] and not diff.files_added  # same name, new bytes
     # The new version needs its own approvals: the quorum counts the frozen version only.
-    services.review_submit(
+    review_submit(
         assignment=_assignment(submission, people["reviewer"]), actor=people["reviewer"], decision="approve"
     )
-    services.review_submit(
+    review_submit(
         assignment=_assignment(submission, people["reviewer2"]), actor=people["reviewer2"], decision="approve"
     )
     submission.refresh_from_db()
@@ -289,24 +284,20 @@ def test_changes_requested_then_a_new_version_goes_back_to_the_same_reviewers(pe
 
 def test_thread_visibility_levels(people):
     submission = _in_review(people)
-    services.comment_post(
+    comment_post(
         submission=submission, actor=people["reviewer"], body="between reviewers", visibility="reviewers"
     )
-    services.comment_post(
-        submission=submission, actor=people["auditor"], body="auditors only", visibility="auditors"
-    )
-    services.comment_post(submission=submission, actor=people["reviewer"], body="for everyone")
-    read = lambda name: [c.body for c in selectors.thread_visible_to(people[name], submission)]  # noqa: E731
+    comment_post(submission=submission, actor=people["auditor"], body="auditors only", visibility="auditors")
+    comment_post(submission=submission, actor=people["reviewer"], body="for everyone")
+    read = lambda name: [c.body for c in thread_of(people[name], submission)]  # noqa: E731
     assert read("submitter") == ["for everyone"]
     assert read("reviewer2") == ["between reviewers", "for everyone"]
     assert read("auditor") == ["between reviewers", "auditors only", "for everyone"]
     assert read("acme_reviewer") == ["for everyone"]  # a member of the submitting organisation
     with pytest.raises(NotAllowedError):
-        services.comment_post(
-            submission=submission, actor=people["submitter"], body="x", visibility="reviewers"
-        )
+        comment_post(submission=submission, actor=people["submitter"], body="x", visibility="reviewers")
     with pytest.raises(NotAllowedError):
-        services.comment_post(
+        comment_post(
             submission=submission,
             actor=people["submitter"],
             body="x",
@@ -334,7 +325,7 @@ def test_a_failing_check_goes_through_only_with_waivers_and_the_audit_needs_them
     with pytest.raises(ConflictError) as refused:
         transition(submission=submission, action="submit", actor=people["submitter"])
     assert refused.value.code == "check-not-passed" and "accuracy-sample-count" in refused.value.detail
-    waiver = services.waiver_request(
+    waiver = waiver_request(
         version=version,
         actor=people["submitter"],
         rule="accuracy-sample-count",
@@ -343,29 +334,27 @@ def test_a_failing_check_goes_through_only_with_waivers_and_the_audit_needs_them
         reason="The demo runs are 2 minutes long.",
     )
     with pytest.raises(ConflictError):  # nobody decides a waiver on a draft (the chair cannot see drafts)
-        services.waiver_decide(waiver=waiver, actor=people["chair"], grant=True, reason="ok")
+        waiver_decide(waiver=waiver, actor=people["chair"], grant=True, reason="ok")
     transition(submission=submission, action="submit", actor=people["submitter"])
     Submission.objects.filter(pk=submission.pk).update(status="peer_reviewed")
     submission.refresh_from_db()
     readiness = selectors.attestation_readiness(submission)
     assert not readiness.ready and "granted waiver" in readiness.missing[0]
     with pytest.raises(ConflictError) as not_ready:
-        services.attestation_record(submission=submission, actor=people["auditor"], notes="checked")
+        attestation_record(submission=submission, actor=people["auditor"], notes="checked")
     assert not_ready.value.code == "not-ready-for-audit"
     with pytest.raises(NotAllowedError):
-        services.waiver_decide(waiver=waiver, actor=people["reviewer"], grant=True, reason="fine")
-    services.waiver_decide(
-        waiver=waiver, actor=people["chair"], grant=True, reason="Rule meant for full runs."
-    )
-    request = services.evidence_request(
+        waiver_decide(waiver=waiver, actor=people["reviewer"], grant=True, reason="fine")
+    waiver_decide(waiver=waiver, actor=people["chair"], grant=True, reason="Rule meant for full runs.")
+    request = evidence_request(
         submission=submission, actor=people["auditor"], question="Send the power analyser log of c64."
     )
     with pytest.raises(ConflictError):
-        services.attestation_record(submission=submission, actor=people["auditor"], notes="checked")
-    services.evidence_answer(request=request, actor=people["submitter"], answer="Attached as spl.txt.")
+        attestation_record(submission=submission, actor=people["auditor"], notes="checked")
+    evidence_answer(request=request, actor=people["submitter"], answer="Attached as spl.txt.")
     with pytest.raises(ApplicationError):
-        services.attestation_record(submission=submission, actor=people["auditor"], notes=" ")
-    attestation = services.attestation_record(
+        attestation_record(submission=submission, actor=people["auditor"], notes=" ")
+    attestation = attestation_record(
         submission=submission, actor=people["auditor"], notes="Re-ran the checks; the waiver is justified."
     )
     submission.refresh_from_db()
@@ -382,34 +371,32 @@ def test_a_failing_check_goes_through_only_with_waivers_and_the_audit_needs_them
 
 def test_deadlines_release_remind_and_escalate_exactly_once(people, settings):
     submission = _in_review(people)
-    objection = services.comment_post(
+    objection = comment_post(
         submission=submission,
         actor=people["reviewer"],
         body="Explain c32.",
         kind="objection",
         objection_type="methodology",
     )
-    late = services.assignment_create(
-        submission=_submitted(people), reviewer=_reviewer("late"), actor=people["chair"]
-    )
+    late = assignment_create(submission=_submitted(people), reviewer=_reviewer("late"), actor=people["chair"])
     mail.outbox.clear()
     now = timezone.now()
-    quiet = services.deadlines_run(now=now)
+    quiet = deadlines_run(now=now)
     assert quiet == {"released": 0, "reminded": 0, "escalated": 0} and not mail.outbox
     day_before = objection.answer_due_at - timedelta(hours=12)
-    assert services.deadlines_run(now=day_before)["reminded"] == 1
-    assert services.deadlines_run(now=day_before)["reminded"] == 0  # the second beat run finds nothing to do
+    assert deadlines_run(now=day_before)["reminded"] == 1
+    assert deadlines_run(now=day_before)["reminded"] == 0  # the second beat run finds nothing to do
     acme_submitters = {
         user.email
-        for user in services._submitters(submission)  # the submitting organisation's submitters and admins
+        for user in submission_submitters(submission)  # the submitting organisation's submitters and admins
     }
     assert "submitter@example.org" in acme_submitters
     assert sorted(m.to[0] for m in mail.outbox) == sorted(acme_submitters)
     assert all("due tomorrow" in m.subject for m in mail.outbox)
     mail.outbox.clear()
     after_everything = late.due_at + timedelta(days=1)
-    first = services.deadlines_run(now=after_everything)
-    second = services.deadlines_run(now=after_everything)
+    first = deadlines_run(now=after_everything)
+    second = deadlines_run(now=after_everything)
     assert first["escalated"] == 1 and second == {"released": 0, "reminded": 0, "escalated": 0}
     late.refresh_from_db()
     assert late.status == "released" and late.reason == "the review deadline passed"
@@ -441,8 +428,8 @@ def test_fifty_concurrent_approvals_make_one_transition_and_a_valid_chain(role_u
     )
     reviewers = [_reviewer(f"r{index:02d}") for index in range(50)]
     for reviewer in reviewers:
-        services.assignment_accept(
-            assignment=services.assignment_create(submission=submission, reviewer=reviewer, actor=chair),
+        assignment_accept(
+            assignment=assignment_create(submission=submission, reviewer=reviewer, actor=chair),
             actor=reviewer,
         )
     barrier = threading.Barrier(len(reviewers))
@@ -453,7 +440,7 @@ def test_fifty_concurrent_approvals_make_one_transition_and_a_valid_chain(role_u
         try:
             assignment = ReviewAssignment.objects.get(submission=submission, reviewer=reviewer)
             barrier.wait(timeout=30)
-            services.review_submit(assignment=assignment, actor=reviewer, decision="approve")
+            review_submit(assignment=assignment, actor=reviewer, decision="approve")
         except ConflictError as exc:  # approvals after the quorum: the submission is no longer in review
             errors.append(exc.code)
         finally:

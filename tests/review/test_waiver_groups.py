@@ -8,8 +8,8 @@ from django.test import Client
 
 from accounts.models import Notification
 from audit.models import AuditEvent
-from review import services
 from review.models import Waiver
+from review.services.waivers import waiver_decide, waivers_decide_group, waivers_request_group
 from tests.factories import CheckRunFactory, FindingFactory, SubmissionFactory, SystemFactory
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +64,7 @@ def test_the_submitter_asks_once_for_every_finding_of_a_rule(role_users, failing
 
 
 def test_the_chair_decides_a_group_at_once_and_the_submitter_hears_once(role_users, failing):
-    services.waivers_request_group(
+    waivers_request_group(
         version=failing.submitted_version,
         actor=role_users["submitter"],
         rule=RULE,
@@ -92,20 +92,18 @@ def test_the_chair_decides_a_group_at_once_and_the_submitter_hears_once(role_use
 
 
 def test_a_group_is_written_whole_or_not_at_all(role_users, failing):
-    services.waivers_request_group(
+    waivers_request_group(
         version=failing.submitted_version,
         actor=role_users["submitter"],
         rule=RULE,
         reason="A 32-sample probe.",
     )
     waivers = list(Waiver.objects.filter(rule=RULE).order_by("point"))
-    services.waiver_decide(waiver=waivers[-1], actor=role_users["chair"], grant=False, reason="Not this one.")
+    waiver_decide(waiver=waivers[-1], actor=role_users["chair"], grant=False, reason="Not this one.")
     from portal.errors import ApplicationError
 
     with pytest.raises(ApplicationError):
-        services.waivers_decide_group(
-            waivers=waivers, actor=role_users["chair"], grant=True, reason="All of them."
-        )
+        waivers_decide_group(waivers=waivers, actor=role_users["chair"], grant=True, reason="All of them.")
     assert list(Waiver.objects.filter(rule=RULE).order_by("point").values_list("status", flat=True)) == [
         "requested",
         "requested",

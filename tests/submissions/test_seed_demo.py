@@ -242,7 +242,7 @@ def test_seed_demo_again_after_the_demo_was_used_reuses_it(capsys, monkeypatch):
     from django.core.management.base import CommandError
 
     from leaderboard import services as leaderboard_services
-    from review import services as review_services
+    from review.services.attestations import attestation_record
     from submissions.management.commands import seed_demo
 
     BenchmarkFactory(sample=True)
@@ -252,7 +252,7 @@ def test_seed_demo_again_after_the_demo_was_used_reuses_it(capsys, monkeypatch):
     assert not re.search(r"\bINFO\b", first)  # a summary, not the workers' log lines
     User = get_user_model()
     waiting = Submission.objects.get(title="Demo: AX-8000 peer reviewed, waiting for the auditor")
-    review_services.attestation_record(
+    attestation_record(
         submission=waiting, actor=User.objects.get(username="demo-auditor"), notes="Re-read in the demo."
     )
     leaderboard_services.publication_schedule(

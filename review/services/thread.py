@@ -1,0 +1,180 @@
+"""The review thread: comments, questions and objections, and closing an objection."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.selectors import (
+    auditors,
+    chairs,
+    user_org_ids,
+)
+from accounts.services.notifications import notify
+from audit.services import audit_event_record
+from portal.errors import ApplicationError, NotAllowedError
+from review import selectors
+from review.lifecycle import (
+    OBJECTION,
+    SUBMISSION,
+)
+from review.models import Comment
+from review.services.common import (
+    review_complete_if_quorum,
+    submission_label,
+    submission_locked,
+    submission_reviewers,
+    submission_submitters,
+    submission_url,
+    text_within_cap,
+)
+from submissions.models import Finding, Submission, SubmissionVersion
+
+
+def _may_post(actor, submission: Submission, visibility: str) -> bool:
+    allowed = selectors.comment_visibilities_for(actor, submission)
+    return visibility in allowed
+
+
+# The longest comment, review or answer any door takes (the API's serializers say the same): readers of a review
+# page load every comment of the thread.
+
+
+@transaction.atomic
+def comment_post(
+    *,
+    submission: Submission,
+    actor,
+    body: str,
+    kind: str = Comment.Kind.COMMENT,
+    objection_type: str = "",
+    visibility: str = Comment.Visibility.ALL,
+    parent: Comment | None = None,
+    finding: Finding | None = None,
+    point_key: str = "",
+    file: str = "",
+    line: int | None = None,
+    version: SubmissionVersion | None = None,
+) -> Comment:
+    """A comment, an objection (reviewers, auditors, the chair) or a reply. A submitter's reply to an open
+    objection answers it; an objection's answer is due in PORTAL_OBJECTION_ANSWER_BUSINESS_DAYS business days."""
+    body = text_within_cap((body or "").strip(), what="A comment")
+    if not body:
+        raise ApplicationError("A comment needs a text.", code="invalid")
+    # the thread is open, and the actor may write in it now (a reviewer with a conflict of interest may not)
+    SUBMISSION.require(actor, submission, "object" if kind == Comment.Kind.OBJECTION else "comment")
+    if visibility not in Comment.Visibility.values:
+        raise ApplicationError(
+            f"Visibility must be one of {', '.join(Comment.Visibility.values)}.", code="invalid"
+        )
+    if parent is not None:
+        if parent.submission_id != submission.pk:
+            raise ApplicationError("The reply belongs to another submission's thread.", code="invalid")
+        visibility = parent.visibility  # a reply is read by whoever read what it answers
+    if not _may_post(actor, submission, visibility):
+        raise NotAllowedError("You cannot write in this thread at that visibility.")
+    is_submitter = submission.organisation_id in user_org_ids(actor)
+    if kind == Comment.Kind.OBJECTION:
+        if is_submitter:
+            raise NotAllowedError("Objections are raised by reviewers, auditors and the chair.")
+        if objection_type not in Comment.ObjectionType.values:
+            raise ApplicationError(
+                f"An objection's type is one of {', '.join(Comment.ObjectionType.values)}.", code="invalid"
+            )
+        if parent is not None:
+            raise ApplicationError("An objection starts its own thread.", code="invalid")
+    if finding is not None and finding.check_run.version.submission_id != submission.pk:
+        raise ApplicationError("The finding belongs to another submission.", code="invalid")
+    now = timezone.now()
+    comment = Comment(
+        submission=submission,
+        version=version or submission.submitted_version or submission.versions.order_by("-number").first(),
+        parent=parent,
+        author=actor,
+        kind=kind,
+        objection_type=objection_type if kind == Comment.Kind.OBJECTION else "",
+        objection_status=Comment.ObjectionStatus.OPEN if kind == Comment.Kind.OBJECTION else "",
+        visibility=visibility,
+        body=body,
+        finding=finding,
+        point_key=point_key or "",
+        file=file or "",
+        line=line,
+        answer_due_at=(
+            selectors.add_business_days(now, settings.PORTAL_OBJECTION_ANSWER_BUSINESS_DAYS)
+            if kind == Comment.Kind.OBJECTION
+            else None
+        ),
+    )
+    comment.full_clean()
+    comment.save()
+    audit_event_record(
+        actor=actor,
+        action="review.objection_raised" if kind == Comment.Kind.OBJECTION else "review.commented",
+        obj=comment,
+        data={
+            "submission": submission.pk,
+            "visibility": visibility,
+            **({"type": objection_type} if kind == Comment.Kind.OBJECTION else {}),
+            **({"parent": parent.pk} if parent is not None else {}),
+        },
+    )
+    if parent is not None and parent.kind == Comment.Kind.OBJECTION and is_submitter:
+        if OBJECTION.advance(Comment.objects, parent, "answer"):
+            audit_event_record(
+                actor=actor,
+                action="review.objection_answered",
+                obj=parent,
+                data={"submission": submission.pk, "answer": comment.pk},
+            )
+    readers = _thread_readers(submission, visibility)
+    notify(
+        users=[user for user in readers if user.pk != actor.pk],
+        kind="review.objection" if kind == Comment.Kind.OBJECTION else "review.comment",
+        submission_id=submission.pk,
+        subject=(
+            f"Objection ({comment.get_objection_type_display().lower()}) on {submission_label(submission)}"
+            if kind == Comment.Kind.OBJECTION
+            else f"New comment on {submission_label(submission)}"
+        ),
+        body=body[:2000],
+        url=submission_url(submission),
+    )
+    return comment
+
+
+def _thread_readers(submission: Submission, visibility: str) -> list:
+    readers = auditors() + chairs()
+    if visibility in (Comment.Visibility.ALL, Comment.Visibility.REVIEWERS):
+        readers += submission_reviewers(submission)
+    if visibility == Comment.Visibility.ALL:
+        readers += submission_submitters(submission)
+    return readers
+
+
+@transaction.atomic
+def objection_close(*, objection: Comment, actor, outcome: str, note: str = "") -> Comment:
+    """The objector or the chair resolves or overrules an objection; the quorum may then complete the review."""
+    submission = submission_locked(objection.submission)
+    objection = Comment.objects.select_for_update().get(pk=objection.pk)
+    if objection.kind != Comment.Kind.OBJECTION:
+        raise ApplicationError("Only an objection is resolved or overruled.", code="invalid")
+    actions = {Comment.ObjectionStatus.RESOLVED: "resolve", Comment.ObjectionStatus.OVERRULED: "overrule"}
+    if outcome not in actions:
+        raise ApplicationError("Outcome is resolved or overruled.", code="invalid")
+    OBJECTION.require(actor, objection, actions[outcome])
+    Comment.objects.filter(pk=objection.pk).update(
+        objection_status=outcome, closed_by=actor, closed_at=timezone.now()
+    )
+    objection.refresh_from_db()
+    audit_event_record(
+        actor=actor,
+        action=f"review.objection_{outcome}",
+        obj=objection,
+        data={"submission": submission.pk, "note": (note or "").strip()},
+    )
+    if (note or "").strip():
+        comment_post(submission=submission, actor=actor, body=note, parent=objection)
+    review_complete_if_quorum(submission, actor)
+    return objection
