@@ -531,6 +531,8 @@ PORTAL_SPOTCHECK_DURATION_S = env_int("PORTAL_SPOTCHECK_DURATION_S", 30, minimum
 PORTAL_SPOTCHECK_TOKENIZER = Path(
     env_str("PORTAL_SPOTCHECK_TOKENIZER", str(BASE_DIR / "portal_data" / "tokenizers" / "sample-bpe-4k"))
 )
+if not PORTAL_SPOTCHECK_TOKENIZER.is_absolute():
+    PORTAL_SPOTCHECK_TOKENIZER = BASE_DIR / PORTAL_SPOTCHECK_TOKENIZER
 PORTAL_SPOTCHECK_PROMPT_TOKENS = env_int("PORTAL_SPOTCHECK_PROMPT_TOKENS", 128, minimum=1, maximum=32768)
 PORTAL_SPOTCHECK_OUTPUT_TOKENS = env_int("PORTAL_SPOTCHECK_OUTPUT_TOKENS", 128, minimum=1, maximum=32768)
 # The beat schedule spot-checks published results whose endpoint stays up, each every N days (off by default:
