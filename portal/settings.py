@@ -208,6 +208,8 @@ CELERY_BEAT_SCHEDULE = {
     "rechecks-start-if-due": {"task": "leaderboard.tasks.rechecks_start_if_due_task", "schedule": 3600.0},
     # Spot-checks of published results whose endpoint stays up: only with PORTAL_SPOTCHECK_SCHEDULE.
     "spotchecks-schedule": {"task": "spotchecks.tasks.spotchecks_schedule_task", "schedule": 3600.0},
+    # A spot-check whose worker died mid-run is recorded as an error once its hard time limit is long past.
+    "spotchecks-reconcile": {"task": "spotchecks.tasks.spotchecks_reconcile_task", "schedule": 600.0},
     # One e-mail a day to each user who chose the digest (accounts.services.notifications.notifications_digest_send).
     "notifications-digest": {
         "task": "accounts.tasks.notifications_digest_task",
@@ -527,6 +529,11 @@ PORTAL_EGRESS_RATE_PER_S = env_int("PORTAL_EGRESS_RATE_PER_S", 50, minimum=1)
 # GuideLLM's executable in its own venv (`make guidellm`), and how long a spot-check measures one point.
 PORTAL_GUIDELLM_BIN = env_str("PORTAL_GUIDELLM_BIN", str(BASE_DIR / ".venv-guidellm" / "bin" / "guidellm"))
 PORTAL_SPOTCHECK_DURATION_S = env_int("PORTAL_SPOTCHECK_DURATION_S", 30, minimum=5, maximum=3600)
+if PORTAL_SPOTCHECK_DURATION_S > PORTAL_EGRESS_MAX_DURATION_S:
+    raise EnvError(
+        f"PORTAL_SPOTCHECK_DURATION_S ({PORTAL_SPOTCHECK_DURATION_S} s) is longer than the egress guard lets a "
+        f"spot-check run (PORTAL_EGRESS_MAX_DURATION_S, {PORTAL_EGRESS_MAX_DURATION_S} s): shorten it or raise that."
+    )
 # GuideLLM's synthetic prompts: their size in tokens (counted with this tokenizer folder) and the output asked for.
 PORTAL_SPOTCHECK_TOKENIZER = Path(
     env_str("PORTAL_SPOTCHECK_TOKENIZER", str(BASE_DIR / "portal_data" / "tokenizers" / "sample-bpe-4k"))

@@ -183,3 +183,17 @@ def test_the_public_evidence_needs_a_public_endpoint(role_users, client, storage
     )
     response = client.get(url)
     assert response.status_code == 200 and response["X-Content-SHA256"] == spot_check.evidence[0]["sha256"]
+
+
+def test_a_spot_check_a_dead_worker_left_is_recorded_as_an_error_once_its_time_is_long_past(role_users):
+    publication = _published(role_users["organisations"]["acme"])
+    stuck = services.spotcheck_start(
+        submission=publication.submission, actor=role_users["auditor"], concurrency=2
+    )
+    assert services.spotchecks_reconcile() == []  # still within its time
+    later = timezone.now() + timedelta(hours=1)
+    assert services.spotchecks_reconcile(now=later) == [stuck.pk]
+    stuck.refresh_from_db()
+    assert stuck.status == "error" and "worker stopped" in stuck.detail and stuck.finished_at is not None
+    assert services.spotchecks_reconcile(now=later) == []
+    assert AuditEvent.objects.filter(action="spotcheck.finished", data__verdict="error").count() == 1
