@@ -48,8 +48,9 @@ lint: install
 	$(BIN)/mypy checker
 	$(BIN)/lint-imports
 
-# Full suite against PostgreSQL + Redis (DATABASE_URL / REDIS_URL, defaulting to the local services).
-test: install
+# Full suite against PostgreSQL + Redis (DATABASE_URL / REDIS_URL, defaulting to the local services); GuideLLM for
+# the spot-check tests (tests/spotchecks: a real worker runs it against `guidellm mock-server`).
+test: install guidellm
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy checker

@@ -43,6 +43,7 @@ from previews.models import Preview
 from previews.selectors import previews_visible_to
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from review.selectors import organisations_conflicted_with_any
+from spotchecks.models import SpotCheck
 from submissions.models import (
     CheckOutbox,
     CheckRun,
@@ -115,6 +116,19 @@ def endpoints_visible_to(user) -> QuerySet[Endpoint]:
         if _oversees(user):
             visible |= ~Submission.states.q("draft", via="submission")
     return Endpoint.objects.filter(visible)
+
+
+def spotchecks_visible_to(user) -> QuerySet[SpotCheck]:
+    """A spot-check (docs/remeasurement.md): auditors and the chair (never of a draft: none exists there), the
+    submitting organisation's members; anyone else only a finished re-measurement of a published result's curve
+    (`public` states: within, outside, could not reach). Reviewers see only those: measuring is the auditors'
+    part. The endpoint's URL inside is shown by endpoint_visible_to's rule, never the credential."""
+    visible = SpotCheck.states.q("public") & Publication.states.q("published", via="publication")
+    if _signed_in(user):
+        visible |= Q(submission__organisation_id__in=user_org_ids(user))
+        if _oversees(user):
+            visible |= ~Submission.states.q("draft", via="submission")
+    return SpotCheck.objects.filter(visible)
 
 
 def review_submissions_visible_to(user) -> QuerySet[Submission]:
@@ -475,6 +489,7 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     RecheckResult: recheck_results_visible_to,
     NotificationPreference: notification_preferences_visible_to,
     Invitation: invitations_visible_to,
+    SpotCheck: spotchecks_visible_to,  # docs/remeasurement.md
     Preview: previews_visible_to,  # its organisation's members only, like a draft, forever (docs/previews.md)
     SignIn: sign_ins_visible_to,
     VerifiedAddress: verified_addresses_visible_to,

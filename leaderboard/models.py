@@ -85,7 +85,8 @@ class Publication(StatefulModel, models.Model):
 
 
 class Challenge(StatefulModel, models.Model):
-    """An organisation member questions a published result; the chair resolves it in public."""
+    """An organisation member (or the chair, or the portal after a spot-check outside tolerance) questions a
+    published result; the chair resolves it in public."""
 
     class Status(models.TextChoices):
         OPEN = "open", "Open"
@@ -96,7 +97,14 @@ class Challenge(StatefulModel, models.Model):
     states = States(Status)
 
     publication = models.ForeignKey(Publication, on_delete=models.PROTECT, related_name="challenges")
-    raised_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    raised_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Empty: the portal raised it (a spot-check outside tolerance, spotchecks.services).",
+    )
     organisation = models.ForeignKey(
         "accounts.Organisation",
         on_delete=models.PROTECT,

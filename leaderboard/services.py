@@ -353,6 +353,31 @@ def challenge_raise(*, publication: Publication, actor, reason: str) -> Challeng
 
 
 @transaction.atomic
+def challenge_raise_remeasured(*, publication: Publication, reason: str, data: dict) -> Challenge:
+    """The portal challenges a published result whose re-measurement fell outside tolerance (a spot-check,
+    spotchecks.services): no person and no organisation raised it; the chair resolves it like any other. Nothing
+    published changes here."""
+    PUBLICATION.require(None, publication, "challenge_remeasured")
+    challenge = Challenge.objects.create(
+        publication=publication, raised_by=None, organisation=None, reason=reason.strip()
+    )
+    audit_event_record(
+        actor=None,
+        action="challenge.raised",
+        obj=challenge,
+        data={"public_id": publication.public_id, "by": "spot-check", **data},
+    )
+    notify(
+        users=chairs(),
+        kind="challenge.raised",
+        subject=f"{publication.public_id} is challenged by a re-measurement",
+        body=reason.strip()[:2000],
+        url=f"/results/{publication.public_id}/",
+    )
+    return challenge
+
+
+@transaction.atomic
 def challenge_resolve(*, challenge: Challenge, actor, outcome: str, text: str) -> Challenge:
     """The chair resolves a challenge: dismissed, annotated (a public note) or retracted (the result keeps its
     page, marked retracted, and leaves the rankings)."""
@@ -384,7 +409,7 @@ def challenge_resolve(*, challenge: Challenge, actor, outcome: str, text: str) -
         data={"public_id": publication.public_id, "resolution": text.strip()},
     )
     notify(
-        users=[challenge.raised_by],
+        users=[challenge.raised_by] if challenge.raised_by_id else [],
         kind=f"challenge.{outcome}",
         subject=f"Your challenge of {publication.public_id} was {outcome}",
         body=text.strip()[:2000],

@@ -22,6 +22,8 @@ PUBLISHER = Actor(
 CHAIR = Actor("chair", "the chair", lambda user, obj: user_is_chair(user))
 ORG_MEMBER = Actor("org_member", "members of any organisation", lambda user, obj: bool(user_org_ids(user)))
 SCHEDULE = Actor("schedule", "the publication schedule", lambda user, obj: False, system=True)
+# A spot-check outside tolerance (spotchecks.services) raises its challenge as the portal, not as a person.
+SPOTCHECK = Actor("spotcheck", "a spot-check outside tolerance", lambda user, obj: False, system=True)
 
 
 def _extendable(publication: Publication) -> Ready:
@@ -73,6 +75,16 @@ PUBLICATION = Policy(
             (ORG_MEMBER, CHAIR),
             "Challenge",
             needs="a reason (leaderboard.services.challenge_raise; the chair's from a re-check's report)",
+        ),
+        Rule(
+            "challenge_remeasured",
+            (P.PUBLISHED,),
+            (SPOTCHECK,),
+            "Challenge (re-measurement)",
+            automatic=True,
+            event="challenge.raised",
+            needs="a spot-check of the published curve outside tolerance (leaderboard.services."
+            "challenge_raise_remeasured): raised by the portal, with the figures; for the chair to resolve",
         ),
         Rule(
             "retract",

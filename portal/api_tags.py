@@ -31,7 +31,11 @@ TAG_GROUPS = (
         "Assignments, the review thread (comments and objections), reviews and waivers.",
         ("review-assignments", "review-versions", "comments", "reviews", "waivers"),
     ),
-    ("Audit", "Attestations, evidence requests and the audit log.", ("audit", "evidence-requests")),
+    (
+        "Audit",
+        "Attestations, evidence requests, spot-checks (re-measurements of a point) and the audit log.",
+        ("audit", "evidence-requests", "spotchecks"),
+    ),
     (
         "Chair",
         "The chair's dashboard, reviewer draws, conflicts of interest and re-checks of published results.",

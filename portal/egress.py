@@ -16,7 +16,7 @@ nowhere else:
 * connect and read timeouts, a bound on the number of requests and on the proxy's lifetime, and a rate limit per
   endpoint (requests per second, shared by every proxy of this process).
 
-Plain Python (no Django): settings are passed in by the caller (leaderboard.spotchecks).
+Plain Python (no Django): settings are passed in by the caller (spotchecks.services).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import ipaddress
 import json
 import socket
 import ssl
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -190,6 +191,15 @@ class _CheckedConnection(http.client.HTTPConnection):
         raise last_error or OSError(f"cannot connect to {self._target.host}")
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        # A load generator that cancels its in-flight requests at the end of its run resets their connections:
+        # nothing went wrong with the endpoint, and nothing to print.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class EgressProxy:
     """A loopback HTTP server forwarding to the declared endpoint only. Use as a context manager; `url` is what
     the load generator targets (the declared base path included)."""
@@ -210,7 +220,7 @@ class EgressProxy:
         self.record = Record()
         self._lock = threading.Lock()
         self._started = time.monotonic()
-        self._server = ThreadingHTTPServer(("127.0.0.1", bind_port), self._handler_class())
+        self._server = _Server(("127.0.0.1", bind_port), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="egress-proxy", daemon=True)
 

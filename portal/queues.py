@@ -20,6 +20,7 @@ QUEUE_KINDS: dict[str, str] = {
     "judge": "run the rules over a whole version and end its check run",
     "notify": "e-mail digests and review deadline reminders",
     "publish": "publish what is due (embargo ended, cohort reached)",
+    "spotcheck": "measure one point again against a declared endpoint (GuideLLM through the egress guard)",
     "housekeeping": "reconcile stuck checks, send the check outbox, expire uploads, audit checkpoints",
 }
 
@@ -31,6 +32,8 @@ DEFAULT_TIME_LIMITS_S: dict[str, tuple[int, int]] = {
     "judge": (900, 1000),
     "notify": (300, 360),
     "publish": (300, 360),
+    # GuideLLM for PORTAL_SPOTCHECK_DURATION_S (30 s; at most 3600) plus its start-up and the import.
+    "spotcheck": (1200, 1260),
     "housekeeping": (600, 660),
 }
 

@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     "submissions",
     "review",
     "leaderboard",
+    "spotchecks",
     "previews",
     "access",
 ]
@@ -205,6 +206,10 @@ CELERY_BEAT_SCHEDULE = {
     # campaign whose runs ended; the start only with PORTAL_RECHECK_AUTOMATIC (otherwise the chair starts one).
     "rechecks-advance": {"task": "leaderboard.tasks.rechecks_advance_task", "schedule": 60.0},
     "rechecks-start-if-due": {"task": "leaderboard.tasks.rechecks_start_if_due_task", "schedule": 3600.0},
+    # Spot-checks of published results whose endpoint stays up: only with PORTAL_SPOTCHECK_SCHEDULE.
+    "spotchecks-schedule": {"task": "spotchecks.tasks.spotchecks_schedule_task", "schedule": 3600.0},
+    # A spot-check whose worker died mid-run is recorded as an error once its hard time limit is long past.
+    "spotchecks-reconcile": {"task": "spotchecks.tasks.spotchecks_reconcile_task", "schedule": 600.0},
     # One e-mail a day to each user who chose the digest (accounts.services.notifications.notifications_digest_send).
     "notifications-digest": {
         "task": "accounts.tasks.notifications_digest_task",
@@ -524,6 +529,23 @@ PORTAL_EGRESS_RATE_PER_S = env_int("PORTAL_EGRESS_RATE_PER_S", 50, minimum=1)
 # GuideLLM's executable in its own venv (`make guidellm`), and how long a spot-check measures one point.
 PORTAL_GUIDELLM_BIN = env_str("PORTAL_GUIDELLM_BIN", str(BASE_DIR / ".venv-guidellm" / "bin" / "guidellm"))
 PORTAL_SPOTCHECK_DURATION_S = env_int("PORTAL_SPOTCHECK_DURATION_S", 30, minimum=5, maximum=3600)
+if PORTAL_SPOTCHECK_DURATION_S > PORTAL_EGRESS_MAX_DURATION_S:
+    raise EnvError(
+        f"PORTAL_SPOTCHECK_DURATION_S ({PORTAL_SPOTCHECK_DURATION_S} s) is longer than the egress guard lets a "
+        f"spot-check run (PORTAL_EGRESS_MAX_DURATION_S, {PORTAL_EGRESS_MAX_DURATION_S} s): shorten it or raise that."
+    )
+# GuideLLM's synthetic prompts: their size in tokens (counted with this tokenizer folder) and the output asked for.
+PORTAL_SPOTCHECK_TOKENIZER = Path(
+    env_str("PORTAL_SPOTCHECK_TOKENIZER", str(BASE_DIR / "portal_data" / "tokenizers" / "sample-bpe-4k"))
+)
+if not PORTAL_SPOTCHECK_TOKENIZER.is_absolute():
+    PORTAL_SPOTCHECK_TOKENIZER = BASE_DIR / PORTAL_SPOTCHECK_TOKENIZER
+PORTAL_SPOTCHECK_PROMPT_TOKENS = env_int("PORTAL_SPOTCHECK_PROMPT_TOKENS", 128, minimum=1, maximum=32768)
+PORTAL_SPOTCHECK_OUTPUT_TOKENS = env_int("PORTAL_SPOTCHECK_OUTPUT_TOKENS", 128, minimum=1, maximum=32768)
+# The beat schedule spot-checks published results whose endpoint stays up, each every N days (off by default:
+# auditors and the chair start spot-checks from the audit page).
+PORTAL_SPOTCHECK_SCHEDULE = env_bool("PORTAL_SPOTCHECK_SCHEDULE", False)
+PORTAL_SPOTCHECK_EVERY_DAYS = env_int("PORTAL_SPOTCHECK_EVERY_DAYS", 7, minimum=1)
 
 # --- Check pipeline and uploads (submissions app) -------------------------------------------
 # Chords (one task per load point, joined by one task per version) need a result backend.

@@ -14,6 +14,7 @@ from leaderboard.api import results as leaderboard_api
 from portal import api_format, health, views
 from previews import api as previews_api
 from review import api as review_api
+from spotchecks import api as spotchecks_api
 from submissions import api as submissions_api
 
 admin.site.site_header = "Endpoints Portal administration"
@@ -40,6 +41,7 @@ for app_api in (
     leaderboard_api,
     accounts_api,
     previews_api,
+    spotchecks_api,
 ):
     app_api.register(router)
 
@@ -95,6 +97,7 @@ urlpatterns = [
     path("leaderboard/", include("leaderboard.urls")),
     path("previews/", include("previews.urls")),
     path("", include("leaderboard.urls_results")),
+    path("", include("spotchecks.urls_results")),
 ]
 
 # Under /api/ every error is JSON in the API's shape; elsewhere the portal's pages (portal.errorpages).

@@ -10,6 +10,7 @@ from review.views import auditor as views_audit
 from review.views import chair as views_chair
 from review.views import reviewer as views_reviewer
 from review.views import submitter as views_submitter
+from spotchecks import views as views_spotchecks
 
 app_name = "review"
 
@@ -39,6 +40,14 @@ urlpatterns = [
     path("audit/<int:pk>/reject/", views_audit.reject, name="audit_reject"),
     path("audit/<int:pk>/recheck/", views_audit.recheck, name="audit_recheck"),
     path("audit/<int:pk>/waive/", views_audit.waiver_grant, name="waiver_grant"),
+    # spot-checks (docs/remeasurement.md): start one, the polled panel, a raw output
+    path("audit/<int:pk>/spotchecks/start/", views_spotchecks.spotcheck_start, name="spotcheck_start"),
+    path("audit/<int:pk>/spotchecks/", views_spotchecks.spotcheck_panel, name="spotcheck_panel"),
+    path(
+        "audit/<int:pk>/spotchecks/<int:spotcheck_id>/evidence/<int:position>/",
+        views_spotchecks.spotcheck_evidence,
+        name="spotcheck_evidence",
+    ),
     path("waivers/<int:waiver_id>/decide/", views_audit.waiver_decide, name="waiver_decide"),
     # the chair
     path("chair/", views_chair.dashboard, name="chair_dashboard"),

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from accounts.models import Membership
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
-from portal.policy import Actor, Policy, Rule
-from submissions.models import CheckRun, Submission, Upload
+from portal.errors import ConflictError
+from portal.policy import Actor, Policy, Ready, Rule
+from submissions.models import CheckRun, Endpoint, Submission, Upload
 
 Status = Submission.Status
 SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
@@ -35,9 +36,26 @@ AUDITOR_OF_SUBMITTED = Actor(
     lambda user, submission: user_is_auditor(user) and submission.status != Status.DRAFT,
 )
 WORKER = Actor("worker", "the check pipeline", lambda user, obj: False, system=True)
+SPOTCHECK_SCHEDULE = Actor(
+    "spotcheck_schedule", "the spot-check schedule", lambda user, obj: False, system=True
+)
 
 # A draft, or a submission the reviewers sent back: its new version is what `resubmit` sends them.
 UPLOADABLE = (Status.DRAFT, Status.CHANGES_REQUESTED)
+
+
+def _endpoint_declared(submission: Submission) -> Ready:
+    if not Endpoint.objects.filter(submission=submission).exists():
+        raise ConflictError(
+            "The submission declares no endpoint: there is nothing to measure again.",
+            code="spotcheck-no-endpoint",
+        )
+    return Ready()
+
+
+# A spot-check measures a submission that is in the auditors' hands or public: never a draft (its organisation's
+# own), never a withdrawn or rejected one (nothing to check any more).
+SPOT_CHECKABLE = tuple(v for v in Status.values if v not in (Status.DRAFT, Status.WITHDRAWN, Status.REJECTED))
 
 # Rows of the submission's table (review.lifecycle.SUBMISSION takes them in).
 SUBMISSION_FILE_RULES = (
@@ -75,6 +93,16 @@ SUBMISSION_FILE_RULES = (
         (SUBMITTER,),
         "Declare the endpoint",
         needs="an http(s) URL and a model name; the credential is kept encrypted (submissions.endpoints)",
+    ),
+    Rule(
+        "spot_check",
+        SPOT_CHECKABLE,
+        (AUDITOR, CHAIR, SPOTCHECK_SCHEDULE),
+        "Spot-check a point",
+        precondition=_endpoint_declared,
+        needs="a declared endpoint (409 `spotcheck-no-endpoint`) and a point of the latest check run or the "
+        "published curve; one at a time (409 `spotcheck-busy`); the schedule only on published results whose "
+        "endpoint stays up, with PORTAL_SPOTCHECK_SCHEDULE (spotchecks.services.spotcheck_start)",
     ),
 )
 SUBMISSION_FILES = Policy(name="submission", states=tuple(Status.values), rules=SUBMISSION_FILE_RULES)

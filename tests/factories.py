@@ -55,6 +55,7 @@ from leaderboard.models import (
 )
 from previews.models import Preview
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
+from spotchecks.models import SpotCheck
 from submissions.endpoints import credential_encrypt
 from submissions.models import (
     CheckOutbox,
@@ -928,6 +929,27 @@ class EndpointFactory(_Factory):
     credential_encrypted = factory.LazyAttribute(
         lambda e: credential_encrypt(e.credential) if e.credential else ""
     )
+
+
+class SpotCheckFactory(_Factory):
+    """A spot-check of a published result's point at concurrency 2, queued (nothing measured yet)."""
+
+    class Meta:
+        model = SpotCheck
+
+    publication = factory.SubFactory(PublicationFactory)
+    submission = factory.LazyAttribute(lambda s: s.publication.submission)
+    check_run = factory.LazyAttribute(lambda s: s.publication.check_run if s.publication else None)
+    source = SpotCheck.Source.PUBLICATION
+    point = "Test system/llama3_1-8b/r2"
+    concurrency = 2
+    duration_s = 30
+    claimed = factory.LazyFunction(
+        lambda: {"system_tps": 180.0, "tps_per_user": 130.0, "ttft_p90_ms": 90.0, "goodput": 8.0}
+    )
+    endpoint_url = "http://127.0.0.1:8000"
+    model_name = "mock-llama"
+    started_by = factory.LazyAttribute(lambda s: GlobalRoleFactory(role=GlobalRole.Role.AUDITOR).user)
 
 
 # --- accounts: notifications ----------------------------------------------------------------------

@@ -32,6 +32,10 @@ class Access:
     # A preview (previews/): its organisation's members only; 404 for everyone else, auditors and the chair
     # included (a preview is never a submission: there is nothing to oversee), whatever its state.
     PREVIEW = "preview"
+    # A spot-check (spotchecks/): the submitting organisation's and the overseers' (never of a draft for the
+    # overseers); everyone's once it is a finished re-measurement of a published curve. 404 for anyone else,
+    # anonymous included.
+    SPOTCHECK = "spotcheck"
 
 
 # --- Roles (relative to each submission) -------------------------------------------------------------
@@ -684,6 +688,33 @@ ROUTES: dict[str, Route] = {
         access=Access.OVERSEE,
         url=lambda w: f"/review/audit/{w['sub'].pk}/waive/",
     ),
+    # spot-checks on the audit page (docs/remeasurement.md): start one, the polled panel, a raw output
+    "review:spotcheck_start": _p(
+        SUBJECT_WRITE,
+        who=OVERSIGHT,
+        access=Access.OVERSEE,
+        url=lambda w: f"/review/audit/{w['sub'].pk}/spotchecks/start/",
+    ),
+    "review:spotcheck_panel": _g(
+        SUBJECT,
+        who=OVERSIGHT,
+        access=Access.OVERSEE,
+        url=lambda w: f"/review/audit/{w['sub'].pk}/spotchecks/",
+    ),
+    "review:spotcheck_evidence": _g(
+        SUBJECT,
+        pk="spotcheck",
+        who=OVERSIGHT,
+        access=Access.OVERSEE,
+        url=lambda w: f"/review/audit/{w['sub'].pk}/spotchecks/{w['spotcheck'].pk}/evidence/0/",
+    ),
+    "api:spotcheck-list": _g(LIST, access=Access.LIST, url=lambda w: "/api/v1/spotchecks/"),
+    "api:spotcheck-detail": _g(
+        SUBJECT,
+        pk="spotcheck_api",
+        access=Access.SPOTCHECK,
+        url=lambda w: f"/api/v1/spotchecks/{w['spotcheck'].pk}/",
+    ),
     "review:waiver_decide": _p(
         SUBJECT_WRITE,
         pk="waiver",
@@ -885,6 +916,14 @@ ROUTES: dict[str, Route] = {
         pk="public_file",
         access=Access.PUBLISHED,
         url=lambda w: f"/results/{w['public_id']}/files/0/",
+        group="leaderboard",
+    ),
+    # a published result's re-measurement evidence: public once published, when the endpoint is public
+    "remeasurements:evidence": _g(
+        RESULT,
+        pk="public_spotcheck",
+        access=Access.PUBLISHED,
+        url=lambda w: f"/results/{w['public_id']}/remeasurements/{w['spotcheck_id']}/evidence/0/",
         group="leaderboard",
     ),
     "results:system_history": _g(

@@ -173,6 +173,7 @@ def _build_world() -> World:
     from review.models import Comment, Conflict, EvidenceRequest, ReviewAssignment, Waiver
     from review.services.assignments import assignment_create
     from review.services.conflicts import conflict_declare
+    from spotchecks.models import SpotCheck
     from submissions.models import Submission, Upload
     from tests.factories import (
         BenchmarkFactory,
@@ -331,6 +332,16 @@ def _build_world() -> World:
         challenge = Challenge.objects.filter(publication__submission=submission).order_by("pk").first()
         if challenge is not None:
             ids["challenge"] = {"pk": challenge.pk}
+        spot_check = SpotCheck.objects.filter(submission=submission).order_by("pk").first()
+        if spot_check is not None:  # the demo's NB-2 result, re-measured
+            ids["spotcheck"] = {"pk": submission.pk, "spotcheck_id": spot_check.pk, "position": 0}
+            ids["spotcheck_api"] = {"pk": spot_check.pk}
+            if publication is not None:
+                ids["public_spotcheck"] = {
+                    "public_id": publication.public_id,
+                    "spotcheck_id": spot_check.pk,
+                    "position": 0,
+                }
         subjects.setdefault(submission.status, []).append(subject)
     assert set(subjects) == set(STATES), sorted(subjects)
     (z9,) = [s for s in subjects["in_review"] if s.title == Z9_TITLE]
@@ -820,6 +831,7 @@ WRITE_ACTIONS: dict[str, tuple] = {
     "submissions:reject": _sub("reject"),
     "submissions:recheck": _sub("recheck"),
     "submissions:endpoint": _sub("declare_endpoint"),
+    "review:spotcheck_start": _sub("spot_check"),
     "api:submission-endpoint": _sub("declare_endpoint"),
     "api:submission-submit": _sub("submit"),
     "api:submission-withdraw": _sub("withdraw"),
@@ -947,6 +959,12 @@ def _write_data(name: str, subject: Subject) -> dict | None:
     """What a write needs to be effective where the table allows it, so that the state alone decides: a waiver
     names an error finding of the latest version's latest check (else the service's finding-not-found would
     refuse it in every state, and a waiver asked for after peer review would go unseen)."""
+    if name == "review:spotcheck_start":  # a point of the claim, so that who, state and endpoint alone decide
+        from spotchecks.selectors import claim_of
+        from submissions.models import Submission
+
+        points = claim_of(Submission.objects.get(pk=subject.pk)).points
+        return {"concurrency": points[0]["concurrency"]} if points else None
     if name not in ("review:waiver_request", "review:waiver_grant"):
         return None
     from review.models import Waiver

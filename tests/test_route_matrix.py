@@ -82,6 +82,25 @@ def test_every_route_is_declared():
     assert not stale, f"declared routes that no longer exist: {sorted(stale)}"
 
 
+def _spotcheck_of(submission, *, auditor, publication=None):
+    """A finished spot-check of the submission (within tolerance), its raw output stored."""
+    from tests.factories import SpotCheckFactory
+
+    raw = b'{"benchmarks": []}'
+    digest = hashlib.sha256(raw).hexdigest()
+    key = default_storage.save(f"spotchecks/sha256/{digest[:2]}/{digest}", ContentFile(raw))
+    return SpotCheckFactory(
+        submission=submission,
+        publication=publication,
+        source="publication" if publication else "check_run",
+        check_run=None,
+        status="within",
+        finished_at=timezone.now(),
+        started_by=auditor,
+        evidence=[{"name": "benchmarks.json", "size_bytes": len(raw), "sha256": digest, "storage_key": key}],
+    )
+
+
 def _world(role_users, status: str, settings) -> dict:
     settings.PORTAL_ORG_QUOTA_BYTES = 10**12
     acme = role_users["organisations"]["acme"]
@@ -118,12 +137,14 @@ def _world(role_users, status: str, settings) -> dict:
         sha256=digest,
     )
     Submission.objects.filter(pk=submission.pk).update(status=status)
+    spotcheck = _spotcheck_of(submission, auditor=role_users["auditor"])
     outsider = UserFactory(username=f"outsider-{status}")
     MembershipFactory(user=outsider, organisation=role_users["organisations"]["nimbus"], role="submitter")
     return {
         "sub": submission,
         "system": system,
         "version": version,
+        "spotcheck": spotcheck,
         "run": run,
         "upload": upload,
         "outsider": outsider,
@@ -495,6 +516,38 @@ def test_shared_rows_are_the_organisations_and_the_overseers(name, role_users, s
     assert _request(world["auditor"], method, url(world)).status_code != 404, name
 
 
+SPOTCHECK_ROUTES = sorted(name for name, (kind, _, _) in ROUTES.items() if kind == Access.SPOTCHECK)
+
+
+@pytest.mark.parametrize("name", SPOTCHECK_ROUTES)
+def test_a_spotcheck_is_the_organisations_and_the_overseers_until_its_curve_is_published(
+    name, role_users, storage_dir, settings
+):
+    from leaderboard.models import Publication
+    from tests.factories import PublicationFactory
+
+    world = _oversee_world(role_users, "draft", settings)
+    _, method, url = ROUTES[name]
+    for user in (None, world["outsider"], world["auditor"], role_users["chair"], role_users["reviewer"]):
+        assert _request(user, method, url(world)).status_code == 404, (name, user)
+    assert _request(world["owner"], method, url(world)).status_code == 200, name
+    Submission.objects.filter(pk=world["sub"].pk).update(status="peer_reviewed")
+    for user in (None, world["outsider"], role_users["reviewer"]):
+        assert _request(user, method, url(world)).status_code == 404, (name, user)
+    for user in (world["owner"], world["auditor"], role_users["chair"]):
+        assert _request(user, method, url(world)).status_code == 200, (name, user)
+    # a finished re-measurement of the published curve is everyone's; one still under embargo is nobody else's
+    Submission.objects.filter(pk=world["sub"].pk).update(status="published")
+    publication = PublicationFactory(submission=world["sub"], version=world["version"], scheduled=True)
+    world["spotcheck"].__class__.objects.filter(pk=world["spotcheck"].pk).update(publication=publication)
+    assert _request(None, method, url(world)).status_code == 404, name
+    Publication.objects.filter(pk=publication.pk).update(status="published", published_at=timezone.now())
+    for user in (None, world["outsider"], role_users["reviewer"]):
+        response = _request(user, method, url(world))
+        assert response.status_code == 200, (name, user)
+        assert response.json()["endpoint_url"] is None and "credential" not in response.content.decode()
+
+
 PREVIEW_ROUTES = sorted(name for name, (kind, _, _) in ROUTES.items() if kind == Access.PREVIEW)
 
 
@@ -556,14 +609,21 @@ def _publication_world(role_users) -> dict:
         submission__benchmark=published.submission.benchmark,
     )
     model = published.submission.benchmark.model_id
+    from tests.factories import EndpointFactory
+
+    EndpointFactory(submission=published.submission, public=True)
+    shown_check = _spotcheck_of(published.submission, auditor=role_users["auditor"], publication=published)
+    hidden_check = _spotcheck_of(scheduled.submission, auditor=role_users["auditor"], publication=scheduled)
     return {
         "shown": {
+            "spotcheck_id": shown_check.pk,
             "public_id": published.public_id,
             "system_id": published.submission.system_id,
             "model": model,
             "ids": f"{published.public_id},{other.public_id}",
         },
         "hidden": {
+            "spotcheck_id": hidden_check.pk,
             "public_id": scheduled.public_id,
             "system_id": hidden_system.pk,
             "model": model,

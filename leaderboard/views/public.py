@@ -46,6 +46,7 @@ from leaderboard.slo import node_count
 from portal import csv_safe
 from portal.errors import ApplicationError
 from portal.parsers import parse_positive
+from spotchecks.selectors import endpoint_url_shown, remeasurements_public, spotcheck_rows
 from submissions.uploads import version_file_response
 
 POINT_COLUMNS = [
@@ -450,6 +451,19 @@ def _timeline(publication: Publication, revisions: list, *, shown: int, x: str) 
     return {"rows": rows, "chart": chart, "newest": revisions[-1].number}
 
 
+def _remeasurements(publication: Publication) -> list[dict]:
+    """The result's finished re-measurements for the public body (the same for every visitor: the endpoint URL
+    only when its organisation made it public)."""
+    return [
+        {
+            "spot_check": spot_check,
+            "figures": spotcheck_rows(spot_check),
+            "endpoint_url": endpoint_url_shown(None, spot_check),
+        }
+        for spot_check in remeasurements_public(publication)
+    ]
+
+
 def _result_context(public_id: str, revision: int | None = None, query=None) -> dict:
     newest = selectors.publication_public(public_id)
     publication = selectors.publication_at_revision(newest, revision)
@@ -487,6 +501,7 @@ def _result_context(public_id: str, revision: int | None = None, query=None) -> 
         "buyer": buyer,
         "page_status": 400 if buyer["errors"] else 200,
         "headline": publication.headline or {},
+        "remeasurements": _remeasurements(newest),
         "power_kind": selectors.publication_power_kind(publication),
         "page_title": f"{publication.public_id} {publication.record.system_name}",
         "page_meta": {

@@ -29,6 +29,7 @@ from review import lifecycle, selectors
 from review.models import EvidenceRequest, Waiver
 from review.services.attestations import attestation_record, evidence_request
 from review.services.waivers import waiver_grant_directly, waivers_decide_group
+from spotchecks.views import audit_panel_context
 from submissions import checks
 from submissions.models import Submission
 from submissions.selectors import check_run_findings, check_run_latest, check_run_official
@@ -150,6 +151,7 @@ def attestation(request, pk: int):
         ),
         "evidence_days": settings.PORTAL_EVIDENCE_DAYS,
         "now": timezone.now(),
+        **audit_panel_context(request.user, submission),
     }
     return render(request, "review/attestation.html", context)
 

@@ -31,6 +31,10 @@ EXPECTED_KINDS = {
     "review.tasks.review_deadlines_task": "notify",
     "accounts.tasks.notifications_digest_task": "notify",
     "leaderboard.tasks.publications_publish_due_task": "publish",
+    # the only task that reaches outside, through the egress guard, on workers of its own (docs/remeasurement.md)
+    "spotchecks.tasks.spotcheck_run_task": "spotcheck",
+    "spotchecks.tasks.spotchecks_schedule_task": "housekeeping",
+    "spotchecks.tasks.spotchecks_reconcile_task": "housekeeping",
 }
 
 

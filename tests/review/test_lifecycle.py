@@ -386,6 +386,7 @@ def test_docs_show_every_table_the_code_has():
     from leaderboard.models import Challenge, Publication, PublicationRevision, RecheckCampaign, RecheckResult
     from previews.models import Preview
     from review.models import Comment, EvidenceRequest, ReviewAssignment, Waiver
+    from spotchecks.models import SpotCheck
     from submissions.models import CheckRun, Upload
 
     expected = {
@@ -402,6 +403,7 @@ def test_docs_show_every_table_the_code_has():
         "preview": Preview.Status.values,
         "re-check": RecheckCampaign.Status.values,
         "re-check result": RecheckResult.Status.values,
+        "spot-check": SpotCheck.Status.values,
     }
     assert {policy.name for policy in POLICIES} == set(expected)
     for name, states in expected.items():

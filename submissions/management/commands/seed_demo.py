@@ -34,13 +34,14 @@ from audit.models import AuditEvent
 from audit.services import audit_event_record
 from leaderboard.demo import seed_demo_publications
 from review.demo import Z9_TITLE, seed_demo_review, seed_demo_z9
+from spotchecks.demo import seed_demo_spotcheck
 from submissions.demo import DEMO_USERS, seed_demo
 from submissions.models import Submission
 
 CONSOLE_BACKEND = "django.core.mail.backends.console.EmailBackend"
 LOCMEM_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # Bump when the demo's data or story changes: a database seeded with another version is rebuilt.
-DEMO_DATA_VERSION = "2026-12-02 real extension runs, Nimbus NB-2, preview rule set, Z9 seeded last, r48 label"
+DEMO_DATA_VERSION = "2026-12-02 real extension runs, Nimbus NB-2, preview rule set, Z9 seeded last, r48 label, NB-2 spot-check"
 STARTED, FINISHED = "demo.seeding_started", "demo.seeding_finished"
 
 
@@ -170,6 +171,7 @@ class Command(BaseCommand):
             seed = seed_demo()
             submissions = seed_demo_review(seed)
             submissions.update(seed_demo_publications(seed))
+            seed_demo_spotcheck(seed.users)  # NB-2's endpoint and a finished spot-check of its c2 point
             # Last: its stand-in runs must not make any published result's check say raw-log-reused.
             submissions[Z9_TITLE] = seed_demo_z9(seed)
             seed.accounts = seed_demo_accounts(seed.users)

@@ -1,0 +1,117 @@
+"""Reads of spot-checks: the claim a spot-check compares with (the published curve, else the latest check run),
+its points, a submission's spot-checks and a published result's re-measurements. Which rows a user may see is
+access.visibility.spotchecks_visible_to; what of the endpoint a user may see is submissions.endpoints's rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checker.remeasure import TOLERANCES
+from leaderboard.models import Publication
+from spotchecks.models import SpotCheck
+from submissions.endpoints import endpoint_visible_to
+from submissions.models import CheckRun, Submission
+from submissions.selectors import check_run_latest
+
+FIGURES = tuple(TOLERANCES)
+FIGURE_LABELS = {
+    "system_tps": "System throughput (tokens/s)",
+    "tps_per_user": "Interactivity (tokens/s per user)",
+    "ttft_p90_ms": "TTFT P90 (ms)",
+    "goodput": "Goodput (requests/s within the SLO)",
+}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a spot-check of this submission compares with now."""
+
+    source: str  # SpotCheck.Source
+    publication: Publication | None
+    check_run: CheckRun | None
+    points: list[dict]  # the curve's points, by concurrency
+
+
+def _curve_points(curves: list, submission: Submission) -> list[dict]:
+    for curve in curves or []:
+        if (
+            curve.get("system") == submission.system.name
+            and curve.get("model") == submission.benchmark.model_id
+        ):
+            return list(curve.get("points") or [])
+    return list((curves[0].get("points") if curves else None) or [])
+
+
+def claim_of(submission: Submission) -> Claim:
+    """The published curve when the result is published (what the public reads), else the curve of the latest
+    check run of the version submitted."""
+    publication = (
+        Publication.objects.filter(Publication.states.q("published"), submission=submission)
+        .select_related("check_run")
+        .first()
+    )
+    if publication is not None:
+        points = list((publication.curve or {}).get("points") or [])
+        source, check_run = SpotCheck.Source.PUBLICATION, publication.check_run
+    else:
+        check_run = check_run_latest(submission.submitted_version)
+        points = _curve_points(check_run.curves if check_run is not None else [], submission)
+        source = SpotCheck.Source.CHECK_RUN
+    usable = [
+        p
+        for p in points
+        if isinstance(p.get("concurrency"), int) and not isinstance(p.get("concurrency"), bool)
+    ]
+    return Claim(source, publication, check_run, sorted(usable, key=lambda p: p["concurrency"]))
+
+
+def claimed_figures(point: dict) -> dict:
+    return {figure: point.get(figure) for figure in FIGURES}
+
+
+def spotchecks_of(queryset, submission: Submission) -> list[SpotCheck]:
+    """The submission's spot-checks among `queryset` (the user's visible ones), newest first."""
+    return list(queryset.filter(submission=submission).select_related("started_by", "challenge"))
+
+
+def remeasurements_public(publication: Publication) -> list[SpotCheck]:
+    """The finished re-measurements of a published result's curve, newest first (its public page shows them)."""
+    return list(
+        SpotCheck.objects.filter(SpotCheck.states.q("public"), publication=publication).order_by(
+            "-finished_at", "-id"
+        )
+    )
+
+
+def spotcheck_rows(spot_check: SpotCheck) -> list[dict]:
+    """Claim beside re-measurement, one row per figure, with its tolerance and verdict (pages and API)."""
+    lines = {line["figure"]: line for line in spot_check.comparison or []}
+    rows = []
+    for figure in FIGURES:
+        line = lines.get(figure) or {
+            "figure": figure,
+            "claimed": (spot_check.claimed or {}).get(figure),
+            "measured": (spot_check.measured or {}).get(figure),
+            "shortfall": None,
+            "tolerance": TOLERANCES[figure][0],
+            "within": None,
+        }
+        rows.append(
+            {
+                **line,
+                "label": FIGURE_LABELS[figure],
+                "higher_is_better": TOLERANCES[figure][1],
+                "verdict": "not compared"
+                if line.get("within") is None
+                else ("within" if line["within"] else "outside"),
+            }
+        )
+    return rows
+
+
+def endpoint_url_shown(user, spot_check: SpotCheck) -> str | None:
+    """The endpoint URL as the user may see it: where the submission's endpoint is visible to them (its
+    organisation, auditors and the chair; the public only when made public and published), else None."""
+    if endpoint_visible_to(user, spot_check.submission) is None:
+        return None
+    return spot_check.endpoint_url

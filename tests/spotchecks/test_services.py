@@ -1,0 +1,199 @@
+"""Spot-checks without a worker: who may start one and when (the submission table's `spot_check` row), the claim
+it freezes, the schedule (off by default), who sees one and what of the endpoint, and the recorded measurement of
+a real GuideLLM run (the demo's fixture) judged like the worker's."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from access.visibility import spotchecks_visible_to
+from audit.models import AuditEvent
+from checker.curve import curve_of
+from leaderboard.models import Challenge
+from leaderboard.services import challenge_raise_remeasured, headline_of
+from portal.errors import ApplicationError, ConflictError, NotAllowedError
+from spotchecks import services
+from spotchecks.models import SpotCheck
+from tests.factories import (
+    EndpointFactory,
+    PublicationFactory,
+    SpotCheckFactory,
+    SubmissionFactory,
+    SystemFactory,
+)
+from tests.submissions.support import api_client
+
+pytestmark = pytest.mark.django_db
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spotcheck" / "nb2-c2"
+# NimbusCloud's NB-2 c2 point as the demo publishes it (recomputed from the shared sample's raw log).
+NB2_C2 = {"system_tps": 206.01, "tps_per_user": 106.06, "ttft_p90_ms": 116.74}
+
+
+def _published(organisation, *, endpoint=True, public=False, stays_up=True, points=None):
+    system = SystemFactory(organisation=organisation)
+    submission = SubmissionFactory(status="published", system=system)
+    rows = points or [
+        {"point": "c2", "concurrency": 2, **NB2_C2},
+        {"point": "c8", "concurrency": 8, **NB2_C2},
+    ]
+    curve = curve_of(system=system.name, model=submission.benchmark.model_id, points=rows, ruleset=None)
+    publication = PublicationFactory(submission=submission, curve=curve, headline=headline_of(curve))
+    if endpoint:
+        EndpointFactory(submission=submission, public=public, stays_up=stays_up, credential="sk-secret-x")
+    return publication
+
+
+def test_only_auditors_and_the_chair_start_one_and_only_with_an_endpoint(role_users):
+    publication = _published(role_users["organisations"]["acme"])
+    submission = publication.submission
+    for role in ("submitter", "reviewer"):
+        with pytest.raises(NotAllowedError):
+            services.spotcheck_start(submission=submission, actor=role_users[role], concurrency=2)
+    bare = _published(role_users["organisations"]["acme"], endpoint=False).submission
+    with pytest.raises(ConflictError) as refused:
+        services.spotcheck_start(submission=bare, actor=role_users["auditor"], concurrency=2)
+    assert refused.value.code == "spotcheck-no-endpoint"
+    with pytest.raises(ApplicationError) as unknown:
+        services.spotcheck_start(submission=submission, actor=role_users["auditor"], concurrency=3)
+    assert unknown.value.code == "spotcheck-point-unknown" and "2, 8" in unknown.value.detail
+    spot_check = services.spotcheck_start(submission=submission, actor=role_users["chair"], concurrency=8)
+    assert (spot_check.status, spot_check.source, spot_check.publication_id) == (
+        "queued",
+        "publication",
+        publication.pk,
+    )
+    assert spot_check.claimed["system_tps"] == NB2_C2["system_tps"] and spot_check.claimed["goodput"] is None
+    with pytest.raises(ConflictError) as busy:
+        services.spotcheck_start(submission=submission, actor=role_users["auditor"], concurrency=2)
+    assert busy.value.code == "spotcheck-busy"
+    event = AuditEvent.objects.get(action="spotcheck.started")
+    assert event.actor_id == role_users["chair"].pk and "sk-secret-x" not in json.dumps(event.data)
+
+
+@pytest.mark.parametrize("state", ["draft", "withdrawn", "rejected"])
+def test_never_on_a_draft_a_withdrawn_or_a_rejected_submission(role_users, state):
+    submission = SubmissionFactory(
+        status=state, system=SystemFactory(organisation=role_users["organisations"]["acme"])
+    )
+    EndpointFactory(submission=submission)
+    with pytest.raises(ConflictError) as refused:
+        services.spotcheck_start(submission=submission, actor=role_users["auditor"], concurrency=1)
+    assert refused.value.code == "state-conflict"
+
+
+def test_a_recorded_guidellm_run_is_judged_and_a_shortfall_on_a_published_curve_opens_a_challenge(role_users):
+    """The demo's real run (GuideLLM against the mock NB-2 c2 was recorded against): within against the NB-2
+    claim; against a claim twice as fast, outside, and the chair gets a challenge raised by the portal."""
+    files = {
+        "benchmarks": (FIXTURE / "benchmarks.json").read_bytes(),
+        "egress": json.loads((FIXTURE / "egress.json").read_text()),
+        "log": (FIXTURE / "guidellm.log").read_bytes(),
+    }
+    honest = _published(role_users["organisations"]["acme"])
+    within = services.spotcheck_record_measured(
+        submission=honest.submission, actor=role_users["auditor"], concurrency=2, **files
+    )
+    assert within.status == "within" and within.challenge_id is None and within.tool_version == "0.8.1"
+    assert [item["name"] for item in within.evidence] == ["benchmarks.json", "egress.json", "guidellm.log"]
+    inflated_point = {
+        "point": "c2",
+        "concurrency": 2,
+        "system_tps": 412.0,
+        "tps_per_user": 212.1,
+        "ttft_p90_ms": 58.4,
+    }
+    inflated = _published(role_users["organisations"]["nimbus"], points=[inflated_point])
+    outside = services.spotcheck_record_measured(
+        submission=inflated.submission, actor=role_users["auditor"], concurrency=2, **files
+    )
+    assert outside.status == "outside"
+    challenge = Challenge.objects.get(pk=outside.challenge_id)
+    assert (
+        challenge.publication_id == inflated.pk and challenge.raised_by is None and challenge.status == "open"
+    )
+    assert "system_tps claimed 412" in challenge.reason
+    inflated.refresh_from_db()
+    assert inflated.curve["points"][0]["system_tps"] == 412.0  # nothing published changes by itself
+
+
+def test_the_portal_raises_a_challenge_only_on_a_published_result(role_users):
+    scheduled = PublicationFactory(scheduled=True)
+    with pytest.raises(ConflictError):
+        challenge_raise_remeasured(publication=scheduled, reason="x", data={})
+
+
+def test_the_schedule_is_off_by_default_and_then_takes_published_endpoints_that_stay_up(role_users, settings):
+    up = _published(role_users["organisations"]["acme"], stays_up=True)
+    _published(role_users["organisations"]["acme"], stays_up=False)
+    recent = _published(role_users["organisations"]["nimbus"], stays_up=True)
+    SpotCheckFactory(publication=recent, status="within", finished_at=timezone.now() - timedelta(days=1))
+    assert services.spotchecks_schedule() == []
+    settings.PORTAL_SPOTCHECK_SCHEDULE = True
+    (started,) = services.spotchecks_schedule()
+    spot_check = SpotCheck.objects.get(pk=started)
+    assert spot_check.submission_id == up.submission_id and spot_check.concurrency == 2
+    assert spot_check.started_by is None
+
+
+def test_who_sees_a_spot_check_and_what_of_its_endpoint(role_users):
+    acme = role_users["organisations"]["acme"]
+    publication = _published(acme, public=False)
+    finished = SpotCheckFactory(publication=publication, status="within", finished_at=timezone.now())
+    running = SpotCheckFactory(publication=publication, status="running")
+    in_review = SubmissionFactory(status="in_review", system=SystemFactory(organisation=acme))
+    before = SpotCheckFactory(publication=None, submission=in_review, source="check_run", status="outside")
+    seen = {
+        role: set(spotchecks_visible_to(role_users[role]).values_list("pk", flat=True))
+        for role in role_users
+        if role != "organisations"
+    }
+    assert seen["anonymous"] == seen["reviewer"] == {finished.pk}
+    assert seen["submitter"] == seen["auditor"] == seen["chair"] == {finished.pk, running.pk, before.pk}
+    anonymous = api_client(None).get(f"/api/v1/spotchecks/{finished.pk}/").json()
+    assert anonymous["endpoint_url"] is None and anonymous["figures"][0]["figure"] == "system_tps"
+    auditor = api_client(role_users["auditor"]).get(f"/api/v1/spotchecks/{finished.pk}/").json()
+    assert auditor["endpoint_url"] == finished.endpoint_url
+    for user in (None, role_users["auditor"]):
+        assert "sk-secret-x" not in api_client(user).get("/api/v1/spotchecks/").content.decode()
+    assert api_client(None).get(f"/api/v1/spotchecks/{before.pk}/").status_code == 404
+
+
+def test_the_public_evidence_needs_a_public_endpoint(role_users, client, storage_dir):
+    publication = _published(role_users["organisations"]["acme"], public=False)
+    spot_check = services.spotcheck_record_measured(
+        submission=publication.submission,
+        actor=role_users["auditor"],
+        concurrency=2,
+        benchmarks=(FIXTURE / "benchmarks.json").read_bytes(),
+        egress=json.loads((FIXTURE / "egress.json").read_text()),
+        log=(FIXTURE / "guidellm.log").read_bytes(),
+    )
+    url = f"/results/{publication.public_id}/remeasurements/{spot_check.pk}/evidence/0/"
+    assert client.get(url).status_code == 404
+    page = client.get(f"/results/{publication.public_id}/").content.decode()
+    assert "Re-measured by the portal" in page and spot_check.evidence[0]["sha256"][:12] in page
+    assert spot_check.endpoint_url not in page
+    publication.submission.endpoint.__class__.objects.filter(submission=publication.submission).update(
+        public=True
+    )
+    response = client.get(url)
+    assert response.status_code == 200 and response["X-Content-SHA256"] == spot_check.evidence[0]["sha256"]
+
+
+def test_a_spot_check_a_dead_worker_left_is_recorded_as_an_error_once_its_time_is_long_past(role_users):
+    publication = _published(role_users["organisations"]["acme"])
+    stuck = services.spotcheck_start(
+        submission=publication.submission, actor=role_users["auditor"], concurrency=2
+    )
+    assert services.spotchecks_reconcile() == []  # still within its time
+    later = timezone.now() + timedelta(hours=1)
+    assert services.spotchecks_reconcile(now=later) == [stuck.pk]
+    stuck.refresh_from_db()
+    assert stuck.status == "error" and "worker stopped" in stuck.detail and stuck.finished_at is not None
+    assert services.spotchecks_reconcile(now=later) == []
+    assert AuditEvent.objects.filter(action="spotcheck.finished", data__verdict="error").count() == 1

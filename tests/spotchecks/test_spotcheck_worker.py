@@ -1,0 +1,134 @@
+"""A spot-check for real: a `celery worker` on the `spotcheck` queue runs GuideLLM 0.8.1 through the egress
+guard against `guidellm mock-server` on loopback. The published point was measured against the same mock the
+same way; re-measured, it is within tolerance; the mock restarted 4 x slower, it is outside and a challenge is
+open for the chair (the result unchanged); the mock stopped, the endpoint could not be reached."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import pytest
+from django.core.files.storage import default_storage
+
+from audit.models import AuditEvent
+from leaderboard.models import Challenge, Publication
+from spotchecks import services
+from spotchecks.models import SpotCheck
+from tests.factories import BenchmarkFactory
+from tests.spotchecks.support import (
+    CONCURRENCY,
+    DURATION_S,
+    NORMAL,
+    OUTPUT_TOKENS,
+    PROMPT_TOKENS,
+    SLOWED,
+    MockEndpoint,
+    claimed_curve,
+    free_port,
+    guidellm_or_skip,
+    publish_measured,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _wait_done(spot_check: SpotCheck, worker, timeout: float = 400.0) -> SpotCheck:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        spot_check.refresh_from_db()
+        if spot_check.in_state("done"):
+            return spot_check
+        time.sleep(0.5)
+    raise AssertionError(
+        f"spot-check {spot_check.pk} is {spot_check.status} after {timeout} s:\n{worker.tail()}"
+    )
+
+
+@pytest.fixture
+def mock_endpoint(tmp_path):
+    guidellm_or_skip()
+    mock = MockEndpoint(free_port(), tmp_path / "mock.log")
+    yield mock
+    mock.stop()
+
+
+def test_within_then_outside_with_a_challenge_then_unreachable(
+    role_users, live_pipeline, mock_endpoint, settings
+):
+    settings.PORTAL_SPOTCHECK_DURATION_S = DURATION_S
+    auditor, chair = role_users["auditor"], role_users["chair"]
+    mock_endpoint.start(**NORMAL)
+    benchmark = BenchmarkFactory()
+    curve = claimed_curve(mock_endpoint.url, system="Mock endpoint system", model_id=benchmark.model_id)
+    publication = publish_measured(
+        curve,
+        organisation=role_users["organisations"]["acme"],
+        benchmark=benchmark,
+        endpoint_url=mock_endpoint.url,
+    )
+    published_curve = Publication.objects.get(pk=publication.pk).curve
+    worker = live_pipeline(
+        kinds=("spotcheck",),
+        PORTAL_EGRESS_ALLOW_LOOPBACK=1,
+        PORTAL_SPOTCHECK_PROMPT_TOKENS=PROMPT_TOKENS,
+        PORTAL_SPOTCHECK_OUTPUT_TOKENS=OUTPUT_TOKENS,
+    )
+
+    # 1. The same mock: within tolerance, the raw output kept with its SHA-256.
+    first = services.spotcheck_start(
+        submission=publication.submission, actor=auditor, concurrency=CONCURRENCY
+    )
+    assert first.status == "queued" and first.source == "publication" and first.duration_s == DURATION_S
+    first = _wait_done(first, worker)
+    assert first.status == "within", (first.detail, first.comparison, worker.tail())
+    assert {line["figure"] for line in first.comparison if line["within"]} == {
+        "system_tps",
+        "tps_per_user",
+        "ttft_p90_ms",
+        "goodput",
+    }
+    assert [item["name"] for item in first.evidence] == ["benchmarks.json", "egress.json", "guidellm.log"]
+    raw = default_storage.open(first.evidence[0]["storage_key"]).read()
+    assert hashlib.sha256(raw).hexdigest() == first.evidence[0]["sha256"] and b'"benchmarks"' in raw
+    assert first.egress["forwarded"] > 0 and not first.egress["refused"]
+    assert first.tool_version == "0.8.1" and first.challenge_id is None
+    assert "spotcheck_run_task[" in worker.log_path.read_text()
+
+    # 2. The mock 4 x slower: outside tolerance, a challenge open for the chair; the result is not touched.
+    mock_endpoint.stop()
+    mock_endpoint.start(**SLOWED)
+    second = services.spotcheck_start(submission=publication.submission, actor=chair, concurrency=CONCURRENCY)
+    second = _wait_done(second, worker)
+    assert second.status == "outside", (second.detail, second.comparison, worker.tail())
+    short = {line["figure"]: line for line in second.comparison}
+    assert short["system_tps"]["within"] is False and short["ttft_p90_ms"]["within"] is False
+    challenge = Challenge.objects.get(pk=second.challenge_id)
+    assert challenge.status == "open" and challenge.raised_by is None and challenge.organisation is None
+    assert f"Spot-check #{second.pk}" in challenge.reason and "outside tolerance" in challenge.reason
+    assert chair.notifications.filter(kind="challenge.raised").exists()
+    publication.refresh_from_db()
+    assert publication.curve == published_curve and publication.retracted_at is None
+
+    # 3. The mock stopped: could not reach (the guard recorded it), no second challenge.
+    mock_endpoint.stop()
+    third = services.spotcheck_start(
+        submission=publication.submission, actor=auditor, concurrency=CONCURRENCY
+    )
+    third = _wait_done(third, worker)
+    assert third.status == "unreachable", (third.detail, worker.tail())
+    assert third.egress["refused"].get("egress-unreachable", 0) > 0 and "egress-unreachable" in third.detail
+    assert Challenge.objects.filter(publication=publication).count() == 1
+
+    events = list(
+        AuditEvent.objects.filter(action__startswith="spotcheck.")
+        .order_by("id")
+        .values_list("action", "data")
+    )
+    assert [action for action, _ in events] == ["spotcheck.started", "spotcheck.finished"] * 3
+    assert [data["verdict"] for action, data in events if action == "spotcheck.finished"] == [
+        "within",
+        "outside",
+        "unreachable",
+    ]
+    assert all("sk-test-never-shown" not in str(data) for _, data in events)
