@@ -30,15 +30,15 @@ from accounts.selectors import (
     user_roles,
 )
 from checker.portal_rules import PORTAL_ONLY_RULES
-from leaderboard.panels import extension_panel, publication_panel
+from leaderboard.views.panels import extension_panel, publication_panel
 from portal import private_cache
 from portal.errors import ApplicationError
 from portal.pages import LoginFirst, ReasonForm, with_login_redirect
 from portal.parsers import parse_id
 from portal.private_cache import private_page_cached
 from review import lifecycle
-from review.panels import review_panel
 from review.selectors import waived_error_count, waived_error_counts
+from review.views.panels import review_panel
 from submissions import checks, services, uploads
 from submissions.endpoints import endpoint_declare, endpoint_view, endpoint_visible_to
 from submissions.forms import (
@@ -192,7 +192,7 @@ def submission_detail(request, pk: int):
         "is_chair": lifecycle.can(request.user, "chair"),
         # No worker (the demo): the upload's last request runs the whole check, and the page says so meanwhile.
         "inline_check": bool(settings.CELERY_TASK_ALWAYS_EAGER),
-        # The review as the submitter lives it (review.panels): reviewers, thread, waivers, evidence.
+        # The review as the submitter lives it (review.views.panels): reviewers, thread, waivers, evidence.
         "review": review_panel(request.user, submission),
         # After the audit: the submitter's choice of publication date, then the link to the public page.
         "publication_panel": publication_panel(request.user, submission),

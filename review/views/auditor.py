@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from access.permissions import can
 from access.visibility import get_visible_or_404, reviews_of
-from leaderboard.panels import extension_delta
+from leaderboard.views.panels import extension_delta
 from portal.errors import ApplicationError
 from portal.pages import ReasonForm
 from review import lifecycle, selectors

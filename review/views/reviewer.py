@@ -28,7 +28,7 @@ from access.visibility import (
     thread_of,
 )
 from accounts.selectors import user_org_ids
-from leaderboard.panels import extension_delta
+from leaderboard.views.panels import extension_delta
 from portal.errors import ApplicationError
 from portal.pages import LoginFirst, with_login_redirect
 from portal.parsers import parse_id

@@ -29,11 +29,11 @@ from accounts.selectors import user_org_ids
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
 from review.models import Comment
-from review.panels import SUBMITTER_ROLES
 from review.services import attestations as attestations_services
 from review.services import thread as thread_services
 from review.services import waivers as waivers_services
 from review.services.waivers import waivers_request_group
+from review.views.panels import SUBMITTER_ROLES
 from submissions.models import Submission
 
 Status = Submission.Status
