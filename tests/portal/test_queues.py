@@ -127,3 +127,16 @@ def test_start_up_stops_with_a_message_naming_the_settings(env, message):
 def test_a_worker_started_without_a_queue_list_consumes_every_kind():
     # `celery -A portal worker` as README.md starts it: no -Q, so the configured queues are all the kinds'.
     assert [queue.name for queue in app.conf.task_queues] == queue_names(prefix=settings.PORTAL_QUEUE_PREFIX)
+
+
+def test_docker_compose_runs_a_worker_for_every_queue():
+    """A queue no compose worker consumes leaves its tasks queued forever (a spot-check, a notification)."""
+    import yaml
+
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    consumed = set()
+    for service in services.values():
+        command = service.get("command") or ""
+        if "celery -A portal worker" in command:
+            consumed |= set(command.split(" -Q ", 1)[1].split()[0].rstrip(";\"").split(","))
+    assert {f"portal.{kind}" for kind in QUEUE_KINDS} <= consumed, sorted(consumed)
