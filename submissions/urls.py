@@ -3,7 +3,9 @@
 from django.urls import path
 
 from review.lifecycle import BUTTON_TRANSITIONS
-from submissions import views
+from submissions.views import rules as rule_views
+from submissions.views import submissions as views
+from submissions.views import systems as system_views
 
 app_name = "submissions"
 
@@ -36,9 +38,13 @@ urlpatterns = [
         views.version_file_download,
         name="download",
     ),
-    path("systems/", views.system_list, name="systems"),
-    path("systems/new/", views.system_register, name="system_register"),
-    path("systems/<int:pk>/", views.system_detail, name="system_detail"),
-    path("systems/<int:pk>/description/", views.system_update_description, name="system_update_description"),
-    path("rules/", views.rules, name="rules"),
+    path("systems/", system_views.system_list, name="systems"),
+    path("systems/new/", system_views.system_register, name="system_register"),
+    path("systems/<int:pk>/", system_views.system_detail, name="system_detail"),
+    path(
+        "systems/<int:pk>/description/",
+        system_views.system_update_description,
+        name="system_update_description",
+    ),
+    path("rules/", rule_views.rules, name="rules"),
 ]

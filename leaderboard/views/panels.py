@@ -1,5 +1,5 @@
 """The leaderboard's parts of other apps' pages: the publication block and the extension block of the submission
-page (submissions.views), and the extension delta the review pages show (review.views). Page parts, not pages:
+page (submissions.views.submissions), and the extension delta the review pages show (review.views). Page parts, not pages:
 their forms post to leaderboard.views."""
 
 from __future__ import annotations

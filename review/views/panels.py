@@ -1,4 +1,4 @@
-"""The review's part of the submission page (submissions.views): the reviewers, the thread, the waivers and the
+"""The review's part of the submission page (submissions.views.submissions): the reviewers, the thread, the waivers and the
 evidence as the submitting organisation (or an auditor, the chair, a reviewer's link) sees them. A page part, not
 a page: the submission page asks for it; the writes it links to are review.views.submitter's."""
 

@@ -1,4 +1,4 @@
-"""The submitter's side of the review, on the submission page (submissions/views.py includes it): who reviews
+"""The submitter's side of the review, on the submission page (submissions/views/submissions.py includes it): who reviews
 (assignments with their status; reviews are signed), the thread at the visibility the submitter reads with a
 reply form on each open objection and a comment form, waiver requests on the error findings of the latest
 version, the auditors' evidence requests with an answer form, and why changes were requested.

@@ -156,8 +156,8 @@ def test_a_finished_check_section_is_rendered_once_for_everyone_who_may_see_it(
 ):
     from django.test import Client
 
-    from submissions import views
     from submissions.models import Finding
+    from submissions.views import submissions as views
     from tests.factories import MembershipFactory
     from tests.submissions.support import make_catalog
     from tests.submissions.test_private_page_queries import _add_submissions

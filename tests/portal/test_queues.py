@@ -138,5 +138,5 @@ def test_docker_compose_runs_a_worker_for_every_queue():
     for service in services.values():
         command = service.get("command") or ""
         if "celery -A portal worker" in command:
-            consumed |= set(command.split(" -Q ", 1)[1].split()[0].rstrip(";\"").split(","))
+            consumed |= set(command.split(" -Q ", 1)[1].split()[0].rstrip(';"').split(","))
     assert {f"portal.{kind}" for kind in QUEUE_KINDS} <= consumed, sorted(consumed)
