@@ -1,28 +1,22 @@
-"""Public HTML pages of the leaderboard (no login: only published results, ever), and the forms around a
-publication: the submitter's choice of date, a member's challenge, the chair's resolution."""
+"""Public HTML pages of the leaderboard (no login: only published results, ever): home, the boards, compare, a
+result's page and a system's history. The forms around a publication are leaderboard.views.publication's, the
+downloads leaderboard.views.downloads'."""
 
 from __future__ import annotations
 
-import io
-import json
 from collections.abc import Callable
-from datetime import datetime, time
 from urllib.parse import urlencode
 
-from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from access.permissions import can
-from access.visibility import challenges_visible_to, submissions_visible_to
+from access.visibility import challenges_visible_to
 from accounts.selectors import user_org_ids
-from catalog.cohorts import COHORT_ZONE
-from leaderboard import selectors, services
+from leaderboard import selectors
 from leaderboard.cache import public_cached, public_page
 from leaderboard.charts import (
     axis_label,
@@ -43,11 +37,8 @@ from leaderboard.normalised import (
     points_goodput,
 )
 from leaderboard.slo import node_count
-from portal import csv_safe
-from portal.errors import ApplicationError
 from portal.parsers import parse_positive
 from spotchecks.selectors import endpoint_url_shown, remeasurements_public, spotcheck_rows
-from submissions.uploads import version_file_response
 
 POINT_COLUMNS = [
     ("concurrency", "Concurrency"),
@@ -549,77 +540,6 @@ def result(request, public_id: str):
     return public_page(request, respond)
 
 
-def _data_rows(publication: Publication) -> list[dict]:
-    return sorted((publication.curve or {}).get("points") or [], key=lambda p: p.get("concurrency") or 0)
-
-
-@require_GET
-def result_data(request, public_id: str, fmt: str):
-    """The result's points as JSON (with where they come from) or CSV, one row per measured point; ?revision=N
-    serves that revision of the result."""
-    revision = selectors.parse_revision(request.GET.get("revision"))
-    publication = selectors.publication_at_revision(selectors.publication_public(public_id), revision)
-    rows = _data_rows(publication)
-    name = f"{publication.public_id}{f'-r{revision}' if revision else ''}-points.{fmt}"
-    if fmt == "json":
-        body = {
-            "public_id": publication.public_id,
-            "url": request.build_absolute_uri(_result_url(publication)),
-            "organisation": publication.record.organisation_name,
-            "system": publication.record.system_name,
-            "benchmark": publication.submission.benchmark.model_id,
-            "published_at": publication.published_at.isoformat() if publication.published_at else None,
-            "retracted": publication.is_retracted,
-            "retraction_reason": publication.retraction_reason or None,
-            "bundle_sha256": publication.record.bundle_sha256,
-            "verification": publication.record.verification.as_dict(),
-            "check": publication.record.check,
-            "revision": (publication.curve or {}).get("revision") or 1,
-            "headline": publication.headline,
-            "pareto": (publication.curve or {}).get("pareto") or {},
-            "points": rows,
-        }
-        response = HttpResponse(json.dumps(body, indent=2), content_type="application/json")
-    else:
-        out = io.StringIO()
-        writer = csv_safe.writer(out)
-        writer.writerow(
-            [
-                "public_id",
-                "system",
-                "bundle_sha256",
-                *(key for key, _ in POINT_COLUMNS),
-                "point",
-                "revision",
-                "stack",
-            ]
-        )
-        for row in rows:
-            writer.writerow(
-                [
-                    publication.public_id,
-                    publication.record.system_name,
-                    publication.record.bundle_sha256,
-                    *("" if row.get(key) is None else row.get(key) for key, _ in POINT_COLUMNS),
-                    row.get("point", ""),
-                    row.get("revision") or 1,
-                    row.get("stack") or "",
-                ]
-            )
-        response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
-    return response
-
-
-@require_GET
-def result_file(request, public_id: str, position: int):
-    """One file of the published bundle, exactly as uploaded (?revision=N: of that revision's bundle)."""
-    revision = selectors.parse_revision(request.GET.get("revision"))
-    publication = selectors.publication_at_revision(selectors.publication_public(public_id), revision)
-    version_file = get_object_or_404(publication.version.files, position=position)
-    return version_file_response(version_file)
-
-
 def _history_context(system_id: int) -> dict:
     history = selectors.system_history(system_id)
     record = history[-1].record  # the system as its newest publication froze it
@@ -674,69 +594,4 @@ def system_history(request, system_id: int):
 # --- Challenges ----------------------------------------------------------------------------------
 
 
-@login_required
-@require_POST
-def challenge_raise(request, public_id: str):
-    publication = selectors.publication_public(public_id)
-    try:
-        services.challenge_raise(
-            publication=publication, actor=request.user, reason=request.POST.get("reason", "")
-        )
-    except ApplicationError as exc:
-        messages.error(request, f"Not sent: {exc.detail}")
-    else:
-        messages.success(request, "Your challenge is sent to the chair, who resolves it in public.")
-    return redirect(_result_url(publication))
-
-
-@login_required
-@require_POST
-def challenge_resolve(request, pk: int):
-    challenge = get_object_or_404(challenges_visible_to(request.user).select_related("publication"), pk=pk)
-    try:
-        services.challenge_resolve(
-            challenge=challenge,
-            actor=request.user,
-            outcome=request.POST.get("outcome", ""),
-            text=request.POST.get("text", "") or request.POST.get("reason", ""),
-        )
-    except ApplicationError as exc:
-        messages.error(request, f"Not resolved: {exc.detail}")
-    else:
-        messages.success(request, f"Challenge #{challenge.pk} resolved.")
-    return redirect(_result_url(challenge.publication))
-
-
 # --- The submitter's choice of publication date (on the submission page) ------------------------------
-
-
-@login_required
-@require_POST
-def publication_choose(request, pk: int):
-    """now / date (embargo, up to 60 days) / cohort, through leaderboard.services.publication_schedule."""
-    submission = get_object_or_404(submissions_visible_to(request.user), pk=pk)
-    mode = request.POST.get("mode", "")
-    publish_at = None
-    if mode == Publication.Mode.DATE:
-        try:
-            day = datetime.strptime(request.POST.get("date", ""), "%Y-%m-%d").date()
-        except ValueError:
-            messages.error(request, "Not scheduled: give the embargo date.")
-            return redirect("submissions:detail", pk=submission.pk)
-        publish_at = datetime.combine(day, time(8, 0), tzinfo=COHORT_ZONE)
-    try:
-        publication = services.publication_schedule(
-            submission=submission, actor=request.user, mode=mode, publish_at=publish_at
-        )
-    except ApplicationError as exc:
-        messages.error(request, f"Not scheduled: {exc.detail}")
-        return redirect("submissions:detail", pk=submission.pk)
-    if publication.in_state("published"):
-        messages.success(request, f"Published as {publication.public_id}.")
-    else:
-        messages.success(
-            request,
-            f"{publication.public_id} will be published on "
-            f"{publication.publish_at.astimezone(COHORT_ZONE):%Y-%m-%d %H:%M %Z}.",
-        )
-    return redirect("submissions:detail", pk=submission.pk)
