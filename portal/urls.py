@@ -10,7 +10,7 @@ from accounts import api as accounts_api
 from accounts.views import sign_in as accounts_auth
 from audit import api as audit_api
 from catalog import api as catalog_api
-from leaderboard.api import results as leaderboard_api
+from leaderboard import api as leaderboard_api
 from portal import api_format, health, views
 from previews import api as previews_api
 from review import api as review_api

@@ -1,2 +1,13 @@
-"""The leaderboard's API, one module per resource: results (the public API of published results) and rechecks
-(the chair's)."""
+"""The leaderboard's API, one module per resource: results (the public API of published results, their points and
+curves), buyer (the SLO finder's and the procurement report's answers), rechecks (the chair's)."""
+
+from rest_framework.routers import BaseRouter
+
+from leaderboard.api import buyer, rechecks, results
+
+
+def register(router: BaseRouter) -> None:
+    """Add this app's viewsets to the /api/v1/ router."""
+    rechecks.register(router)  # the chair's re-checks of what is published
+    results.register(router)  # published results, points, curves, benchmarks
+    buyer.register(router)  # the SLO finder and the procurement report

@@ -15,7 +15,8 @@ from django.utils.safestring import SafeString, mark_safe
 
 from access.visibility import benchmarks_visible_to
 from leaderboard import selectors
-from leaderboard.api.results import SloQuery, public_publications, slo_answer
+from leaderboard.api.buyer import SloQuery, slo_answer
+from leaderboard.api.results import public_publications
 from leaderboard.cache import cached_response, public_generation
 from leaderboard.cliffs import CLIFF_RULE
 from leaderboard.exports import procurement_query

@@ -465,7 +465,7 @@ def test_the_page_rows_are_what_the_row_template_renders(world, raw_events):
     either side and names that need escaping."""
     from django.template.loader import get_template
 
-    from leaderboard.api.results import slo_answer
+    from leaderboard.api.buyer import slo_answer
     from leaderboard.cliffs import CLIFF_RULE
     from leaderboard.views.buyer import _goodput_rows_html
 
