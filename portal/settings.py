@@ -1,4 +1,8 @@
-"""Django settings, read from the environment (see .env.example); zero-config gives a local SQLite demo."""
+"""Django settings, read from the environment (see .env.example); zero-config gives a local SQLite demo.
+
+One module over 600 lines on purpose: Django reads one settings module, and every setting a deployment can set is
+here beside the check that refuses a bad value, in sections by topic (database, storage, security, queues, uploads,
+audit, re-measurement); .env.example follows the same order."""
 
 from __future__ import annotations
 
