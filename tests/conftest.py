@@ -92,6 +92,18 @@ def role_users(db):
     }
 
 
+@pytest.fixture(autouse=True)
+def _celery_join_flag_reset():
+    """Celery's "may this thread wait for a result" flag is one global for the whole process: an eager task sets it
+    while it runs and puts back what it found. The live server's thread (browser tests) runs eager tasks beside the
+    test's own, and two such tasks interleaved can leave it set, so a later test's `.delay().get()` fails with
+    "Never call result.get() within a task!". Each test starts from the flag as it is outside any task."""
+    from celery._state import _set_task_join_will_block
+
+    _set_task_join_will_block(False)
+    yield
+
+
 @pytest.fixture
 def storage_dir(tmp_path, settings):
     """The default storage is a fresh folder under tmp_path (returned); check runs stay in-process."""
