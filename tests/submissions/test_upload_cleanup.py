@@ -137,7 +137,8 @@ def test_cleanup_expires_idle_uploads_only_and_quota_counts_open_uploads_and_ver
     _idle(busy_open["id"], 30)
     assert _put(client, busy_open, big + b"x", 1).status_code == 200  # a part now: not idle any more
     _idle(versioned["upload"]["id"], 100)
-    result = uploads_cleanup_task.delay().get()
+    # the test runs in no task, so it may wait for the result whatever Celery's process-wide flag says (tests/conftest.py)
+    result = uploads_cleanup_task.delay().get(disable_sync_subtasks=False)
     assert sorted(result["uploads_expired"]) == sorted([idle_open["id"], idle_verified["id"]])
     statuses = dict(Upload.objects.values_list("id", "status"))
     assert statuses[uuid.UUID(idle_open["id"])] == statuses[uuid.UUID(idle_verified["id"])] == "aborted"
@@ -154,7 +155,9 @@ def test_cleanup_expires_idle_uploads_only_and_quota_counts_open_uploads_and_ver
     # The client that comes back learns why: the upload is aborted, start again.
     status = client.get(f"/api/v1/uploads/{idle_open['id']}/").json()
     assert status["status"] == "aborted"
-    assert uploads_cleanup_task.delay().get()["uploads_expired"] == []  # safe to run twice
+    assert (
+        uploads_cleanup_task.delay().get(disable_sync_subtasks=False)["uploads_expired"] == []
+    )  # safe to run twice
 
 
 def test_idempotency_keys_expire(role_users, draft, settings):
@@ -173,7 +176,7 @@ def test_idempotency_keys_expire(role_users, draft, settings):
     )
     assert again.status_code == 201 and again.json()["id"] != first.json()["id"]
     IdempotencyKey.objects.filter(key="old-key").update(created_at=timezone.now() - timedelta(hours=25))
-    assert uploads_cleanup_task.delay().get()["idempotency_keys_deleted"] == 1
+    assert uploads_cleanup_task.delay().get(disable_sync_subtasks=False)["idempotency_keys_deleted"] == 1
     assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["fresh-key"]
     replay = client.post("/api/v1/uploads/", payload, format="json", HTTP_IDEMPOTENCY_KEY="fresh-key")
     assert replay["Idempotent-Replayed"] == "true" and replay.json()["id"] == fresh.json()["id"]
