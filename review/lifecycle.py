@@ -112,7 +112,7 @@ def _latest_version_passed(submission: Submission) -> Ready:
         raise ConflictError(
             f"Submit needs a version whose latest check passed{state}.", code="check-not-passed"
         )
-    if check_run.status == CheckRun.Status.FAILED:
+    if check_run.in_state("failed"):
         if not check_run.findings.filter(severity="error").exists():
             raise ConflictError(
                 f"Submit needs a version whose latest check passed (version {version.number}: failed).",

@@ -33,7 +33,7 @@ CHAIR = Actor("chair", "the chair", lambda user, obj: user_is_chair(user))
 AUDITOR_OF_SUBMITTED = Actor(
     "auditor",
     "auditors, on a submitted version",
-    lambda user, submission: user_is_auditor(user) and submission.status != Status.DRAFT,
+    lambda user, submission: user_is_auditor(user) and not submission.in_state("draft"),
 )
 WORKER = Actor("worker", "the check pipeline", lambda user, obj: False, system=True)
 SPOTCHECK_SCHEDULE = Actor(
