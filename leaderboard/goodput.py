@@ -280,6 +280,11 @@ class GoodputIndex:
             for name in ("ttft_t", "tpot_t", "tokens_t", "tpot_s", "cum_t", "cum_s")
         )
 
+    def result(self, public_id: str) -> dict:
+        """The ranked result row of `public_id` (empty when the index has none): read from the index built once."""
+        position = self._result_of.get(public_id)
+        return self.results[position] if position is not None else {}
+
     @property
     def samples(self) -> int:
         return int(len(self.arrays["ttft_t"]))

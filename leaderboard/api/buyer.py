@@ -253,12 +253,11 @@ def slo_answer(query: dict) -> dict:
             per_kwh=query.get("energy_price_per_kwh"),
         )
         index = goodput_index(public_publications(), benchmark.model_id)
-        results = {result["public_id"]: result for result in index.results}
 
         def decorate(row: dict) -> None:
             row["result_url"] = exports.result_url(row["public_id"])
             # the count beside the type
-            row["accelerator_label"] = (results.get(row["public_id"]) or {}).get("accelerator_label") or ""
+            row["accelerator_label"] = index.result(row["public_id"]).get("accelerator_label") or ""
 
         # the rows are built when read: the page shows 100, the API a page of them
         rows = GoodputRows(
