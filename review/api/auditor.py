@@ -35,9 +35,9 @@ from review.services.waivers import (
     waivers_decide_group,
     waivers_request_group,
 )
-from submissions import checks
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.api.serializers import CheckRunSummarySerializer
+from submissions.checks.queue import check_run_requeue
 from submissions.idempotency import idempotent
 from submissions.models import Submission
 from submissions.selectors import check_run_latest, check_run_official
@@ -281,7 +281,7 @@ class AuditViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         submission = self.get_object()
         if submission.submitted_version is None:
             raise ApplicationError("No version was submitted.", code="no-frozen-version")
-        run = checks.check_run_requeue(version=submission.submitted_version, actor=request.user)
+        run = check_run_requeue(version=submission.submitted_version, actor=request.user)
         return Response(CheckRunSummarySerializer(run).data, status=status.HTTP_201_CREATED)
 
 

@@ -33,7 +33,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         from checker import __version__ as checker_version
-        from submissions.checks import check_run_requeue
+        from submissions.checks.queue import check_run_requeue
 
         try:
             chair = get_user_model().objects.get(username=options["chair"])
