@@ -8,6 +8,7 @@ caller may not do, as {"code", "detail"} JSON; writes accept an Idempotency-Key.
 
 from __future__ import annotations
 
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -321,7 +322,6 @@ class WaiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         return waivers_visible_to(self.request.user).select_related("version", "requested_by", "decided_by")
 
     def _version(self, version_id: int):
-        from django.shortcuts import get_object_or_404
 
         return get_object_or_404(versions_visible_to(self.request.user), pk=version_id)
 
