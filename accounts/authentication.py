@@ -1,6 +1,6 @@
 """API token authentication: `Authorization: Token <key>` checked against the digests knox keeps
 (accounts.models.ApiToken); an expired, revoked or unknown token gets a 401 naming the tokens page, and an
-address that sent too many bad tokens gets 429 (accounts.api_throttles.FailedTokenThrottle).
+address that sent too many bad tokens gets 429 (accounts.throttles.FailedTokenThrottle).
 
 A token is one factor. The chair's and auditors' tokens read as before, but their writes (publish, waive,
 reject, attest, assign...) are refused with 403 `two_factor_required` until the token's owner has set up
@@ -21,9 +21,9 @@ from knox.settings import CONSTANTS
 from rest_framework import exceptions
 from rest_framework.authentication import get_authorization_header
 
-from accounts.api_throttles import FailedTokenThrottle
 from accounts.models import ApiToken
 from accounts.selectors import user_has_second_factor, user_requires_second_factor
+from accounts.throttles import FailedTokenThrottle
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from audit import views
+from audit.views import log as views
 
 app_name = "audit"
 

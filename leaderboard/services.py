@@ -84,21 +84,15 @@ def publication_schedule(
             mode=mode, publish_at=when, chosen_by=actor, status=Publication.Status.SCHEDULED
         )
         publication = Publication.objects.get(pk=existing.pk)
-    audit_event_record(
+    return _scheduled(
+        publication,
+        "publication.scheduled",
+        _publish,
+        when=when,
+        public_id=publication.public_id,
         actor=actor,
-        action="publication.scheduled",
-        obj=publication,
-        data={
-            "submission": submission.pk,
-            "mode": mode,
-            "publish_at": when.isoformat(),
-            "public_id": publication.public_id,
-        },
+        now=now,
     )
-    if mode == Publication.Mode.NOW:
-        _publish(publication, actor=actor, now=now)
-        publication.refresh_from_db()
-    return publication
 
 
 def _require_own_name(submission: Submission) -> None:
@@ -137,21 +131,35 @@ def _revision_schedule(*, submission: Submission, actor, mode: str, when: dateti
             mode=mode, publish_at=when, chosen_by=actor, status=PublicationRevision.Status.SCHEDULED
         )
         revision.refresh_from_db()
+    return _scheduled(
+        revision,
+        "publication.revision_scheduled",
+        _publish_revision,
+        when=when,
+        public_id=publication.public_id,
+        actor=actor,
+        now=now,
+    )
+
+
+def _scheduled(record, action: str, publish, *, when: datetime, public_id: str, actor, now: datetime):
+    """The audit event of a publication's (or a revision's) chosen date, then the publication itself when the
+    choice was "now"; the record as it stands after."""
     audit_event_record(
         actor=actor,
-        action="publication.revision_scheduled",
-        obj=revision,
+        action=action,
+        obj=record,
         data={
-            "submission": submission.pk,
-            "mode": mode,
+            "submission": record.submission_id,
+            "mode": record.mode,
             "publish_at": when.isoformat(),
-            "public_id": publication.public_id,
+            "public_id": public_id,
         },
     )
-    if mode == Publication.Mode.NOW:
-        _publish_revision(revision, actor=actor, now=now)
-        revision.refresh_from_db()
-    return revision
+    if record.mode == Publication.Mode.NOW:
+        publish(record, actor=actor, now=now)
+        record.refresh_from_db()
+    return record
 
 
 def _publish_revision(revision: PublicationRevision, *, actor, now: datetime) -> bool:

@@ -418,8 +418,8 @@ REST_FRAMEWORK = {
         "rest_framework.permissions.IsAuthenticated",
     ],
     "DEFAULT_THROTTLE_CLASSES": [
-        "accounts.api_throttles.TokenAccountThrottle",
-        "accounts.api_throttles.TokenAddressThrottle",
+        "accounts.throttles.TokenAccountThrottle",
+        "accounts.throttles.TokenAddressThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": dict(PORTAL_API_THROTTLE_RATES),
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],

@@ -7,8 +7,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework import permissions, routers
 
 from accounts import api as accounts_api
+from accounts.api.me import MeApi
+from accounts.api.notifications import NotificationPreferenceApi
 from accounts.views import sign_in as accounts_auth
-from audit import api as audit_api
 from catalog import api as catalog_api
 from leaderboard import api as leaderboard_api
 from portal import api_format, health, views
@@ -37,7 +38,6 @@ for app_api in (
     catalog_api,
     submissions_api,
     review_api,
-    audit_api,
     leaderboard_api,
     accounts_api,
     previews_api,
@@ -46,10 +46,10 @@ for app_api in (
     app_api.register(router)
 
 api_v1 = [
-    path("me/", accounts_api.MeApi.as_view(), name="me"),
+    path("me/", MeApi.as_view(), name="me"),
     path(
         "notification-preference/",
-        accounts_api.NotificationPreferenceApi.as_view(),
+        NotificationPreferenceApi.as_view(),
         name="notification-preference",
     ),
     path("", include(router.urls)),

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from previews import views
+from previews.views import previews as views
 
 app_name = "previews"
 

@@ -10,7 +10,8 @@ from review.views import auditor as views_audit
 from review.views import chair as views_chair
 from review.views import reviewer as views_reviewer
 from review.views import submitter as views_submitter
-from spotchecks import views as views_spotchecks
+from spotchecks.views import auditor as spotcheck_pages
+from spotchecks.views import downloads as spotcheck_downloads
 
 app_name = "review"
 
@@ -41,11 +42,11 @@ urlpatterns = [
     path("audit/<int:pk>/recheck/", views_audit.recheck, name="audit_recheck"),
     path("audit/<int:pk>/waive/", views_audit.waiver_grant, name="waiver_grant"),
     # spot-checks (docs/remeasurement.md): start one, the polled panel, a raw output
-    path("audit/<int:pk>/spotchecks/start/", views_spotchecks.spotcheck_start, name="spotcheck_start"),
-    path("audit/<int:pk>/spotchecks/", views_spotchecks.spotcheck_panel, name="spotcheck_panel"),
+    path("audit/<int:pk>/spotchecks/start/", spotcheck_pages.spotcheck_start, name="spotcheck_start"),
+    path("audit/<int:pk>/spotchecks/", spotcheck_pages.spotcheck_panel, name="spotcheck_panel"),
     path(
         "audit/<int:pk>/spotchecks/<int:spotcheck_id>/evidence/<int:position>/",
-        views_spotchecks.spotcheck_evidence,
+        spotcheck_downloads.spotcheck_evidence,
         name="spotcheck_evidence",
     ),
     path("waivers/<int:waiver_id>/decide/", views_audit.waiver_decide, name="waiver_decide"),

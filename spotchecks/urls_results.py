@@ -2,14 +2,14 @@
 
 from django.urls import path
 
-from spotchecks import views
+from spotchecks.views import downloads
 
 app_name = "remeasurements"
 
 urlpatterns = [
     path(
         "results/<str:public_id>/remeasurements/<int:spotcheck_id>/evidence/<int:position>/",
-        views.remeasurement_evidence,
+        downloads.remeasurement_evidence,
         name="evidence",
     ),
 ]

@@ -88,6 +88,8 @@ HTTP_LAYER = {
     "templatetags",
     "apps",
     "middleware",
+    "authentication",  # DRF authentication classes
+    "throttles",  # DRF throttles
 }
 
 

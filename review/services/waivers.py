@@ -66,16 +66,22 @@ def waiver_request(
         obj=waiver,
         data={"submission": submission.pk, "version": version.number, "rule": rule, "point": point},
     )
-    if notify_deciders and SUBMISSION.state_allows(submission, "waive"):  # someone is there to decide it
+    if notify_deciders:
+        _deciders_told(submission, subject=f"Waiver of {rule} asked for", reason=reason)
+    return waiver
+
+
+def _deciders_told(submission: Submission, *, subject: str, reason: str) -> None:
+    """The chair and the auditors hear of a waiver request while someone is there to decide it."""
+    if SUBMISSION.state_allows(submission, "waive"):
         notify(
             users=chairs() + auditors(),
             kind="waiver.requested",
             submission_id=submission.pk,
-            subject=f"Waiver of {rule} asked for on {submission_label(submission)}",
+            subject=f"{subject} on {submission_label(submission)}",
             body=reason.strip(),
             url=submission_url(submission),
         )
-    return waiver
 
 
 @transaction.atomic
@@ -163,16 +169,7 @@ def waivers_request_group(
         )
         for point, file in wanted
     ]
-    submission = version.submission
-    if SUBMISSION.state_allows(submission, "waive"):
-        notify(
-            users=chairs() + auditors(),
-            kind="waiver.requested",
-            submission_id=submission.pk,
-            subject=f"{len(waivers)} waivers of {rule} asked for on {submission_label(submission)}",
-            body=reason.strip(),
-            url=submission_url(submission),
-        )
+    _deciders_told(version.submission, subject=f"{len(waivers)} waivers of {rule} asked for", reason=reason)
     return waivers
 
 

@@ -29,7 +29,7 @@ from review import lifecycle, selectors
 from review.models import EvidenceRequest, Waiver
 from review.services.attestations import attestation_record, evidence_request
 from review.services.waivers import waiver_grant_directly, waivers_decide_group
-from spotchecks.views import audit_panel_context
+from spotchecks.views.panels import audit_panel_context
 from submissions.checks.queue import check_run_requeue
 from submissions.models import Submission
 from submissions.selectors import check_run_findings, check_run_latest, check_run_official

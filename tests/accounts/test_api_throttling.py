@@ -12,7 +12,7 @@ from django.conf import settings as django_settings
 from django.test import Client
 from rest_framework.test import APIClient
 
-from accounts.api_throttles import FailedTokenThrottle, TokenAccountThrottle, TokenAddressThrottle
+from accounts.throttles import FailedTokenThrottle, TokenAccountThrottle, TokenAddressThrottle
 from tests.factories import ApiTokenFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -272,12 +272,12 @@ def test_unknown_api_path_is_a_json_404(role_users):
 
 
 def test_server_error_under_api_is_json_with_the_request_id(role_users, monkeypatch):
-    from accounts import api as accounts_api
+    from accounts.api.me import MeApi
 
     def explode(self, request):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(accounts_api.MeApi, "get", explode)
+    monkeypatch.setattr(MeApi, "get", explode)
     response = _api(role_users["submitter"]).get("/api/v1/me/", HTTP_X_REQUEST_ID="req-edge-1")
     assert response.status_code == 500
     assert response["Content-Type"] == "application/json"
@@ -309,9 +309,9 @@ def test_expected_403_and_404_are_logged_on_one_line(role_users, system, caplog)
 
 
 def test_a_server_error_keeps_its_traceback(role_users, monkeypatch, caplog):
-    from accounts import api as accounts_api
+    from accounts.api.me import MeApi
 
-    monkeypatch.setattr(accounts_api.MeApi, "get", lambda self, request: 1 / 0)
+    monkeypatch.setattr(MeApi, "get", lambda self, request: 1 / 0)
     with caplog.at_level(logging.ERROR, logger="django.request"):
         _api(role_users["submitter"]).get("/api/v1/me/")
     (record,) = [r for r in caplog.records if r.name == "django.request"]

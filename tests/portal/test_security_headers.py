@@ -3,7 +3,7 @@
 import pytest
 from django.test import RequestFactory
 
-from accounts.api_throttles import TokenAddressThrottle
+from accounts.throttles import TokenAddressThrottle
 from portal.middleware import client_ip
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,4 @@
-"""The spot-checks API (/api/v1/spotchecks/): read only. Auditors and the chair see every spot-check, the
-submitting organisation its own, everyone else a published result's finished re-measurements
-(access.visibility.spotchecks_visible_to). The endpoint's URL is in an answer only where the endpoint itself is
-visible to the reader (submissions.endpoints.endpoint_visible_to); never the credential."""
+"""`/api/v1/spotchecks/`: the portal's re-measurements of a declared endpoint (docs/remeasurement.md)."""
 
 from __future__ import annotations
 
@@ -93,7 +90,3 @@ class SpotCheckViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
             .select_related("publication", "submission")
             .order_by("-created_at", "-id")
         )
-
-
-def register(router) -> None:
-    router.register("spotchecks", SpotCheckViewSet, basename="spotcheck")

@@ -1,5 +1,5 @@
-"""API of accounts: the caller's identity and roles (`/api/v1/me/`), their notifications and how they are
-e-mailed (only the caller's own: access.visibility)."""
+"""The caller's notifications (`/api/v1/notifications/`, marked read) and how they are e-mailed
+(`/api/v1/notification-preference/`); only the caller's own (access.visibility)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,12 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
-from rest_framework.routers import BaseRouter
 from rest_framework.views import APIView
 
 from access.notifications import notifications_shown_to
 from access.visibility import notifications_visible_to
 from accounts.models import Notification, NotificationPreference
 from accounts.permissions import TokenScopeAllows
-from accounts.selectors import user_roles
 from accounts.services.notifications import (
     notification_preference_of,
     notification_preference_set,
@@ -24,28 +22,6 @@ from accounts.services.notifications import (
 from portal.private_cache import PrivateCachedListMixin
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.idempotency import idempotent
-
-
-class MeApi(APIView):
-    """Who the caller is and what they may act as (useful to check an API token)."""
-
-    permission_classes = [TokenScopeAllows, IsAuthenticated]
-
-    @extend_schema(
-        responses=inline_serializer(
-            "Me",
-            {
-                "username": serializers.CharField(),
-                "organisations": serializers.DictField(
-                    child=serializers.ListField(child=serializers.CharField())
-                ),
-                "auditor": serializers.BooleanField(),
-                "chair": serializers.BooleanField(),
-            },
-        )
-    )
-    def get(self, request):
-        return Response({"username": request.user.get_username(), **user_roles(request.user)})
 
 
 class NotificationSerializer(serializers.Serializer):
@@ -134,7 +110,3 @@ class NotificationPreferenceApi(APIView):
         data.is_valid(raise_exception=True)
         preference = notification_preference_set(user=request.user, delivery=data.validated_data["delivery"])
         return Response({"delivery": preference.delivery})
-
-
-def register(router: BaseRouter) -> None:
-    router.register("notifications", NotificationViewSet, basename="notification")

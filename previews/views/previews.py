@@ -1,6 +1,6 @@
-"""The organisation's preview pages: the list with the upload form, one preview beside published curves with a
-baseline's %-differences, re-check and delete. Every page says "Not an MLPerf result"; another organisation's
-preview is a 404 for everyone (docs/previews.md, DESIGN.md's visibility table)."""
+"""The organisation's previews (`/previews/`): upload another tool's output as a preview of a system, read its
+check beside its own published curves and any published result, re-check or delete it. Every page marks it "not an
+MLPerf result"; only the organisation's members see one (access.visibility)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,10 @@
-"""API of the catalog: the public, read-only benchmark catalog."""
+"""`/api/v1/benchmarks/`: the public catalog of benchmarks, their rule sets and tokenizers."""
 
 from __future__ import annotations
 
 import django_filters
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.permissions import AllowAny
-from rest_framework.routers import BaseRouter
 
 from accounts.permissions import TokenScopeAllows
 from catalog.models import Benchmark
@@ -49,7 +48,3 @@ class BenchmarkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
 
     def get_queryset(self):
         return benchmark_list()
-
-
-def register(router: BaseRouter) -> None:
-    router.register("benchmarks", BenchmarkViewSet, basename="benchmark")

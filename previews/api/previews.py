@@ -1,8 +1,5 @@
-"""The previews API (/api/v1/previews/): the organisation's own previews, upload, re-check and delete.
-
-An upload is multipart (`files`, repeated) or JSON with each file's bytes in base64 (`portal preview` sends one
-.tar.gz that way): `{"system": id or name, "benchmark": model id, "name": "...", "files": [{"name", "content"}]}`.
-Another organisation's preview is a 404, whoever asks."""
+"""`/api/v1/previews/`: upload another tool's output as a preview of a system, read its check, re-check or
+delete it (its organisation's members only; never a submission)."""
 
 from __future__ import annotations
 
@@ -130,7 +127,3 @@ class PreviewViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
 
 
 PreviewViewSet.http_method_names = ["get", "post", "delete", "head", "options"]
-
-
-def register(router) -> None:
-    router.register("previews", PreviewViewSet, basename="preview")

@@ -1,5 +1,5 @@
-"""HTML pages of the audit app: the event log for auditors and the chair, filtered by object (type and id),
-actor and action, each event linked to its object's page where there is one the reader may open."""
+"""The audit log (`/audit/`): the events filtered, each linked to what it is about where the reader may see it, and
+the chain's head (auditors and the chair)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from portal.parsers import parse_id
 from submissions.models import CheckRun, SubmissionVersion
 
 logger = logging.getLogger(__name__)
+
 
 # Object types whose events name their submission in data["submission"] or are submissions themselves.
 ATTESTATION_PAGE_TYPES = {"review.waiver", "review.evidencerequest", "review.attestation"}

@@ -1,0 +1,3 @@
+"""Pages of previews (docs/previews.md): previews, by path."""
+
+from __future__ import annotations
