@@ -205,6 +205,7 @@ def main() -> None:
         "DATABASE_URL": f"{args.postgres}/{database}",
         "REDIS_URL": args.redis,
         "SECRET_KEY": "bench-only-secret-key-0123456789-abcdefghijklmnop",
+        "PORTAL_ENDPOINT_KEY": "bench-only-endpoint-key-0123456789-abcdefghijklmnop",
         "DEBUG": "0",
         "DJANGO_SETTINGS_MODULE": "portal.settings",
         "PORTAL_VAR_DIR": tempfile.mkdtemp(prefix="bench-leaderboard-var-"),

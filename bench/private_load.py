@@ -311,6 +311,7 @@ def main() -> None:
         "REDIS_URL": args.redis,
         "CELERY_TASK_ALWAYS_EAGER": "1",  # seed_demo's checks run in this process
         "SECRET_KEY": "bench-only-secret-key-0123456789-abcdefghijklmnop",
+        "PORTAL_ENDPOINT_KEY": "bench-only-endpoint-key-0123456789-abcdefghijklmnop",
         "DEBUG": "0",
         # one account's token from one address: the production limits (600/minute per account) would answer
         # 429 to 32 clients at ~1 request/s each; the bench measures serving, not the throttle
