@@ -414,7 +414,9 @@ def child(variant: str, args) -> None:
     elif variant in ("c", "t"):
         from checker.events import TOKENIZE_BATCH_CHARS
 
-        if variant == "t":  # the portal's counter (tiktoken where checker.fastcount allows it) on the same texts
+        if (
+            variant == "t"
+        ):  # the portal's counter (tiktoken where checker.fastcount allows it) on the same texts
             from checker.tokens import TokenCounter
 
             counter = TokenCounter(tok)
@@ -614,7 +616,9 @@ def main() -> None:
                 f"recompute/tokenizer alone (a)/(c) = {results['a']['seconds'] / results['c']['seconds']:.2f}"
             )
         if "t" in results and "c" in results:
-            print(f"portal's counter/tokenizer alone (t)/(c) = {results['t']['seconds'] / results['c']['seconds']:.2f}")
+            print(
+                f"portal's counter/tokenizer alone (t)/(c) = {results['t']['seconds'] / results['c']['seconds']:.2f}"
+            )
         if "p" in results:
             print("\n(p) profile of the recompute, top functions by own time:")
             print(results["p"]["profile"])
