@@ -340,7 +340,11 @@ class _ClassCheck:
             inside_tt = {ord(c) for c in bytes(tt._core_bpe.encode_ordinary(text)).decode("utf-8")}
             ok -= inside_hf ^ inside_tt
         if self._folds_to_ascii:
-            ok = {cp for cp in ok if not any(c.isascii() and c.isalpha() for c in chr(cp).casefold())}
+            ok = {
+                cp
+                for cp in ok
+                if cp < 128 or not any(c.isascii() and c.isalpha() for c in chr(cp).casefold())
+            }
         return sorted(ok)
 
 

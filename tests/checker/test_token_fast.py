@@ -173,3 +173,22 @@ def test_turned_off_or_not_a_tokenizer_counts_with_tokenizers():
     assert TokenCounter(tok, fast=False).engine == "tokenizers"
     bare = tokenizers.Tokenizer(models.BPE())
     assert TokenCounter(bare).engine == "tokenizers"
+
+
+def test_a_clean_merge_list_behind_the_llama3_pre_tokenizer_is_accepted_and_exact():
+    from checker.tokens import LLAMA3_SPLIT_PATTERN
+
+    tok = _tiny(
+        [("a", "b"), ("ab", "c"), ("b", "c"), ("Ġ", "abc"), ("'", "s"), ("1", "2")], ignore_merges=False
+    )
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(tokenizers.Regex(LLAMA3_SPLIT_PATTERN), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    counter = TokenCounter(tok)
+    assert counter.engine == "tiktoken", counter.fast_reason
+    texts = [*TRICKY, "it'ſ 'ſt 'ﬆ 'S 12345", "x\r\n\r\n  y"] + _texts(6, 2000)
+    assert counter.count(texts) == _hf(tok, texts)
+    assert counter.fast_texts < counter.texts  # 'ſ and the added-token fragments went to tokenizers
