@@ -1,6 +1,6 @@
 """Benchmark of the raw-log recompute on a synthetic, schema-faithful events.jsonl.
 
-    python bench/recompute.py [--size-mb 200] [--texts unique|novel] [--variants abcdp] [--out DIR] [--keep]
+    python bench/recompute.py [--size-mb 200] [--texts unique|novel] [--variants abcdtp] [--out DIR] [--keep]
                               [--zst] [--repeat 3]
 
 Generates an events.jsonl of the requested size shaped like the official client's logs
@@ -14,6 +14,8 @@ is per variant (os.wait4 rusage of that child):
       prompts + full outputs + after-first-chunk texts), pre-extracted to a file while
       generating so that only encoding is timed;
   (d) reading the file: `cat FILE | wc -l` (and `zstd -dc FILE.zst | wc -l` with --zst);
+  (t) the portal's counter alone (checker.tokens.TokenCounter: tiktoken where checker.fastcount allows it)
+      on the texts of (c);
   (p) (a) again under cProfile, printing the top functions by own time.
 
 --texts novel writes texts that do not repeat (every prompt new, every word a fresh pseudo-word), where no
@@ -387,7 +389,13 @@ def child(variant: str, args) -> None:
 
             profiler = cProfile.Profile()
             profiler.enable()
-        summary = recompute_point(Path(args.file), tokenizer=tok, findings=findings, display="bench")
+        from checker.tokens import TokenCounter
+
+        counter = TokenCounter(tok)
+        summary = recompute_point(Path(args.file), tokenizer=counter, findings=findings, display="bench")
+        result["engine"] = f"{counter.engine}, {counter.fast_texts:,} of {counter.texts:,} texts by tiktoken"
+        if counter.fast_reason:
+            result["engine"] += f" ({counter.fast_reason})"
         if profiler is not None:
             import io
             import pstats
@@ -403,10 +411,21 @@ def child(variant: str, args) -> None:
         from baseline_recompute import recompute
 
         result["summary"] = recompute(Path(args.file), tok)
-    elif variant == "c":
+    elif variant in ("c", "t"):
         from checker.events import TOKENIZE_BATCH_CHARS
 
-        encode = getattr(tok, "encode_batch_fast", None) or tok.encode_batch
+        if (
+            variant == "t"
+        ):  # the portal's counter (tiktoken where checker.fastcount allows it) on the same texts
+            from checker.tokens import TokenCounter
+
+            counter = TokenCounter(tok)
+            result["engine"] = counter.engine
+
+            def encode(batch, add_special_tokens=False):
+                return [range(n) for n in counter.count(batch)]
+        else:
+            encode = getattr(tok, "encode_batch_fast", None) or tok.encode_batch
         encoding = 0.0
         tokens = texts = 0
         with open(args.file, encoding="utf-8") as f:
@@ -495,7 +514,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--seed", type=int, default=20260501)
     parser.add_argument("--tokenizer", type=Path, default=DEFAULT_TOKENIZER)
-    parser.add_argument("--variants", default="abcd", help="which of a, b, c, d, p to run (default: abcd)")
+    parser.add_argument("--variants", default="abcd", help="which of a, b, c, d, t, p to run (default: abcd)")
     parser.add_argument(
         "--texts",
         choices=("unique", "novel"),
@@ -561,11 +580,12 @@ def main() -> None:
                         "d-zst", Path(str(log) + ".zst"), args.tokenizer, workdir, args.repeat
                     )
             else:
-                results[v] = measure(v, texts if v == "c" else log, args.tokenizer, workdir, args.repeat)
+                results[v] = measure(v, texts if v in "ct" else log, args.tokenizer, workdir, args.repeat)
         labels = {
             "a": "(a) portal recompute_point",
             "b": "(b) plain baseline",
             "c": "(c) tokenizer alone",
+            "t": "(t) portal's counter alone",
             "d": "(d) cat | wc -l",
             "d-zst": "(d) zstd -dc | wc -l",
             "p": "(p) recompute under cProfile",
@@ -578,6 +598,8 @@ def main() -> None:
             )
         if "c" in results:
             print(f"(c) encoded {results['c']['texts']:,} texts, {results['c']['tokens']:,} tokens")
+        if "a" in results:
+            print(f"(a) token counts: {results['a'].get('engine')}")
         if "a" in results and results["a"].get("errors"):
             print("(a) error findings:", results["a"]["errors"])
         if "a" in results and "b" in results:
@@ -593,6 +615,10 @@ def main() -> None:
             print(
                 f"recompute/tokenizer alone (a)/(c) = {results['a']['seconds'] / results['c']['seconds']:.2f}"
             )
+        if "t" in results and "c" in results:
+            print(
+                f"portal's counter/tokenizer alone (t)/(c) = {results['t']['seconds'] / results['c']['seconds']:.2f}"
+            )
         if "p" in results:
             print("\n(p) profile of the recompute, top functions by own time:")
             print(results["p"]["profile"])
@@ -606,6 +632,7 @@ def main() -> None:
                     "result_a.json",
                     "result_b.json",
                     "result_c.json",
+                    "result_t.json",
                     "result_p.json",
                     "gen.json",
                 ):

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
+
+from checker.fastcount import FastCounter, build
+
+logger = logging.getLogger(__name__)
 
 # -- exact split of a token count at the first streamed chunk ---------------------------------
 # OSL needs count(first + rest) and TPOT needs count(rest). When the tokenizer provably cuts
@@ -56,6 +61,15 @@ def _llama3_cut(a: str, b: str) -> bool:
     return ca in ("L", "N") and cb is not None and cb != ca
 
 
+def _fast_counter(tokenizer) -> tuple[FastCounter | None, str]:
+    """checker.fastcount's counter for this tokenizer, when its pipeline around the model adds nothing."""
+    if split_rule(tokenizer) is None:
+        return None, "the tokenizer's normalizer, pre-tokenizer, post-processor or added tokens are not plain"
+    pre = _state(tokenizer.pre_tokenizer)
+    added = [t.content for t in tokenizer.get_added_tokens_decoder().values() if t.content]
+    return build(tokenizer, pre, added)
+
+
 def _state(component) -> dict | None:
     return None if component is None else json.loads(component.__getstate__())
 
@@ -105,13 +119,25 @@ def split_rule(tokenizer):
 
 
 class TokenCounter:
-    """Counts tokens of many texts with few tokenizer calls: batched, prompt counts cached."""
+    """Counts tokens of many texts with few tokenizer calls: batched, prompt counts cached.
 
-    def __init__(self, tokenizer) -> None:
+    With fast (the default), texts are counted by checker.fastcount's tiktoken table where that provably
+    gives the tokenizer's own counts; `engine` says which counts ("tiktoken" or "tokenizers") and
+    `fast_reason` why the fast counter is not used for this tokenizer.
+    """
+
+    def __init__(self, tokenizer, *, fast: bool = True) -> None:
         self.tokenizer = tokenizer
         self._encode = getattr(tokenizer, "encode_batch_fast", None) or tokenizer.encode_batch
         self.calls = 0
         self.texts = 0
+        self.fast_texts = 0  # of self.texts, those counted by the fast counter
+        self.fast: FastCounter | None = None
+        self.fast_reason = "turned off" if not fast else ""
+        if fast:
+            self.fast, self.fast_reason = _fast_counter(tokenizer)
+            if self.fast is None:
+                logger.info("token counts by tokenizers, not tiktoken: %s", self.fast_reason)
         self.rule = split_rule(tokenizer)
         self._added: list[str] = []
         self._added_re = None
@@ -128,7 +154,23 @@ class TokenCounter:
             return []
         self.calls += 1
         self.texts += len(texts)
-        return [len(e) for e in self._encode(texts, add_special_tokens=False)]
+        fast = self.fast
+        if fast is None:
+            return [len(e) for e in self._encode(texts, add_special_tokens=False)]
+        flags = list(map(fast.accepts, texts))
+        if all(flags):
+            self.fast_texts += len(texts)
+            return fast.counts(texts)
+        mine = [t for t, ok in zip(texts, flags, strict=True) if ok]
+        rest = [t for t, ok in zip(texts, flags, strict=True) if not ok]
+        self.fast_texts += len(mine)
+        fast_counts = iter(fast.counts(mine))
+        slow_counts = iter([len(e) for e in self._encode(rest, add_special_tokens=False)] if rest else [])
+        return [next(fast_counts) if ok else next(slow_counts) for ok in flags]
+
+    @property
+    def engine(self) -> str:
+        return "tiktoken" if self.fast is not None else "tokenizers"
 
     def splits_at(self, text: str, cut: int) -> bool:
         """True when count(text) == count(text[:cut]) + count(text[cut:]) provably holds."""
