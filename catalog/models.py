@@ -9,7 +9,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 
 from catalog.tokenizer_packages import TokenizerUnavailable, packaged
-from checker.ruleset import RulesetError, available_rulesets, load_ruleset
+from checker.judge.ruleset import RulesetError, available_rulesets, load_ruleset
 
 PLACEHOLDER_TOKENIZER_NOTE = (
     "Token counts for this benchmark use a placeholder tokenizer, not the model's own: input and output "

@@ -1,6 +1,6 @@
 """The check pipeline's services: create, start, check one point, join, retry, reconcile, re-check.
 
-One CheckRun per (version, request). Each step calls one step of checker.pipeline, the same steps
+One CheckRun per (version, request). Each step calls one step of checker.cli.pipeline, the same steps
 `portal check` runs in one process, so the portal's verdict is the command's verdict on the same files:
 
   check_run_start    (one task)  queued -> running; lists the load points file by file
@@ -8,7 +8,7 @@ One CheckRun per (version, request). Each step calls one step of checker.pipelin
   check_run_point    (N tasks)   pipeline.check_point on the files that hold the point (and those that
                                  hold none); stores its PointMetric row and its findings (delete-and-insert);
   check_run_finish   (join)      pipeline.judge_version over the whole version on the stored points (no
-                                 second recomputation), with the portal-only rules (checker.portal_rules);
+                                 second recomputation), with the portal-only rules (checker.judge.portal_rules);
                                  the report's findings, curves and document become the run's rows, and the
                                  run ends passed/failed.
 
@@ -48,10 +48,7 @@ from accounts.selectors import user_is_auditor
 from audit.services import audit_event_record
 from catalog.selectors import benchmark_tokenizer_json
 from checker import __version__ as checker_version
-from checker.extension import ExtensionScope, PublishedRevision, finding_identity
-from checker.goodput import SampleSeries, sha256_of
-from checker.inputs import Limits
-from checker.pipeline import (
+from checker.cli.pipeline import (
     PointOutcome,
     check_point,
     findings_from_dicts,
@@ -61,7 +58,10 @@ from checker.pipeline import (
     open_version,
     unique_sorted,
 )
-from checker.portal_rules import ReusedRawLog, SubmissionScope
+from checker.judge.extension import ExtensionScope, PublishedRevision, finding_identity
+from checker.judge.portal_rules import ReusedRawLog, SubmissionScope
+from checker.read.inputs import Limits
+from checker.recompute.goodput import SampleSeries, sha256_of
 from checker.report import PointResult, Report, json_safe
 from checker.tokens import TokenCounter
 from portal.errors import NotAllowedError
@@ -308,7 +308,7 @@ def _json_safe(value):
     )
 
 
-# --- the steps: each calls one step of checker.pipeline ----------------------------------------
+# --- the steps: each calls one step of checker.cli.pipeline ----------------------------------------
 
 
 def _limits(version: SubmissionVersion) -> Limits:
@@ -404,7 +404,7 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
 
 
 def _version_kind_record(*, version: SubmissionVersion, detected: set[str]) -> None:
-    """Record the version's kind as the registry of input kinds detected it in the files (checker.kinds).
+    """Record the version's kind as the registry of input kinds detected it in the files (checker.read.kinds).
 
     The kind given at upload (or guessed from the number of files) is a claim; what the files are is known once
     they are read. A version holding a bundle is a bundle (run archives beside it are extra points of it); a
@@ -660,7 +660,7 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
             own = [outcomes[key] for key in list_points(opened.layout)]
             if submission.extends_id is None:
                 report = judge_version(opened, own, **arguments)
-            else:  # the union with the published revisions (checker.extension)
+            else:  # the union with the published revisions (checker.judge.extension)
                 extension = _extension_scope(submission, stack=base, beat=beat, limits=limits)
                 report = judge_extension(opened, own, extension=extension, **arguments)
     counts = report.counts()
