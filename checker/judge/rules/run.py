@@ -15,6 +15,7 @@ from checker.judge.rules.disclosure import (
     check_system_description,
     check_warmup,
 )
+from checker.judge.rules.engagement import check_engagement
 from checker.judge.rules.files import check_official_files
 from checker.judge.rules.load_pattern import (
     check_c_min_override,
@@ -29,7 +30,7 @@ from checker.judge.rules.physical import (
     check_point_physics,
     check_raw_log_duplicates,
 )
-from checker.judge.rules.power import check_engagement, check_point_power, check_system_power
+from checker.judge.rules.power import check_point_power, check_system_power
 from checker.judge.rules.state import Point, RuleRun
 from checker.judge.rules.structure import check_structure
 from checker.judge.ruleset import Ruleset, load_ruleset
