@@ -134,6 +134,15 @@ def _scale_out(
     """
     sets = [ns for ns in node_sets if isinstance(ns, dict)]
     nodes = sum(whole_count(ns.get("nodes_provisioned")) or 0 for ns in sets)
+    _check_scale_out_presence(fabric, sets, nodes, out)
+    if not fabric["present"]:
+        return 0.0, False
+    return _scale_out_fabric(fabric, sets, nodes, out, watts_of, defaults)
+
+
+def _check_scale_out_presence(fabric: dict[str, Any], sets: list[dict], nodes: int, out: Provisioned) -> None:
+    """E.4's `present` against the node count: true on one node warns, false on several nodes is an error
+    where nothing joins them, else a warning."""
     if fabric["present"]:
         if nodes == 1:
             out.warnings.append(
@@ -159,8 +168,17 @@ def _scale_out(
                 f"scale_out.present is false for {nodes} nodes; E.4 allows that only where the nodes are "
                 "joined by a fabric already counted in scale_up_network, which the descriptor cannot show"
             )
-    if not fabric["present"]:
-        return 0.0, False
+
+
+def _scale_out_fabric(
+    fabric: dict[str, Any],
+    sets: list[dict],
+    nodes: int,
+    out: Provisioned,
+    watts_of: Any,
+    defaults: AppendixD,
+) -> tuple[float, bool]:
+    """A present fabric: its cabling, required bandwidth, NICs and switches (see _scale_out)."""
     missing = [
         name
         for name in ("cabling", "required_bandwidth_tbps", "nics", "switches")
@@ -220,7 +238,19 @@ def _scale_out(
             f"scale_out.required_bandwidth_tbps is {required_tbps:g}, above the {from_nics:g} Tb/s the NICs "
             f"carry ({basis})"
         )
-    required = max(required_tbps, from_nics)
+    _add_scale_out_switches(fabric, switches, max(required_tbps, from_nics), out, watts_of, defaults)
+    return nic_per_node_w, excluded
+
+
+def _add_scale_out_switches(
+    fabric: dict[str, Any],
+    switches: list[Any],
+    required: float,
+    out: Provisioned,
+    watts_of: Any,
+    defaults: AppendixD,
+) -> None:
+    """Adds each scale-out switch's power to `out`; together they must offer the required bandwidth."""
     offered = 0.0
     for i, sw in enumerate(switches):
         count = whole_count(sw.get("count")) if isinstance(sw, dict) else None
@@ -244,7 +274,25 @@ def _scale_out(
         out.problems.append(
             f"scale-out switches offer {offered:g} Tb/s, below the required {required:g} Tb/s"
         )
-    return nic_per_node_w, excluded
+
+
+class _Watts:
+    """Sourced values in watts, with the Appendix D defaults (and `mlc_default` sources) used on the way."""
+
+    def __init__(self) -> None:
+        self.estimated: list[str] = []
+
+    def __call__(self, label: str, value: Any, fallback: tuple[float, str] | None = None) -> float | None:
+        """A sourced value in watts, its Appendix D fallback when absent, else None."""
+        if value is None:
+            if fallback is None:
+                return None
+            self.estimated.append(f"{label} (absent; auto-populated from {fallback[1]})")
+            return fallback[0]
+        w = sourced_watts(value)
+        if w is not None and isinstance(value, dict) and value.get("source_type") == "mlc_default":
+            self.estimated.append(f"{label} ({value.get('source')} default)")
+        return w
 
 
 def provisioned_power(
@@ -264,21 +312,8 @@ def provisioned_power(
     out = Provisioned()
     defaults = defaults or AppendixD()
     cores_by_ensemble = cores_by_ensemble or {}
-    estimated: list[str] = []
+    watts_of = _Watts()
     appendix = set(defaults.subsections)
-
-    def watts_of(label: str, value: Any, fallback: tuple[float, str] | None = None) -> float | None:
-        """A sourced value in watts, its Appendix D fallback when absent, else None."""
-        if value is None:
-            if fallback is None:
-                return None
-            estimated.append(f"{label} (absent; auto-populated from {fallback[1]})")
-            return fallback[0]
-        w = sourced_watts(value)
-        if w is not None and isinstance(value, dict) and value.get("source_type") == "mlc_default":
-            estimated.append(f"{label} ({value.get('source')} default)")
-        return w
-
     if not isinstance(desc, dict):
         out.problems.append("system_power.json must be a JSON object")
         return out
@@ -298,94 +333,9 @@ def provisioned_power(
         scale_out = None
     overhead = out.overhead_fraction or 0.0
     for i, ns in enumerate(node_sets):
-        label = f"node_sets[{i}]"
-        if not isinstance(ns, dict):
-            out.problems.append(f"{label} must be an object")
-            continue
-        nodes = whole_count(ns.get("nodes_provisioned"))
-        if not nodes:
-            out.problems.append(f"{label}.nodes_provisioned must be a positive integer")
-            continue
-        method = ns.get("power_method")
-        major = published = 0.0
-        if method == "component_sum":
-            comp = ns.get("components")
-            if not isinstance(comp, dict):
-                out.problems.append(f"{label}: component_sum needs a components block")
-                continue
-            parts: list[float | None] = []
-            if comp.get("combined_cpu_accelerator") is not None:
-                parts.append(
-                    watts_of(
-                        f"{label}.components.combined_cpu_accelerator", comp.get("combined_cpu_accelerator")
-                    )
-                )
-            else:
-                for part in ("cpu", "accelerator"):
-                    block = comp.get(part)
-                    if not isinstance(block, dict):
-                        out.problems.append(f"{label}.components.{part} is required")
-                        parts.append(None)
-                        continue
-                    ensemble = whole_count(ns.get("system_node_ensemble_id"))
-                    fallback = (
-                        defaults.cpu(
-                            block.get("model"),
-                            cores_by_ensemble.get(ensemble) if ensemble is not None else None,
-                        )
-                        if part == "cpu"
-                        else defaults.accelerator(block.get("model"))
-                    )
-                    count = whole_count(block.get("count_per_node"))
-                    tdp = watts_of(
-                        f"{label}.components.{part}.tdp_per_unit", block.get("tdp_per_unit"), fallback
-                    )
-                    if count is None or tdp is None:
-                        out.problems.append(
-                            f"{label}.components.{part}: needs count_per_node and tdp_per_unit.value_w "
-                            "(absent, and Appendix D has no default for this model)"
-                        )
-                        parts.append(None)
-                    else:
-                        parts.append(count * tdp)
-            parts.append(_scale_up_w(comp.get("scale_up_network"), f"{label}.components", out.problems))
-            if any(p is None for p in parts):
-                continue
-            major = nodes * sum(p for p in parts if p is not None)
-        elif method in ("published_system", "node_scaling"):
-            watts = sourced_watts(ns.get("published_power"))
-            if watts is None:
-                out.problems.append(f"{label}: {method} needs published_power.value_w or value_kw")
-                continue
-            if method == "published_system":
-                published = nodes * watts
-            else:
-                rack = whole_count(ns.get("nodes_in_published_rack"))
-                if not rack or rack <= nodes:
-                    out.problems.append(
-                        f"{label}: node_scaling needs nodes_in_published_rack greater than nodes_provisioned"
-                    )
-                    continue
-                published = watts * nodes / rack
-        else:
-            out.problems.append(
-                f"{label}.power_method must be component_sum, published_system or node_scaling"
-            )
-            continue
-        acc = ns.get("components", {}).get("accelerator") if isinstance(ns.get("components"), dict) else None
-        out.sets.append(
-            {
-                "node_set_id": ns.get("node_set_id"),
-                "ensemble": whole_count(ns.get("system_node_ensemble_id")),
-                "nodes": nodes,
-                "power_method": method,
-                "major_w": major,
-                "published_w": published,
-                "accelerators_per_node": whole_count(acc.get("count_per_node"))
-                if isinstance(acc, dict)
-                else None,
-            }
-        )
+        node_set = _node_set_power(f"node_sets[{i}]", ns, out, watts_of, defaults, cores_by_ensemble)
+        if node_set is not None:
+            out.sets.append(node_set)
     if scale_out is not None:
         nic_per_node_w, nics_excluded = _scale_out(scale_out, node_sets, out, watts_of, defaults)
         for node_set in out.sets:
@@ -399,6 +349,122 @@ def provisioned_power(
         out.major_components_w += major
         out.published_node_power_w += published
     out.other_components_w = overhead * out.major_components_w
+    _settle_provisioned_kw(desc, out, watts_of)
+    if out.method == "computed":
+        _check_stated_figures(desc, out, cooling, overhead, computed_tol_w=computed_tol_w, kw_tol=kw_tol)
+    if out.problems:
+        out.provisioned_kw = None
+    return out
+
+
+def _node_set_power(
+    label: str,
+    ns: Any,
+    out: Provisioned,
+    watts_of: _Watts,
+    defaults: AppendixD,
+    cores_by_ensemble: dict[int, int],
+) -> dict[str, Any] | None:
+    """One node set's major-component and published watts (before overhead), or None with its problem in `out`."""
+    if not isinstance(ns, dict):
+        out.problems.append(f"{label} must be an object")
+        return None
+    nodes = whole_count(ns.get("nodes_provisioned"))
+    if not nodes:
+        out.problems.append(f"{label}.nodes_provisioned must be a positive integer")
+        return None
+    method = ns.get("power_method")
+    major = published = 0.0
+    if method == "component_sum":
+        comp = ns.get("components")
+        if not isinstance(comp, dict):
+            out.problems.append(f"{label}: component_sum needs a components block")
+            return None
+        per_node = _component_sum_w(label, ns, comp, out, watts_of, defaults, cores_by_ensemble)
+        if per_node is None:
+            return None
+        major = nodes * per_node
+    elif method in ("published_system", "node_scaling"):
+        watts = sourced_watts(ns.get("published_power"))
+        if watts is None:
+            out.problems.append(f"{label}: {method} needs published_power.value_w or value_kw")
+            return None
+        if method == "published_system":
+            published = nodes * watts
+        else:
+            rack = whole_count(ns.get("nodes_in_published_rack"))
+            if not rack or rack <= nodes:
+                out.problems.append(
+                    f"{label}: node_scaling needs nodes_in_published_rack greater than nodes_provisioned"
+                )
+                return None
+            published = watts * nodes / rack
+    else:
+        out.problems.append(f"{label}.power_method must be component_sum, published_system or node_scaling")
+        return None
+    acc = ns.get("components", {}).get("accelerator") if isinstance(ns.get("components"), dict) else None
+    return {
+        "node_set_id": ns.get("node_set_id"),
+        "ensemble": whole_count(ns.get("system_node_ensemble_id")),
+        "nodes": nodes,
+        "power_method": method,
+        "major_w": major,
+        "published_w": published,
+        "accelerators_per_node": whole_count(acc.get("count_per_node")) if isinstance(acc, dict) else None,
+    }
+
+
+def _component_sum_w(
+    label: str,
+    ns: dict[str, Any],
+    comp: dict[str, Any],
+    out: Provisioned,
+    watts_of: _Watts,
+    defaults: AppendixD,
+    cores_by_ensemble: dict[int, int],
+) -> float | None:
+    """Watts of one node built from its components (CPU and accelerator, or combined, plus the scale-up
+    network); None when a part is missing (its problem is in `out`)."""
+    parts: list[float | None] = []
+    if comp.get("combined_cpu_accelerator") is not None:
+        parts.append(
+            watts_of(f"{label}.components.combined_cpu_accelerator", comp.get("combined_cpu_accelerator"))
+        )
+    else:
+        for part in ("cpu", "accelerator"):
+            block = comp.get(part)
+            if not isinstance(block, dict):
+                out.problems.append(f"{label}.components.{part} is required")
+                parts.append(None)
+                continue
+            ensemble = whole_count(ns.get("system_node_ensemble_id"))
+            fallback = (
+                defaults.cpu(
+                    block.get("model"),
+                    cores_by_ensemble.get(ensemble) if ensemble is not None else None,
+                )
+                if part == "cpu"
+                else defaults.accelerator(block.get("model"))
+            )
+            count = whole_count(block.get("count_per_node"))
+            tdp = watts_of(f"{label}.components.{part}.tdp_per_unit", block.get("tdp_per_unit"), fallback)
+            if count is None or tdp is None:
+                out.problems.append(
+                    f"{label}.components.{part}: needs count_per_node and tdp_per_unit.value_w "
+                    "(absent, and Appendix D has no default for this model)"
+                )
+                parts.append(None)
+            else:
+                parts.append(count * tdp)
+    parts.append(_scale_up_w(comp.get("scale_up_network"), f"{label}.components", out.problems))
+    if any(p is None for p in parts):
+        return None
+    return sum(p for p in parts if p is not None)
+
+
+def _settle_provisioned_kw(desc: dict[str, Any], out: Provisioned, watts_of: _Watts) -> None:
+    """The provisioned power: the declared figure when given (it governs), else the computed total."""
+    estimated = watts_of.estimated
     declared = desc.get("declared_provisioned_power")
     if declared is not None:
         # The declared figure governs: defaults in the components beneath it do not tag the result.
@@ -412,36 +478,44 @@ def provisioned_power(
     elif not out.problems:
         out.method, out.provisioned_kw = "computed", round(out.total_system_power_w / W_PER_KW, 2)
         out.estimated = list(estimated)
-    if out.method == "computed":
-        stated = desc.get("computed")
-        if isinstance(stated, dict):
-            ours = {
-                "major_components_w": out.major_components_w,
-                "other_components_w": out.other_components_w,
-                "published_node_power_w": out.published_node_power_w,
-                "scale_out_switch_power_w": out.scale_out_switch_power_w,
-                "total_system_power_w": out.total_system_power_w,
-            }
-            for key, value in ours.items():
-                theirs = stated.get(key)
-                if theirs is not None and (
-                    non_negative(theirs) is None or abs(float(theirs) - value) > computed_tol_w
-                ):
-                    out.problems.append(f"computed.{key} = {theirs!r} but the descriptor gives {value:g} W")
-            theirs = stated.get("overhead_fraction")
-            if theirs is not None and (non_negative(theirs) is None or abs(float(theirs) - overhead) > 1e-9):
-                out.problems.append(
-                    f"computed.overhead_fraction = {theirs!r} but cooling {cooling!r} means {overhead}"
-                )
-        stated_kw = desc.get("provisioned_power_kw")
-        if (
-            stated_kw is not None
-            and out.provisioned_kw is not None
-            and (non_negative(stated_kw) is None or abs(float(stated_kw) - out.provisioned_kw) > kw_tol)
-        ):
+
+
+def _check_stated_figures(
+    desc: dict[str, Any],
+    out: Provisioned,
+    cooling: Any,
+    overhead: float,
+    *,
+    computed_tol_w: float,
+    kw_tol: float,
+) -> None:
+    """A computed descriptor's own `computed` block and provisioned_power_kw must match the computed figures."""
+    stated = desc.get("computed")
+    if isinstance(stated, dict):
+        ours = {
+            "major_components_w": out.major_components_w,
+            "other_components_w": out.other_components_w,
+            "published_node_power_w": out.published_node_power_w,
+            "scale_out_switch_power_w": out.scale_out_switch_power_w,
+            "total_system_power_w": out.total_system_power_w,
+        }
+        for key, value in ours.items():
+            theirs = stated.get(key)
+            if theirs is not None and (
+                non_negative(theirs) is None or abs(float(theirs) - value) > computed_tol_w
+            ):
+                out.problems.append(f"computed.{key} = {theirs!r} but the descriptor gives {value:g} W")
+        theirs = stated.get("overhead_fraction")
+        if theirs is not None and (non_negative(theirs) is None or abs(float(theirs) - overhead) > 1e-9):
             out.problems.append(
-                f"provisioned_power_kw = {stated_kw!r} but the descriptor gives {out.provisioned_kw:.2f} kW"
+                f"computed.overhead_fraction = {theirs!r} but cooling {cooling!r} means {overhead}"
             )
-    if out.problems:
-        out.provisioned_kw = None
-    return out
+    stated_kw = desc.get("provisioned_power_kw")
+    if (
+        stated_kw is not None
+        and out.provisioned_kw is not None
+        and (non_negative(stated_kw) is None or abs(float(stated_kw) - out.provisioned_kw) > kw_tol)
+    ):
+        out.problems.append(
+            f"provisioned_power_kw = {stated_kw!r} but the descriptor gives {out.provisioned_kw:.2f} kW"
+        )
