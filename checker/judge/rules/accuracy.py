@@ -244,129 +244,148 @@ def check_agentic_accuracy(
         return
     spec = run.ruleset.get("agentic_accuracy", default={}) or {}
     if inline_min is not None:
-        missing = []
-        for point in sorted(
-            (point for point in points if point.yaml_ok), key=lambda point: point.concurrency
-        ):
-            entries = _entries(point.accuracy) if point.accuracy is not None else {}
-            name = _inline_name(run, entries)
-            if name is None or not _metric_scores(run, entries[name]):
-                missing.append(point.concurrency)
-                continue
-            score = _dataset_score(run, point, name, "agentic-accuracy-inline")
-            if score is None:
-                continue
-            if score < inline_min:
-                run.findings.error(
-                    "agentic-accuracy-inline",
-                    f"r{point.concurrency}: inline accuracy {score:.2f} < {inline_min} required for {model}.",
-                    file=point.file("accuracy_results.json"),
-                    point=point.key,
-                )
-            else:
-                run.findings.info(
-                    "agentic-accuracy-inline",
-                    f"r{point.concurrency}: inline accuracy {score:.2f} \u2265 {inline_min}",
-                    file=point.file("accuracy_results.json"),
-                    point=point.key,
-                )
-        if missing:
-            performance_type = spec.get("performance_dataset_type", "performance")
+        check_inline_accuracy(run, model, points, inline_min, spec, where)
+    if swe_min is not None and regions is not None:
+        check_swebench_accuracy(run, model, points, regions, swe_min, spec, where)
+    if isinstance(osl, list | tuple) and len(osl) == 2 and all(finite(v) is not None for v in osl):
+        check_agentic_osl(run, model, points, osl, spec, where)
+
+
+def check_inline_accuracy(
+    run: RuleRun, model: str, points: list[Point], inline_min: float, spec: dict, where: str
+) -> None:
+    """agentic-accuracy-inline: every submitted point's inline score clears the model's threshold."""
+    missing = []
+    for point in sorted((point for point in points if point.yaml_ok), key=lambda point: point.concurrency):
+        entries = _entries(point.accuracy) if point.accuracy is not None else {}
+        name = _inline_name(run, entries)
+        if name is None or not _metric_scores(run, entries[name]):
+            missing.append(point.concurrency)
+            continue
+        score = _dataset_score(run, point, name, "agentic-accuracy-inline")
+        if score is None:
+            continue
+        if score < inline_min:
             run.findings.error(
                 "agentic-accuracy-inline",
-                f"No inline accuracy score at {', '.join(f'r{concurrency}' for concurrency in missing)} (an accuracy entry "
-                f"with `dataset_type: {performance_type}` and a score); every submitted point must clear the inline "
-                "threshold.",
-                file=where,
-                fix="Submit each point's accuracy_results.json as the client writes it, with inline "
-                "accuracy scoring on the performance dataset.",
+                f"r{point.concurrency}: inline accuracy {score:.2f} < {inline_min} required for {model}.",
+                file=point.file("accuracy_results.json"),
+                point=point.key,
             )
-    if swe_min is not None and regions is not None:
-        dataset = spec.get("swebench_dataset", "swe_bench")
-        n_required = int(spec.get("swebench_mean_of_n", 4))
-        by_concurrency = {point.concurrency: point for point in points}
-        with_acc = [point for point in points if point.accuracy is not None and _has_accuracy_run(run, point)]
-        candidates, owner = _band_matching(with_acc, regions)
-        assignment = {concurrency: band for band, concurrency in owner.items()}
-        by_band: dict[str, list[tuple[int, float]]] = {}
-        for concurrency, bands, _ in candidates:
-            score = _dataset_score(run, by_concurrency[concurrency], dataset, "agentic-accuracy-swebench")
-            band = assignment.get(concurrency) or (bands[0] if bands else None)
-            if score is not None and band is not None:
-                by_band.setdefault(band, []).append((concurrency, score))
-        if not by_band:
+        else:
+            run.findings.info(
+                "agentic-accuracy-inline",
+                f"r{point.concurrency}: inline accuracy {score:.2f} \u2265 {inline_min}",
+                file=point.file("accuracy_results.json"),
+                point=point.key,
+            )
+    if missing:
+        performance_type = spec.get("performance_dataset_type", "performance")
+        run.findings.error(
+            "agentic-accuracy-inline",
+            f"No inline accuracy score at {', '.join(f'r{concurrency}' for concurrency in missing)} (an accuracy entry "
+            f"with `dataset_type: {performance_type}` and a score); every submitted point must clear the inline "
+            "threshold.",
+            file=where,
+            fix="Submit each point's accuracy_results.json as the client writes it, with inline "
+            "accuracy scoring on the performance dataset.",
+        )
+
+
+def check_swebench_accuracy(
+    run: RuleRun, model: str, points: list[Point], regions: Regions, swe_min: float, spec: dict, where: str
+) -> None:
+    """agentic-accuracy-swebench: the mean of one SWE-bench result per mandatory region clears the threshold."""
+    dataset = spec.get("swebench_dataset", "swe_bench")
+    n_required = int(spec.get("swebench_mean_of_n", 4))
+    by_concurrency = {point.concurrency: point for point in points}
+    with_acc = [point for point in points if point.accuracy is not None and _has_accuracy_run(run, point)]
+    candidates, owner = _band_matching(with_acc, regions)
+    assignment = {concurrency: band for band, concurrency in owner.items()}
+    by_band: dict[str, list[tuple[int, float]]] = {}
+    for concurrency, bands, _ in candidates:
+        score = _dataset_score(run, by_concurrency[concurrency], dataset, "agentic-accuracy-swebench")
+        band = assignment.get(concurrency) or (bands[0] if bands else None)
+        if score is not None and band is not None:
+            by_band.setdefault(band, []).append((concurrency, score))
+    if not by_band:
+        run.findings.warning(
+            "agentic-accuracy-swebench",
+            f"No mandatory-band point reports a `{dataset}` accuracy "
+            "score; official agentic submissions must enable SWE-bench accuracy.",
+            file=where,
+        )
+    else:
+        for band, results in by_band.items():
+            if len(results) > 1:
+                run.findings.warning(
+                    "agentic-accuracy-swebench",
+                    f"{band.replace('_', ' ')} has {len(results)} SWE-bench results "
+                    f"({', '.join(f'r{concurrency}' for concurrency, _ in results)}); one per region is expected, so "
+                    "they are averaged into one value for the band.",
+                    file=where,
+                )
+        band_scores = [sum(v for _, v in results) / len(results) for results in by_band.values()]
+        mean, n = sum(band_scores) / len(band_scores), len(band_scores)
+        basis = f"mean of {n} band(s)" + ("" if n == n_required else f" ({n_required} required)")
+        if mean < swe_min:
+            run.findings.error(
+                "agentic-accuracy-swebench",
+                f"SWE-bench {basis} = {mean:.2f} < {swe_min} required for {model}.",
+                file=where,
+            )
+        elif n != n_required:
             run.findings.warning(
                 "agentic-accuracy-swebench",
-                f"No mandatory-band point reports a `{dataset}` accuracy "
-                "score; official agentic submissions must enable SWE-bench accuracy.",
+                f"SWE-bench {basis} = {mean:.2f} \u2265 {swe_min}, but "
+                f"section 4.3 averages one result from each of the {n_required} mandatory regions.",
                 file=where,
             )
         else:
-            for band, results in by_band.items():
-                if len(results) > 1:
-                    run.findings.warning(
-                        "agentic-accuracy-swebench",
-                        f"{band.replace('_', ' ')} has {len(results)} SWE-bench results "
-                        f"({', '.join(f'r{concurrency}' for concurrency, _ in results)}); one per region is expected, so "
-                        "they are averaged into one value for the band.",
-                        file=where,
-                    )
-            band_scores = [sum(v for _, v in results) / len(results) for results in by_band.values()]
-            mean, n = sum(band_scores) / len(band_scores), len(band_scores)
-            basis = f"mean of {n} band(s)" + ("" if n == n_required else f" ({n_required} required)")
-            if mean < swe_min:
-                run.findings.error(
-                    "agentic-accuracy-swebench",
-                    f"SWE-bench {basis} = {mean:.2f} < {swe_min} required for {model}.",
-                    file=where,
-                )
-            elif n != n_required:
-                run.findings.warning(
-                    "agentic-accuracy-swebench",
-                    f"SWE-bench {basis} = {mean:.2f} \u2265 {swe_min}, but "
-                    f"section 4.3 averages one result from each of the {n_required} mandatory regions.",
-                    file=where,
-                )
-            else:
-                run.findings.info(
-                    "agentic-accuracy-swebench",
-                    f"SWE-bench {basis} = {mean:.2f} \u2265 {swe_min}",
-                    file=where,
-                )
-    if isinstance(osl, list | tuple) and len(osl) == 2 and all(finite(v) is not None for v in osl):
-        low, high = float(osl[0]), float(osl[1])
-        field = spec.get("osl_full_run_field", "output_sequence_lengths_full_run")
-        missing = []
-        for point in sorted(points, key=lambda point: point.concurrency):
-            if not point.stored:
-                continue
-            avg = finite(dig(point.stored, field, "output_sequence_lengths", "avg"))
-            if avg is None:
-                missing.append(point.concurrency)
-            elif low <= avg <= high:
-                run.findings.info(
-                    "agentic-osl-range",
-                    f"r{point.concurrency}: full-run OSL per-turn mean {avg:.1f} within {low:g}\u2013{high:g} tokens",
-                    file=point.file("result_summary.json"),
-                    point=point.key,
-                )
-            else:
-                run.findings.error(
-                    "agentic-osl-range",
-                    f"r{point.concurrency}: full-run OSL per-turn mean {avg:.1f} outside "
-                    f"{low:g}\u2013{high:g} tokens required for {model}.",
-                    file=point.file("result_summary.json"),
-                    point=point.key,
-                    pointer=f"/{field}/output_sequence_lengths/avg",
-                )
-        if missing:
-            run.findings.warning(
-                "agentic-osl-range",
-                f"No `{field}.output_sequence_lengths.avg` in result_summary.json "
-                f"for {', '.join(f'r{concurrency}' for concurrency in missing)}; the windowed output_sequence_lengths is "
-                "not the field to gate.",
+            run.findings.info(
+                "agentic-accuracy-swebench",
+                f"SWE-bench {basis} = {mean:.2f} \u2265 {swe_min}",
                 file=where,
             )
+
+
+def check_agentic_osl(
+    run: RuleRun, model: str, points: list[Point], osl: Any, spec: dict, where: str
+) -> None:
+    """agentic-osl-range: each point's full-run OSL per-turn mean lies within the model's range."""
+    low, high = float(osl[0]), float(osl[1])
+    field = spec.get("osl_full_run_field", "output_sequence_lengths_full_run")
+    missing = []
+    for point in sorted(points, key=lambda point: point.concurrency):
+        if not point.stored:
+            continue
+        avg = finite(dig(point.stored, field, "output_sequence_lengths", "avg"))
+        if avg is None:
+            missing.append(point.concurrency)
+        elif low <= avg <= high:
+            run.findings.info(
+                "agentic-osl-range",
+                f"r{point.concurrency}: full-run OSL per-turn mean {avg:.1f} within {low:g}\u2013{high:g} tokens",
+                file=point.file("result_summary.json"),
+                point=point.key,
+            )
+        else:
+            run.findings.error(
+                "agentic-osl-range",
+                f"r{point.concurrency}: full-run OSL per-turn mean {avg:.1f} outside "
+                f"{low:g}\u2013{high:g} tokens required for {model}.",
+                file=point.file("result_summary.json"),
+                point=point.key,
+                pointer=f"/{field}/output_sequence_lengths/avg",
+            )
+    if missing:
+        run.findings.warning(
+            "agentic-osl-range",
+            f"No `{field}.output_sequence_lengths.avg` in result_summary.json "
+            f"for {', '.join(f'r{concurrency}' for concurrency in missing)}; the windowed output_sequence_lengths is "
+            "not the field to gate.",
+            file=where,
+        )
 
 
 def _check_accuracy_point(run: RuleRun, point: Point, model_rules: Any) -> None:
@@ -387,9 +406,35 @@ def _check_accuracy_point(run: RuleRun, point: Point, model_rules: Any) -> None:
             pointer="/accuracy_scores",
         )
         return
+    unnamed = str(run.ruleset.get("accuracy_scores", "unnamed_score", default="score"))
+    total = _record_accuracy_scores(run, point, entries, model_rules, unnamed)
+    if model_rules is None or model_rules.accuracy_min_samples is None:
+        run.findings.warning(
+            "accuracy-gate",
+            f"r{point.concurrency}: {run.ruleset.name} has no accuracy thresholds for this model.",
+            file=file,
+            point=point.key,
+        )
+        return
+    if total < model_rules.accuracy_min_samples:
+        run.findings.error(
+            "accuracy-sample-count",
+            f"{total} samples (issued) < required {model_rules.accuracy_min_samples}",
+            file=file,
+            point=point.key,
+            fix=f"Run the full accuracy dataset ({model_rules.accuracy_min_samples} samples).",
+        )
+    _check_accuracy_targets(run, point, model_rules, unnamed)
+
+
+def _record_accuracy_scores(
+    run: RuleRun, point: Point, entries: list[dict], model_rules: Any, unnamed: str
+) -> int:
+    """The point's accuracy samples and its sample-weighted score per gated metric, kept in the point's
+    result (extra.accuracy); returns the samples issued."""
+    file = point.file("accuracy_results.json")
     total = 0
     metrics: dict[str, list[tuple[float, float]]] = {}
-    unnamed = str(run.ruleset.get("accuracy_scores", "unnamed_score", default="score"))
     for entry in entries:
         samples = count(entry.get("total_samples"))
         if samples is None:
@@ -421,22 +466,12 @@ def _check_accuracy_point(run: RuleRun, point: Point, model_rules: Any) -> None:
             k: sum(v * w for v, w in pairs) / (sum(w for _, w in pairs) or 1) for k, pairs in metrics.items()
         },
     }
-    if model_rules is None or model_rules.accuracy_min_samples is None:
-        run.findings.warning(
-            "accuracy-gate",
-            f"r{point.concurrency}: {run.ruleset.name} has no accuracy thresholds for this model.",
-            file=file,
-            point=point.key,
-        )
-        return
-    if total < model_rules.accuracy_min_samples:
-        run.findings.error(
-            "accuracy-sample-count",
-            f"{total} samples (issued) < required {model_rules.accuracy_min_samples}",
-            file=file,
-            point=point.key,
-            fix=f"Run the full accuracy dataset ({model_rules.accuracy_min_samples} samples).",
-        )
+    return total
+
+
+def _check_accuracy_targets(run: RuleRun, point: Point, model_rules: Any, unnamed: str) -> None:
+    """accuracy-gate: each of the model's gated metrics within its target (scorers' fractions read as percent)."""
+    file = point.file("accuracy_results.json")
     scores = point.result.extra["accuracy"]["scores"]
     fractions = run.ruleset.get("accuracy_scores", "fractions", default=True) is True
     gated = False
