@@ -111,6 +111,13 @@ def check_regions(
         run.findings.info(
             "region-basis", f"C_min = {c_min} derived from all {len(points)} points", file=where
         )
+    place_points_in_regions(run, points, regions, c_max)
+    check_region_coverage(run, points, regions, where)
+    return regions
+
+
+def place_points_in_regions(run: RuleRun, points: list[Point], regions: Regions, c_max: int) -> None:
+    """Each point's computed region (kept in its result), against the margin end and its declared region."""
     for point in points:
         point.result.extra["regions"] = regions.to_dict()
         if point.offline == "dedicated":
@@ -143,6 +150,11 @@ def check_regions(
                     pointer="/region",
                     fix=f"Declare region: {region} (boundaries {regions.to_dict()}).",
                 )
+
+
+def check_region_coverage(run: RuleRun, points: list[Point], regions: Regions, where: str) -> None:
+    """A point in Ultra Low, Low, Medium and High concurrency each (the margin counts for High where the
+    rule set says so)."""
     present = [point.concurrency for point in points if point.offline != "dedicated"]
     ultra_low_points = sorted(
         concurrency for concurrency in present if regions.ultra_low.contains(concurrency)
@@ -183,12 +195,19 @@ def check_regions(
                 file=where,
                 fix=f"Measure at least one point at a concurrency in {bounds}.",
             )
-    return regions
 
 
 def check_point_count_and_offline(run: RuleRun, points: list[Point], c_max: int | None, where: str) -> None:
     agentic = curve_is_agentic(points)
     declared = [point for point in points if point.offline in ("dedicated", "elected")]
+    check_point_count(run, points, declared, agentic, where)
+    check_offline_point(run, points, declared, agentic, c_max, where)
+
+
+def check_point_count(
+    run: RuleRun, points: list[Point], declared: list[Point], agentic: bool, where: str
+) -> None:
+    """point-count and point-cap: the curve's number of points (more are needed beside a dedicated Offline run)."""
     minimum = (
         run.ruleset.min_points_dedicated_offline
         if any(point.offline == "dedicated" for point in declared) and not agentic
@@ -206,6 +225,13 @@ def check_point_count_and_offline(run: RuleRun, points: list[Point], c_max: int 
         run.findings.info("point-count", f"Point count OK: {n_points}", file=where)
     if n_points > run.ruleset.max_points:
         run.findings.error("point-cap", f"{n_points} points > maximum {run.ruleset.max_points}.", file=where)
+
+
+def check_offline_point(
+    run: RuleRun, points: list[Point], declared: list[Point], agentic: bool, c_max: int | None, where: str
+) -> None:
+    """offline-point-present: exactly one Offline point (none on an agentic curve), elected at C_max or a
+    dedicated run (then offline-ordering)."""
     if agentic:
         if declared:
             run.findings.error(
@@ -247,6 +273,13 @@ def check_point_count_and_offline(run: RuleRun, points: list[Point], c_max: int 
     )
     if c_max is None:
         return
+    check_dedicated_offline(run, points, offline_point, c_max, where)
+
+
+def check_dedicated_offline(
+    run: RuleRun, points: list[Point], offline_point: Point, c_max: int, where: str
+) -> None:
+    """offline-ordering: a dedicated Offline run at or above C_max, reaching the C_max point's throughput."""
     if offline_point.concurrency < c_max:
         run.findings.warning(
             "offline-ordering",
