@@ -61,94 +61,115 @@ def check_system_power(run: RuleRun) -> dict[str, Any]:
     }
     optional = set(run.ruleset.get("disclosure", "power_optional_divisions", default=[]) or [])
     for system in systems:
-        path = run.layout.system_power.get(system)
-        first = next(point for point in run.points if point.input.system == system)
-        if path is None:
-            path = first.input.files.get("system_power.json")
-        display = run.layout.displays.get(path) if path is not None else None
-        display = display or (
-            first.file("system_power.json") if path is not None else f"results/{system}/system_power.json"
-        )
-        division = text(dig(first.system_description, "division")) or text(first.yaml.get("division"))
-        if path is None:
-            if division and division.strip().lower() in optional:
-                run.findings.info(
-                    "power-descriptor",
-                    f"{system}: no system_power.json, optional for {division}.",
-                    file=display,
-                )
-            else:
-                run.findings.error(
-                    "power-descriptor",
-                    f"{system}: system_power.json is missing.",
-                    file=display,
-                    fix="Add results/<system>/system_power.json (Appendix E descriptor).",
-                )
-            continue
-        power_descriptor = load_json(path, display=display, findings=run.findings, limits=run.limits)
-        if power_descriptor is None:
-            continue
-        _check_system_power_copies(run, system, power_descriptor, display, path)
-        provisioned = provisioned_power(
-            power_descriptor,
-            overheads=overheads,
-            computed_tol_w=float(run.ruleset.get("power", "computed_tolerance_w", default=0.5)),
-            kw_tol=float(run.ruleset.get("power", "provisioned_kw_tolerance", default=0.005)),
-            defaults=AppendixD(run.ruleset.get("power", "appendix_d", default={}) or {}),
-            cores_by_ensemble=_node_facts(run, system, "host_processor_core_count"),
-        )
-        accelerators = _node_facts(run, system, "accelerators_per_node")
-        for (
-            node_set
-        ) in provisioned.sets:  # a published-power set takes accelerators per node from system_desc.json
-            if node_set.get("accelerators_per_node") is None:
-                node_set["accelerators_per_node"] = accelerators.get(node_set["ensemble"])
-        described_cooling = _system_cooling(run, system)
-        if (
-            described_cooling
-            and isinstance(power_descriptor, dict)
-            and power_descriptor.get("cooling") != described_cooling
-            and not provisioned.problems
-        ):
-            provisioned.problems.append(
-                f"cooling {power_descriptor.get('cooling')!r} disagrees with system_desc.json cooling {described_cooling!r}"
-            )
-            provisioned.provisioned_kw = None
-        described_ensembles = _ensemble_ids(run, system)
-        named = {node_set.get("system_node_ensemble_id") for node_set in _node_sets(power_descriptor)}
-        unknown = sorted(e for e in named - described_ensembles if isinstance(e, int))
-        if provisioned.valid and described_ensembles and unknown:
-            run.findings.warning(
-                "power-descriptor",
-                f"{system}: node_sets name system_node_ensemble_id {unknown}, which system_desc.json does not "
-                "describe.",
-                file=display,
-                fix="Give each node set the system_node_ensemble_id of its node type in system_desc.json.",
-            )
-        for problem in provisioned.problems:
-            run.findings.error(
-                "power-descriptor",
-                f"{system}: {problem}",
-                file=display,
-                fix="Correct system_power.json so that its figures follow from its components.",
-            )
-        for warning in provisioned.warnings if provisioned.valid else []:
-            run.findings.warning("power-descriptor", f"{system}: {warning}", file=display)
-        if provisioned.provisioned_kw is not None:
-            if provisioned.estimated:
-                run.findings.warning(
-                    "power-estimated",
-                    f"{system}: MLC Estimated Power: {'; '.join(provisioned.estimated)} \u2014 Appendix D "
-                    "values reach provisioned_power_kw.",
-                    file=display,
-                    fix="Give every power figure with a public source (vendor_spec, publication, "
-                    "public_statement) to drop the MLC Estimated Power tag.",
-                )
-            run.findings.info(
-                "power-descriptor", f"Provisioned power {provisioned.provisioned_kw:.2f} kW", file=display
-            )
+        provisioned = _system_power(run, system, overheads, optional)
+        if provisioned is not None:
             out[system] = provisioned
     return out
+
+
+def _system_power(run: RuleRun, system: str, overheads: dict[str, float], optional: set) -> Any:
+    """One system's provisioned power from its system_power.json (None when it has none, or none usable),
+    its problems reported under power-descriptor."""
+    path = run.layout.system_power.get(system)
+    first = next(point for point in run.points if point.input.system == system)
+    if path is None:
+        path = first.input.files.get("system_power.json")
+    display = run.layout.displays.get(path) if path is not None else None
+    display = display or (
+        first.file("system_power.json") if path is not None else f"results/{system}/system_power.json"
+    )
+    division = text(dig(first.system_description, "division")) or text(first.yaml.get("division"))
+    if path is None:
+        if division and division.strip().lower() in optional:
+            run.findings.info(
+                "power-descriptor",
+                f"{system}: no system_power.json, optional for {division}.",
+                file=display,
+            )
+        else:
+            run.findings.error(
+                "power-descriptor",
+                f"{system}: system_power.json is missing.",
+                file=display,
+                fix="Add results/<system>/system_power.json (Appendix E descriptor).",
+            )
+        return None
+    power_descriptor = load_json(path, display=display, findings=run.findings, limits=run.limits)
+    if power_descriptor is None:
+        return None
+    _check_system_power_copies(run, system, power_descriptor, display, path)
+    provisioned = provisioned_power(
+        power_descriptor,
+        overheads=overheads,
+        computed_tol_w=float(run.ruleset.get("power", "computed_tolerance_w", default=0.5)),
+        kw_tol=float(run.ruleset.get("power", "provisioned_kw_tolerance", default=0.005)),
+        defaults=AppendixD(run.ruleset.get("power", "appendix_d", default={}) or {}),
+        cores_by_ensemble=_node_facts(run, system, "host_processor_core_count"),
+    )
+    accelerators = _node_facts(run, system, "accelerators_per_node")
+    for (
+        node_set
+    ) in provisioned.sets:  # a published-power set takes accelerators per node from system_desc.json
+        if node_set.get("accelerators_per_node") is None:
+            node_set["accelerators_per_node"] = accelerators.get(node_set["ensemble"])
+    _check_power_against_description(run, system, provisioned, power_descriptor, display)
+    return _report_provisioned(run, system, provisioned, display)
+
+
+def _check_power_against_description(
+    run: RuleRun, system: str, provisioned: Any, power_descriptor: Any, display: str
+) -> None:
+    """system_power.json against system_desc.json: the same cooling, and node sets of described node types."""
+    described_cooling = _system_cooling(run, system)
+    if (
+        described_cooling
+        and isinstance(power_descriptor, dict)
+        and power_descriptor.get("cooling") != described_cooling
+        and not provisioned.problems
+    ):
+        provisioned.problems.append(
+            f"cooling {power_descriptor.get('cooling')!r} disagrees with system_desc.json cooling {described_cooling!r}"
+        )
+        provisioned.provisioned_kw = None
+    described_ensembles = _ensemble_ids(run, system)
+    named = {node_set.get("system_node_ensemble_id") for node_set in _node_sets(power_descriptor)}
+    unknown = sorted(e for e in named - described_ensembles if isinstance(e, int))
+    if provisioned.valid and described_ensembles and unknown:
+        run.findings.warning(
+            "power-descriptor",
+            f"{system}: node_sets name system_node_ensemble_id {unknown}, which system_desc.json does not "
+            "describe.",
+            file=display,
+            fix="Give each node set the system_node_ensemble_id of its node type in system_desc.json.",
+        )
+
+
+def _report_provisioned(run: RuleRun, system: str, provisioned: Any, display: str) -> Any:
+    """The descriptor's problems and warnings as findings; the provisioned power when there is one."""
+    for problem in provisioned.problems:
+        run.findings.error(
+            "power-descriptor",
+            f"{system}: {problem}",
+            file=display,
+            fix="Correct system_power.json so that its figures follow from its components.",
+        )
+    for warning in provisioned.warnings if provisioned.valid else []:
+        run.findings.warning("power-descriptor", f"{system}: {warning}", file=display)
+    if provisioned.provisioned_kw is not None:
+        if provisioned.estimated:
+            run.findings.warning(
+                "power-estimated",
+                f"{system}: MLC Estimated Power: {'; '.join(provisioned.estimated)} \u2014 Appendix D "
+                "values reach provisioned_power_kw.",
+                file=display,
+                fix="Give every power figure with a public source (vendor_spec, publication, "
+                "public_statement) to drop the MLC Estimated Power tag.",
+            )
+        run.findings.info(
+            "power-descriptor", f"Provisioned power {provisioned.provisioned_kw:.2f} kW", file=display
+        )
+        return provisioned
+    return None
 
 
 def _node_sets(descriptor: Any) -> list[dict]:
@@ -297,6 +318,17 @@ def _check_measured_power(
     tokens = finite(dig(point.summary, "output_sequence_lengths", "total"))
     measurement = analyse_trace(trace, (start_s, stop_s), output_tokens=tokens, system_tps=tps)
     measurement.meter = manifest.get("meter") if isinstance(manifest.get("meter"), str) else None
+    check_trace_quality(run, point, measurement, manifest, measured_spec)
+    if provisioned is not None and provisioned.provisioned_kw and measurement.avg_power_w is not None:
+        check_measured_below_provisioned(run, point, measurement, provisioned, measured_spec)
+    return measurement.to_dict()
+
+
+def check_trace_quality(
+    run: RuleRun, point: Point, measurement: Any, manifest: dict, measured_spec: dict
+) -> None:
+    """The trace over the point's window: its coverage, gaps, sample interval and non-positive samples."""
+    file = point.file("power")
     min_cov = float(measured_spec.get("min_window_coverage", 0.99))
     if measurement.coverage is None or measurement.coverage < min_cov:
         run.findings.error(
@@ -359,16 +391,21 @@ def _check_measured_power(
             file=file,
             point=point.key,
         )
-    if provisioned is not None and provisioned.provisioned_kw and measurement.avg_power_w is not None:
-        tolerance = float(measured_spec.get("above_provisioned_tolerance", 0.05))
-        limit_w = provisioned.provisioned_kw * 1000.0 * (1 + tolerance)
-        if measurement.avg_power_w > limit_w:
-            run.findings.warning(
-                "power-above-provisioned",
-                f"r{point.concurrency}: measured average {measurement.avg_power_w:.0f} W exceeds provisioned "
-                f"{provisioned.provisioned_kw:.2f} kW by more than {tolerance:.0%}.",
-                file=file,
-                point=point.key,
-                fix="Check that system_power.json provisions every component the meter sees.",
-            )
-    return measurement.to_dict()
+
+
+def check_measured_below_provisioned(
+    run: RuleRun, point: Point, measurement: Any, provisioned: Any, measured_spec: dict
+) -> None:
+    """power-above-provisioned: the measured average stays within a tolerance of the provisioned power."""
+    file = point.file("power")
+    tolerance = float(measured_spec.get("above_provisioned_tolerance", 0.05))
+    limit_w = provisioned.provisioned_kw * 1000.0 * (1 + tolerance)
+    if measurement.avg_power_w > limit_w:
+        run.findings.warning(
+            "power-above-provisioned",
+            f"r{point.concurrency}: measured average {measurement.avg_power_w:.0f} W exceeds provisioned "
+            f"{provisioned.provisioned_kw:.2f} kW by more than {tolerance:.0%}.",
+            file=file,
+            point=point.key,
+            fix="Check that system_power.json provisions every component the meter sees.",
+        )
