@@ -7,7 +7,6 @@ from typing import Any
 from checker.judge.rules.accuracy import check_accuracy, check_accuracy_present, check_agentic_accuracy
 from checker.judge.rules.disclosure import (
     check_benchmark_type,
-    check_drafters,
     check_model_name_and_c_max,
     check_point_disclosure,
     check_seeds,
@@ -15,6 +14,7 @@ from checker.judge.rules.disclosure import (
     check_system_description,
     check_warmup,
 )
+from checker.judge.rules.drafters import check_drafters
 from checker.judge.rules.engagement import check_engagement
 from checker.judge.rules.files import check_official_files
 from checker.judge.rules.load_pattern import (
