@@ -160,6 +160,12 @@ def check_system_description(run: RuleRun, points: list[Point], where: str) -> N
 
 
 def check_model_name_and_c_max(run: RuleRun, model: str, points: list[Point], where: str) -> int | None:
+    check_model_and_dataset(run, model, points, where)
+    return check_c_max(run, points, where)
+
+
+def check_model_and_dataset(run: RuleRun, model: str, points: list[Point], where: str) -> None:
+    """model-name-valid and the curve's consistency: one model_name, matching its folder, and one dataset."""
     names: dict[str, Point] = {}
     for point in points:
         name = point.yaml.get("model_name")
@@ -209,7 +215,9 @@ def check_model_name_and_c_max(run: RuleRun, model: str, points: list[Point], wh
             file=where,
         )
 
-    # C_max: system_desc.json max_supported_concurrency, cross-checked against every point.yaml
+
+def check_c_max(run: RuleRun, points: list[Point], where: str) -> int | None:
+    """C_max: system_desc.json max_supported_concurrency, cross-checked against every point.yaml."""
     c_max = None
     for point in points:
         if point.system_description is None:
@@ -445,7 +453,6 @@ def check_steady_state(run: RuleRun, point: Point) -> None:
     spec = run.ruleset.get("steady_state", default={}) or {}
     statuses, verdicts = list(spec.get("statuses") or []), list(spec.get("verdicts") or [])
     gating = list(spec.get("gating_states") or [])
-    official, min_trend_n = spec.get("official_status", "windowable"), int(spec.get("min_trend_n", 4))
     status, verdict = block.get("status"), block.get("verdict")
     declared_state = block.get("state")
     state: dict = declared_state if isinstance(declared_state, dict) else {}
@@ -477,6 +484,15 @@ def check_steady_state(run: RuleRun, point: Point) -> None:
         )
     if status is None:
         return
+    check_steady_state_consistency(run, point, block, status, state, spec)
+
+
+def check_steady_state_consistency(
+    run: RuleRun, point: Point, block: dict, status: Any, state: dict, spec: dict
+) -> None:
+    """steady-state-consistency: the declared status fits its window's super-passes and the gating states."""
+    file = point.file("point.yaml")
+    official, min_trend_n = spec.get("official_status", "windowable"), int(spec.get("min_trend_n", 4))
     declared_window = block.get("window")
     window: dict = declared_window if isinstance(declared_window, dict) else {}
     start: Any = window.get("super_pass_start")
