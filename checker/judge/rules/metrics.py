@@ -15,7 +15,6 @@ OFFICIAL_ACCOUNTING_NOTE = (
 
 def check_metric_consistency(run: RuleRun, point: Point) -> None:
     file = point.file("result_summary.json")
-    tolerance = run.ruleset.relative_tolerance
     for label, summary in (("claimed", point.result.claimed), ("recomputed", point.result.recomputed)):
         if not isinstance(summary, dict):
             continue
@@ -45,26 +44,39 @@ def check_metric_consistency(run: RuleRun, point: Point) -> None:
             pointer="/output_sequence_lengths/total",
         )
     derived_tps = point.system_tps()
-    # Stored values: the file's system_tps when present, and always the client's own tps (the
-    # official checker compares only when the file carries system_tps).
     if derived_tps is not None:
-        for key in ("system_tps", "tps"):
-            stored = point.stored.get(key)
-            if stored is None:
-                continue
-            stored_n = finite(stored)
-            if stored_n is None or abs(stored_n - derived_tps) > tolerance * max(abs(derived_tps), 1e-9):
-                run.findings.error(
-                    "metric-consistency-system-tps",
-                    f"r{point.concurrency}: stored {key} {short(stored)} differs from the derived system_tps "
-                    f"{derived_tps:.4f} ({point.basis}: output tokens / duration) by more than {tolerance:.0%}.",
-                    file=file,
-                    point=point.key,
-                    pointer=f"/{key}",
-                    fix="Report the client's result_summary.json unchanged.",
-                )
+        check_stored_system_tps(run, point, derived_tps)
     if point.offline == "dedicated":
         return
+    check_tps_per_user(run, point, summary)
+
+
+def check_stored_system_tps(run: RuleRun, point: Point, derived_tps: float) -> None:
+    """metric-consistency-system-tps. Stored values: the file's system_tps when present, and always the client's
+    own tps (the official checker compares only when the file carries system_tps)."""
+    file = point.file("result_summary.json")
+    tolerance = run.ruleset.relative_tolerance
+    for key in ("system_tps", "tps"):
+        stored = point.stored.get(key)
+        if stored is None:
+            continue
+        stored_n = finite(stored)
+        if stored_n is None or abs(stored_n - derived_tps) > tolerance * max(abs(derived_tps), 1e-9):
+            run.findings.error(
+                "metric-consistency-system-tps",
+                f"r{point.concurrency}: stored {key} {short(stored)} differs from the derived system_tps "
+                f"{derived_tps:.4f} ({point.basis}: output tokens / duration) by more than {tolerance:.0%}.",
+                file=file,
+                point=point.key,
+                pointer=f"/{key}",
+                fix="Report the client's result_summary.json unchanged.",
+            )
+
+
+def check_tps_per_user(run: RuleRun, point: Point, summary: dict) -> None:
+    """metric-consistency-tpot-p90 and -tps-per-user (1000 / TPOT P90), and agentic-metric-consistency."""
+    file = point.file("result_summary.json")
+    tolerance = run.ruleset.relative_tolerance
     tpot_p90_ms = point.tpot_p90_ms()
     if tpot_p90_ms is None or tpot_p90_ms <= 0:
         raw = percentile(summary.get("tpot"), 90.0)
