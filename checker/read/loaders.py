@@ -345,8 +345,35 @@ def load_json(
     text = _read_text(Path(path), display=display, findings=findings, limits=limits, point=point)
     if text is None:
         return None
-
     dupes: list[tuple[dict[str, Any], str]] = []  # (the object, the repeated key); keeps ids unique
+    parsed = _parse_json_text(text, dupes, display=display, findings=findings, point=point)
+    if parsed is None:
+        return None
+    obj = parsed[0]
+    nonfinite: list[str] = []
+    dup_where: dict[int, str] = {}
+    _walk_json(obj, [], nonfinite, dup_where, {id(d) for d, _ in dupes})
+    if nonfinite:
+        _report_nonfinite(text, nonfinite, display=display, findings=findings, point=point)
+        return None
+    if _refuse_nul(obj, rule="json-nul", display=display, findings=findings, point=point):
+        return None
+    _report_duplicate_keys(text, dupes, dup_where, display=display, findings=findings, point=point)
+    if expect_object and _not_object(obj, display=display, findings=findings, point=point):
+        return None
+    return obj
+
+
+def _parse_json_text(
+    text: str,
+    dupes: list[tuple[dict[str, Any], str]],
+    *,
+    display: str,
+    findings: Findings,
+    point: str | None,
+) -> tuple[Any] | None:
+    """The parsed document (in a 1-tuple: JSON null is a value) with its repeated keys added to `dupes`;
+    None, with a json-syntax finding, when it does not parse."""
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -383,26 +410,37 @@ def load_json(
             fix="Upload the file exactly as the official tools wrote it.",
         )
         return None
+    return (obj,)
 
-    nonfinite: list[str] = []
-    dup_where: dict[int, str] = {}
-    _walk_json(obj, [], nonfinite, dup_where, {id(d) for d, _ in dupes})
-    if nonfinite:
-        lines = [text.count("\n", 0, m.start()) + 1 for m in _JSON_TOKENS.finditer(text) if m.group(1)]
-        for n, pointer in enumerate(nonfinite[:_MAX_REPORTED]):
-            line = lines[n] if n < len(lines) else None
-            findings.error(
-                "json-nonfinite",
-                f"{display} holds a non-finite number (NaN or Infinity) at {pointer or '/'}; JSON allows only finite numbers",
-                file=display,
-                line=line,
-                pointer=pointer,
-                point=point,
-                fix="Re-run or re-export: a metric that is NaN or Infinity means the run produced no valid value.",
-            )
-        return None
-    if _refuse_nul(obj, rule="json-nul", display=display, findings=findings, point=point):
-        return None
+
+def _report_nonfinite(
+    text: str, nonfinite: list[str], *, display: str, findings: Findings, point: str | None
+) -> None:
+    """json-nonfinite at each NaN or Infinity (the first _MAX_REPORTED), with its line and pointer."""
+    lines = [text.count("\n", 0, m.start()) + 1 for m in _JSON_TOKENS.finditer(text) if m.group(1)]
+    for n, pointer in enumerate(nonfinite[:_MAX_REPORTED]):
+        line = lines[n] if n < len(lines) else None
+        findings.error(
+            "json-nonfinite",
+            f"{display} holds a non-finite number (NaN or Infinity) at {pointer or '/'}; JSON allows only finite numbers",
+            file=display,
+            line=line,
+            pointer=pointer,
+            point=point,
+            fix="Re-run or re-export: a metric that is NaN or Infinity means the run produced no valid value.",
+        )
+
+
+def _report_duplicate_keys(
+    text: str,
+    dupes: list[tuple[dict[str, Any], str]],
+    dup_where: dict[int, str],
+    *,
+    display: str,
+    findings: Findings,
+    point: str | None,
+) -> None:
+    """json-duplicate-key, a warning per repeated key (the first _MAX_REPORTED): the last value is used."""
     for holder, key in dupes[:_MAX_REPORTED]:
         where = dup_where.get(id(holder), "")
         pointer = where + json_pointer([key])
@@ -415,9 +453,6 @@ def load_json(
             point=point,
             fix="Remove the repeated key so the file has one unambiguous value.",
         )
-    if expect_object and _not_object(obj, display=display, findings=findings, point=point):
-        return None
-    return obj
 
 
 def _walk_json(
