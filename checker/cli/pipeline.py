@@ -177,6 +177,24 @@ def check_point(
             fix="Pass --tokenizer PATH/tokenizer.json of the benchmark model.",
         )
         return outcome
+    _recompute_and_compare(
+        point, events, outcome, token_counter, limits=limits, rel_tol=rel_tol, progress=progress
+    )
+    return outcome
+
+
+def _recompute_and_compare(
+    point: PointInput,
+    events: Path,
+    outcome: PointOutcome,
+    token_counter: TokenCounter,
+    *,
+    limits: Limits,
+    rel_tol: float,
+    progress: Progress | None,
+) -> None:
+    """Recomputes the point from its raw log into `outcome` and reports where the claimed summary differs."""
+    result, findings = outcome.result, outcome.findings
     started = time.perf_counter()
     lines_read = None
     if progress is not None:
@@ -198,7 +216,7 @@ def check_point(
     )
     result.extra["recompute_seconds"] = round(time.perf_counter() - started, 3)
     if recomputed is None:
-        return outcome
+        return
     recomputed.update(derive_official(recomputed, concurrency=point.concurrency))
     result.recomputed = recomputed
     if result.claimed is not None:
@@ -210,7 +228,6 @@ def check_point(
             point=point.key,
             rel_tol=rel_tol,
         )
-    return outcome
 
 
 def judge_version(
