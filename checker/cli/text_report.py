@@ -60,6 +60,15 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
         f"Checker {report.checker_version}, ruleset {report.ruleset or '-'}",
         "",
     ]
+    _append_point_tables(lines, report)
+    _append_pareto_fronts(lines, report)
+    _append_official_and_portal_notes(lines, report)
+    _append_findings(lines, report, max_findings)
+    return "\n".join(lines) + "\n"
+
+
+def _append_point_tables(lines: list[str], report: Report) -> None:
+    """One table per curve: each point's claimed and recomputed figures, power, and its SLO rows."""
     by_curve: dict[tuple[str, str], list] = {}
     for p in report.points:
         by_curve.setdefault((p.system, p.model), []).append(p)
@@ -96,6 +105,9 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
         slo_rows = [(p, p.extra["slo"]) for p in points if "slo" in p.extra]
         if slo_rows:
             lines.extend(_slo_lines(sorted(slo_rows, key=lambda row: row[0].concurrency)))
+
+
+def _append_pareto_fronts(lines: list[str], report: Report) -> None:
     for curve in report.curves:
         fronts = curve.get("pareto") or {}
         for x, front in fronts.items():
@@ -107,6 +119,10 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
                 )
     if report.curves:
         lines.append("")
+
+
+def _append_official_and_portal_notes(lines: list[str], report: Report) -> None:
+    """The official checker's cross-check, and what the portal's page adds to these counts."""
     official = getattr(report, "official", None)
     if isinstance(official, dict):
         if official.get("ran"):
@@ -131,6 +147,10 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
         + "; the submission page counts those apart."
     )
     lines.append("")
+
+
+def _append_findings(lines: list[str], report: Report, max_findings: int) -> None:
+    """Findings by severity, at most `max_findings` of them."""
     shown = 0
     for severity in ("error", "warning", "info"):
         group = [f for f in report.findings if f.severity == severity]
@@ -140,7 +160,7 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
         for f in group:
             if shown >= max_findings:
                 lines.append(f"  ... {len(report.findings) - shown} more findings in the JSON report")
-                return "\n".join(lines) + "\n"
+                return
             where = f.file or ""
             if f.line:
                 where += f":{f.line}"
@@ -152,4 +172,3 @@ def render_text(report: Report, *, max_findings: int = 200) -> str:
                 lines.append(f"      fix: {f.fix}")
             shown += 1
         lines.append("")
-    return "\n".join(lines) + "\n"
