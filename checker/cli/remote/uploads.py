@@ -14,6 +14,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from checker.cli.remote.client import (
     RETRIES,
@@ -158,26 +159,16 @@ def upload_file(
     file left open by an earlier, interrupted `portal submit`); the finish response."""
     size = path.stat().st_size
     sha256 = file_sha256(path)
-    upload = find_resumable(
-        client, sha256=sha256, size=size, submission=submission, start_fields=start_fields
+    upload = _start_or_resume(
+        client,
+        path,
+        size=size,
+        sha256=sha256,
+        submission=submission,
+        start_fields=start_fields,
+        run_key=run_key,
+        quiet=quiet,
     )
-    if upload is not None:
-        if not quiet:
-            held = upload["parts_expected"] - len(upload.get("missing_parts") or [])
-            what = (
-                "already verified"
-                if upload["status"] == "verified"
-                else (f"{held} of {upload['parts_expected']} parts already on the server")
-            )
-            print(f"portal submit: resuming {path.name} (upload {upload['id']}, {what})", file=sys.stderr)
-    else:
-        # auto: straight to the bucket when the portal stores in S3 (presigned multipart), else through the portal.
-        start = {"filename": path.name, "size": size, "sha256": sha256, "transfer": "auto", **start_fields}
-        if submission is not None:
-            start["submission"] = submission
-        upload = client.request(
-            "POST", "uploads/", body=start, idempotency_key=f"{run_key}-start-{sha256[:16]}"
-        )
     upload_id, part_size = upload["id"], upload["part_size"]
     progress = Progress(path.name, size, enabled=show_progress, plain=plain_progress)
     missing = (
@@ -200,6 +191,60 @@ def upload_file(
             progress=progress,
             quiet=quiet,
         )
+    _send_parts_through_portal(client, path, upload, missing=missing, run_key=run_key, progress=progress)
+    return _finish_through_portal(
+        client,
+        path,
+        upload_id,
+        sha256=sha256,
+        size=size,
+        run_key=run_key,
+        create_version=create_version,
+        include=include,
+        quiet=quiet,
+    )
+
+
+def _start_or_resume(
+    client: Client,
+    path: Path,
+    *,
+    size: int,
+    sha256: str,
+    submission: int | None,
+    start_fields: dict,
+    run_key: str,
+    quiet: bool,
+) -> dict:
+    """The upload of this file the server still holds (said on stderr), else a new one."""
+    upload = find_resumable(
+        client, sha256=sha256, size=size, submission=submission, start_fields=start_fields
+    )
+    if upload is not None:
+        if not quiet:
+            held = upload["parts_expected"] - len(upload.get("missing_parts") or [])
+            what = (
+                "already verified"
+                if upload["status"] == "verified"
+                else (f"{held} of {upload['parts_expected']} parts already on the server")
+            )
+            print(f"portal submit: resuming {path.name} (upload {upload['id']}, {what})", file=sys.stderr)
+    else:
+        # auto: straight to the bucket when the portal stores in S3 (presigned multipart), else through the portal.
+        start = {"filename": path.name, "size": size, "sha256": sha256, "transfer": "auto", **start_fields}
+        if submission is not None:
+            start["submission"] = submission
+        upload = client.request(
+            "POST", "uploads/", body=start, idempotency_key=f"{run_key}-start-{sha256[:16]}"
+        )
+    return upload
+
+
+def _send_parts_through_portal(
+    client: Client, path: Path, upload: dict, *, missing: list[int], run_key: str, progress: Progress
+) -> None:
+    """The missing parts, each PUT to the portal; failed parts are retried with backoff from the server's view."""
+    upload_id, part_size = upload["id"], upload["part_size"]
     for round_ in range(RETRIES + 1):
         failed = []
         with open(path, "rb") as handle:
@@ -229,6 +274,21 @@ def upload_file(
             break
     else:
         raise RemoteError(f"{path.name}: parts {failed[:10]} could not be sent")
+
+
+def _finish_through_portal(
+    client: Client,
+    path: Path,
+    upload_id: Any,
+    *,
+    sha256: str,
+    size: int,
+    run_key: str,
+    create_version: bool,
+    include: list[str],
+    quiet: bool,
+) -> dict:
+    """Finish: the portal verifies the file (and creates the version); a hash mismatch says what to do."""
     if not quiet:
         print(
             f"portal submit: verifying {path.name} on the server"
@@ -289,6 +349,34 @@ def _upload_direct(
 ) -> dict:
     """The parts straight to the bucket (each signed for its exact length and MD5 just before it is sent), then
     finish; the portal's worker verifies the SHA-256 and answers through the upload's status."""
+    upload_id = upload["id"]
+    _send_parts_to_bucket(client, path, upload, missing=missing, progress=progress)
+    if not quiet:
+        print(
+            f"portal submit: {path.name} is in the bucket; the portal verifies its SHA-256…", file=sys.stderr
+        )
+    finished = client.request(
+        "POST",
+        f"uploads/{upload_id}/finish/",
+        body={"sha256": sha256, "create_version": create_version, "include_uploads": include},
+        idempotency_key=f"{run_key}-{upload_id}-finish",
+    )
+    return _wait_until_verified(
+        client,
+        path,
+        upload_id,
+        finished,
+        sha256=sha256,
+        size=size,
+        create_version=create_version,
+        poll_s=poll_s,
+    )
+
+
+def _send_parts_to_bucket(
+    client: Client, path: Path, upload: dict, *, missing: list[int], progress: Progress
+) -> None:
+    """The missing parts, each signed for its length and MD5 just before it is PUT to the bucket; retried."""
     upload_id, part_size = upload["id"], upload["part_size"]
     for round_ in range(RETRIES + 1):
         failed = []
@@ -317,16 +405,20 @@ def _upload_direct(
             break
     else:
         raise RemoteError(f"{path.name}: parts {failed[:10]} could not be sent to the bucket")
-    if not quiet:
-        print(
-            f"portal submit: {path.name} is in the bucket; the portal verifies its SHA-256…", file=sys.stderr
-        )
-    finished = client.request(
-        "POST",
-        f"uploads/{upload_id}/finish/",
-        body={"sha256": sha256, "create_version": create_version, "include_uploads": include},
-        idempotency_key=f"{run_key}-{upload_id}-finish",
-    )
+
+
+def _wait_until_verified(
+    client: Client,
+    path: Path,
+    upload_id: Any,
+    finished: dict,
+    *,
+    sha256: str,
+    size: int,
+    create_version: bool,
+    poll_s: float,
+) -> dict:
+    """Polls the upload until the portal's worker has verified the file sent to the bucket; the finish answer."""
     current = finished["upload"]
     deadline = time.monotonic() + VERIFY_WAIT_S
     while current["status"] == "verifying":
