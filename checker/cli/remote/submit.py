@@ -161,26 +161,10 @@ def cmd_submit(args) -> int:
         submission = args.submission
         start_fields: dict = {}
         if submission is None:
-            try:
-                system, benchmark, how = choose_target(args, paths)
-            except Ambiguous as exc:
-                print(f"portal submit: {exc}", file=sys.stderr)
+            new_draft = _new_draft_fields(args, client, paths, base_url)
+            if new_draft is None:
                 return EXIT_USAGE
-            if system_exists(client, system) is False:
-                print(f"portal submit: {register_system_hint(base_url, system)}", file=sys.stderr)
-                return EXIT_USAGE
-            # A new draft unless told which submission to add to: never a guess at an older one.
-            start_fields = {"system": system, "benchmark": benchmark}
-            where = "creating a new draft"
-            drafts = open_drafts(client, system, benchmark)
-            if drafts:
-                listed = ", ".join(f"#{d['id']} ({d['status']})" for d in drafts)
-                where += (
-                    f" (open already: {listed}; to add a version to one instead, run again with "
-                    f"--submission {drafts[0]['id']})"
-                )
-            if not args.quiet:
-                print(f"portal submit: {system} on {benchmark} ({how}); {where}", file=sys.stderr)
+            start_fields = new_draft
         run_key = uuid.uuid4().hex
         with tempfile.TemporaryDirectory(prefix="portal-submit-") as workdir:
             files = pack(paths, Path(workdir))
@@ -237,13 +221,43 @@ def cmd_submit(args) -> int:
         print(f"portal submit: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except RemoteError as exc:
-        refused = token_refused(exc, base_url)
-        if refused:
-            print(f"portal submit: {refused}", file=sys.stderr)
-            return EXIT_USAGE
-        if exc.code == "unknown-system":
-            system = args.system or str((exc.body or {}).get("system") or "")
-            print(f"portal submit: {register_system_hint(base_url, system)}", file=sys.stderr)
-            return EXIT_USAGE
+        return _refused(exc, args, base_url)
+
+
+def _new_draft_fields(args, client: Client, paths: list[Path], base_url: str) -> dict | None:
+    """The system and benchmark of the new draft, said on stderr with the caller's drafts already open; None
+    (the reason printed) when they cannot be chosen or the portal has no such system."""
+    try:
+        system, benchmark, how = choose_target(args, paths)
+    except Ambiguous as exc:
         print(f"portal submit: {exc}", file=sys.stderr)
+        return None
+    if system_exists(client, system) is False:
+        print(f"portal submit: {register_system_hint(base_url, system)}", file=sys.stderr)
+        return None
+    # A new draft unless told which submission to add to: never a guess at an older one.
+    where = "creating a new draft"
+    drafts = open_drafts(client, system, benchmark)
+    if drafts:
+        listed = ", ".join(f"#{d['id']} ({d['status']})" for d in drafts)
+        where += (
+            f" (open already: {listed}; to add a version to one instead, run again with "
+            f"--submission {drafts[0]['id']})"
+        )
+    if not args.quiet:
+        print(f"portal submit: {system} on {benchmark} ({how}); {where}", file=sys.stderr)
+    return {"system": system, "benchmark": benchmark}
+
+
+def _refused(exc: RemoteError, args, base_url: str) -> int:
+    """What to tell the user when the portal refused the submission (a usage exit)."""
+    refused = token_refused(exc, base_url)
+    if refused:
+        print(f"portal submit: {refused}", file=sys.stderr)
         return EXIT_USAGE
+    if exc.code == "unknown-system":
+        system = args.system or str((exc.body or {}).get("system") or "")
+        print(f"portal submit: {register_system_hint(base_url, system)}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"portal submit: {exc}", file=sys.stderr)
+    return EXIT_USAGE
