@@ -171,50 +171,61 @@ def import_runs(
         return result
     largest: float | None = None
     for point in run.points:
-        where = point.label
-        if not point.requests:
-            findings.error(
-                "import-no-requests",
-                f"{where}: the file holds no per-request records, so nothing can be recomputed.",
-                file=point.file,
-                fix="Export the tool's per-request details (see docs/importers.md for the flag).",
-            )
-        differences: dict[str, float] = {}
-        for key in FIGURES:
-            if key not in point.reported or key not in point.recomputed:
-                continue
-            diff = relative_difference(point.reported[key], point.recomputed[key])
-            if diff is None:
-                continue
-            differences[key] = diff
-            largest = diff if largest is None else max(largest, diff)
-            allowed = max(rel_tol, point.extra.get("tolerance", {}).get(key, 0.0))
-            if diff > allowed:
-                findings.error(
-                    "import-summary-mismatch",
-                    f"{where}: {key} is {point.reported[key]!r} in the tool's summary but "
-                    f"{point.recomputed[key]!r} from its per-request records (relative difference {diff:.3g}).",
-                    file=point.file,
-                    fix="Import the files exactly as the tool wrote them; an edited summary or trimmed request "
-                    "list no longer agrees with itself.",
-                )
-        result.points.append(
-            {
-                "concurrency": point.concurrency,
-                "label": point.label,
-                "file": point.file,
-                "reported": {k: point.reported[k] for k in FIGURES if k in point.reported},
-                "recomputed": {k: point.recomputed[k] for k in FIGURES if k in point.recomputed},
-                "relative_difference": differences,
-                "tolerance": {k: v for k, v in point.extra.get("tolerance", {}).items() if k in differences},
-                "portal": portal_metrics(
-                    point.requests, duration_s=point.duration_s, concurrency=point.concurrency, slo=slo
-                ),
-            }
-        )
+        row, point_largest = _compare_point(point, findings, rel_tol=rel_tol, slo=slo)
+        if point_largest is not None:
+            largest = point_largest if largest is None else max(largest, point_largest)
+        result.points.append(row)
     result.points.sort(key=lambda p: (p["concurrency"] is None, p["concurrency"] or 0, p["label"], p["file"]))
     result.max_relative_difference = largest
     return result
+
+
+def _compare_point(
+    point: kinds.ImportedPoint, findings: Findings, *, rel_tol: float, slo: Slo
+) -> tuple[dict, float | None]:
+    """One imported point: the tool's figures against those recomputed from its per-request records, and the
+    portal's own metrics; its row and its largest relative difference."""
+    largest: float | None = None
+    where = point.label
+    if not point.requests:
+        findings.error(
+            "import-no-requests",
+            f"{where}: the file holds no per-request records, so nothing can be recomputed.",
+            file=point.file,
+            fix="Export the tool's per-request details (see docs/importers.md for the flag).",
+        )
+    differences: dict[str, float] = {}
+    for key in FIGURES:
+        if key not in point.reported or key not in point.recomputed:
+            continue
+        diff = relative_difference(point.reported[key], point.recomputed[key])
+        if diff is None:
+            continue
+        differences[key] = diff
+        largest = diff if largest is None else max(largest, diff)
+        allowed = max(rel_tol, point.extra.get("tolerance", {}).get(key, 0.0))
+        if diff > allowed:
+            findings.error(
+                "import-summary-mismatch",
+                f"{where}: {key} is {point.reported[key]!r} in the tool's summary but "
+                f"{point.recomputed[key]!r} from its per-request records (relative difference {diff:.3g}).",
+                file=point.file,
+                fix="Import the files exactly as the tool wrote them; an edited summary or trimmed request "
+                "list no longer agrees with itself.",
+            )
+    row = {
+        "concurrency": point.concurrency,
+        "label": point.label,
+        "file": point.file,
+        "reported": {k: point.reported[k] for k in FIGURES if k in point.reported},
+        "recomputed": {k: point.recomputed[k] for k in FIGURES if k in point.recomputed},
+        "relative_difference": differences,
+        "tolerance": {k: v for k, v in point.extra.get("tolerance", {}).items() if k in differences},
+        "portal": portal_metrics(
+            point.requests, duration_s=point.duration_s, concurrency=point.concurrency, slo=slo
+        ),
+    }
+    return row, largest
 
 
 def render_import_text(result: ImportResult) -> str:
