@@ -443,32 +443,7 @@ def open_inputs(
             )
             continue
         if stat.S_ISDIR(path_stat.st_mode):
-            bundles, runs = _find(path)
-            if len(bundles) > 1:
-                findings.error(
-                    "input-unreadable",
-                    f"{shown} holds {len(bundles)} bundles ({', '.join(b.name for b in bundles[:5])}); give one",
-                    file=shown,
-                    fix="Point the checker at one <org>/<submission_id>/ folder.",
-                )
-                continue
-            if bundles:
-                root = bundles[0]
-                base = root.parent.parent if len(root.parents) >= 2 else root.parent
-                builder.bundle(root, _Input(base, ""), archive=False)
-            elif runs:
-                for run in runs:
-                    builder.runs([run], _Input(run.parent, ""), source="run-folder")
-            else:
-                findings.error(
-                    "input-unreadable",
-                    f"{shown} is neither a bundle (no results/ folder) nor a run folder (point.yaml with "
-                    "performance/result_summary.json or events.jsonl)",
-                    file=shown,
-                    fix="Give the <org>/<submission_id>/ folder, a run folder or an archive of them.",
-                )
-                continue
-            builder.layout.readable_inputs += 1
+            _read_folder(builder, path, shown, findings)
             continue
         kind = sniff_archive(path) if stat.S_ISREG(path_stat.st_mode) else None
         if kind is None:
@@ -479,41 +454,86 @@ def open_inputs(
                 fix="Upload the bundle or run archives as the official tools write them.",
             )
             continue
-        dest = workdir / _safe_label(index, path)
-        for attempt in range(1, 1000):  # a workdir reused by an earlier call keeps its folders
-            try:
-                os.mkdir(dest, 0o700)
-                break
-            except FileExistsError:
-                dest = workdir / f"{_safe_label(index, path)}-{attempt}"
-        before = len(findings)
-        extracted = extract_archive(path, kind, dest, budget=budget, findings=findings)
-        bundles, runs = _find(dest)
-        origin = _Input(dest, f"{path.name}:")
-        if len(bundles) > 1:
-            findings.error(
-                "input-unreadable",
-                f"{shown} holds {len(bundles)} bundles; upload one per archive",
-                file=shown,
-                fix="Pack one <org>/<submission_id>/ folder per archive.",
-            )
-            continue
-        if bundles:
-            builder.bundle(bundles[0], origin, archive=True)
-        elif runs:
-            builder.runs(runs, origin, source="run-archive")
-        else:
-            if extracted or len(findings) == before:
-                findings.error(
-                    "input-unreadable",
-                    f"{shown} holds neither a bundle (results/ folder) nor a run folder (point.yaml with "
-                    "performance/result_summary.json or events.jsonl)",
-                    file=shown,
-                    fix="Upload the bundle or run archives as the official tools write them.",
-                )
-            continue
-        builder.layout.readable_inputs += 1
+        _read_archive(builder, path, index, kind, shown, workdir=workdir, budget=budget, findings=findings)
     layout = builder.finish()
     layout.inflated_bytes = budget.inflated
     layout.raw_log_digests = budget.raw_log_digests
     return layout
+
+
+def _read_folder(builder: _LayoutBuilder, path: Path, shown: str, findings: Findings) -> None:
+    """A folder given unpacked: one bundle, or run folders, read in place."""
+    bundles, runs = _find(path)
+    if len(bundles) > 1:
+        findings.error(
+            "input-unreadable",
+            f"{shown} holds {len(bundles)} bundles ({', '.join(b.name for b in bundles[:5])}); give one",
+            file=shown,
+            fix="Point the checker at one <org>/<submission_id>/ folder.",
+        )
+        return
+    if bundles:
+        root = bundles[0]
+        base = root.parent.parent if len(root.parents) >= 2 else root.parent
+        builder.bundle(root, _Input(base, ""), archive=False)
+    elif runs:
+        for run in runs:
+            builder.runs([run], _Input(run.parent, ""), source="run-folder")
+    else:
+        findings.error(
+            "input-unreadable",
+            f"{shown} is neither a bundle (no results/ folder) nor a run folder (point.yaml with "
+            "performance/result_summary.json or events.jsonl)",
+            file=shown,
+            fix="Give the <org>/<submission_id>/ folder, a run folder or an archive of them.",
+        )
+        return
+    builder.layout.readable_inputs += 1
+
+
+def _read_archive(
+    builder: _LayoutBuilder,
+    path: Path,
+    index: int,
+    kind: str,
+    shown: str,
+    *,
+    workdir: Path,
+    budget: Budget,
+    findings: Findings,
+) -> None:
+    """An archive, read into a folder of its own below `workdir`: one bundle, or run folders."""
+    dest = workdir / _safe_label(index, path)
+    for attempt in range(1, 1000):  # a workdir reused by an earlier call keeps its folders
+        try:
+            os.mkdir(dest, 0o700)
+            break
+        except FileExistsError:
+            dest = workdir / f"{_safe_label(index, path)}-{attempt}"
+    before = len(findings)
+    extracted = extract_archive(path, kind, dest, budget=budget, findings=findings)
+    bundles, runs = _find(dest)
+    origin = _Input(dest, f"{path.name}:")
+    if len(bundles) > 1:
+        findings.error(
+            "input-unreadable",
+            f"{shown} holds {len(bundles)} bundles; upload one per archive",
+            file=shown,
+            fix="Pack one <org>/<submission_id>/ folder per archive.",
+        )
+        return
+    if bundles:
+        builder.bundle(bundles[0], origin, archive=True)
+    elif runs:
+        builder.runs(runs, origin, source="run-archive")
+    else:
+        if extracted or len(findings) == before:
+            findings.error(
+                "input-unreadable",
+                f"{shown} holds neither a bundle (results/ folder) nor a run folder (point.yaml with "
+                "performance/result_summary.json or events.jsonl)",
+                file=shown,
+                fix="Upload the bundle or run archives as the official tools write them.",
+            )
+        return
+    builder.layout.readable_inputs += 1
