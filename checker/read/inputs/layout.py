@@ -228,6 +228,35 @@ class _LayoutBuilder:
         model: str | None = None,
         system_power: Path | None = None,
     ) -> None:
+        files, displays, events = self._point_files(folder, origin, system_power)
+        concurrency, model, system = self._point_identity(folder, files, system=system, model=model)
+        display = origin.display(folder, folder=True)
+        point = PointInput(
+            system=system,
+            model=model,
+            concurrency=concurrency,
+            source=source,
+            display=display,
+            dir=folder,
+            files=files,
+            displays=displays,
+        )
+        if len(events) > 1:
+            self.findings.warning(
+                "events-ambiguous",
+                f"{display} holds both events.jsonl and events.jsonl.zst; events.jsonl is used",
+                file=displays["events"],
+                point=point.key,
+                fix="Keep only one copy of the raw log.",
+            )
+        self._check_required_files(point, folder, origin, source=source)
+        self.layout.points.append(point)
+        self.sources.add(point.kind)
+
+    def _point_files(
+        self, folder: Path, origin: _Input, system_power: Path | None
+    ) -> tuple[dict[str, Path], dict[str, str], list[Path]]:
+        """The point's files by logical name, how each is shown, and the raw logs found (the first is used)."""
         files: dict[str, Path] = {}
         displays: dict[str, str] = {}
         for logical, candidates in POINT_FILES.items():
@@ -245,7 +274,12 @@ class _LayoutBuilder:
         for logical, path in files.items():
             displays[logical] = origin.display(path, folder=logical == "power")
             self.note(path, displays[logical])
+        return files, displays, events
 
+    def _point_identity(
+        self, folder: Path, files: dict[str, Path], *, system: str | None, model: str | None
+    ) -> tuple[int, str, str]:
+        """The point's concurrency, model and system: from its descriptors, else its folder's name."""
         point_yaml = load_descriptor_quietly(files.get("point.yaml"), limits=self.limits) or {}
         concurrency = _as_concurrency(point_yaml.get("concurrency"))
         if concurrency is None:
@@ -270,26 +304,11 @@ class _LayoutBuilder:
                 system = _system_id(system_description["system_name"])
             else:
                 system = "unknown-system"
+        return concurrency, model, system
 
-        display = origin.display(folder, folder=True)
-        point = PointInput(
-            system=system,
-            model=model,
-            concurrency=concurrency,
-            source=source,
-            display=display,
-            dir=folder,
-            files=files,
-            displays=displays,
-        )
-        if len(events) > 1:
-            self.findings.warning(
-                "events-ambiguous",
-                f"{display} holds both events.jsonl and events.jsonl.zst; events.jsonl is used",
-                file=displays["events"],
-                point=point.key,
-                fix="Keep only one copy of the raw log.",
-            )
+    def _check_required_files(self, point: PointInput, folder: Path, origin: _Input, *, source: str) -> None:
+        """required-file for each file the point must have that the rules do not report themselves."""
+        files, display = point.files, point.display
         for logical in REQUIRED_FILES:
             if logical not in files and logical not in REPORTED_BY_RULES:
                 if source == "bundle" and logical == "system_power.json":
@@ -308,8 +327,6 @@ class _LayoutBuilder:
                     point=point.key,
                     fix=f"Add {logical} as the official tools wrote it for this load point.",
                 )
-        self.layout.points.append(point)
-        self.sources.add(point.kind)
 
     def bundle(self, root: Path, origin: _Input, *, archive: bool) -> None:
         layout = self.layout
