@@ -113,50 +113,13 @@ class VllmBenchKind:
                 if ttft is not None and tokens[index] > 1:
                     tpots.append((latency - ttft) / (tokens[index] - 1))
             series += [("tpot_ms", tpots), ("e2e_ms", e2els)]
-        percentiles = sorted({float(m.group(1)) for key in result if (m := PERCENTILE_KEY.match(key))})
-        recomputed: dict[str, float | int] = {
-            "requests_completed": sum(ok),
-            "requests_failed": len(ok) - sum(ok),
-        }
-        for prefix, values in series:
-            clean = [v for v in values if v is not None]
-            if not clean:
-                continue
-            data = np.asarray(clean, dtype=np.float64)
-            recomputed[f"{prefix}_mean"] = float(np.mean(data)) * 1000
-            recomputed[f"{prefix}_p50"] = float(np.median(data)) * 1000
-            for p in percentiles:
-                if p in (90.0, 99.0) and prefix != "tpot_ms":
-                    recomputed[f"{prefix}_p{int(p)}"] = float(np.percentile(data, p)) * 1000
         duration = number(result.get("duration"))
-        if duration:
-            recomputed["request_throughput"] = sum(ok) / duration
-            recomputed["output_token_throughput"] = (
-                sum(t for t, good in zip(tokens, ok, strict=True) if good) / duration
-            )
+        recomputed = _recomputed_figures(result, series, ok, tokens, duration)
         concurrency = result.get("max_concurrency")
         concurrency = (
             concurrency if isinstance(concurrency, int) and not isinstance(concurrency, bool) else None
         )
-        records = []
-        for index, good in enumerate(ok):
-            ttft = ttfts[index]
-            start = (starts[index] if starts is not None else None) or 0.0
-            latency = latencies[index] if latencies is not None else None
-            if latency is None and ttft is not None:
-                row = rows[index]
-                latency = (
-                    ttft + sum(g for g in _numbers(row) if g is not None) if isinstance(row, list) else None
-                )
-            records.append(
-                RequestRecord(
-                    issued_s=start,
-                    first_token_s=start + ttft if good and ttft else None,
-                    end_s=start + latency if good and latency is not None else None,
-                    output_tokens=tokens[index] if good else None,
-                    ok=good,
-                )
-            )
+        records = _request_records(ok, ttfts, starts, latencies, rows, tokens)
         return ImportedPoint(
             concurrency=concurrency,
             label=f"max_concurrency@{concurrency}" if concurrency else file,
@@ -203,3 +166,65 @@ class VllmBenchKind:
 
 
 KIND = VllmBenchKind()
+
+
+def _recomputed_figures(
+    result: dict,
+    series: list[tuple[str, list[float | None]]],
+    ok: list[bool],
+    tokens: list[int],
+    duration: float | None,
+) -> dict[str, float | int]:
+    """vLLM's summary figures recomputed from its per-request lists: counts, mean/median/percentiles (ms) of
+    each series, and the throughputs over the run's duration."""
+    percentiles = sorted({float(m.group(1)) for key in result if (m := PERCENTILE_KEY.match(key))})
+    recomputed: dict[str, float | int] = {
+        "requests_completed": sum(ok),
+        "requests_failed": len(ok) - sum(ok),
+    }
+    for prefix, values in series:
+        clean = [v for v in values if v is not None]
+        if not clean:
+            continue
+        data = np.asarray(clean, dtype=np.float64)
+        recomputed[f"{prefix}_mean"] = float(np.mean(data)) * 1000
+        recomputed[f"{prefix}_p50"] = float(np.median(data)) * 1000
+        for p in percentiles:
+            if p in (90.0, 99.0) and prefix != "tpot_ms":
+                recomputed[f"{prefix}_p{int(p)}"] = float(np.percentile(data, p)) * 1000
+    if duration:
+        recomputed["request_throughput"] = sum(ok) / duration
+        recomputed["output_token_throughput"] = (
+            sum(t for t, good in zip(tokens, ok, strict=True) if good) / duration
+        )
+    return recomputed
+
+
+def _request_records(
+    ok: list[bool],
+    ttfts: list[float | None],
+    starts: list[float | None] | None,
+    latencies: list[float | None] | None,
+    rows: list,
+    tokens: list[int],
+) -> list[RequestRecord]:
+    """One RequestRecord per request (seconds from the run's start); a latency missing is rebuilt from the
+    TTFT and the inter-token gaps."""
+    records = []
+    for index, good in enumerate(ok):
+        ttft = ttfts[index]
+        start = (starts[index] if starts is not None else None) or 0.0
+        latency = latencies[index] if latencies is not None else None
+        if latency is None and ttft is not None:
+            row = rows[index]
+            latency = ttft + sum(g for g in _numbers(row) if g is not None) if isinstance(row, list) else None
+        records.append(
+            RequestRecord(
+                issued_s=start,
+                first_token_s=start + ttft if good and ttft else None,
+                end_s=start + latency if good and latency is not None else None,
+                output_tokens=tokens[index] if good else None,
+                ok=good,
+            )
+        )
+    return records
