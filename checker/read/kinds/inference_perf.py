@@ -130,25 +130,8 @@ class InferencePerfKind:
                 fix="Run inference-perf with report.request_lifecycle.per_request: true and import the whole folder.",
             )
             return None
-        if len(stages) == 1:
-            summary_path = stages[0][1]
-        elif SUMMARY in names:
-            summary_path = names[SUMMARY]
-            if stages:
-                findings.warning(
-                    "import-stages-combined",
-                    f"{shown}/ holds {len(stages)} load stages; the per-request report does not say which stage a "
-                    "request belonged to, so the run is compared as a whole (summary_lifecycle_metrics.json).",
-                    file=f"{shown}/{SUMMARY}",
-                    fix="Run one concurrency per inference-perf run to get one load point each.",
-                )
-        else:
-            findings.error(
-                "import-schema",
-                f"{shown}/ has neither one stage_N_lifecycle_metrics.json nor summary_lifecycle_metrics.json.",
-                file=f"{shown}/{files[0].name}",
-                fix="Import the whole report folder inference-perf wrote.",
-            )
+        summary_path = self._summary_file(shown, files, names, stages, findings=findings)
+        if summary_path is None:
             return None
         display = f"{shown}/{summary_path.name}"
         summary = load_json(summary_path, display=display, findings=findings, limits=limits)
@@ -170,6 +153,53 @@ class InferencePerfKind:
                     fix="Import the per-request report exactly as inference-perf wrote it.",
                 )
             return None
+        return self._point(folder, shown, display, summary, rows, stages, findings=findings, limits=limits)
+
+    @staticmethod
+    def _summary_file(
+        shown: str,
+        files: list[Path],
+        names: dict[str, Path],
+        stages: list[tuple[int, Path]],
+        *,
+        findings: Findings,
+    ) -> Path | None:
+        """The one stage's lifecycle metrics, else the run's summary (several stages are compared as one)."""
+        if len(stages) == 1:
+            summary_path = stages[0][1]
+        elif SUMMARY in names:
+            summary_path = names[SUMMARY]
+            if stages:
+                findings.warning(
+                    "import-stages-combined",
+                    f"{shown}/ holds {len(stages)} load stages; the per-request report does not say which stage a "
+                    "request belonged to, so the run is compared as a whole (summary_lifecycle_metrics.json).",
+                    file=f"{shown}/{SUMMARY}",
+                    fix="Run one concurrency per inference-perf run to get one load point each.",
+                )
+        else:
+            findings.error(
+                "import-schema",
+                f"{shown}/ has neither one stage_N_lifecycle_metrics.json nor summary_lifecycle_metrics.json.",
+                file=f"{shown}/{files[0].name}",
+                fix="Import the whole report folder inference-perf wrote.",
+            )
+            return None
+        return summary_path
+
+    def _point(
+        self,
+        folder: Path,
+        shown: str,
+        display: str,
+        summary: dict,
+        rows: list,
+        stages: list[tuple[int, Path]],
+        *,
+        findings: Findings,
+        limits: Limits,
+    ) -> ImportedPoint:
+        """The imported point from the summary and the per-request rows (token counts as config.yaml says)."""
         config = (
             load_yaml(
                 folder / "config.yaml", display=f"{shown}/config.yaml", findings=findings, limits=limits
