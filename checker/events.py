@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
-from checker.read.loaders import CorruptStream, open_log
+from checker.read.raw_logs import CorruptStream, open_log
 from checker.recompute.goodput import SampleSeries
 from checker.recompute.numbers import finite
 from checker.recompute.stats import summarize

@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
-from checker.read.loaders import CorruptStream, open_log
+from checker.read.raw_logs import CorruptStream, open_log
 from checker.recompute.goodput import SampleSeries
 from checker.recompute.numbers import finite
 from checker.recompute.stats import summarize
@@ -54,7 +54,7 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
 
 
 def open_binary(path: Path) -> BufferedIOBase:
-    """A binary stream of the log, decompressing .zst on the fly (checker.read.loaders.open_log)."""
+    """A binary stream of the log, decompressing .zst on the fly (checker.read.raw_logs.open_log)."""
     return open_log(path, buffer_size=READ_BLOCK_BYTES)
 
 

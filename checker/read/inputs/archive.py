@@ -24,7 +24,7 @@ from typing import Any
 import zstandard
 
 from checker.read.inputs.limits import Limits, MiB
-from checker.read.loaders import CorruptStream, ZstdReader
+from checker.read.raw_logs import CorruptStream, ZstdReader
 from checker.read.safedirs import open_subdir
 from checker.report import Findings
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from checker.events import output_texts
 from checker.read.kinds.base import RequestRecord
-from checker.read.loaders import CorruptStream, open_events
+from checker.read.raw_logs import CorruptStream, open_events
 
 
 def read_requests(

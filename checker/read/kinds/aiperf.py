@@ -30,7 +30,7 @@ import numpy as np
 from checker.read.inputs.limits import Limits
 from checker.read.kinds._json import dig, head, number, read_object
 from checker.read.kinds.base import ImportedPoint, ImportedRun, RequestRecord
-from checker.read.loaders import CorruptStream, open_events
+from checker.read.raw_logs import CorruptStream, open_events
 from checker.report import Findings
 
 # Figures that divide by a window AIPerf writes to the microsecond (or by its per-worker clocks): see above.
