@@ -5,11 +5,15 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
-from knox.models import AbstractAuthToken
+from knox.models import AbstractAuthToken, AuthTokenManager
+
+from portal.visibility import VisibleManager
 
 
 class Organisation(models.Model):
     """A submitting organisation (vendor, cloud, API provider, lab)."""
+
+    objects = VisibleManager()
 
     class Kind(models.TextChoices):
         HARDWARE_VENDOR = "hardware_vendor", "Hardware vendor"
@@ -32,6 +36,8 @@ class Organisation(models.Model):
 
 class Membership(models.Model):
     """A user's role inside one organisation; a user may hold several roles in several organisations."""
+
+    objects = VisibleManager()
 
     class Role(models.TextChoices):
         SUBMITTER = "submitter", "Submitter"
@@ -64,6 +70,8 @@ class Membership(models.Model):
 class GlobalRole(models.Model):
     """A role across all organisations: auditor (sees every non-draft submission) or chair (runs the benchmark)."""
 
+    objects = VisibleManager()
+
     class Role(models.TextChoices):
         AUDITOR = "auditor", "Auditor"
         CHAIR = "chair", "Chair"
@@ -81,6 +89,8 @@ class GlobalRole(models.Model):
 
 class NotificationPreference(models.Model):
     """How a user wants their e-mail: one message per notification, or one daily digest."""
+
+    objects = VisibleManager()
 
     class Delivery(models.TextChoices):
         IMMEDIATE = "immediate", "Immediately"
@@ -102,6 +112,8 @@ class Notification(models.Model):
     A notification about a submission names it by `submission_ref`: its text is shown only while the reader may
     still read that submission's review (access.notifications renders it at read time), and its e-mail carries
     the submission number and a link, never a system name or a comment body."""
+
+    objects = VisibleManager()
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications")
     kind = models.CharField(max_length=48, help_text="Stable machine name, e.g. review.assigned.")
@@ -131,6 +143,10 @@ class Notification(models.Model):
         return f"{self.user}: {self.subject}"
 
 
+class ApiTokenManager(AuthTokenManager, VisibleManager):
+    """knox's manager (create() makes the key and stores its digest) with `visible_to`."""
+
+
 class ApiToken(AbstractAuthToken):
     """An API token a user made on /accounts/tokens/ (or an operator with `manage.py issue_token`).
 
@@ -138,6 +154,8 @@ class ApiToken(AbstractAuthToken):
     is kept, with `token_key`, the key's first 15 characters (its "ep_" prefix and 12 random hex digits), as
     knox's lookup index; `expiry` None never expires. Revoked tokens stay (with `revoked_at`) so that a request
     with one is told it was revoked, and the owner sees when."""
+
+    objects = ApiTokenManager()
 
     class Scope(models.TextChoices):
         READ = "read", "Read only"
@@ -175,6 +193,8 @@ class Invitation(models.Model):
     """An invitation by e-mail to join an organisation with some roles. Its link is signed
     (accounts.services.invitations.invitation_link), expires at `expires_at` and works once (`accepted_at`)."""
 
+    objects = VisibleManager()
+
     organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="invitations")
     email = models.EmailField()
     roles = models.JSONField(
@@ -210,6 +230,8 @@ class VerifiedAddress(models.Model):
     """An e-mail address a user proved is theirs by opening a signed link sent to it (an invitation is accepted
     only by an account whose current address is verified and is the one invited: docs/accounts.md)."""
 
+    objects = VisibleManager()
+
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="verified_addresses"
     )
@@ -226,6 +248,8 @@ class VerifiedAddress(models.Model):
 
 class SignIn(models.Model):
     """One attempt to sign in to a known account: when, from where, with what, and how it ended."""
+
+    objects = VisibleManager()
 
     class Outcome(models.TextChoices):
         SUCCESS = "success", "Signed in"

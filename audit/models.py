@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from portal.visibility import VisibleQuerySet, visible_manager
+
 GENESIS_HASH = "0" * 64
 
 
@@ -12,7 +14,7 @@ class AuditLogImmutableError(Exception):
     """Raised on any attempt to change or remove recorded audit events."""
 
 
-class AuditEventQuerySet(models.QuerySet):
+class AuditEventQuerySet(VisibleQuerySet):
     """Refuses bulk changes: the log only grows, through audit.services.audit_event_record."""
 
     def update(self, **kwargs):
@@ -64,7 +66,7 @@ class AuditEvent(models.Model):
         help_text="HMAC-SHA256 of the hash with the portal's audit key, which the database never holds.",
     )
 
-    objects = AuditEventQuerySet.as_manager()
+    objects = visible_manager(AuditEventQuerySet)
 
     class Meta:
         ordering = ["sequence"]

@@ -10,6 +10,7 @@ from django.db import models
 
 from catalog.tokenizer_packages import TokenizerUnavailable, packaged
 from checker.judge.ruleset import RulesetError, available_rulesets, load_ruleset
+from portal.visibility import VisibleManager
 
 PLACEHOLDER_TOKENIZER_NOTE = (
     "Token counts for this benchmark use a placeholder tokenizer, not the model's own: input and output "
@@ -35,6 +36,8 @@ def ruleset_is_preview(name: str) -> bool:
 
 class Benchmark(models.Model):
     """One benchmark of the catalog: a model served at an endpoint, its dataset, tokenizer and rule set."""
+
+    objects = VisibleManager()
 
     class Workload(models.TextChoices):
         CHAT = "chat", "Chat"

@@ -13,10 +13,13 @@ from django.db import models
 
 from leaderboard.record import PublishedRecord
 from portal.states import StatefulModel, States
+from portal.visibility import VisibleManager
 
 
 class Publication(StatefulModel, models.Model):
     """When and how an audited submission becomes public, and its public record once it is."""
+
+    objects = VisibleManager()
 
     class Mode(models.TextChoices):
         NOW = "now", "Now"
@@ -88,6 +91,8 @@ class Challenge(StatefulModel, models.Model):
     """An organisation member (or the chair, or the portal after a spot-check outside tolerance) questions a
     published result; the chair resolves it in public."""
 
+    objects = VisibleManager()
+
     class Status(models.TextChoices):
         OPEN = "open", "Open"
         DISMISSED = "dismissed", "Dismissed"
@@ -132,6 +137,8 @@ class Challenge(StatefulModel, models.Model):
 class Annotation(models.Model):
     """A public note on a published result (from a challenge's resolution, or a retraction's reason)."""
 
+    objects = VisibleManager()
+
     publication = models.ForeignKey(Publication, on_delete=models.PROTECT, related_name="annotations")
     challenge = models.ForeignKey(
         Challenge, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
@@ -151,6 +158,8 @@ class PublicationRevision(StatefulModel, models.Model):
     """One revision of a published result: revision 1 is its first publication, each published extension the next
     (docs/extensions.md). It keeps what that revision published, forever: the version (bundle hashes), the check
     run, the union curve with every point's revision and stack, the points it replaced, and when."""
+
+    objects = VisibleManager()
 
     class Status(models.TextChoices):
         SCHEDULED = "scheduled", "Scheduled"
@@ -214,6 +223,8 @@ class RecheckCampaign(StatefulModel, models.Model):
     by the chair, or by the beat schedule when PORTAL_RECHECK_AUTOMATIC is on; `reported` once every run ended and
     each result's changes are written. Nothing published changes: the chair decides per result."""
 
+    objects = VisibleManager()
+
     class Status(models.TextChoices):
         RUNNING = "running", "Running"
         REPORTED = "reported", "Reported"
@@ -254,6 +265,8 @@ class RecheckCampaign(StatefulModel, models.Model):
 class RecheckResult(StatefulModel, models.Model):
     """One published revision in a re-check: its new run, what changed against the run it was published with, and
     the chair's decision (no action, a public annotation, or a challenge), with the reason."""
+
+    objects = VisibleManager()
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"

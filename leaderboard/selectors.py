@@ -1,4 +1,5 @@
-"""Reads for the public leaderboard: only published results, whoever asks.
+"""Reads for the public leaderboard: only published results, whoever asks (what the public sees is the
+visibility table's anonymous row, `Model.objects.visible_to(None)`, not a rule of this module).
 
 Every public page reads Publication rows and their snapshot (curve, headline, and the frozen record: system,
 organisation, description, verification level, check verdict, provenance; leaderboard.snapshot) with the
@@ -54,7 +55,7 @@ def publications_public() -> QuerySet[Publication]:
         PointMetric.objects.filter(check_run_id=OuterRef("check_run_id"), extra__power__has_key="measured")
     )
     return (
-        Publication.objects.filter(Publication.states.q("published"))
+        Publication.objects.visible_to(None)
         .select_related("submission__benchmark", "version", "check_run")
         .defer(
             "check_run__report", "check_run__curves", "check_run__point_files", "check_run__points_expected"
@@ -242,7 +243,8 @@ def publications_latest(limit: int = 8) -> list[Publication]:
 def publication_counts() -> dict[int, int]:
     """Ranked (published, not retracted) results per benchmark id."""
     rows = (
-        Publication.objects.filter(Publication.states.q("published"), retracted_at__isnull=True)
+        Publication.objects.visible_to(None)
+        .filter(retracted_at__isnull=True)
         .values("submission__benchmark_id")
         .annotate(n=Count("id"))
     )
@@ -403,7 +405,8 @@ def publication_revisions_public(publication: Publication) -> list[PublicationRe
     """The result's published revisions, oldest first (a result published before revisions were recorded has
     none: it is its own revision 1)."""
     return list(
-        PublicationRevision.objects.filter(PublicationRevision.states.q("published"), publication=publication)
+        PublicationRevision.objects.visible_to(None)
+        .filter(publication=publication)
         .select_related("version", "submission")
         .order_by("number")
     )
@@ -426,9 +429,8 @@ def publication_at_revision(publication: Publication, number: int | None) -> Pub
     if number is None:
         return publication
     revision = (
-        PublicationRevision.objects.filter(
-            PublicationRevision.states.q("published"), publication=publication, number=number
-        )
+        PublicationRevision.objects.visible_to(None)
+        .filter(publication=publication, number=number)
         .select_related("version", "check_run")
         .first()
     )

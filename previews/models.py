@@ -10,10 +10,13 @@ from django.db import models
 from accounts.models import Organisation
 from catalog.models import Benchmark
 from portal.states import StatefulModel, States
+from portal.visibility import VisibleManager
 from submissions.models import System
 
 
 class Preview(StatefulModel, models.Model):
+    objects = VisibleManager()
+
     class Status(models.TextChoices):
         CHECKING = "checking", "Checking"
         CHECKED = "checked", "Checked"

@@ -14,10 +14,13 @@ from django.db import models
 from django.db.models import Q
 
 from portal.states import StatefulModel, States
+from portal.visibility import VisibleManager
 
 
 class Conflict(models.Model):
     """Members of `organisation` may neither review nor see submissions of `other` (and the other way round)."""
+
+    objects = VisibleManager()
 
     class Kind(models.TextChoices):
         PARTNER = "partner", "Partner"
@@ -53,6 +56,8 @@ class Conflict(models.Model):
 class ReviewAssignment(StatefulModel, models.Model):
     """A reviewer asked to review a submission: invited -> accepted (or declined), released when the deadline
     passes or the chair takes the assignment back. Assigned reviewers see the submission from `submitted` on."""
+
+    objects = VisibleManager()
 
     class Status(models.TextChoices):
         INVITED = "invited", "Invited"
@@ -103,6 +108,8 @@ class ReviewAssignment(StatefulModel, models.Model):
 class Review(models.Model):
     """A reviewer's decision on one version: approve, request changes, or object (with an objection)."""
 
+    objects = VisibleManager()
+
     class Decision(models.TextChoices):
         APPROVE = "approve", "Approve"
         REQUEST_CHANGES = "request_changes", "Request changes"
@@ -131,6 +138,8 @@ class Comment(StatefulModel, models.Model):
 
     An objection is open until the submitter answers it (answered), and then the objector or the chair
     resolves or overrules it. Anchors point it at a finding, a load point or a file and line of the bundle."""
+
+    objects = VisibleManager()
 
     class Kind(models.TextChoices):
         COMMENT = "comment", "Comment"
@@ -216,6 +225,8 @@ class Waiver(StatefulModel, models.Model):
     justification, granted or refused by the chair or an auditor. A waived finding counts as waived, never as
     passed, and stays listed on the submission and the published result."""
 
+    objects = VisibleManager()
+
     class Status(models.TextChoices):
         REQUESTED = "requested", "Requested"
         GRANTED = "granted", "Granted"
@@ -256,6 +267,8 @@ class Waiver(StatefulModel, models.Model):
 class Attestation(models.Model):
     """An auditor's attestation of the peer-reviewed version: what was checked, in the auditor's words."""
 
+    objects = VisibleManager()
+
     submission = models.ForeignKey(
         "submissions.Submission", on_delete=models.PROTECT, related_name="attestations"
     )
@@ -273,6 +286,8 @@ class Attestation(models.Model):
 
 class EvidenceRequest(StatefulModel, models.Model):
     """An auditor's question to the submitter, with a deadline; answered in words, files or a new version."""
+
+    objects = VisibleManager()
 
     class Status(models.TextChoices):
         OPEN = "open", "Open"

@@ -11,9 +11,12 @@ from django.conf import settings
 from django.db import models
 
 from portal.states import StatefulModel, States
+from portal.visibility import VisibleManager
 
 
 class SpotCheck(StatefulModel, models.Model):
+    objects = VisibleManager()
+
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Measuring"

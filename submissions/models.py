@@ -10,6 +10,7 @@ from django.db import models
 from accounts.models import Organisation
 from catalog.models import Benchmark
 from portal.states import StatefulModel, States
+from portal.visibility import VisibleManager
 
 SYSTEM_NAME_VALIDATOR = RegexValidator(
     r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$",
@@ -19,6 +20,8 @@ SYSTEM_NAME_VALIDATOR = RegexValidator(
 
 class System(models.Model):
     """A system under test registered by an organisation, with its system description (system_desc.json)."""
+
+    objects = VisibleManager()
 
     organisation = models.ForeignKey(Organisation, on_delete=models.PROTECT, related_name="systems")
     name = models.CharField(
@@ -46,6 +49,8 @@ class System(models.Model):
 
 class SystemDescriptionRevision(models.Model):
     """One system description a system carried, kept when a newer one replaces it (never overwritten)."""
+
+    objects = VisibleManager()
 
     system = models.ForeignKey(System, on_delete=models.PROTECT, related_name="description_revisions")
     number = models.PositiveIntegerField(
@@ -83,6 +88,8 @@ class SystemDescriptionRevision(models.Model):
 
 class Submission(StatefulModel, models.Model):
     """One organisation's result for one system x benchmark; its status changes only through transition services."""
+
+    objects = VisibleManager()
 
     class Division(models.TextChoices):
         # point.yaml `division:` as the official tools write it ("Standardized").
@@ -225,6 +232,8 @@ class Endpoint(models.Model):
     The credential is stored encrypted (submissions.endpoints, Fernet keyed by PORTAL_ENDPOINT_KEY) and never shown
     again; `public` makes URL and model name visible on the published result's page (never the credential)."""
 
+    objects = VisibleManager()
+
     submission = models.OneToOneField(Submission, on_delete=models.CASCADE, related_name="endpoint")
     url = models.URLField(
         max_length=500, help_text="Base URL of the OpenAI-compatible API, e.g. https://api.example.com"
@@ -253,6 +262,8 @@ class Endpoint(models.Model):
 
 class SubmissionVersion(models.Model):
     """One upload of a submission: an immutable set of stored files (content-addressed by SHA-256)."""
+
+    objects = VisibleManager()
 
     class Kind(models.TextChoices):
         BUNDLE = "bundle", "Submission bundle"
@@ -287,6 +298,8 @@ class SubmissionVersion(models.Model):
 class VersionFile(models.Model):
     """One stored file of a version (a bundle archive, or one run archive of a set), kept byte-identical."""
 
+    objects = VisibleManager()
+
     version = models.ForeignKey(SubmissionVersion, on_delete=models.PROTECT, related_name="files")
     position = models.PositiveSmallIntegerField()
     original_filename = models.CharField(max_length=255)
@@ -313,6 +326,8 @@ class VersionFile(models.Model):
 
 class Upload(StatefulModel, models.Model):
     """A chunked, resumable upload of one file; its parts live in storage until it is finished."""
+
+    objects = VisibleManager()
 
     class Status(models.TextChoices):
         OPEN = "open", "Receiving parts"
@@ -373,6 +388,8 @@ class Upload(StatefulModel, models.Model):
 class UploadPart(models.Model):
     """One received part of an upload (kept under a key naming its own SHA-256, so it is never overwritten)."""
 
+    objects = VisibleManager()
+
     upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="parts")
     index = models.PositiveIntegerField()
     size_bytes = models.PositiveIntegerField()
@@ -387,6 +404,8 @@ class UploadPart(models.Model):
 
 class CheckRun(StatefulModel, models.Model):
     """One run of the checker over one version; a re-check is a new run, never an overwrite."""
+
+    objects = VisibleManager()
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -467,6 +486,8 @@ class CheckOutbox(models.Model):
     run always has its message; sent after commit and, should the broker be down then, by the beat task
     `check_outbox_send_task` once it is back. The row is deleted when the broker has the message."""
 
+    objects = VisibleManager()
+
     check_run = models.ForeignKey(CheckRun, on_delete=models.CASCADE, related_name="outbox")
     attempt = models.PositiveSmallIntegerField(help_text="The attempt the message starts.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -491,6 +512,8 @@ class CheckOutbox(models.Model):
 class Finding(models.Model):
     """One checker finding of a run (stable rule id, where, and a sentence the submitter can act on)."""
 
+    objects = VisibleManager()
+
     check_run = models.ForeignKey(CheckRun, on_delete=models.CASCADE, related_name="findings")
     # Which pipeline step wrote the row: the point key of a per-point task, or "" for the whole-version join.
     step = models.CharField(max_length=200, blank=True)
@@ -513,6 +536,8 @@ class Finding(models.Model):
 
 class PointMetric(models.Model):
     """Claimed and recomputed metrics of one load point in one run."""
+
+    objects = VisibleManager()
 
     check_run = models.ForeignKey(CheckRun, on_delete=models.CASCADE, related_name="point_metrics")
     system = models.CharField(max_length=100)
@@ -544,6 +569,8 @@ class PointMetric(models.Model):
 
 class IdempotencyKey(models.Model):
     """A write request's Idempotency-Key with its response, so a retried request gets the same answer."""
+
+    objects = VisibleManager()
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     key = models.CharField(max_length=200)

@@ -169,10 +169,13 @@ class ThreadEntry:
 
 
 def _file_link(submission: Submission, version, anchor: str, line: int | None) -> str:
-    """The file browser URL of an anchor "<stored file>:<member>" (findings use the same form)."""
+    """The file browser URL of an anchor "<stored file>:<member>" (findings use the same form); a folder
+    ("docs/", as the required-dir findings name one) opens the archive's listing, which shows what is in it."""
     if not anchor or version is None:
         return ""
     stored, _, member = anchor.partition(":")
+    if member.endswith("/"):
+        member, line = "", None
     version_file = next((f for f in version.files.all() if f.original_filename == stored), None)
     if version_file is None:
         return ""

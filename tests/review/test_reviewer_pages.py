@@ -5,6 +5,8 @@ auditor, chair, anonymous. Whoever may not read the review gets a 404 that never
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 
@@ -185,6 +187,20 @@ def test_comment_with_a_file_and_line_anchor_links_to_the_file_browser(review_wo
     )
     body = _page(review_world, "assigned").content.decode()
     assert "member=c2%2Freport.txt&amp;line=7#L7" in body
+
+
+def test_a_comment_on_a_folder_links_to_the_archive_listing_not_a_page_that_refuses_it(review_world):
+    pk = review_world["submission"].pk
+    _client(review_world["assigned"]).post(
+        f"/review/submissions/{pk}/comments/",
+        {"body": "Where are the docs?", "visibility": "reviewers", "file": "AX-8000_c16.tar.gz:c16/"},
+    )
+    body = _page(review_world, "assigned").content.decode()
+    chip = r'href="([^"]*)" class="anchor-chip"><code>AX-8000_c16.tar.gz:c16/</code>'
+    link = re.search(chip, body).group(1).replace("&amp;", "&")
+    assert "member=" not in link
+    listing = _client(review_world["assigned"]).get(link)
+    assert listing.status_code == 200 and "c16/events.jsonl" in listing.content.decode()
 
 
 # --- The file browser -------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ tokens themselves and record no first-chunk text, so a request's TPOT here is (e
 
 Goodput (DESIGN.md "Goodput and SLO attainment"): a request is good iff it succeeded, its TTFT <= the TTFT
 limit and its TPOT <= the TPOT limit (no TPOT: judged on TTFT alone); attainment = good / all requests of the
-point, failed ones included (as AIPerf and GuideLLM count them).
+point, failed ones included (as AIPerf and GuideLLM count them). The judging is checker.goodput's, the same
+function the portal's own points use: the records are turned into its per-sample arrays.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from checker.read.kinds.base import RequestRecord
+from checker.recompute.goodput import SampleSeries, SloTarget, evaluate
 
 # The older MLPerf Inference llama3.1-8b limits (DESIGN.md), used when no SLO is given.
 DEFAULT_TTFT_SLO_MS = 2000.0
@@ -48,6 +50,25 @@ def request_tpot_s(request: RequestRecord) -> float | None:
     return (request.end_s - request.first_token_s) / (request.output_tokens - 1)
 
 
+def _series(requests: Sequence[RequestRecord], seconds: float | None) -> SampleSeries:
+    """The records as the per-sample arrays checker.goodput judges (nanoseconds; -1 / NaN when missing)."""
+    ttft_ns, tpot_ns, tokens, ok = [], [], [], []
+    for request in requests:
+        ttft = request_ttft_s(request)
+        tpot = request_tpot_s(request)
+        ttft_ns.append(-1 if ttft is None else round(ttft * 1e9))
+        tpot_ns.append(math.nan if tpot is None else tpot * 1e9)
+        tokens.append(request.output_tokens or 0)
+        ok.append(bool(request.ok and request.end_s is not None))
+    return SampleSeries(
+        ttft_ns=np.asarray(ttft_ns, dtype=np.int64),
+        tpot_ns=np.asarray(tpot_ns, dtype=np.float64),
+        output_tokens=np.asarray(tokens, dtype=np.int64),
+        ok=np.asarray(ok, dtype=bool),
+        duration_ns=round(seconds * 1e9) if seconds else 0,
+    )
+
+
 def _lower(values: Sequence[float], p: float) -> float | None:
     if not values:
         return None
@@ -66,18 +87,7 @@ def portal_metrics(
     seconds = duration_s if duration_s is not None and math.isfinite(duration_s) and duration_s > 0 else None
     tpot_p90 = _lower(tpots, 90.0)
     ttft_p90 = _lower(ttfts, 90.0)
-    good = good_tokens = ttft_good = tpot_good = 0
-    ttft_limit_s, tpot_limit_s = slo.ttft_ms / 1000.0, slo.tpot_ms / 1000.0
-    for request in ok:
-        ttft = request_ttft_s(request)
-        tpot = request_tpot_s(request)
-        ttft_ok = ttft is not None and ttft <= ttft_limit_s
-        tpot_ok = tpot is None or tpot <= tpot_limit_s
-        ttft_good += ttft_ok
-        tpot_good += tpot_ok
-        if ttft_ok and tpot_ok:
-            good += 1
-            good_tokens += request.output_tokens or 0
+    judged = evaluate(_series(requests, seconds), SloTarget(ttft_ms=slo.ttft_ms, tpot_ms=slo.tpot_ms))
     tracked = len(requests)
     return {
         "concurrency": concurrency,
@@ -91,11 +101,11 @@ def portal_metrics(
         "ttft_p90_ms": ttft_p90 * 1000.0 if ttft_p90 is not None else None,
         "slo_ttft_ms": slo.ttft_ms,
         "slo_tpot_ms": slo.tpot_ms,
-        "attainment": good / tracked if tracked else None,
-        "attainment_ttft": ttft_good / tracked if tracked else None,
-        "attainment_tpot": tpot_good / tracked if tracked else None,
-        "goodput": good / seconds if seconds else None,
-        "token_goodput": good_tokens / seconds if seconds else None,
+        "attainment": judged["attainment"],
+        "attainment_ttft": judged["ttft_attainment"],
+        "attainment_tpot": judged["tpot_attainment"],
+        "goodput": judged["goodput_rps"],
+        "token_goodput": judged["goodput_tps"],
     }
 
 
