@@ -8,7 +8,7 @@ tokens themselves and record no first-chunk text, so a request's TPOT here is (e
 
 Goodput (DESIGN.md "Goodput and SLO attainment"): a request is good iff it succeeded, its TTFT <= the TTFT
 limit and its TPOT <= the TPOT limit (no TPOT: judged on TTFT alone); attainment = good / all requests of the
-point, failed ones included (as AIPerf and GuideLLM count them). The judging is checker.goodput's, the same
+point, failed ones included (as AIPerf and GuideLLM count them). The judging is checker.recompute.goodput's, the same
 function the portal's own points use: the records are turned into its per-sample arrays.
 """
 
@@ -51,7 +51,7 @@ def request_tpot_s(request: RequestRecord) -> float | None:
 
 
 def _series(requests: Sequence[RequestRecord], seconds: float | None) -> SampleSeries:
-    """The records as the per-sample arrays checker.goodput judges (nanoseconds; -1 / NaN when missing)."""
+    """The records as the per-sample arrays checker.recompute.goodput judges (nanoseconds; -1 / NaN when missing)."""
     ttft_ns, tpot_ns, tokens, ok = [], [], [], []
     for request in requests:
         ttft = request_ttft_s(request)
