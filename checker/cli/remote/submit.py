@@ -1,4 +1,5 @@
-"""`portal submit` and `portal status`: talk to a portal over its HTTP API (stdlib only, no Django).
+"""`portal submit`: upload run archives or a bundle to a portal over its HTTP API (stdlib only, no Django);
+`portal status` is checker.cli.remote.status.
 
     portal submit PATH... --url URL --token TOKEN [--system NAME] [--benchmark ID] [--submission ID]
                   [--wait] [--json] [--timeout S]

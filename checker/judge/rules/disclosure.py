@@ -1,5 +1,5 @@
 """Disclosure: point.yaml vocabulary and completeness, the system description, model name, seeds,
-drafters, warmup and the steady-state block."""
+warmup and the steady-state block (drafters are checker.judge.rules.drafters)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Power: the system_power.json descriptor per system, power per point, measured traces, and
-engagement (section 4.5.3)."""
+"""Power: the system_power.json descriptor per system, power per point and measured traces (engagement,
+section 4.5.3, is checker.judge.rules.engagement)."""
 
 from __future__ import annotations
 
