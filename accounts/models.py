@@ -221,7 +221,6 @@ class Invitation(models.Model):
 
     @property
     def is_pending(self) -> bool:
-        from django.utils import timezone
 
         return self.accepted_at is None and self.revoked_at is None and self.expires_at > timezone.now()
 

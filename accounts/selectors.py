@@ -9,8 +9,11 @@ from typing import TypeVar
 
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
+from django.utils import timezone
+from django_otp.plugins.otp_static.models import StaticToken
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from accounts.models import GlobalRole, Membership, Organisation, VerifiedAddress
+from accounts.models import GlobalRole, Invitation, Membership, Organisation, VerifiedAddress
 
 # --- One read per request -------------------------------------------------------------------
 # A page asks "which organisations is this user in", "is the user the chair" a dozen times (the header, the
@@ -167,7 +170,6 @@ def user_requires_second_factor(user) -> bool:
 
 def totp_device_of(user, *, confirmed: bool | None = True):
     """The user's authenticator-app device (django-otp TOTPDevice), None when there is none."""
-    from django_otp.plugins.otp_totp.models import TOTPDevice
 
     devices = TOTPDevice.objects.filter(user=user)
     if confirmed is not None:
@@ -180,7 +182,6 @@ def user_has_second_factor(user) -> bool:
 
 
 def recovery_codes_left(user) -> int:
-    from django_otp.plugins.otp_static.models import StaticToken
 
     return StaticToken.objects.filter(device__user=user, device__confirmed=True).count()
 
@@ -216,9 +217,6 @@ def organisation_members(organisation) -> list[dict[str, object]]:
 
 
 def invitations_pending(organisation) -> QuerySet:
-    from django.utils import timezone
-
-    from accounts.models import Invitation
 
     return (
         Invitation.objects.filter(

@@ -19,6 +19,7 @@ from audit.checkpoints import CheckpointError, checkpoint_latest_cached
 from audit.models import AuditEvent
 from audit.selectors import audit_chain_head
 from portal.parsers import parse_id
+from submissions.models import CheckRun, SubmissionVersion
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,6 @@ def _submission_of(event: AuditEvent, versions: dict, runs: dict) -> int | None:
 
 def event_links(user, events: list[AuditEvent]) -> dict[int, str]:
     """event id -> the page of its object, only where that page exists and the reader may open it."""
-    from submissions.models import CheckRun, SubmissionVersion
 
     version_ids = [
         int(e.object_id)

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         call_command("migrate", verbosity=0)
         call_command("seed_demo", verbosity=0)
 
-        from submissions.checks import check_run_create
+        from submissions.checks.queue import check_run_create
         from submissions.models import SubmissionVersion
 
         cache_cap = getattr(settings, "PORTAL_CHECK_CACHE_MAX_BYTES", 0)

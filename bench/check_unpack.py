@@ -5,7 +5,7 @@ cost 51 s and 4 GiB of disk per unpack with no finding).
     python bench/check_unpack.py [--bomb-mb 400]
 
 No Django, no database: the checker's own reader (checker.cli.pipeline.open_version) on the steps the worker runs
-for one version (submissions/checks.py): the start step opens each file to list its points, each point task opens
+for one version (submissions/checks/): the start step opens each file to list its points, each point task opens
 its own archive (plus the files holding no point), the join opens the whole version. "before" reads every step
 with raw logs written (raw_logs=True, the old reading); "now" reads the start and the join descriptors-only
 (raw_logs=False), as the worker does now. Printed per version: bytes written to the sandbox per step kind and in

@@ -45,7 +45,7 @@ def store_samples(samples_per_point: int) -> tuple[int, int]:
 
     from checker.recompute.goodput import SampleSeries
     from leaderboard.models import Publication
-    from submissions.checks import point_samples_save
+    from submissions.checks.samples import point_samples_save
     from submissions.models import PointMetric
 
     rng = np.random.default_rng(20261202)

@@ -206,7 +206,7 @@ class Worker:
 def measure(version_id: int, workers: list[Worker], timeout_s: float) -> dict:
     from django.db import transaction
 
-    from submissions.checks import check_run_create
+    from submissions.checks.queue import check_run_create
     from submissions.models import CheckRun, SubmissionVersion
 
     version = SubmissionVersion.objects.get(pk=version_id)

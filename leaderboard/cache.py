@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.contrib.messages import get_messages
 from django.core.cache import cache
 from django.db import connection, transaction
@@ -76,7 +77,6 @@ def public_cache_invalidate_on_commit() -> None:
 def goodput_tables_schedule() -> None:
     """Ask the publish worker to write the goodput tables of the new snapshot (PORTAL_GOODPUT_TABLE_ON_PUBLISH);
     if it cannot be asked, the first SLO query builds them, so a failure here is logged and nothing more."""
-    from django.conf import settings
 
     if not settings.PORTAL_GOODPUT_TABLE_ON_PUBLISH:
         return

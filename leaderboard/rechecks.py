@@ -31,7 +31,7 @@ from leaderboard.models import Publication, PublicationRevision, RecheckCampaign
 from leaderboard.services import annotation_add, challenge_raise
 from leaderboard.workflow import RECHECK_CAMPAIGN, RECHECK_RESULT
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
-from submissions.checks import check_run_create
+from submissions.checks.queue import check_run_create
 from submissions.models import CheckRun, Finding, PointMetric
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}

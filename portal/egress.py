@@ -257,108 +257,113 @@ class EgressProxy:
                 "egress-rate", "The endpoint's rate limit leaves no room before the deadline."
             )
 
-    def _handler_class(self):
-        proxy = self
+    def _handler_class(self) -> type[_GuardHandler]:
+        return type("Handler", (_GuardHandler,), {"proxy": self})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
 
-            def log_message(self, format, *args):  # noqa: A002 - the stdlib's name
-                pass
+class _GuardHandler(BaseHTTPRequestHandler):
+    """One client connection to the guard: admitted by the proxy's rules, forwarded to the one declared endpoint
+    over a checked connection, the answer streamed back. `proxy` is set per guard (EgressProxy._handler_class)."""
 
-            def _refuse(self, status: int, code: str, detail: str) -> None:
-                with proxy._lock:
-                    proxy.record.refuse(code, detail)
-                body = json.dumps({"error": {"code": code, "message": detail}}).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("Connection", "close")
-                self.end_headers()
-                self.wfile.write(body)
-                self.close_connection = True
+    protocol_version = "HTTP/1.1"
+    proxy: EgressProxy
 
-            def do_CONNECT(self):  # noqa: N802 - http.server's name
+    def log_message(self, format, *args):  # noqa: A002 - the stdlib's name
+        pass
+
+    def _refuse(self, status: int, code: str, detail: str) -> None:
+        with self.proxy._lock:
+            self.proxy.record.refuse(code, detail)
+        body = json.dumps({"error": {"code": code, "message": detail}}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def do_CONNECT(self):  # noqa: N802 - http.server's name
+        self._refuse(405, "egress-other-host", "CONNECT is refused: the proxy goes to one endpoint only.")
+
+    def do_GET(self):  # noqa: N802
+        self._forward()
+
+    def do_POST(self):  # noqa: N802
+        self._forward()
+
+    def _forward(self) -> None:
+        proxy = self.proxy
+        try:
+            proxy._admit(self.path)
+        except EgressRefused as exc:
+            self._refuse(
+                429 if exc.code in ("egress-rate", "egress-request-count") else 403,
+                exc.code,
+                exc.detail,
+            )
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self._refuse(413, "egress-body", "The request body is too large.")
+            return
+        body = self.rfile.read(length) if length else None
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in DROPPED_REQUEST_HEADERS}
+        if proxy.credential:
+            headers["Authorization"] = f"Bearer {proxy.credential}"
+        connection = _CheckedConnection(
+            proxy.target, allow_loopback=proxy.allow_loopback, limits=proxy.limits
+        )
+        try:
+            response = self._upstream(connection, body=body, headers=headers)
+            if response is None:
+                return
+            http_status = response.getcode()
+            if 300 <= http_status < 400:
+                location = response.getheader("Location", "")
                 self._refuse(
-                    405, "egress-other-host", "CONNECT is refused: the proxy goes to one endpoint only."
+                    502,
+                    "egress-redirect",
+                    f"The endpoint redirected ({http_status} to {location[:200]}): not followed.",
                 )
+                return
+            self._relay(response)
+        finally:
+            connection.close()
 
-            def do_GET(self):  # noqa: N802
-                self._forward()
+    def _upstream(self, connection: _CheckedConnection, *, body, headers) -> http.client.HTTPResponse | None:
+        """The endpoint's answer to the request, or None once the client was told why there is none."""
+        try:
+            connection.request(self.command, self.path, body=body, headers=headers)
+            return connection.getresponse()
+        except EgressRefused as exc:
+            self._refuse(502, exc.code, exc.detail)
+        except (OSError, http.client.HTTPException) as exc:
+            with self.proxy._lock:
+                self.proxy.record.upstream_errors += 1
+            self._refuse(
+                502, "egress-unreachable", f"{self.proxy.target.host}: {exc.__class__.__name__}: {exc}"
+            )
+        return None
 
-            def do_POST(self):  # noqa: N802
-                self._forward()
-
-            def _forward(self) -> None:
-                try:
-                    proxy._admit(self.path)
-                except EgressRefused as exc:
-                    self._refuse(
-                        429 if exc.code in ("egress-rate", "egress-request-count") else 403,
-                        exc.code,
-                        exc.detail,
-                    )
-                    return
-                length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_BODY_BYTES:
-                    self._refuse(413, "egress-body", "The request body is too large.")
-                    return
-                body = self.rfile.read(length) if length else None
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in DROPPED_REQUEST_HEADERS}
-                if proxy.credential:
-                    headers["Authorization"] = f"Bearer {proxy.credential}"
-                connection = _CheckedConnection(
-                    proxy.target, allow_loopback=proxy.allow_loopback, limits=proxy.limits
-                )
-                try:
-                    connection.request(self.command, self.path, body=body, headers=headers)
-                    response = connection.getresponse()
-                except EgressRefused as exc:
-                    self._refuse(502, exc.code, exc.detail)
-                    connection.close()
-                    return
-                except (OSError, http.client.HTTPException) as exc:
-                    with proxy._lock:
-                        proxy.record.upstream_errors += 1
-                    self._refuse(
-                        502, "egress-unreachable", f"{proxy.target.host}: {exc.__class__.__name__}: {exc}"
-                    )
-                    connection.close()
-                    return
-                try:
-                    http_status = response.getcode()
-                    if 300 <= http_status < 400:
-                        location = response.getheader("Location", "")
-                        self._refuse(
-                            502,
-                            "egress-redirect",
-                            f"The endpoint redirected ({http_status} to {location[:200]}): not followed.",
-                        )
-                        return
-                    self._relay(response)
-                finally:
-                    connection.close()
-
-            def _relay(self, response: http.client.HTTPResponse) -> None:
-                """Stream the answer back as it arrives (a streamed completion's first token must not wait)."""
-                self.send_response(response.status)
-                for key, value in response.getheaders():
-                    if key.lower() not in HOP_BY_HOP | {"content-length", "set-cookie"}:
-                        self.send_header(key, value)
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                try:
-                    while True:
-                        chunk = response.read1(65536)
-                        if not chunk:
-                            break
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                        self.wfile.flush()
-                    self.wfile.write(b"0\r\n\r\n")
-                    self.wfile.flush()
-                except (OSError, http.client.HTTPException):
-                    with proxy._lock:
-                        proxy.record.upstream_errors += 1
-                    self.close_connection = True
-
-        return Handler
+    def _relay(self, response: http.client.HTTPResponse) -> None:
+        """Stream the answer back as it arrives (a streamed completion's first token must not wait)."""
+        self.send_response(response.status)
+        for key, value in response.getheaders():
+            if key.lower() not in HOP_BY_HOP | {"content-length", "set-cookie"}:
+                self.send_header(key, value)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            while True:
+                chunk = response.read1(65536)
+                if not chunk:
+                    break
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (OSError, http.client.HTTPException):
+            with self.proxy._lock:
+                self.proxy.record.upstream_errors += 1
+            self.close_connection = True

@@ -14,6 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import import_module
+from importlib.util import find_spec
+
+from django.apps import apps
+from django.db.models import Q
 
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 
@@ -168,7 +173,6 @@ class Policy:
 
     def sources_q(self, action: str, *, via: str = ""):
         """The filter "in a state where `action` may be taken" (for a queryset of candidates)."""
-        from django.db.models import Q
 
         path = f"{via}__{self.field}" if via else self.field
         return Q(**{f"{path}__in": self.rule(action).sources})
@@ -254,10 +258,6 @@ DOC_END = "<!-- lifecycle-table:end -->"
 def registered_policies() -> tuple[Policy, ...]:
     """Every app's tables, in INSTALLED_APPS order (the upload and check run, then the submission and the review's
     objects, then the publication's, then the preview's), each table once."""
-    from importlib import import_module
-    from importlib.util import find_spec
-
-    from django.apps import apps
 
     found: list[Policy] = []
     for config in apps.get_app_configs():

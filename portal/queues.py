@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from celery import current_app
+from django.conf import settings
+
 from portal.env import EnvError
 
 # Kind -> what its tasks do. The order is the order of `-Q` lists and of docs/deploy.md's table.
@@ -88,7 +91,6 @@ def queue_names(*, prefix: str, kinds: tuple[str, ...] | None = None) -> list[st
 def task_kind(kind: str, **options: Any) -> dict[str, Any]:
     """The decorator options of a task of this kind: its kind (read by the router), its time limits, and
     acks_late with reject_on_worker_lost for the long idempotent kinds."""
-    from django.conf import settings
 
     soft, hard = settings.PORTAL_TASK_TIME_LIMITS[kind]
     values: dict[str, Any] = {"queue_kind": kind, "soft_time_limit": soft, "time_limit": hard}
@@ -100,8 +102,6 @@ def task_kind(kind: str, **options: Any) -> dict[str, Any]:
 
 def route_task(name, args, kwargs, options, task=None, **kw):
     """Celery router (CELERY_TASK_ROUTES): the queue of the task's kind, under the prefix set now."""
-    from celery import current_app
-    from django.conf import settings
 
     task = task or current_app.tasks.get(name)
     kind = getattr(task, "queue_kind", None) or "housekeeping"

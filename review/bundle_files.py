@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 import zstandard
+from django.core.cache import cache
 
 from checker.read.inputs.archive import name_problem
 from portal.errors import ApplicationError
+from submissions.storage import storage_open_stream
 
 MiB = 1024 * 1024
 LINES_PER_PAGE = 200
@@ -396,9 +398,6 @@ def page_of_line(line: int, per_page: int = LINES_PER_PAGE) -> int:
 
 def version_file_members(version_file) -> MemberListing:
     """The members of one stored file, cached by its SHA-256 (the bytes never change)."""
-    from django.core.cache import cache
-
-    from submissions.storage import storage_open_stream
 
     key = f"review:members:v1:{version_file.sha256}"
     listing = cache.get(key)
@@ -414,7 +413,6 @@ def version_file_members(version_file) -> MemberListing:
 def version_file_page(
     version_file, member: str, *, page: int = 1, per_page: int = LINES_PER_PAGE
 ) -> MemberPage:
-    from submissions.storage import storage_open_stream
 
     return member_page(
         lambda: storage_open_stream(version_file.storage_key),

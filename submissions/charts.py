@@ -157,6 +157,21 @@ def step_chart_svg(curves: list[dict], *, title: str = "Throughput vs. interacti
             plot_bottom - plot_top,
         ),
     ]
+    parts += _grid_svg(x_ticks, y_ticks, sx, sy)
+    parts.append(_axes_svg())
+    for s in series:
+        parts += _series_svg(s, sx, sy)
+    parts.append("</svg>")
+    return mark_safe(
+        "".join(str(p) for p in parts)
+    )  # every interpolated value above went through format_html
+
+
+def _grid_svg(x_ticks: list[float], y_ticks: list[float], sx: _Scale, sy: _Scale) -> list[str]:
+    """The grid lines and tick labels of both axes."""
+    plot_bottom, plot_top = HEIGHT - MARGIN_BOTTOM, MARGIN_TOP
+    plot_left, plot_right = MARGIN_LEFT, WIDTH - MARGIN_RIGHT
+    parts: list[str] = []
     for tick in x_ticks:
         x = sx(tick)
         parts.append(
@@ -184,7 +199,14 @@ def step_chart_svg(curves: list[dict], *, title: str = "Throughput vs. interacti
                 label=format_number(tick),
             )
         )
-    parts.append(
+    return parts
+
+
+def _axes_svg() -> str:
+    """Both axes and their labels ("higher is better" on each)."""
+    plot_bottom, plot_top = HEIGHT - MARGIN_BOTTOM, MARGIN_TOP
+    plot_left, plot_right = MARGIN_LEFT, WIDTH - MARGIN_RIGHT
+    return str(
         format_html(
             '<line class="axis" x1="{l}" y1="{b}" x2="{r}" y2="{b}"/><line class="axis" x1="{l}" y1="{t}" x2="{l}" y2="{b}"/>'
             '<text class="axis-label" x="{cx}" y="{xl}" text-anchor="middle">{xlabel} → higher is better</text>'
@@ -200,39 +222,40 @@ def step_chart_svg(curves: list[dict], *, title: str = "Throughput vs. interacti
             ylabel=Y_LABEL,
         )
     )
-    for s in series:
-        if len(s["steps"]) >= 2:
-            path = " ".join(
-                f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for i, (x, y) in enumerate(s["steps"])
+
+
+def _series_svg(s: dict, sx: _Scale, sy: _Scale) -> list[str]:
+    """One curve: its step line through the front and a labelled marker per measured point."""
+    parts: list[str] = []
+    if len(s["steps"]) >= 2:
+        path = " ".join(
+            f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for i, (x, y) in enumerate(s["steps"])
+        )
+        parts.append(format_html('<path class="step-line" d="{}" stroke="{}"/>', path, s["colour"]))
+    for point in s["points"]:
+        cx, cy = sx(point["x"]), sy(point["y"])
+        parts.append(
+            format_html(
+                '<g class="marker{}"><circle cx="{}" cy="{}" r="5" stroke="{}" fill="{}"/>'
+                '<text class="point-label" x="{}" y="{}">r{}</text>'
+                "<title>{} — concurrency {}: {} tokens/s, {} tokens/s per user ({}){}</title></g>",
+                "" if point["on_front"] else " off-front",
+                f"{cx:.1f}",
+                f"{cy:.1f}",
+                s["colour"],
+                s["colour"] if point["on_front"] else "#ffffff",
+                f"{cx + 7:.1f}",
+                f"{cy - 7:.1f}",
+                point["concurrency"],
+                s["label"],
+                point["concurrency"],
+                f"{point['y']:.1f}",
+                f"{point['x']:.2f}",
+                point["basis"],
+                "" if point["on_front"] else "; not on the Pareto front",
             )
-            parts.append(format_html('<path class="step-line" d="{}" stroke="{}"/>', path, s["colour"]))
-        for point in s["points"]:
-            cx, cy = sx(point["x"]), sy(point["y"])
-            parts.append(
-                format_html(
-                    '<g class="marker{}"><circle cx="{}" cy="{}" r="5" stroke="{}" fill="{}"/>'
-                    '<text class="point-label" x="{}" y="{}">r{}</text>'
-                    "<title>{} — concurrency {}: {} tokens/s, {} tokens/s per user ({}){}</title></g>",
-                    "" if point["on_front"] else " off-front",
-                    f"{cx:.1f}",
-                    f"{cy:.1f}",
-                    s["colour"],
-                    s["colour"] if point["on_front"] else "#ffffff",
-                    f"{cx + 7:.1f}",
-                    f"{cy - 7:.1f}",
-                    point["concurrency"],
-                    s["label"],
-                    point["concurrency"],
-                    f"{point['y']:.1f}",
-                    f"{point['x']:.2f}",
-                    point["basis"],
-                    "" if point["on_front"] else "; not on the Pareto front",
-                )
-            )
-    parts.append("</svg>")
-    return mark_safe(
-        "".join(str(p) for p in parts)
-    )  # every interpolated value above went through format_html
+        )
+    return parts
 
 
 def chart_legend(curves: list[dict]) -> list[dict]:

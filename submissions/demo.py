@@ -19,6 +19,14 @@ from accounts.services.organisations import (
     organisation_create,
     user_create,
 )
+from catalog.models import Benchmark
+from catalog.services import benchmark_ruleset_set
+from submissions.demo_submissions import (
+    DEMO_MODEL_ID,
+    second_system_files,
+    seed_demo_sample_submissions,
+    system_description_of,
+)
 from submissions.models import System
 from submissions.services import system_register
 
@@ -141,9 +149,6 @@ DEMO_RULESET = "endpoints-v1.0-preview"
 
 def seed_demo_benchmark(seed: DemoSeed) -> None:
     """The chair puts the demo benchmark under the preview rule set (audited), before any demo upload is checked."""
-    from catalog.models import Benchmark
-    from catalog.services import benchmark_ruleset_set
-    from submissions.demo_submissions import DEMO_MODEL_ID
 
     benchmark = Benchmark.objects.get(model_id=DEMO_MODEL_ID)
     if benchmark.ruleset_version != DEMO_RULESET:
@@ -181,8 +186,6 @@ def seed_demo_users(seed: DemoSeed) -> None:
 def system_description_of_system(name: str) -> dict:
     """The system_desc.json of a demo system: from the sample bundle, or (NB-2) from its first run archive."""
     if name == "Nimbus_NB-2":
-        from submissions.demo_submissions import second_system_files, system_description_of
-
         return system_description_of(second_system_files())
     return system_description_from_fixture(name)
 
@@ -202,7 +205,6 @@ def seed_demo_systems(seed: DemoSeed) -> None:
 def seed_demo_submissions(seed: DemoSeed) -> None:
     """Demo submissions: one checked draft per sample system (submissions.demo_submissions); later work
     adds reviews and publication."""
-    from submissions.demo_submissions import seed_demo_sample_submissions
 
     seed_demo_sample_submissions(seed)
 

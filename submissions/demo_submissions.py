@@ -30,6 +30,8 @@ from django.conf import settings
 
 from catalog.models import Benchmark
 from submissions.models import Submission
+from submissions.services import submission_create
+from submissions.uploads import upload_finish, upload_part, upload_start
 
 SAMPLES_DIR = Path(settings.BASE_DIR) / "tests" / "checker" / "fixtures"
 RUN_ARCHIVES_DIR = SAMPLES_DIR / "run_archives"
@@ -111,7 +113,6 @@ def bundle_archive_for_system(system_name: str) -> DemoFile:
 def upload_files(*, submission: Submission, files: list[DemoFile], actor, kind: str):
     """Upload files the way the web page and the CLI do (start, parts, finish); the last finish makes
     one version of all of them and queues its check. Returns the version."""
-    from submissions.uploads import upload_finish, upload_part, upload_start
 
     verified = []
     version = None
@@ -159,7 +160,6 @@ DEMO_SUBMISSIONS = [
 
 def seed_demo_sample_submissions(seed) -> list[Submission]:
     """One checked draft submission per sample system (see the module docstring). Safe to run again."""
-    from submissions.services import submission_create
 
     submitter = seed.users["demo-submitter"]
     benchmark = Benchmark.objects.get(model_id=DEMO_MODEL_ID)

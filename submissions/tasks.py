@@ -14,14 +14,9 @@ import logging
 from celery import chord, shared_task
 
 from portal.queues import task_kind
-from submissions.checks import (
-    check_outbox_send,
-    check_run_attempt_failed,
-    check_run_finish,
-    check_run_point,
-    check_run_start,
-    check_runs_reconcile,
-)
+from submissions.checks.queue import check_outbox_send
+from submissions.checks.recovery import check_run_attempt_failed, check_runs_reconcile
+from submissions.checks.steps import check_run_finish, check_run_point, check_run_start
 from submissions.direct_uploads import multipart_uploads_sweep, upload_verify
 from submissions.idempotency import idempotency_keys_expire
 from submissions.uploads import uploads_expire

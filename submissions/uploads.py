@@ -14,6 +14,10 @@ How a file travels (whatever the storage backend: local folder or S3):
 A version holds one or more files (VersionFile rows): one bundle archive, or a set of run
 archives, each uploaded as its own Upload and joined into one version by the last finish
 (`include_uploads`). Stored bytes are never changed; a new upload is a new version.
+
+One module (~620 lines) on purpose: every step of the protocol works on the same part layout, caps and row
+locks, and reads best top to bottom. Direct uploads to the bucket are submissions.direct_uploads; a download's
+HTTP answer is portal.downloads.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from django.utils import timezone
 from accounts.models import Organisation
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
-from submissions.checks import check_run_create
+from submissions.checks.queue import check_run_create
 from submissions.direct_uploads import direct_part_size, upload_direct_begin, upload_direct_discard
 from submissions.models import (
     Submission,
@@ -508,7 +512,7 @@ def version_create(
             )
     if (
         kind is None
-    ):  # a first guess: the check records the kind the registry detects (checks._version_kind_record)
+    ):  # a first guess: the check records the kind the registry detects (submissions.checks.steps._version_kind_record)
         kind = SubmissionVersion.Kind.RUN_ARCHIVES if len(locked) > 1 else SubmissionVersion.Kind.BUNDLE
     number = (submission.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     version = SubmissionVersion(
@@ -619,24 +623,3 @@ def uploads_expire(*, now=None) -> list[uuid.UUID]:
 def version_file_chunks(version_file: VersionFile) -> Iterator[bytes]:
     """The stored bytes of a version file, streamed (for downloads and the checker)."""
     return storage_iter_chunks(version_file.storage_key)
-
-
-def version_file_response(version_file):
-    """The stored bytes of one version file as an HTTP download: streamed, exact, with its SHA-256.
-
-    The name in Content-Disposition keeps ASCII letters, digits and "._-" only, so no upload name can
-    inject a header or a path."""
-    from django.http import StreamingHttpResponse
-
-    response = StreamingHttpResponse(
-        version_file_chunks(version_file), content_type="application/octet-stream"
-    )
-    response["Content-Length"] = str(version_file.size_bytes)
-    safe_name = (
-        "".join(ch for ch in version_file.original_filename if (ch.isascii() and ch.isalnum()) or ch in "._-")
-        or "file"
-    )
-    response["Content-Disposition"] = f'attachment; filename="{safe_name}"'
-    response["ETag"] = f'"{version_file.sha256}"'
-    response["X-Content-SHA256"] = version_file.sha256
-    return response

@@ -75,3 +75,63 @@ def test_a_string_reference_up_the_layers_is_caught():
 @pytest.mark.parametrize("model", PROJECT_MODELS, ids=lambda model: model._meta.label)
 def test_every_model_has_a_visibility_rule(model):
     assert model in VISIBLE_TO, f"add {model._meta.label} to access.visibility.VISIBLE_TO"
+
+
+HTTP_LAYER = {
+    "views",
+    "api",
+    "urls",
+    "admin",
+    "forms",
+    "management",
+    "migrations",
+    "templatetags",
+    "apps",
+    "middleware",
+}
+
+
+def _matches(pattern: str, module: str) -> bool:
+    """import-linter's wildcards: `*` is one segment of the name, `**` one or more."""
+
+    def match(parts: list[str], names: list[str]) -> bool:
+        if not parts:
+            return not names
+        if parts[0] == "**":
+            return any(match(parts[1:], names[take:]) for take in range(1, len(names) + 1))
+        return bool(names) and parts[0] in ("*", names[0]) and match(parts[1:], names[1:])
+
+    return match(pattern.split("."), module.split("."))
+
+
+def test_every_domain_module_is_kept_off_the_http_layer_by_the_contract():
+    """A new domain module (a service, a selector, a storage helper under any name) is guarded by the
+    'http-on-top' contract from the start: its source patterns must match it."""
+    contracts = tomllib.loads((BASE_DIR / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (patterns,) = [contract["source_modules"] for contract in contracts if contract["id"] == "http-on-top"]
+    unguarded = []
+    for app in LAYERS:
+        if app in (
+            "access",
+            "checker",
+        ):  # access is the layer the HTTP code asks; checker has its own contract
+            continue
+        for path in sorted((BASE_DIR / app).rglob("*.py")):
+            parts = path.relative_to(BASE_DIR).with_suffix("").parts
+            http = {
+                part.split("_")[0] for part in parts[1:]
+            } & HTTP_LAYER  # views/, urls_results, api_throttles
+            if parts[-1] == "__init__" and len(parts) <= 2 or http:
+                continue
+            module = ".".join(p for p in parts if p != "__init__")
+            if not any(_matches(pattern, module) for pattern in patterns):
+                unguarded.append(module)
+    assert not unguarded, (
+        f"add these domain modules to the http-on-top contract in pyproject.toml: {unguarded}"
+    )
+
+
+def test_the_contract_wildcards_read_as_import_linter_reads_them():
+    assert _matches("*.services.**", "review.services.thread")
+    assert not _matches("*.services.**", "review.services")
+    assert _matches("*.models", "leaderboard.models") and not _matches("*.models", "leaderboard.models.x")

@@ -7,11 +7,14 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.urls import reverse
+from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from accounts.models import (
     GlobalRole,
     SignIn,
 )
+from accounts.selectors import totp_device_of, user_requires_second_factor
 from accounts.services.organisations import require_chair
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, NotAllowedError
@@ -101,7 +104,6 @@ RECOVERY_CODES = 10
 
 def totp_device_start(*, user):
     """The user's unconfirmed authenticator device (a new secret when there is none yet)."""
-    from django_otp.plugins.otp_totp.models import TOTPDevice
 
     device = TOTPDevice.objects.filter(user=user, confirmed=False).order_by("pk").first()
     return device or TOTPDevice.objects.create(user=user, name="Authenticator app", confirmed=False)
@@ -126,7 +128,6 @@ def totp_device_confirm(*, user, device, code: str) -> list[str]:
 
 
 def _recovery_codes_new(user) -> list[str]:
-    from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 
     StaticDevice.objects.filter(user=user).delete()
     static = StaticDevice.objects.create(user=user, name="Recovery codes", confirmed=True)
@@ -147,10 +148,6 @@ def recovery_codes_regenerate(*, user) -> list[str]:
 @transaction.atomic
 def two_factor_disable(*, user, actor) -> None:
     """Turn two-factor sign-in off (never for the chair or an auditor, who need it)."""
-    from django_otp.plugins.otp_static.models import StaticDevice
-    from django_otp.plugins.otp_totp.models import TOTPDevice
-
-    from accounts.selectors import user_requires_second_factor
 
     if actor is not None and actor.pk != user.pk:
         require_chair(actor)
@@ -167,7 +164,6 @@ def two_factor_disable(*, user, actor) -> None:
 def second_factor_wait(*, user):
     """When the authenticator refuses codes after wrong ones (django-otp doubles the wait each time): the time
     it accepts one again, else None."""
-    from accounts.selectors import totp_device_of
 
     device = totp_device_of(user)
     if device is None:
@@ -178,8 +174,6 @@ def second_factor_wait(*, user):
 
 def second_factor_match(*, user, code: str):
     """The device (authenticator, else a one-time recovery code, used up) that accepts `code`; None if none."""
-    from django_otp.plugins.otp_static.models import StaticDevice
-    from django_otp.plugins.otp_totp.models import TOTPDevice
 
     code = (code or "").strip().replace(" ", "").replace("-", "")
     if not code or len(code) > 32:

@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 from django import forms
 from django.conf import settings
 from django.contrib import auth, messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
@@ -201,7 +202,6 @@ def login_view(request):
 def verify_view(request):
     """The second step: a code from the authenticator app (or a recovery code). Serves a pending sign-in, or a
     signed-in session that is not verified yet."""
-    from django.contrib.auth import get_user_model
 
     pending = request.session.get(PENDING)
     if request.user.is_authenticated:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from urllib.parse import urlencode
 
 import segno
@@ -71,7 +72,6 @@ def two_factor(request):
 
 
 def _base32(device) -> str:
-    import base64
 
     raw = base64.b32encode(device.bin_key).decode().rstrip("=")
     return " ".join(raw[i : i + 4] for i in range(0, len(raw), 4))

@@ -14,7 +14,8 @@ from leaderboard.exports import result_url
 from leaderboard.models import Publication
 from leaderboard.views.public import POINT_COLUMNS
 from portal import csv_safe
-from submissions.uploads import version_file_response
+from portal.downloads import stored_download
+from submissions.uploads import version_file_chunks
 
 
 def _data_rows(publication: Publication) -> list[dict]:
@@ -85,4 +86,4 @@ def result_file(request, public_id: str, position: int):
     revision = selectors.parse_revision(request.GET.get("revision"))
     publication = selectors.publication_at_revision(selectors.publication_public(public_id), revision)
     version_file = get_object_or_404(publication.version.files, position=position)
-    return version_file_response(version_file)
+    return stored_download(version_file_chunks(version_file), version_file)

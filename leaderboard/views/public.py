@@ -156,6 +156,37 @@ def _page_number(value: str | None) -> int:
     return parse_positive(value, default=1)
 
 
+def _board_row(rank: int, publication: Publication, *, ranked: bool, measured: dict) -> dict:
+    """One row of the board's table (and of its picker): `ranked` when it is among the fully recomputed
+    results, which come first and are the ranking; `measured` the traced figures of the page's results."""
+    count = publication.record.accelerator_count
+    nodes = node_count(publication.record.description)
+    peak = (publication.headline or {}).get("max_system_tps")
+    traced = [
+        m.get("measured_tps_per_kw")
+        for m in (measured.get(publication.public_id) or {}).values()
+        if isinstance(m.get("measured_tps_per_kw"), int | float)
+    ]
+    return {
+        "publication": publication,
+        "rank": rank + 1,
+        "ranked": ranked,
+        "rank_label": str(rank + 1) if ranked else "unranked",
+        "colour": colour(rank),
+        "sid": publication.public_id,
+        "label": _label(publication),
+        "href": _result_url(publication),
+        "plotted": rank < BOARD_DRAWN,
+        # the count beside the type: 8 accelerators are not compared raw against 4 unawares
+        "accelerators": publication.record.accelerator_label,
+        "peak_per_accelerator": peak / count if count and isinstance(peak, int | float) else None,
+        "peak_per_node": peak / nodes if nodes and isinstance(peak, int | float) else None,
+        "best_measured_per_kw": max(traced) if traced else None,
+        "older_results": getattr(publication, "older_results", 0),
+        "power": selectors.publication_power_kind(publication),
+    }
+
+
 def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> dict:
     """The board's top BOARD_DRAWN curves (embedded), one page of the ranked table, and the picker: what the
     page carries does not grow with the number of results; other curves come from the public API on demand."""
@@ -186,33 +217,7 @@ def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> d
     measured = selectors.measured_power_of_results([p.public_id for p in page_results])
 
     def row(rank: int, publication: Publication) -> dict:
-        ranked = rank < ranked_count  # fully recomputed results come first and are the ranking
-        count = publication.record.accelerator_count
-        nodes = node_count(publication.record.description)
-        peak = (publication.headline or {}).get("max_system_tps")
-        traced = [
-            m.get("measured_tps_per_kw")
-            for m in (measured.get(publication.public_id) or {}).values()
-            if isinstance(m.get("measured_tps_per_kw"), int | float)
-        ]
-        return {
-            "publication": publication,
-            "rank": rank + 1,
-            "ranked": ranked,
-            "rank_label": str(rank + 1) if ranked else "unranked",
-            "colour": colour(rank),
-            "sid": publication.public_id,
-            "label": _label(publication),
-            "href": _result_url(publication),
-            "plotted": rank < BOARD_DRAWN,
-            # the count beside the type: 8 accelerators are not compared raw against 4 unawares
-            "accelerators": publication.record.accelerator_label,
-            "peak_per_accelerator": peak / count if count and isinstance(peak, int | float) else None,
-            "peak_per_node": peak / nodes if nodes and isinstance(peak, int | float) else None,
-            "best_measured_per_kw": max(traced) if traced else None,
-            "older_results": getattr(publication, "older_results", 0),
-            "power": selectors.publication_power_kind(publication),
-        }
+        return _board_row(rank, publication, ranked=rank < ranked_count, measured=measured)
 
     rows = [row(start + i, p) for i, p in enumerate(page_results)]
     picker = [row(i, p) for i, p in enumerate(drawn)] + [r for r in rows if not r["plotted"]]

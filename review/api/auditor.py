@@ -8,6 +8,7 @@ caller may not do, as {"code", "detail"} JSON; writes accept an Idempotency-Key.
 
 from __future__ import annotations
 
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -35,9 +36,9 @@ from review.services.waivers import (
     waivers_decide_group,
     waivers_request_group,
 )
-from submissions import checks
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.api.serializers import CheckRunSummarySerializer
+from submissions.checks.queue import check_run_requeue
 from submissions.idempotency import idempotent
 from submissions.models import Submission
 from submissions.selectors import check_run_latest, check_run_official
@@ -281,7 +282,7 @@ class AuditViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         submission = self.get_object()
         if submission.submitted_version is None:
             raise ApplicationError("No version was submitted.", code="no-frozen-version")
-        run = checks.check_run_requeue(version=submission.submitted_version, actor=request.user)
+        run = check_run_requeue(version=submission.submitted_version, actor=request.user)
         return Response(CheckRunSummarySerializer(run).data, status=status.HTTP_201_CREATED)
 
 
@@ -321,7 +322,6 @@ class WaiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         return waivers_visible_to(self.request.user).select_related("version", "requested_by", "decided_by")
 
     def _version(self, version_id: int):
-        from django.shortcuts import get_object_or_404
 
         return get_object_or_404(versions_visible_to(self.request.user), pk=version_id)
 

@@ -62,8 +62,60 @@ def comment_post(
     body = text_within_cap((body or "").strip(), what="A comment")
     if not body:
         raise ApplicationError("A comment needs a text.", code="invalid")
-    # the thread is open, and the actor may write in it now (a reviewer with a conflict of interest may not)
-    SUBMISSION.require(actor, submission, "object" if kind == Comment.Kind.OBJECTION else "comment")
+    objection = kind == Comment.Kind.OBJECTION
+    visibility = _comment_visibility_allowed(
+        submission, actor, objection=objection, visibility=visibility, parent=parent
+    )
+    is_submitter = submission.organisation_id in user_org_ids(actor)
+    if objection:
+        _objection_allowed(is_submitter=is_submitter, objection_type=objection_type, parent=parent)
+    if finding is not None and finding.check_run.version.submission_id != submission.pk:
+        raise ApplicationError("The finding belongs to another submission.", code="invalid")
+    comment = Comment(
+        submission=submission,
+        version=version or submission.submitted_version or submission.versions.order_by("-number").first(),
+        parent=parent,
+        author=actor,
+        kind=kind,
+        objection_type=objection_type if objection else "",
+        objection_status=Comment.ObjectionStatus.OPEN if objection else "",
+        visibility=visibility,
+        body=body,
+        finding=finding,
+        point_key=point_key or "",
+        file=file or "",
+        line=line,
+        answer_due_at=(
+            selectors.add_business_days(timezone.now(), settings.PORTAL_OBJECTION_ANSWER_BUSINESS_DAYS)
+            if objection
+            else None
+        ),
+    )
+    comment.full_clean()
+    comment.save()
+    audit_event_record(
+        actor=actor,
+        action="review.objection_raised" if objection else "review.commented",
+        obj=comment,
+        data={
+            "submission": submission.pk,
+            "visibility": visibility,
+            **({"type": objection_type} if objection else {}),
+            **({"parent": parent.pk} if parent is not None else {}),
+        },
+    )
+    if parent is not None and parent.kind == Comment.Kind.OBJECTION and is_submitter:
+        _objection_answered(parent, answer=comment, actor=actor)
+    _comment_announce(comment, actor=actor)
+    return comment
+
+
+def _comment_visibility_allowed(
+    submission: Submission, actor, *, objection: bool, visibility: str, parent: Comment | None
+) -> str:
+    """The visibility the comment gets (a reply's is its parent's), once the thread is open to the actor at it
+    (a reviewer with a conflict of interest may not write)."""
+    SUBMISSION.require(actor, submission, "object" if objection else "comment")
     if visibility not in Comment.Visibility.values:
         raise ApplicationError(
             f"Visibility must be one of {', '.join(Comment.Visibility.values)}.", code="invalid"
@@ -74,74 +126,48 @@ def comment_post(
         visibility = parent.visibility  # a reply is read by whoever read what it answers
     if not _may_post(actor, submission, visibility):
         raise NotAllowedError("You cannot write in this thread at that visibility.")
-    is_submitter = submission.organisation_id in user_org_ids(actor)
-    if kind == Comment.Kind.OBJECTION:
-        if is_submitter:
-            raise NotAllowedError("Objections are raised by reviewers, auditors and the chair.")
-        if objection_type not in Comment.ObjectionType.values:
-            raise ApplicationError(
-                f"An objection's type is one of {', '.join(Comment.ObjectionType.values)}.", code="invalid"
-            )
-        if parent is not None:
-            raise ApplicationError("An objection starts its own thread.", code="invalid")
-    if finding is not None and finding.check_run.version.submission_id != submission.pk:
-        raise ApplicationError("The finding belongs to another submission.", code="invalid")
-    now = timezone.now()
-    comment = Comment(
-        submission=submission,
-        version=version or submission.submitted_version or submission.versions.order_by("-number").first(),
-        parent=parent,
-        author=actor,
-        kind=kind,
-        objection_type=objection_type if kind == Comment.Kind.OBJECTION else "",
-        objection_status=Comment.ObjectionStatus.OPEN if kind == Comment.Kind.OBJECTION else "",
-        visibility=visibility,
-        body=body,
-        finding=finding,
-        point_key=point_key or "",
-        file=file or "",
-        line=line,
-        answer_due_at=(
-            selectors.add_business_days(now, settings.PORTAL_OBJECTION_ANSWER_BUSINESS_DAYS)
-            if kind == Comment.Kind.OBJECTION
-            else None
-        ),
-    )
-    comment.full_clean()
-    comment.save()
-    audit_event_record(
-        actor=actor,
-        action="review.objection_raised" if kind == Comment.Kind.OBJECTION else "review.commented",
-        obj=comment,
-        data={
-            "submission": submission.pk,
-            "visibility": visibility,
-            **({"type": objection_type} if kind == Comment.Kind.OBJECTION else {}),
-            **({"parent": parent.pk} if parent is not None else {}),
-        },
-    )
-    if parent is not None and parent.kind == Comment.Kind.OBJECTION and is_submitter:
-        if OBJECTION.advance(Comment.objects, parent, "answer"):
-            audit_event_record(
-                actor=actor,
-                action="review.objection_answered",
-                obj=parent,
-                data={"submission": submission.pk, "answer": comment.pk},
-            )
-    readers = _thread_readers(submission, visibility)
+    return visibility
+
+
+def _objection_allowed(*, is_submitter: bool, objection_type: str, parent: Comment | None) -> None:
+    if is_submitter:
+        raise NotAllowedError("Objections are raised by reviewers, auditors and the chair.")
+    if objection_type not in Comment.ObjectionType.values:
+        raise ApplicationError(
+            f"An objection's type is one of {', '.join(Comment.ObjectionType.values)}.", code="invalid"
+        )
+    if parent is not None:
+        raise ApplicationError("An objection starts its own thread.", code="invalid")
+
+
+def _objection_answered(objection: Comment, *, answer: Comment, actor) -> None:
+    """The submitter's reply answers the open objection (once: the policy moves it from `open` only)."""
+    if OBJECTION.advance(Comment.objects, objection, "answer"):
+        audit_event_record(
+            actor=actor,
+            action="review.objection_answered",
+            obj=objection,
+            data={"submission": objection.submission_id, "answer": answer.pk},
+        )
+
+
+def _comment_announce(comment: Comment, *, actor) -> None:
+    """Tell the thread's other readers at the comment's visibility."""
+    submission = comment.submission
+    objection = comment.kind == Comment.Kind.OBJECTION
+    readers = _thread_readers(submission, comment.visibility)
     notify(
         users=[user for user in readers if user.pk != actor.pk],
-        kind="review.objection" if kind == Comment.Kind.OBJECTION else "review.comment",
+        kind="review.objection" if objection else "review.comment",
         submission_id=submission.pk,
         subject=(
             f"Objection ({comment.get_objection_type_display().lower()}) on {submission_label(submission)}"
-            if kind == Comment.Kind.OBJECTION
+            if objection
             else f"New comment on {submission_label(submission)}"
         ),
-        body=body[:2000],
+        body=comment.body[:2000],
         url=submission_url(submission),
     )
-    return comment
 
 
 def _thread_readers(submission: Submission, visibility: str) -> list:

@@ -30,7 +30,7 @@ from review.models import EvidenceRequest, Waiver
 from review.services.attestations import attestation_record, evidence_request
 from review.services.waivers import waiver_grant_directly, waivers_decide_group
 from spotchecks.views import audit_panel_context
-from submissions import checks
+from submissions.checks.queue import check_run_requeue
 from submissions.models import Submission
 from submissions.selectors import check_run_findings, check_run_latest, check_run_official
 
@@ -229,7 +229,7 @@ def recheck(request, pk: int):
         messages.error(request, "Nothing to re-check: no version was submitted.")
         return redirect(_page(submission))
     try:
-        check_run = checks.check_run_requeue(version=submission.submitted_version, actor=request.user)
+        check_run = check_run_requeue(version=submission.submitted_version, actor=request.user)
     except ApplicationError as exc:
         messages.error(request, f"Not re-checked: {exc.detail}")
     else:

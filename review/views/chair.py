@@ -9,6 +9,7 @@ chair-only pages answer 403 to anyone else. Refusals of the services become mess
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -81,7 +82,6 @@ def dashboard(request):
 
 
 def _default_count() -> int:
-    from django.conf import settings
 
     return settings.PORTAL_REVIEWERS_PER_SUBMISSION
 

@@ -18,10 +18,11 @@ from rest_framework.response import Response
 from access.visibility import submissions_visible_to, uploads_visible_to
 from accounts.permissions import TokenScopeAllows
 from portal.private_cache import PrivateCachedListMixin
-from submissions import checks, direct_uploads, uploads
+from submissions import direct_uploads, uploads
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.api.serializers import VersionSerializer
 from submissions.api.submissions import submission_create_from
+from submissions.checks.queue import check_start_pending
 from submissions.idempotency import HEADER as IDEMPOTENCY_HEADER
 from submissions.idempotency import idempotency_begin, idempotency_end, idempotent
 from submissions.models import Submission, SubmissionVersion, Upload
@@ -352,7 +353,7 @@ class UploadViewSet(
             "upload": UploadSerializer(upload).data,
             "version": VersionSerializer(version).data if version is not None else None,
         }
-        if version is not None and checks.check_start_pending(version):
+        if version is not None and check_start_pending(version):
             # Stored and queued, but the check queue is unreachable: its start message waits in the outbox.
             body["detail"] = (
                 "The version is stored and its check is queued. The check queue cannot be reached just now; "

@@ -12,11 +12,13 @@ from rest_framework.response import Response
 
 from access.visibility import versions_visible_to
 from accounts.permissions import TokenScopeAllows
+from portal.downloads import stored_download
 from portal.parsers import parse_id
 from portal.private_cache import PrivateCachedListMixin
-from submissions import checks, uploads
+from submissions import uploads
 from submissions.api.common import IDEMPOTENCY_PARAMETER, ReadAnyoneWriteAuthenticated
 from submissions.api.serializers import CheckRunSummarySerializer, VersionSerializer
+from submissions.checks.queue import check_run_requeue
 from submissions.idempotency import idempotent
 from submissions.models import SubmissionVersion
 from submissions.selectors import versions_with_latest_check
@@ -50,7 +52,7 @@ class VersionViewSet(
         """The stored bytes exactly as uploaded (streamed; visibility-checked like the submission)."""
         # get_object() is the viewset's own visibility lookup: a malformed, unknown or hidden id is one 404.
         version_file = get_object_or_404(self.get_object().files, position=parse_id(position))
-        return uploads.version_file_response(version_file)
+        return stored_download(uploads.version_file_chunks(version_file), version_file)
 
     @extend_schema(
         request=None, responses={201: CheckRunSummarySerializer}, parameters=[IDEMPOTENCY_PARAMETER]
@@ -59,5 +61,5 @@ class VersionViewSet(
     @idempotent
     def recheck(self, request, pk=None):
         """The chair runs the checks again on this version (a new check run; earlier runs stay)."""
-        check_run = checks.check_run_requeue(version=self.get_object(), actor=request.user)
+        check_run = check_run_requeue(version=self.get_object(), actor=request.user)
         return Response(CheckRunSummarySerializer(check_run).data, status=status.HTTP_201_CREATED)

@@ -27,6 +27,7 @@ from accounts.selectors import (
 )
 from leaderboard.views.panels import extension_panel, publication_panel
 from portal import private_cache
+from portal.downloads import stored_download
 from portal.errors import ApplicationError
 from portal.pages import LoginFirst, ReasonForm, with_login_redirect
 from portal.parsers import parse_id
@@ -34,7 +35,8 @@ from portal.private_cache import private_page_cached
 from review import lifecycle
 from review.selectors import waived_error_count, waived_error_counts
 from review.views.panels import review_panel
-from submissions import checks, services, uploads
+from submissions import services, uploads
+from submissions.checks.queue import check_run_requeue
 from submissions.endpoints import endpoint_declare, endpoint_view, endpoint_visible_to
 from submissions.forms import (
     EndpointForm,
@@ -229,7 +231,7 @@ def version_file_download(request, pk: int, number: int, position: int):
     submission = _visible_submission(request, pk)
     version = _version_or_404(submission, number)
     version_file = get_object_or_404(version.files, position=position)
-    return uploads.version_file_response(version_file)
+    return stored_download(uploads.version_file_chunks(version_file), version_file)
 
 
 @with_login_redirect
@@ -379,7 +381,7 @@ def version_recheck(request, pk: int, number: int):
     submission = get_visible_or_404(request.user, Submission, pk=pk)
     version = _version_or_404(submission, number)
     try:
-        check_run = checks.check_run_requeue(version=version, actor=request.user)
+        check_run = check_run_requeue(version=version, actor=request.user)
     except ApplicationError as exc:
         messages.error(request, f"Not re-checked: {exc.detail}")
     else:

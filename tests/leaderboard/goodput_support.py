@@ -1,6 +1,6 @@
 """Published results made of the real sample runs (AX-8000 and NB-2 run archives) checked by the real pipeline:
 their curve is what the checker built from the raw logs, and every point's per-sample arrays are stored the way
-the check task stores them (submissions.checks.point_samples_save)."""
+the check task stores them (submissions.checks.samples.point_samples_save)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from checker.cli.pipeline import check_point, judge_version, list_points, open_v
 from checker.read.inputs import Limits
 from checker.tokens import TokenCounter
 from leaderboard.services import headline_of
-from submissions.checks import point_samples_save
+from submissions.checks.samples import point_samples_save
 from tests.factories import PointMetricFactory, SystemFactory
 from tests.leaderboard.support import publish
 

@@ -9,7 +9,7 @@ from django.test import Client
 
 from portal.errors import NotAllowedError
 from review.models import Attestation, EvidenceRequest, Waiver
-from submissions.checks import check_run_requeue
+from submissions.checks.queue import check_run_requeue
 from submissions.models import CheckRun, Submission
 from tests.factories import (
     CheckRunFactory,

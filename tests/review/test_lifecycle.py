@@ -20,7 +20,8 @@ from portal.policy import DOC_END, DOC_START
 from review import lifecycle
 from review.lifecycle import allowed_actions, transition
 from review.services.submitter import submission_submit, submission_withdraw
-from submissions.checks import check_run_requeue, check_runs_reconcile
+from submissions.checks.queue import check_run_requeue
+from submissions.checks.recovery import check_runs_reconcile
 from submissions.models import CheckRun, Submission, SubmissionVersion
 from tests.factories import MembershipFactory, UserFactory
 from tests.submissions.support import api_client, make_catalog

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from submissions import checks
+from submissions.checks import queue as checks_queue
 from submissions.models import CheckRun
 from tests.submissions.conftest import wait_for_run
 from tests.submissions.support import (
@@ -33,7 +33,7 @@ def test_lost_start_message_is_resent_and_the_run_ends_exactly_once(
 
     worker = live_pipeline(PORTAL_CHECK_QUEUED_TIMEOUT_S=5)
     with monkeypatch.context() as lose:  # the version's run is created, but its start message never leaves
-        lose.setattr(checks, "_queue_start", lambda check_run: None)
+        lose.setattr(checks_queue, "queue_start", lambda check_run: None)
         body = api_upload(
             api_client(role_users["submitter"]),
             submission_id=draft.pk,

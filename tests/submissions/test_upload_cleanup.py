@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from submissions.checks import check_runs_reconcile
+from submissions.checks.recovery import check_runs_reconcile
 from submissions.models import CheckRun, IdempotencyKey, SubmissionVersion, Upload
 from submissions.uploads import organisation_storage_used_bytes, upload_part
 from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload, sha256_of

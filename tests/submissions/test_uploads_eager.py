@@ -312,7 +312,7 @@ def test_a_stored_file_whose_bytes_changed_fails_the_check_instead_of_being_judg
     stored = run.version.files.get()
     (storage_dir / stored.storage_key).write_bytes(b"not the uploaded archive")
     settings.PORTAL_CHECK_CACHE_DIR = tmp_path / "fresh-worker-cache"
-    from submissions.checks import check_run_requeue
+    from submissions.checks.queue import check_run_requeue
 
     again = check_run_requeue(version=run.version, actor=role_users["chair"])
     again.refresh_from_db()
@@ -332,7 +332,7 @@ def test_a_re_check_on_the_same_worker_reads_the_files_from_its_cache(
     stored = run.version.files.get()
     assert (tmp_path / "cache" / stored.sha256).is_file()
     (storage_dir / stored.storage_key).unlink()  # storage unreachable for this blob: only the cache has it
-    from submissions.checks import check_run_requeue
+    from submissions.checks.queue import check_run_requeue
 
     again = check_run_requeue(version=run.version, actor=role_users["chair"])
     again.refresh_from_db()

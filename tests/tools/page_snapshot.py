@@ -3,8 +3,8 @@
 A layout change (code moved between modules, renamed, split) must not change a page. This script renders every
 GET page reachable by links from each demo user's landing pages (the Django test client, one process, no server),
 masks what differs between two renderings of the same data (CSRF tokens, the nonce of a page, the session's
-times), and writes one file per page; `--compare A B` lists the pages that differ and shows the first lines that
-do. Run it with the same seeded demo database for both checkouts (copy the var folder first: browsing writes
+times, the two-factor secret a setup page makes afresh), and writes one file per page; `--compare A B` lists the
+pages that differ and shows the first lines that do. Run it with the same seeded demo database for both checkouts (copy the var folder first: browsing writes
 sessions and marks notifications read):
 
     cp -a var-seeded /tmp/a && PORTAL_VAR_DIR=/tmp/a python tests/tools/page_snapshot.py --out /tmp/pages-before
@@ -49,6 +49,8 @@ MASKS = (
     (re.compile(r'(name="csrf-token" content=")[^"]+'), r"\1<csrf>"),
     (re.compile(r'(data-csrf(?:-token)?=")[^"]+'), r"\1<csrf>"),
     (re.compile(r'(nonce=")[^"]+'), r"\1<nonce>"),
+    (re.compile(r"(data-secret>)[^<]+"), r"\1<new two-factor secret>"),  # made afresh on each visit
+    (re.compile(r"(data-qr>)<svg.*?</svg>", re.S), r"\1<its QR code>"),
     (re.compile(r"\b\d+(?:\xa0|\s)(?:seconds?|minutes?|hours?)(?: ago)?\b"), "<time ago>"),
     (re.compile(r"\bnow\b|\bjust now\b"), "<now>"),
 )
@@ -135,8 +137,8 @@ def compare(a: Path, b: Path) -> int:
                 continue
             status_a, _, name = rows_a[path]
             status_b, _, _ = rows_b[path]
-            text_a = (a / user / name).read_text()
-            text_b = (b / user / name).read_text()
+            text_a = mask((a / user / name).read_text())
+            text_b = mask((b / user / name).read_text())
             if status_a != status_b or text_a != text_b:
                 differing += 1
                 print(f"{user} {path}: differs (status {status_a} / {status_b})")

@@ -16,7 +16,7 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="list the check runs that lack arrays")
 
     def handle(self, *args, **options):
-        from submissions.checks import point_samples_backfill
+        from submissions.checks.samples import point_samples_backfill
         from submissions.models import PointMetric
 
         runs = published_check_runs()

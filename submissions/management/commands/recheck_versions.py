@@ -4,7 +4,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.selectors import user_is_chair
+from checker import __version__ as checker_version
 from portal.errors import NotAllowedError
+from submissions.checks.queue import check_run_requeue
 from submissions.models import CheckRun, Submission, SubmissionVersion
 
 
@@ -32,8 +34,6 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="list what would be re-checked")
 
     def handle(self, *args, **options):
-        from checker import __version__ as checker_version
-        from submissions.checks import check_run_requeue
 
         try:
             chair = get_user_model().objects.get(username=options["chair"])
