@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from checker.events import FINISH_REASONS, open_binary, output_texts
-from checker.stats import summarize
+from checker.recompute.stats import summarize
 
 
 def recompute(path: Path, tokenizer) -> dict:

@@ -4,7 +4,7 @@ cost 51 s and 4 GiB of disk per unpack with no finding).
 
     python bench/check_unpack.py [--bomb-mb 400]
 
-No Django, no database: the checker's own reader (checker.pipeline.open_version) on the steps the worker runs
+No Django, no database: the checker's own reader (checker.cli.pipeline.open_version) on the steps the worker runs
 for one version (submissions/checks/): the start step opens each file to list its points, each point task opens
 its own archive (plus the files holding no point), the join opens the whole version. "before" reads every step
 with raw logs written (raw_logs=True, the old reading); "now" reads the start and the join descriptors-only
@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from checker.inputs import Limits  # noqa: E402
-from checker.pipeline import list_points, open_version  # noqa: E402
+from checker.cli.pipeline import list_points, open_version  # noqa: E402
+from checker.read.inputs import Limits  # noqa: E402
 
 RUN_ARCHIVES = sorted((ROOT / "tests" / "checker" / "fixtures" / "run_archives").glob("AX-8000_c*.tar.gz"))
 

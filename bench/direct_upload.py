@@ -10,7 +10,7 @@ What it does:
   2. In front of gunicorn, a counting TCP relay: every byte a client sends to the web process passes through it
      and is counted ("bytes received by the web process"). Presigned part URLs point at the bucket itself.
   3. Writes a file of random bytes (--size-mb, in the work folder, deleted afterwards) and sends it with
-     `portal submit`'s own code (checker.remote.upload_file, transfer "auto" -> direct): SHA-256 on the client,
+     `portal submit`'s own code (checker.cli.remote.uploads.upload_file, transfer "auto" -> direct): SHA-256 on the client,
      start, per part: sign (the web) and PUT (the bucket), finish (the web completes the multipart), then waits
      while the worker streams the object once and makes the version.
      Meanwhile the gunicorn worker's VmRSS is sampled every 10 ms (VmHWM reset before); the celery worker's
@@ -193,11 +193,12 @@ def start_worker(env: dict, work: Path) -> subprocess.Popen:
 
 def client_child(url: str, token: str, submission: int, path: str, transfer: str) -> None:
     """Send `path` as `portal submit` does; print the phase times."""
-    from checker import remote
+    from checker.cli.remote.client import Client
+    from checker.cli.remote.uploads import upload_file
 
     marks: dict[str, float] = {}
 
-    class TimedClient(remote.Client):
+    class TimedClient(Client):
         def request(self, method, path_, **kwargs):
             body = kwargs.get("body")
             if method == "POST" and path_ == "uploads/":
@@ -209,7 +210,7 @@ def client_child(url: str, token: str, submission: int, path: str, transfer: str
 
     client = TimedClient(url, token, timeout=1800)
     t0 = time.monotonic()
-    response = remote.upload_file(
+    response = upload_file(
         client,
         Path(path),
         submission=submission,

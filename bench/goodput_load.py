@@ -43,7 +43,7 @@ def store_samples(samples_per_point: int) -> tuple[int, int]:
     TPOT around 1000 / its interactivity), stored and linked like the check task does; (points, bytes)."""
     import numpy as np
 
-    from checker.goodput import SampleSeries
+    from checker.recompute.goodput import SampleSeries
     from leaderboard.models import Publication
     from submissions.checks.samples import point_samples_save
     from submissions.models import PointMetric

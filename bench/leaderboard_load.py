@@ -34,7 +34,7 @@ MODEL = "llama3_1-8b"
 
 
 def _curve(system: str, rng: random.Random, points: int) -> dict:
-    from checker.curve import curve_of
+    from checker.recompute.curve import curve_of
 
     scale = rng.uniform(0.3, 6.0)
     rows = []

@@ -1,5 +1,5 @@
 """Physical-consistency figures of real runs: max and mean in flight, implied concurrency and the bounds the rules
-judge them against (checker/rules/physical.py; docs/rules.md, "Physical consistency", quotes them).
+judge them against (checker/judge/rules/physical.py; docs/rules.md, "Physical consistency", quotes them).
 
     .venv/bin/python bench/physical_figures.py [RUN_ARCHIVE ...] [--tokenizer tokenizer.json]
 
@@ -12,7 +12,7 @@ import argparse
 import time
 from pathlib import Path
 
-from checker.check import check
+from checker.cli.local_check import check
 
 FIXTURES = Path(__file__).parents[1] / "tests" / "checker" / "fixtures"
 

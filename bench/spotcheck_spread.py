@@ -1,7 +1,7 @@
 """Run-to-run spread of GuideLLM 0.8.1 against `guidellm mock-server`: what a spot-check's tolerances rest on.
 
 N repeated `guidellm run`s at one concurrency against one mock on loopback; each output is imported through
-checker/kinds/guidellm and the portal's figures (system_tps, interactivity = tps_per_user, TTFT P90, goodput at
+checker/read/kinds/guidellm and the portal's figures (system_tps, interactivity = tps_per_user, TTFT P90, goodput at
 the SLO below) are read; prints (max - min) / mean per figure. docs/remeasurement.md keeps the figures and the
 command. Needs the GuideLLM venv (`make guidellm`).
 
@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from checker.importing import import_runs  # noqa: E402
-from checker.kinds._measures import Slo  # noqa: E402
+from checker.cli.import_pipeline import import_runs  # noqa: E402
+from checker.read.kinds._measures import Slo  # noqa: E402
 
 FIGURES = ("system_tps", "tps_per_user", "ttft_p90_ms", "goodput")
 MOCK_ARGS = [

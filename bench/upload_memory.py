@@ -11,7 +11,7 @@ What it does:
   2. Starts the portal as production does: `gunicorn portal.wsgi` with one sync worker, on a free
      loopback port, DEBUG off.
   3. For each size: writes a file of random bytes named bench-<MB>MB.tar.gz and sends it in a child
-     process with checker.remote's own client (`upload_file`, what `portal submit` runs: SHA-256, start,
+     process with checker.cli.remote's own client (`upload_file`, what `portal submit` runs: SHA-256, start,
      PUT every part, finish). Meanwhile the worker process's VmRSS (/proc/<worker>/status; the worker,
      not the gunicorn master) is sampled every 10 ms; its VmHWM is reset before each upload
      (/proc/<pid>/clear_refs) and read after. Client peak RSS is the child's ru_maxrss.
@@ -243,13 +243,14 @@ def run_child(args: list[str], env: dict) -> dict:
 
 
 def client_chunked(url: str, token: str, submission: int, path: str) -> None:
-    """Send `path` exactly as `portal submit` does (checker.remote.upload_file), timing the phases."""
+    """Send `path` exactly as `portal submit` does (checker.cli.remote.uploads.upload_file), timing the phases."""
     sys.path.insert(0, str(ROOT))
-    from checker import remote
+    from checker.cli.remote.client import Client
+    from checker.cli.remote.uploads import upload_file
 
     marks: dict[str, float] = {}
 
-    class TimedClient(remote.Client):
+    class TimedClient(Client):
         def request(self, method, path_, **kwargs):
             if method == "POST" and path_ == "uploads/":
                 marks["start"] = time.monotonic()
@@ -259,7 +260,7 @@ def client_chunked(url: str, token: str, submission: int, path: str) -> None:
 
     client = TimedClient(url, token, timeout=900)
     t0 = time.monotonic()
-    response = remote.upload_file(
+    response = upload_file(
         client,
         Path(path),
         submission=submission,

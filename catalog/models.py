@@ -9,7 +9,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 
 from catalog.tokenizer_packages import TokenizerUnavailable, packaged
-from checker.ruleset import RulesetError, available_rulesets, load_ruleset
+from checker.judge.ruleset import RulesetError, available_rulesets, load_ruleset
 from portal.visibility import VisibleManager
 
 PLACEHOLDER_TOKENIZER_NOTE = (

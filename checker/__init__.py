@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from checker.check import check  # noqa: E402  - `checker.check(paths, tokenizer=...)` is the entry point
+from checker.cli.local_check import check  # noqa: E402  - `checker.check(paths, tokenizer=...)` is the entry point
 
 __all__ = ["__version__", "check"]

@@ -22,11 +22,11 @@ from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
-from checker.goodput import SampleSeries
-from checker.loaders import CorruptStream, open_log
-from checker.numbers import finite
+from checker.read.raw_logs import CorruptStream, open_log
+from checker.recompute.goodput import SampleSeries
+from checker.recompute.numbers import finite
+from checker.recompute.stats import summarize
 from checker.report import Findings
-from checker.stats import summarize
 from checker.tokens import TokenCounter
 
 FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "function_call", "other")

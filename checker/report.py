@@ -90,7 +90,7 @@ class Report:
     inputs: list[str] = field(default_factory=list)
     unreadable: bool = False  # no input could be read at all (CLI exit 2)
     official: dict[str, Any] | None = (
-        None  # the official checker's verdict when it was run (checker.official)
+        None  # the official checker's verdict when it was run (checker.cli.official_cross_check)
     )
 
     @property

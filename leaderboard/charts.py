@@ -2,7 +2,7 @@
 no library, no CDN) and shown beside an HTML table of the same numbers.
 
 Lines go through measured points only. Throughput against interactivity is the official step function through
-the Pareto front (the checker's step vertices, checker.curve.step_vertices); a metric against concurrency is a
+the Pareto front (the checker's step vertices, checker.recompute.curve.step_vertices); a metric against concurrency is a
 step line that holds each measured value until the next measured concurrency. Every vertex has the x of one
 measured point and the y of one measured point: nothing is interpolated.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from catalog.models import Benchmark
-from checker.verification import POINT_SENTENCES, curve_verification, point_verification
+from checker.judge.verification import POINT_SENTENCES, curve_verification, point_verification
 from leaderboard.cliffs import curve_cliffs
 
 SERIES_COLOURS = [

@@ -16,7 +16,7 @@ from typing import Any
 from django.db.models import Count, Max, Q, QuerySet
 
 from catalog.models import Benchmark
-from checker.verification import FULLY_RECOMPUTED
+from checker.judge.verification import FULLY_RECOMPUTED
 from leaderboard.cache import public_cached
 from leaderboard.models import Annotation, Publication
 from leaderboard.procurement import ModelRequirement, procurement_report
@@ -119,7 +119,7 @@ def point_rows(publication: Publication) -> list[dict[str, Any]]:
 
 def curve_rows(publication: Publication) -> list[dict[str, Any]]:
     """The published step functions as a table: one row per vertex, per interactivity axis. Every vertex has
-    the x of one measured point and the y of one measured point (checker.curve.step_vertices)."""
+    the x of one measured point and the y of one measured point (checker.recompute.curve.step_vertices)."""
     rows = []
     for axis, front in sorted(((publication.curve or {}).get("pareto") or {}).items()):
         for index, (x, y) in enumerate(front.get("steps") or []):
@@ -260,7 +260,7 @@ def slo_index(publications: QuerySet[Publication], model_id: str) -> SloIndex:
 
 def slo_query(publications: QuerySet[Publication], benchmark: Benchmark, targets: SloTargets) -> list[dict]:
     """Results meeting the targets: the fully recomputed ones ranked (1, 2, ...), then the partly recomputed or
-    claimed ones, listed with their level and no rank (the board's rule, checker.verification)."""
+    claimed ones, listed with their level and no rank (the board's rule, checker.judge.verification)."""
     rows = slo_index(publications, benchmark.model_id).rank(targets)
     ranked = [row for row in rows if row.get("verification") == FULLY_RECOMPUTED]
     unranked = [row for row in rows if row.get("verification") != FULLY_RECOMPUTED]

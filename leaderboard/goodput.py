@@ -1,5 +1,5 @@
 """The SLO finder per request: for every published result, the best measured point whose share of good requests
-(checker.goodput: TTFT <= X ms and TPOT <= Y ms per request, failed requests are violations) meets the buyer's
+(checker.recompute.goodput: TTFT <= X ms and TPOT <= Y ms per request, failed requests are violations) meets the buyer's
 attainment goal, ranked by token goodput. Computed from the per-sample arrays kept per point when its check ran
 (PointMetric.samples_key), never from percentiles and never by re-reading a raw log.
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.core.files.storage import default_storage
 
-from checker.goodput import SampleSeries, sha256_of
+from checker.recompute.goodput import SampleSeries, sha256_of
 from leaderboard.cliffs import cliff_side, curve_cliffs
 from leaderboard.models import Publication, PublicationRevision
 from submissions.models import CheckRun, PointMetric

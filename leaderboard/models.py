@@ -53,7 +53,7 @@ class Publication(StatefulModel, models.Model):
     retraction_reason = models.TextField(blank=True)
     # A snapshot taken when published (and when an extension publishes the next revision: `version` and `check_run`
     # are then the newest revision's), so public pages read one row per result: the check run the numbers come
-    # from, its curve (points with official metrics, Pareto fronts, step vertices; checker.curve.build_curves)
+    # from, its curve (points with official metrics, Pareto fronts, step vertices; checker.recompute.curve.build_curves)
     # and the headline figures the leaderboard table shows.
     check_run = models.ForeignKey(
         "submissions.CheckRun", on_delete=models.PROTECT, null=True, blank=True, related_name="+"

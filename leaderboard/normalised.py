@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from checker.goodput import SloTarget, evaluate
+from checker.recompute.goodput import SloTarget, evaluate
 from leaderboard.goodput import Prices, load_samples, published_point_samples
 from leaderboard.slo import node_count
 
@@ -99,7 +99,7 @@ def buyer_inputs_from_query(query) -> BuyerInputs:
 
 def points_goodput(public_id: str, points: list[dict], target: SloTarget | None) -> dict[int, dict]:
     """Per concurrency, the attainment and goodput of each point of a published result at the buyer's targets,
-    from the point's stored per-sample arrays (checker.goodput.evaluate, as the SLO finder counts them); a point
+    from the point's stored per-sample arrays (checker.recompute.goodput.evaluate, as the SLO finder counts them); a point
     without arrays (no raw log, not backfilled, altered) is absent."""
     if target is None:
         return {}

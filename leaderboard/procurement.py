@@ -14,11 +14,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from checker.verification import FULLY_RECOMPUTED, POINT_RECOMPUTED, point_verification
+from checker.judge.verification import FULLY_RECOMPUTED, POINT_RECOMPUTED, point_verification
 from leaderboard.slo import SloTargets, best_point, interactivity_metric_for, number, point_power_kw
 
 MAX_MODELS = 6
-VERIFIED_BASIS = POINT_RECOMPUTED  # only points recomputed from their raw log (checker.verification)
+VERIFIED_BASIS = POINT_RECOMPUTED  # only points recomputed from their raw log (checker.judge.verification)
 PHASES = ("delivery", "expansion")
 
 # A phase's requirements as the form labels them; (field, label)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from checker.verification import Verification
+from checker.judge.verification import Verification
 from submissions.system_desc import system_desc_facts
 
 

@@ -5,7 +5,7 @@ Every public page reads Publication rows and their snapshot (curve, headline, an
 organisation, description, verification level, check verdict, provenance; leaderboard.snapshot) with the
 benchmark joined in, so the number of queries never grows with the number of results; nothing here reads the live
 system or organisation. A retracted result keeps its page (`publication_public`) and history entry, but leaves the
-rankings. By default only fully recomputed results rank (checker.verification); a filter shows the others.
+rankings. By default only fully recomputed results rank (checker.judge.verification); a filter shows the others.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from django.http import Http404
 
 from catalog.models import Benchmark, ruleset_is_preview
 from catalog.selectors import benchmark_list
-from checker.verification import CLAIMED, FULLY_RECOMPUTED, PARTLY_RECOMPUTED, Verification
+from checker.judge.verification import CLAIMED, FULLY_RECOMPUTED, PARTLY_RECOMPUTED, Verification
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
 from leaderboard.systems import newest_per_system
 from review.models import Attestation, Review

@@ -14,7 +14,7 @@ from accounts.selectors import chairs, user_is_chair, user_org_ids
 from accounts.services.notifications import notify
 from audit.services import audit_event_record
 from catalog.cohorts import next_cohort
-from checker.verification import curve_with_verification
+from checker.judge.verification import curve_with_verification
 from leaderboard.cache import public_cache_invalidate_on_commit
 from leaderboard.extensions import revision_record
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision

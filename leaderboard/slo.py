@@ -2,7 +2,7 @@
 
 Plain functions over published snapshots (no Django): a result is a dict with its public id, system,
 organisation, bundle SHA-256, accelerator count and the points of its published curve
-(checker.curve.build_curves). Only measured points are candidates; nothing is interpolated between them.
+(checker.recompute.curve.build_curves). Only measured points are candidates; nothing is interpolated between them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from checker.verification import point_verification
+from checker.judge.verification import point_verification
 
 # The interactivity axis of a workload: tokens/s/user for chat and reasoning, end-to-end interactivity for
 # agentic workloads (the axis their leaderboard draws).

@@ -2,7 +2,7 @@
 
 Publishing writes `snapshot` on the publication and on its revision (DESIGN.md, "Lifecycle"): the system (name,
 organisation, its whole system description and the facts the pages show of it: accelerator model and count,
-nodes, software), the division and availability, the stack, the verification level (checker.verification), the
+nodes, software), the division and availability, the stack, the verification level (checker.judge.verification), the
 check's verdict with its waivers, and the provenance (bundle SHA-256, version, checker version, rule set). The
 points and the curve are the snapshot's `curve`. Every public page, filter, export and API answer reads
 `publication.record` (leaderboard.record.PublishedRecord over that JSON), never the live system: an edit of a system afterwards
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checker.verification import curve_verification
+from checker.judge.verification import curve_verification
 from review.models import Waiver
 from review.selectors import check_verdict
 from submissions.models import Submission

@@ -1,5 +1,5 @@
 """A preview: another benchmark tool's output (AIPerf, GuideLLM, inference-perf, vLLM bench) an organisation
-uploads for one of its systems, checked and recomputed like a submission (checker.importing), and kept private to
+uploads for one of its systems, checked and recomputed like a submission (checker.cli.import_pipeline), and kept private to
 the organisation. A preview is never a submission, never reviewed and never on the public board."""
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ class Preview(StatefulModel, models.Model):
     files = models.JSONField(default=list, blank=True)
     tool = models.CharField(max_length=40, blank=True, help_text="The importer the registry detected.")
     tool_version = models.CharField(max_length=80, blank=True)
-    # checker.importing.ImportResult.to_dict(): per point the tool's figures, the recomputed and the portal's.
+    # checker.cli.import_pipeline.ImportResult.to_dict(): per point the tool's figures, the recomputed and the portal's.
     result = models.JSONField(default=dict, blank=True)
-    # The portal's metrics of every point as a curve (checker.curve.curve_of), for the charts.
+    # The portal's metrics of every point as a curve (checker.recompute.curve.curve_of), for the charts.
     curve = models.JSONField(default=dict, blank=True)
     findings = models.JSONField(default=list, blank=True)
     error_count = models.PositiveIntegerField(default=0)

@@ -20,9 +20,9 @@ from django.utils import timezone
 from accounts.models import Membership
 from accounts.selectors import user_org_ids
 from catalog.models import Benchmark
-from checker.curve import curve_of
-from checker.importing import IMPORT_LIMITS, import_runs
-from checker.inputs.archive import Budget, extract_archive, name_problem, sniff_archive
+from checker.cli.import_pipeline import IMPORT_LIMITS, import_runs
+from checker.read.inputs.archive import Budget, extract_archive, name_problem, sniff_archive
+from checker.recompute.curve import curve_of
 from checker.report import Findings
 from portal.errors import ApplicationError, NotAllowedError
 from previews.models import Preview

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 import zstandard
 from django.core.cache import cache
 
-from checker.inputs.archive import name_problem
+from checker.read.inputs.archive import name_problem
 from portal.errors import ApplicationError
 from submissions.storage import storage_open_stream
 
@@ -30,7 +30,7 @@ LINES_PER_PAGE_MAX = 1000
 LINE_BYTES_MAX = 4000  # a longer line is cut (and marked) on the page; download the file for all of it
 MEMBERS_LISTED_MAX = 5000
 SCAN_BYTES_MAX = 8 * 1024 * MiB  # decompressed bytes read to reach a member or a page
-RATIO_MAX = 1000.0  # decompressed / compressed, as checker.inputs.Limits
+RATIO_MAX = 1000.0  # decompressed / compressed, as checker.read.inputs.Limits
 RATIO_FLOOR_BYTES = 64 * 1024
 HEADER_BYTES_MAX = MiB  # largest pax / GNU long-name header read into memory
 CHUNK_BYTES = 64 * 1024

@@ -56,9 +56,9 @@ class SpotCheck(StatefulModel, models.Model):
     duration_s = models.PositiveIntegerField()
     # {"system_tps", "tps_per_user", "ttft_p90_ms", "goodput"}: the claim as it stood when the spot-check started.
     claimed = models.JSONField(default=dict, blank=True)
-    # The same four figures from the re-measurement (checker.importing's `portal` figures of GuideLLM's output).
+    # The same four figures from the re-measurement (checker.cli.import_pipeline's `portal` figures of GuideLLM's output).
     measured = models.JSONField(default=dict, blank=True)
-    # checker.remeasure.FigureVerdict.as_dict() per figure: claim, measurement, shortfall, tolerance, within.
+    # checker.judge.remeasure.FigureVerdict.as_dict() per figure: claim, measurement, shortfall, tolerance, within.
     comparison = models.JSONField(default=list, blank=True)
     # What GuideLLM itself reported for the point (requests completed and failed, its own figures).
     reported = models.JSONField(default=dict, blank=True)

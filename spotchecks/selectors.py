@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from checker.remeasure import TOLERANCES
+from checker.judge.remeasure import TOLERANCES
 from leaderboard.models import Publication
 from spotchecks.models import SpotCheck
 from submissions.endpoints import endpoint_visible_to

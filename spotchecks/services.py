@@ -22,8 +22,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import audit_event_record
-from checker.importing import import_runs
-from checker.remeasure import OUTSIDE, WITHIN, compare_point
+from checker.cli.import_pipeline import import_runs
+from checker.judge.remeasure import OUTSIDE, WITHIN, compare_point
 from leaderboard.cache import public_cache_invalidate_on_commit
 from leaderboard.models import Publication
 from leaderboard.services import challenge_raise_remeasured
@@ -165,7 +165,7 @@ def _measure(spot_check: SpotCheck, endpoint: Endpoint, workdir: Path) -> dict:
 def measurement_outcome(
     spot_check: SpotCheck, *, benchmarks: bytes | None, egress: dict, log: bytes, returncode: int | None
 ) -> dict:
-    """Judge one GuideLLM run: its raw output stored as evidence, imported through checker/kinds/guidellm,
+    """Judge one GuideLLM run: its raw output stored as evidence, imported through checker/read/kinds/guidellm,
     compared with the claim; `unreachable` when nothing completed and the guard recorded why."""
     evidence = []
     if benchmarks is not None:

@@ -42,7 +42,7 @@ SPOT_CHECK = Policy(
             target=S.WITHIN,
             done="finished",
             automatic=True,
-            needs="`within` or `outside` from checker.remeasure.compare_point; `unreachable` when the guard "
+            needs="`within` or `outside` from checker.judge.remeasure.compare_point; `unreachable` when the guard "
             "recorded the endpoint unreachable or refused, or nothing completed; `outside` on a published "
             "result opens a challenge for the chair (the publication's `challenge_remeasured` row)",
         ),

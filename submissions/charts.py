@@ -1,6 +1,6 @@
 """Server-side SVG of the official curve: system_tps against tps_per_user as a step function.
 
-The line is drawn only through the step vertices the checker computed (checker.curve.step_vertices):
+The line is drawn only through the step vertices the checker computed (checker.recompute.curve.step_vertices):
 every vertex has the x of one measured point and the y of one measured point, nothing is
 interpolated. Every measured point gets a marker (filled on the Pareto front, hollow off it) labelled
 with its concurrency. No JavaScript, no external asset: the page embeds the markup.

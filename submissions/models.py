@@ -552,7 +552,7 @@ class PointMetric(models.Model):
     # judge step looks them up in other submissions' points (rule raw-log-reused); empty without a raw log.
     raw_log_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     tracked_sequence_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
-    # The tracked samples' per-request arrays (checker.goodput .npz: ttft, tpot, output tokens, ok), kept when
+    # The tracked samples' per-request arrays (checker.recompute.goodput .npz: ttft, tpot, output tokens, ok), kept when
     # the point's raw log is replayed, so an SLO query never re-reads the log; empty without a raw log.
     samples_key = models.CharField(
         max_length=200, blank=True, help_text="Storage key of the per-sample .npz."

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from checker.portal_rules import PORTAL_ONLY_RULES, finding_origin
-from checker.regions import REGION_LABELS, region_label
+from checker.judge.portal_rules import PORTAL_ONLY_RULES, finding_origin
+from checker.recompute.regions import REGION_LABELS, region_label
 from submissions.charts import chart_legend, step_chart_svg
 from submissions.models import CheckRun, Submission
 from submissions.rules_catalog import rule_catalog

@@ -10,10 +10,10 @@ from typing import Any
 
 from django.conf import settings
 
-from checker.inputs import Limits
-from checker.loaders import load_json
+from checker.read.inputs import Limits
+from checker.read.loaders import load_json
+from checker.read.schema_check import validate
 from checker.report import Findings
-from checker.schema_check import validate
 from portal.parsers import json_depth_exceeds
 from portal.textsafety import UNSTORABLE_CODE, field_path, unstorable_at
 
@@ -94,7 +94,7 @@ def system_desc_validate(description: Any, *, display: str = "system_desc.json")
 
 def system_desc_read(stream, *, display: str = "system_desc.json") -> DescriptionRead:
     """Parse an uploaded system_desc.json: at most PORTAL_SYSTEM_DESC_MAX_BYTES (read no further), through
-    checker.loaders.load_json (UTF-8, syntax, NaN, duplicate keys) and the checker's JSON Schema."""
+    checker.read.loaders.load_json (UTF-8, syntax, NaN, duplicate keys) and the checker's JSON Schema."""
     cap = settings.PORTAL_SYSTEM_DESC_MAX_BYTES
     data = stream.read(cap + 1)
     if len(data) > cap:

@@ -768,7 +768,7 @@ class EvidenceRequestFactory(_Factory):
 
 
 def _freeze(obj, create, *, submission) -> None:
-    from checker.verification import curve_with_verification
+    from checker.judge.verification import curve_with_verification
     from leaderboard.snapshot import snapshot_build
 
     if not create or obj.status != "published" or obj.snapshot:

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 
 from access.visibility import annotations_visible_to, benchmarks_visible_to, publications_visible_to
-from checker.verification import RESULT_LEVELS
+from checker.judge.verification import RESULT_LEVELS
 from leaderboard import exports, selectors
 from leaderboard.cache import cached_response
 from leaderboard.models import Publication
@@ -246,7 +246,7 @@ class PublicResultFilter(django_filters.FilterSet):
     verification = django_filters.ChoiceFilter(
         field_name="snapshot__verification__level",
         choices=[(level, level) for level in RESULT_LEVELS],
-        help_text="fully recomputed, partly recomputed or claimed (checker.verification).",
+        help_text="fully recomputed, partly recomputed or claimed (checker.judge.verification).",
     )
     result = django_filters.CharFilter(field_name="public_id", help_text="A result's public id.")
     retracted = django_filters.BooleanFilter(

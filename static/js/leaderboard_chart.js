@@ -136,7 +136,7 @@
       tooltip.forEach(function (metric) { row[metric.key] = number(p[metric.key]); });
       row.key = p.point || "";
       row.basis = p.basis || "";
-      // The level the portal froze into the published point (checker.verification): recomputed or claimed.
+      // The level the portal froze into the published point (checker.judge.verification): recomputed or claimed.
       row.verification = p.verification || (p.basis === "recomputed" ? "recomputed" : "claimed");
       row.verification_text = row.verification === "recomputed" ?
         "recomputed from its raw log" : "claimed: no raw log (waived), not recomputed";

@@ -8,8 +8,8 @@ from rest_framework import mixins, serializers, viewsets
 
 from access.visibility import check_runs_visible_to
 from accounts.permissions import TokenScopeAllows
-from checker.portal_rules import PORTAL_ONLY_RULES
-from checker.regions import region_label
+from checker.judge.portal_rules import PORTAL_ONLY_RULES
+from checker.recompute.regions import region_label
 from portal.private_cache import PrivateCachedListMixin
 from submissions.api.common import ReadAnyoneWriteAuthenticated
 from submissions.api.serializers import CheckRunSummarySerializer

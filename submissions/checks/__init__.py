@@ -1,6 +1,6 @@
 """The check pipeline's services: create, start, check one point, join, retry, reconcile, re-check.
 
-One CheckRun per (version, request). Each step calls one step of checker.pipeline, the same steps
+One CheckRun per (version, request). Each step calls one step of checker.cli.pipeline, the same steps
 `portal check` runs in one process, so the portal's verdict is the command's verdict on the same files:
 
   check_run_start    (one task)  queued -> running; lists the load points file by file
@@ -8,7 +8,7 @@ One CheckRun per (version, request). Each step calls one step of checker.pipelin
   check_run_point    (N tasks)   pipeline.check_point on the files that hold the point (and those that
                                  hold none); stores its PointMetric row and its findings (delete-and-insert);
   check_run_finish   (join)      pipeline.judge_version over the whole version on the stored points (no
-                                 second recomputation), with the portal-only rules (checker.portal_rules);
+                                 second recomputation), with the portal-only rules (checker.judge.portal_rules);
                                  the report's findings, curves and document become the run's rows, and the
                                  run ends passed/failed.
 

@@ -15,8 +15,8 @@ from django.utils import timezone
 from tokenizers import Tokenizer
 
 from catalog.selectors import benchmark_tokenizer_json
-from checker.inputs import Limits
-from checker.portal_rules import SubmissionScope
+from checker.judge.portal_rules import SubmissionScope
+from checker.read.inputs import Limits
 from checker.report import json_safe
 from checker.tokens import TokenCounter
 from submissions.models import CheckRun, Finding, SubmissionVersion

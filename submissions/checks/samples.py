@@ -1,15 +1,15 @@
-"""A point's per-sample arrays (checker.goodput.SampleSeries) kept in storage, linked to its PointMetric, and the
+"""A point's per-sample arrays (checker.recompute.goodput.SampleSeries) kept in storage, linked to its PointMetric, and the
 backfill that recomputes them for points checked before they were kept (DESIGN.md, "Goodput and SLO attainment")."""
 
 from __future__ import annotations
 
 import io
 
-from checker.goodput import SampleSeries, sha256_of
-from checker.pipeline import (
+from checker.cli.pipeline import (
     check_point,
     open_version,
 )
+from checker.recompute.goodput import SampleSeries, sha256_of
 from submissions.checks.common import fetched, limits_for, token_counter_for
 from submissions.models import CheckRun, PointMetric
 from submissions.storage import storage_save_exact

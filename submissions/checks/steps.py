@@ -1,4 +1,4 @@
-"""The three steps of a check run, each calling one step of checker.pipeline: check_run_start (list the points and
+"""The three steps of a check run, each calling one step of checker.cli.pipeline: check_run_start (list the points and
 fan out), check_run_point (recompute one point), check_run_finish (judge the version on the stored points)."""
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ from django.utils import timezone
 
 from audit.services import audit_event_record
 from checker import __version__ as checker_version
-from checker.extension import ExtensionScope, PublishedRevision, finding_identity
-from checker.inputs import Limits
-from checker.pipeline import (
+from checker.cli.pipeline import (
     PointOutcome,
     check_point,
     findings_from_dicts,
@@ -27,7 +25,9 @@ from checker.pipeline import (
     open_version,
     unique_sorted,
 )
-from checker.portal_rules import ReusedRawLog
+from checker.judge.extension import ExtensionScope, PublishedRevision, finding_identity
+from checker.judge.portal_rules import ReusedRawLog
+from checker.read.inputs import Limits
 from checker.report import PointResult, Report
 from submissions.checks.common import (
     Beat,
@@ -131,7 +131,7 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
 
 
 def _version_kind_record(*, version: SubmissionVersion, detected: set[str]) -> None:
-    """Record the version's kind as the registry of input kinds detected it in the files (checker.kinds).
+    """Record the version's kind as the registry of input kinds detected it in the files (checker.read.kinds).
 
     The kind given at upload (or guessed from the number of files) is a claim; what the files are is known once
     they are read. A version holding a bundle is a bundle (run archives beside it are extra points of it); a
@@ -342,7 +342,7 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
             own = [outcomes[key] for key in list_points(opened.layout)]
             if submission.extends_id is None:
                 report = judge_version(opened, own, **arguments)
-            else:  # the union with the published revisions (checker.extension)
+            else:  # the union with the published revisions (checker.judge.extension)
                 extension = _extension_scope(submission, stack=base, beat=beat, limits=limits)
                 report = judge_extension(opened, own, extension=extension, **arguments)
     counts = report.counts()

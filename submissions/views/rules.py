@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from checker.portal_rules import PORTAL_ONLY_RULES
+from checker.judge.portal_rules import PORTAL_ONLY_RULES
 from submissions.rules_catalog import markdown_inline, rule_areas, rule_catalog
 
 

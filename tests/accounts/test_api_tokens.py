@@ -299,7 +299,7 @@ def test_portal_status_with_an_expired_or_read_only_token_says_where_to_create_o
 
     def portal(*args, key):
         return subprocess.run(
-            [sys.executable, "-m", "checker.cli", *args, "--url", live_server.url, "--token", key],
+            [sys.executable, "-m", "checker.cli.main", *args, "--url", live_server.url, "--token", key],
             cwd=Path(__file__).resolve().parents[2],
             capture_output=True,
             text=True,

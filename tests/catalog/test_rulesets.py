@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 
 from catalog.models import Benchmark
 from catalog.services import benchmark_ruleset_set
-from checker.ruleset import RulesetError, load_ruleset
+from checker.judge.ruleset import RulesetError, load_ruleset
 from tests.factories import BenchmarkFactory
 
 PREVIEW = "endpoints-v1.0-preview"
@@ -28,7 +28,7 @@ def test_preview_rule_set_has_the_official_parameters_and_only_short_runs_relaxe
 
 
 def test_an_unknown_base_rule_set_is_an_operator_error(tmp_path, monkeypatch):
-    import checker.ruleset as ruleset_module
+    import checker.judge.ruleset as ruleset_module
 
     (tmp_path / "broken.yaml").write_text("name: broken\nextends: no-such-rules\n", encoding="utf-8")
     monkeypatch.setattr(ruleset_module, "RULESETS_DIR", tmp_path)

@@ -67,7 +67,7 @@ def snapshot(root: Path, skip: Path) -> set[str]:
 def relabelled_run_archive(path: Path, *, concurrency: int, as_concurrency: int) -> Path:
     """The real run archive of `concurrency` relabelled as `as_concurrency` in every file that declares it (the
     folder name, point.yaml, config.yaml, report.txt and result_summary.json's run_config), its events.jsonl
-    left as the client wrote it: the lie the physical-consistency rules must catch (checker.rules.physical)."""
+    left as the client wrote it: the lie the physical-consistency rules must catch (checker.judge.rules.physical)."""
     import json
     import re
 

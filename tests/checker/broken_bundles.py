@@ -578,7 +578,7 @@ def official_results(root: Path) -> list[dict]:
 def judge(name: str, dest: str) -> tuple[str, set[Key], set[Key]]:
     """Build variant `name` under dest and run both checkers on it: (name, official keys, portal keys).
     A module-level function, so a process pool can run the corpus on every core."""
-    from checker.check import check
+    from checker.cli.local_check import check
 
     root = base_copy(Path(dest))
     VARIANTS_BY_NAME[name].apply(root)

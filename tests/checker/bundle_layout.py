@@ -7,7 +7,7 @@ import shutil
 import tarfile
 from pathlib import Path
 
-from checker.inputs import Layout, PointInput
+from checker.read.inputs import Layout, PointInput
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BUNDLE = FIXTURES / "bundle" / "AcmeCompute" / "acme-2026-12-C0-endpoints-001"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from checker.official import portal_keys, verdict_keys
+from checker.cli.official_cross_check import portal_keys, verdict_keys
+from checker.judge.rules import run_rules
 from checker.report import Report
-from checker.rules import run_rules
 from tests.checker.bundle_layout import BUNDLE, FIXTURES, OFFICIAL_VERDICT, bundle_with_raw_logs, layout_of
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
@@ -60,7 +60,7 @@ def test_rules_alone_agree_with_official_verdict():
 
 
 def test_full_check_with_raw_logs_agrees_with_official_verdict(tmp_path):
-    check = pytest.importorskip("checker.check").check
+    check = pytest.importorskip("checker.cli.local_check").check
     root = bundle_with_raw_logs(tmp_path)
     report = check(
         [root], tokenizer=FIXTURES / "tokenizer" / "tokenizer.json", ruleset="endpoints-v1.0-preview"

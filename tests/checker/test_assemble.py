@@ -1,4 +1,4 @@
-"""checker.assemble: the 7 AX-8000 run archives give the official builder's bundle, the checker agrees on
+"""checker.cli.assemble: the 7 AX-8000 run archives give the official builder's bundle, the checker agrees on
 both forms, the official checker runs on run archives, and `portal assemble` shows the bundle."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from checker.assemble import INJECTION_HEADER, AssemblyError, assemble, assemble_bundle
-from checker.check import check
-from checker.inputs import Limits, open_inputs
-from checker.official import official_command, verdict_keys
+from checker.cli.assemble import INJECTION_HEADER, AssemblyError, assemble, assemble_bundle
+from checker.cli.local_check import check
+from checker.cli.official_cross_check import official_command, verdict_keys
+from checker.read.inputs import Limits, open_inputs
 from checker.report import Findings
 from tests.checker.bundle_layout import ARCHIVES, BUNDLE, OFFICIAL_VERDICT
 
@@ -207,7 +207,7 @@ def test_official_checker_runs_on_run_archives():
 def test_portal_assemble_command(tmp_path):
     def portal(*args):
         return subprocess.run(
-            [sys.executable, "-m", "checker.cli", "assemble", *args],
+            [sys.executable, "-m", "checker.cli.main", "assemble", *args],
             capture_output=True,
             text=True,
             cwd=Path(__file__).parents[2],

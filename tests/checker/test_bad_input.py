@@ -13,7 +13,7 @@ import pytest
 import zstandard
 
 from checker import check
-from checker.inputs import Limits
+from checker.read.inputs import Limits
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOKENIZER = FIXTURES / "tokenizer" / "tokenizer.json"

@@ -9,7 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from checker.official import official_command, run_official
+from checker.cli.official_cross_check import official_command, run_official
 from tests.checker.broken_bundles import (
     SEVERITIES,
     VARIANTS,
@@ -55,7 +55,7 @@ def verdicts(tmp_path_factory) -> dict[str, tuple[set[Key], set[Key]]]:
 
 
 # A few variants (a clean-ish one, a structural one, a power one) also go through the official CLI, which the
-# portal itself runs (checker.official.run_official): its verdict must equal the in-process one, rule, severity,
+# portal itself runs (checker.cli.official_cross_check.run_official): its verdict must equal the in-process one, rule, severity,
 # message and path alike, so the in-process corpus judges what the CLI judges.
 CLI_SAMPLES = ("warmup-salted", "system-dir-without-model", "power-scale-out-single-node")
 

@@ -24,7 +24,7 @@ def portal(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
         # The sample runs are ~20 s: checked under the preview rule set (test_physical.py checks the default).
         args = (*args, "--ruleset", "endpoints-v1.0-preview")
     return subprocess.run(
-        [sys.executable, "-m", "checker.cli", *args],
+        [sys.executable, "-m", "checker.cli.main", *args],
         capture_output=True,
         text=True,
         cwd=cwd or Path(__file__).parents[2],
@@ -110,7 +110,7 @@ def test_unreadable_input_exits_2(tmp_path):
 
 def test_command_line_imports_no_django(tmp_path):
     code = (
-        "import sys, checker.cli, checker.check, checker.events; "
+        "import sys, checker.cli.main, checker.cli.local_check, checker.events; "
         "sys.exit(1 if any(m == 'django' or m.startswith('django.') for m in sys.modules) else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2]).returncode == 0

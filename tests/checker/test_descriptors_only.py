@@ -10,8 +10,8 @@ import shutil
 import tarfile
 from pathlib import Path
 
-from checker.checksums import verify_bundle_checksums
-from checker.inputs import Limits, open_inputs
+from checker.read.checksums import verify_bundle_checksums
+from checker.read.inputs import Limits, open_inputs
 from checker.report import Findings
 from tests.checker.archive_builders import BUNDLE_ROOT, RUN_ARCHIVES, run_members
 

@@ -1,4 +1,4 @@
-"""Goodput and SLO attainment (checker.goodput) against a reference written here from the raw events of the
+"""Goodput and SLO attainment (checker.recompute.goodput) against a reference written here from the raw events of the
 real sample runs, the per-sample arrays' storage form, the --slo option of `portal check`."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 import tokenizers
 
 from checker.events import recompute_point
-from checker.goodput import SampleSeries, SloSpecError, SloTarget, evaluate, parse_slo
+from checker.recompute.goodput import SampleSeries, SloSpecError, SloTarget, evaluate, parse_slo
 from checker.report import Findings
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -200,7 +200,7 @@ def test_portal_check_slo_prints_and_reports_every_point(runs, tmp_path):
     archives = sorted((FIXTURES / "second_system").glob("NB-2_c*.tar.gz"))
     out = tmp_path / "report.json"
     result = subprocess.run(
-        [sys.executable, "-m", "checker.cli", "check", *map(str, archives), "--tokenizer", str(TOKENIZER_PATH),
+        [sys.executable, "-m", "checker.cli.main", "check", *map(str, archives), "--tokenizer", str(TOKENIZER_PATH),
          "--json", str(out), "--slo", "ttft_ms=300,tpot_ms=50"],
         capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[2],
     )  # fmt: skip
@@ -216,7 +216,7 @@ def test_portal_check_slo_prints_and_reports_every_point(runs, tmp_path):
         assert slo["good_requests"] == want["counts"]["good"]
         assert f"{100 * slo['attainment']:.1f} %" in result.stdout
     bad = subprocess.run(
-        [sys.executable, "-m", "checker.cli", "check", str(archives[0]), "--tokenizer", str(TOKENIZER_PATH),
+        [sys.executable, "-m", "checker.cli.main", "check", str(archives[0]), "--tokenizer", str(TOKENIZER_PATH),
          "--slo", "ttft=3"],
         capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[2],
     )  # fmt: skip

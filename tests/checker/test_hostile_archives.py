@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from checker.inputs import Limits, open_inputs
+from checker.read.inputs import Limits, open_inputs
 from checker.report import Findings
 from tests.checker.archive_builders import RUN_ARCHIVES, bundle_tar_zst, run_members, snapshot, write_tar_gz
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from checker.judge.rules import run_rules
 from checker.report import Report
-from checker.rules import run_rules
 from tests.checker.bundle_layout import BUNDLE, layout_of
 
 HOSTILE = [None, "abc", "", -1, 0, 10**400, 1e308, -1e308, [], {}, True, [[[]]], {"x": {"y": None}}, "NaN"]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from checker import kinds
-from checker.importing import FIGURES, import_runs
-from checker.kinds._measures import Slo
+from checker.cli.import_pipeline import FIGURES, import_runs
+from checker.read import kinds
+from checker.read.kinds._measures import Slo
 
 ROOT = Path(__file__).parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "importers"
@@ -24,7 +24,11 @@ VLLM = FIXTURES / "vllm_bench"
 
 def portal(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "checker.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=300
+        [sys.executable, "-m", "checker.cli.main", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
     )
 
 
@@ -62,7 +66,7 @@ def test_the_raw_log_reader_gives_the_tracked_samples_as_the_recompute_counts_th
     import numpy as np
     from tokenizers import Tokenizer
 
-    from checker.inputs import Limits, open_inputs
+    from checker.read.inputs import Limits, open_inputs
     from checker.report import Findings
     from checker.tokens import TokenCounter
     from tests.checker.archive_builders import RUN_ARCHIVES

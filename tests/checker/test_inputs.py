@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from checker.inputs import Limits, open_inputs
+from checker.read.inputs import Limits, open_inputs
 from checker.report import Findings
 from tests.checker.archive_builders import (
     BUNDLE_PARENT,

@@ -1,4 +1,4 @@
-"""Adding an input kind is adding one module to checker.kinds: `portal import` and the preview upload find it there.
+"""Adding an input kind is adding one module to checker.read.kinds: `portal import` and the preview upload find it there.
 
 The test writes a small importer for a made-up tool ("toyperf", a JSON file of per-request records and the
 tool's own summary) into a folder of its own, puts that folder on the package's search path as a new module of
@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from checker import kinds
-from checker.importing import import_runs
+from checker.cli.import_pipeline import import_runs
+from checker.read import kinds
 
 TOY_IMPORTER = '''
 """Input kind `toyperf`: a made-up tool's toyperf.json (for the registry's test)."""
 
 import json
 
-from checker.kinds.base import ImportedPoint, ImportedRun, RequestRecord
+from checker.read.kinds.base import ImportedPoint, ImportedRun, RequestRecord
 
 
 class ToyPerf:
@@ -100,7 +100,7 @@ def toy_kind(tmp_path, monkeypatch):
     kinds.kinds.cache_clear()
     yield
     kinds.kinds.cache_clear()
-    sys.modules.pop("checker.kinds.toyperf", None)
+    sys.modules.pop("checker.read.kinds.toyperf", None)
 
 
 def test_a_new_kind_module_is_all_it_takes_for_portal_import(toy_kind, tmp_path):

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 import zstandard
 
-from checker.inputs import Limits, open_inputs
-from checker.loaders import CorruptStream, LineTooLong, load_json, load_yaml, open_events
+from checker.read.inputs import Limits, open_inputs
+from checker.read.loaders import load_json, load_yaml
+from checker.read.raw_logs import CorruptStream, LineTooLong, open_events
+from checker.read.schema_check import check_layout_descriptors
 from checker.report import Findings
-from checker.schema_check import check_layout_descriptors
 from tests.checker.archive_builders import run_members, write_tar_gz
 
 

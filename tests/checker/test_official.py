@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from checker import official
-from checker.official import compare, cross_check, official_command, point_of
+from checker.cli import official_cross_check as official
+from checker.cli.official_cross_check import compare, cross_check, official_command, point_of
+from checker.judge.rules import run_rules
 from checker.report import Report
-from checker.rules import run_rules
 from tests.checker.bundle_layout import BUNDLE, OFFICIAL_VERDICT, layout_of
 
 

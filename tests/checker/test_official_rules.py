@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from checker.events import recompute_point
+from checker.judge.rules import run_rules
+from checker.judge.rules.common import cohort_after, cohort_key
+from checker.judge.ruleset import load_ruleset, parse_ruleset
 from checker.report import Findings, PointResult, Report
-from checker.rules import run_rules
-from checker.rules.common import cohort_after, cohort_key
-from checker.ruleset import load_ruleset, parse_ruleset
 from tests.checker.bundle_layout import ARCHIVES, BUNDLE, FIXTURES, layout_of
 
 CURVE = Path("results/Acme_AX-8000/llama3_1-8b")

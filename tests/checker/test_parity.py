@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from checker.judge.rules import run_rules
+from checker.judge.ruleset import RulesetError, load_ruleset, parse_ruleset
 from checker.report import Report
-from checker.rules import run_rules
-from checker.ruleset import RulesetError, load_ruleset, parse_ruleset
 from tests.checker.broken_bundles import VARIANTS, base_copy
 from tests.checker.bundle_layout import layout_of
 

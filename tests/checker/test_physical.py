@@ -1,5 +1,5 @@
 """Physical consistency on the real sample runs: in flight, implied concurrency, one raw log per point, one
-declared concurrency, and durations per rule set, through `portal check` (checker.cli) and checker.check."""
+declared concurrency, and durations per rule set, through `portal check` (checker.cli.main) and checker.check."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.check import check
+from checker.cli.local_check import check
 from tests.checker.archive_builders import RUN_ARCHIVES, relabelled_run_archive, run_members, write_tar_gz
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -32,7 +32,7 @@ def archive(concurrency: int) -> Path:
 
 def portal_check(*paths: Path, out: Path, ruleset: str = PREVIEW) -> tuple[int, dict]:
     result = subprocess.run(
-        [sys.executable, "-m", "checker.cli", "check", *map(str, paths), "--tokenizer", str(TOKENIZER)]
+        [sys.executable, "-m", "checker.cli.main", "check", *map(str, paths), "--tokenizer", str(TOKENIZER)]
         + ["--ruleset", ruleset, "--json", str(out)],
         capture_output=True,
         text=True,
@@ -161,7 +161,7 @@ def test_portal_check_defaults_to_the_official_rule_set(tmp_path):
     folder = tmp_path / "c16"
     shutil.copy(archive(16), tmp_path / "AX-8000_c16.tar.gz")
     result = subprocess.run(
-        [sys.executable, "-m", "checker.cli", "check", str(tmp_path / "AX-8000_c16.tar.gz")]
+        [sys.executable, "-m", "checker.cli.main", "check", str(tmp_path / "AX-8000_c16.tar.gz")]
         + ["--tokenizer", str(TOKENIZER), "--json", str(folder.with_suffix(".json"))],
         capture_output=True,
         text=True,

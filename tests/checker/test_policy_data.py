@@ -73,7 +73,7 @@ def test_gated_metrics_per_dataset_are_ruleset_data(root):
 
 
 def test_gated_metrics_must_name_a_target():
-    from checker.ruleset import RulesetError
+    from checker.judge.ruleset import RulesetError
 
     def unknown(raw):
         raw["models"]["llama3_1-8b"]["accuracy"]["gated_metrics"] = {"*": ["bleu"]}

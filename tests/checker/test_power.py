@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from checker.power import provisioned_power, scan_window_ns
+from checker.judge.rules import run_rules
+from checker.power.provisioned import provisioned_power
+from checker.power.traces import scan_window_ns
 from checker.report import PointResult, Report
-from checker.rules import run_rules
 from tests.checker.bundle_layout import BUNDLE, bundle_with_raw_logs, layout_of
 
 OVERHEADS = {"liquid": 0.30, "air": 0.50}
@@ -258,8 +259,8 @@ def test_an_energy_figure_is_no_power():
 
 
 def _appendix_d():
-    from checker.power import AppendixD
-    from checker.ruleset import load_ruleset
+    from checker.judge.ruleset import load_ruleset
+    from checker.power.sources import AppendixD
 
     return AppendixD(load_ruleset("endpoints-v1.0").get("power", "appendix_d"))
 

@@ -13,16 +13,16 @@ import tokenizers
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.compare import differences
 from checker.events import derive_official, output_texts, recompute_point
-from checker.report import Findings
-from checker.stats import (
+from checker.judge.claimed_vs_recomputed import differences
+from checker.recompute.stats import (
     EARLY_STOPPING_GRID,
     PERCENTILE_GRID,
     early_stopping_estimate,
     min_samples_for_early_stopping,
     percentile_key,
 )
+from checker.report import Findings
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ARCHIVES = sorted((FIXTURES / "run_archives").glob("AX-8000_c*.tar.gz"))

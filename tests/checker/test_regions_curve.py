@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from checker.curve import build_curves, pareto_front, step_vertices
-from checker.regions import RegionError, compute_regions
+from checker.judge.ruleset import RulesetError, load_ruleset
+from checker.recompute.curve import build_curves, pareto_front, step_vertices
+from checker.recompute.regions import RegionError, compute_regions
 from checker.report import PointResult, Report
-from checker.ruleset import RulesetError, load_ruleset
 
 
 @pytest.mark.parametrize(

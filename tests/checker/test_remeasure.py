@@ -1,4 +1,4 @@
-"""checker.remeasure: a claim against its re-measurement, judged one-sided with the stated tolerances, on the
+"""checker.judge.remeasure: a claim against its re-measurement, judged one-sided with the stated tolerances, on the
 figures of real GuideLLM 0.8.1 outputs (tests/fixtures/importers/guidellm, made against `guidellm mock-server`)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from checker.importing import import_runs
-from checker.kinds._measures import Slo
-from checker.remeasure import OUTSIDE, TOLERANCES, WITHIN, compare_point, shortfall
+from checker.cli.import_pipeline import import_runs
+from checker.judge.remeasure import OUTSIDE, TOLERANCES, WITHIN, compare_point, shortfall
+from checker.read.kinds._measures import Slo
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "importers" / "guidellm" / "benchmarks.json"
 

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from checker import remote
+from checker.cli.remote import client as remote
 
 
 class _Throttling(BaseHTTPRequestHandler):

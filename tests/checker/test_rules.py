@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from checker.judge.rules import run_rules
 from checker.report import Report
-from checker.rules import run_rules
 from tests.checker.bundle_layout import BUNDLE, layout_of
 
 CURVE = Path("results/Acme_AX-8000/llama3_1-8b")

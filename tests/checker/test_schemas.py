@@ -8,9 +8,9 @@ import json
 import pytest
 import yaml
 
-from checker.inputs import Limits, open_inputs
+from checker.read.inputs import Limits, open_inputs
+from checker.read.schema_check import SCHEMAS, check_layout_descriptors, validate, validator
 from checker.report import Findings
-from checker.schema_check import SCHEMAS, check_layout_descriptors, validate, validator
 from tests.checker.archive_builders import BUNDLE_ROOT, RUN_ARCHIVES
 
 POINT = BUNDLE_ROOT / "results" / "Acme_AX-8000" / "llama3_1-8b" / "r1"

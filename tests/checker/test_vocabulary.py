@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from checker.regions import REGION_LABELS, region_label
+from checker.cli.text_report import render_text
+from checker.recompute.regions import REGION_LABELS, region_label
 from checker.report import PointResult, Report
-from checker.text import render_text
 
 
 def test_text_report_names_points_r_and_regions_by_official_id():

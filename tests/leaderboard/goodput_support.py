@@ -7,8 +7,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from checker.inputs import Limits
-from checker.pipeline import check_point, judge_version, list_points, open_version
+from checker.cli.pipeline import check_point, judge_version, list_points, open_version
+from checker.read.inputs import Limits
 from checker.tokens import TokenCounter
 from leaderboard.services import headline_of
 from submissions.checks.samples import point_samples_save

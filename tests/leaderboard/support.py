@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from checker.curve import curve_of
+from checker.recompute.curve import curve_of
 from leaderboard.models import Publication
 from leaderboard.services import headline_of
 from tests.factories import BenchmarkFactory, PublicationFactory, SubmissionFactory, SystemFactory

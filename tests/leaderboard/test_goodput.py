@@ -13,7 +13,7 @@ from django.core.files.storage import default_storage
 from django.core.management import call_command
 from django.test import Client, override_settings
 
-from checker.goodput import SampleSeries, SloTarget, evaluate
+from checker.recompute.goodput import SampleSeries, SloTarget, evaluate
 from leaderboard.cache import public_cache_bump
 from leaderboard.goodput import GoodputIndex, GoodputTargets
 from submissions.models import CheckRun, PointMetric

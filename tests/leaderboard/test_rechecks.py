@@ -11,7 +11,7 @@ import pytest
 
 from audit.models import AuditEvent
 from catalog.models import Benchmark
-from checker import ruleset as checker_ruleset
+from checker.judge import ruleset as checker_ruleset
 from leaderboard import rechecks
 from leaderboard.models import Annotation, Challenge, Publication, RecheckCampaign, RecheckResult
 from portal.errors import ApplicationError, ConflictError, NotAllowedError

@@ -1,4 +1,4 @@
-"""One verification level everywhere (DESIGN.md, "Physical consistency"): checker.verification decides it, the
+"""One verification level everywhere (DESIGN.md, "Physical consistency"): checker.judge.verification decides it, the
 snapshot freezes it, and every public surface shows the same one. On the demo, EP-000004 (the AX-4000 published
 from the sample bundle: no raw logs, `raw-log-missing` waived) is "claimed" on every surface and does not rank by
 default; the AX-8000 (seven real run archives, every point recomputed) is "fully recomputed" and ranks. A
@@ -17,7 +17,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from checker.verification import (
+from checker.judge.verification import (
     CLAIMED,
     FULLY_RECOMPUTED,
     PARTLY_RECOMPUTED,

@@ -26,7 +26,7 @@ def portal_env(role_users, live_server, storage_dir, sample_catalog):
 
 def _portal(*args, env):
     return subprocess.run(
-        [sys.executable, "-m", "checker.cli", *args],
+        [sys.executable, "-m", "checker.cli.main", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from checker.importing import import_runs
+from checker.cli.import_pipeline import import_runs
 from leaderboard.models import Publication
 from portal.errors import ApplicationError, NotAllowedError
 from previews import services

@@ -1,6 +1,6 @@
 """A real endpoint for spot-checks: `guidellm mock-server` (GuideLLM 0.8.1, `make guidellm`) on loopback, and a
 published result whose claimed point was measured against that same mock by the same runner the spot-check
-uses, imported through checker/kinds/guidellm (never a relabelled MLPerf sample).
+uses, imported through checker/read/kinds/guidellm (never a relabelled MLPerf sample).
 
 The mock is slow on purpose (TTFT 300 ms, ITL 15 ms, no spread): the machine's own noise on a loaded 2-core host
 (tens of ms) stays well inside the tolerances, and the slowed mock (4 x both) falls far outside them while
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from checker.curve import curve_of
-from checker.importing import import_runs
+from checker.cli.import_pipeline import import_runs
+from checker.recompute.curve import curve_of
 from leaderboard.services import headline_of
 from portal.egress import EgressProxy
 from spotchecks.runner import LoadSpec, run_guidellm

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from access.visibility import spotchecks_visible_to
 from audit.models import AuditEvent
-from checker.curve import curve_of
+from checker.recompute.curve import curve_of
 from leaderboard.models import Challenge
 from leaderboard.services import challenge_raise_remeasured, headline_of
 from portal.errors import ApplicationError, ConflictError, NotAllowedError

@@ -32,7 +32,7 @@ def portal_env(role_users, live_server, storage_dir, settings):
 
 def _portal(*args, env):
     return subprocess.run(
-        [sys.executable, "-m", "checker.cli", *args],
+        [sys.executable, "-m", "checker.cli.main", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -146,7 +146,7 @@ def test_submit_draws_a_progress_bar_on_a_terminal(portal_env):
 
     leader, follower = pty.openpty()  # stderr is a terminal here, stdout is not
     process = subprocess.Popen(
-        [sys.executable, "-m", "checker.cli", "submit", *map(str, RUN_ARCHIVES[:2]), "--wait"],
+        [sys.executable, "-m", "checker.cli.main", "submit", *map(str, RUN_ARCHIVES[:2]), "--wait"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=follower,

@@ -276,7 +276,7 @@ def test_portal_submit_killed_mid_upload_resumes_with_the_parts_the_bucket_lacks
     command = [
         sys.executable,
         "-m",
-        "checker.cli",
+        "checker.cli.main",
         "submit",
         str(big),
         "--system",

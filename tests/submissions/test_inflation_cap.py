@@ -11,8 +11,8 @@ import tarfile
 
 import pytest
 
-from checker.inputs import Limits
-from checker.pipeline import open_version
+from checker.cli.pipeline import open_version
+from checker.read.inputs import Limits
 from submissions.models import CheckRun, SubmissionVersion
 from tests.checker.archive_builders import run_members
 from tests.submissions.support import api_client, api_upload

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from checker.check import check
-from checker.portal_rules import PORTAL_ONLY_RULES
+from checker.cli.local_check import check
+from checker.judge.portal_rules import PORTAL_ONLY_RULES
 from submissions.models import CheckRun
 from tests.checker.archive_builders import RUN_ARCHIVES, run_members, write_tar_gz
 from tests.checker.bundle_layout import bundle_with_raw_logs

@@ -54,7 +54,7 @@ def test_upload_check_and_download_through_s3(role_users, draft, s3_storage, set
 
 def _portal(*args, env=None, timeout=300):
     return subprocess.run(
-        [sys.executable, "-m", "checker.cli", *args],
+        [sys.executable, "-m", "checker.cli.main", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -220,7 +220,7 @@ def test_portal_submit_for_an_unregistered_system_says_how_to_register_it(
         [
             sys.executable,
             "-m",
-            "checker.cli",
+            "checker.cli.main",
             "submit",
             str(RUN_ARCHIVES[0]),
             "--system",
@@ -246,7 +246,7 @@ def test_portal_submit_for_an_unregistered_system_says_how_to_register_it(
         [
             sys.executable,
             "-m",
-            "checker.cli",
+            "checker.cli.main",
             "submit",
             str(RUN_ARCHIVES[0]),
             "--system",

@@ -292,9 +292,9 @@ def test_a_broken_rule_suite_ends_the_run_in_error_naming_the_exception(
     settings.PORTAL_CHECK_MAX_ATTEMPTS = 2
 
     def broken_rules(*args, **kwargs):
-        raise ImportError("cannot import name 'load_pattern' from 'checker.rules'")
+        raise ImportError("cannot import name 'load_pattern' from 'checker.judge.rules'")
 
-    monkeypatch.setattr("checker.pipeline.run_rules", broken_rules)
+    monkeypatch.setattr("checker.cli.pipeline.run_rules", broken_rules)
     run = _upload_one_archive(role_users, draft)
     assert run.status == CheckRun.Status.ERROR
     assert "ImportError" in run.error_message and "load_pattern" in run.error_message
