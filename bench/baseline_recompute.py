@@ -2,7 +2,7 @@
 
 Written the way a first version would be: `json.loads` per line, a dict per sample holding
 everything (texts included), one `tokenizer.encode` call per text, numpy statistics at the
-end. Same semantics as checker.events.PointReplay (DESIGN.md, "Metrics"), no findings.
+end. Same semantics as checker.recompute.replay.PointReplay (DESIGN.md, "Metrics"), no findings.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from checker.events import FINISH_REASONS, open_binary, output_texts
+from checker.read.event_log import FINISH_REASONS, open_binary, output_texts
 from checker.recompute.stats import summarize
 
 

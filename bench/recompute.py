@@ -7,14 +7,14 @@ Generates an events.jsonl of the requested size shaped like the official client'
 (DESIGN.md, "events.jsonl"), then measures, each variant in a fresh subprocess so that peak RSS
 is per variant (os.wait4 rusage of that child):
 
-  (a) the portal's recompute: checker.events.recompute_point, as `portal check` runs it;
+  (a) the portal's recompute: checker.recompute.replay.recompute_point, as `portal check` runs it;
   (b) the plain baseline of bench/baseline_recompute.py (json.loads per line, a dict per
       sample, one tokenizer.encode per text); its summary must equal (a)'s exactly;
   (c) the tokenizer alone, batch-encoding the texts a recompute has to count (distinct
       prompts + full outputs + after-first-chunk texts), pre-extracted to a file while
       generating so that only encoding is timed;
   (d) reading the file: `cat FILE | wc -l` (and `zstd -dc FILE.zst | wc -l` with --zst);
-  (t) the portal's counter alone (checker.tokens.TokenCounter: tiktoken where checker.fastcount allows it)
+  (t) the portal's counter alone (checker.recompute.tokens.TokenCounter: tiktoken where checker.recompute.fastcount allows it)
       on the texts of (c);
   (p) (a) again under cProfile, printing the top functions by own time.
 
@@ -379,7 +379,7 @@ def child(variant: str, args) -> None:
     result: dict = {}
     start = time.perf_counter()
     if variant in ("a", "p"):
-        from checker.events import recompute_point
+        from checker.recompute.replay import recompute_point
         from checker.report import Findings
 
         findings = Findings()
@@ -389,7 +389,7 @@ def child(variant: str, args) -> None:
 
             profiler = cProfile.Profile()
             profiler.enable()
-        from checker.tokens import TokenCounter
+        from checker.recompute.tokens import TokenCounter
 
         counter = TokenCounter(tok)
         summary = recompute_point(Path(args.file), tokenizer=counter, findings=findings, display="bench")
@@ -412,12 +412,12 @@ def child(variant: str, args) -> None:
 
         result["summary"] = recompute(Path(args.file), tok)
     elif variant in ("c", "t"):
-        from checker.events import TOKENIZE_BATCH_CHARS
+        from checker.recompute.replay import TOKENIZE_BATCH_CHARS
 
         if (
             variant == "t"
-        ):  # the portal's counter (tiktoken where checker.fastcount allows it) on the same texts
-            from checker.tokens import TokenCounter
+        ):  # the portal's counter (tiktoken where checker.recompute.fastcount allows it) on the same texts
+            from checker.recompute.tokens import TokenCounter
 
             counter = TokenCounter(tok)
             result["engine"] = counter.engine

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from checker.cli.import_pipeline import import_runs  # noqa: E402
-from checker.read.kinds._measures import Slo  # noqa: E402
+from checker.recompute.imported import Slo  # noqa: E402
 
 FIGURES = ("system_tps", "tps_per_user", "ttft_p90_ms", "goodput")
 MOCK_ARGS = [

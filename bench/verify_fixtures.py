@@ -1,4 +1,4 @@
-"""Check that checker.events.recompute_point reproduces the real sample points exactly.
+"""Check that checker.recompute.replay.recompute_point reproduces the real sample points exactly.
 
     python bench/verify_fixtures.py
 
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from checker.events import recompute_point  # noqa: E402
+from checker.recompute.replay import recompute_point  # noqa: E402
 from checker.report import Findings  # noqa: E402
 from tests.checker.test_recompute import FIXTURES, TOKENIZER, summary_leaves  # noqa: E402 - the test's, not copies
 

@@ -548,7 +548,7 @@ class PointMetric(models.Model):
     claimed = models.JSONField(null=True, blank=True)
     recomputed = models.JSONField(null=True, blank=True)
     extra = models.JSONField(default=dict, blank=True)
-    # The raw log's identity (checker.events): SHA-256 of events.jsonl and of its ordered tracked sample uuids. The
+    # The raw log's identity (checker.recompute.replay): SHA-256 of events.jsonl and of its ordered tracked sample uuids. The
     # judge step looks them up in other submissions' points (rule raw-log-reused); empty without a raw log.
     raw_log_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     tracked_sequence_sha256 = models.CharField(max_length=64, blank=True, db_index=True)

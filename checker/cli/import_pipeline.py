@@ -2,7 +2,7 @@
 
 For each load point: the tool's own summary as the tool wrote it (`reported`), the same figures recomputed
 from the per-request records with that tool's definitions (`recomputed`), and the portal's own metrics and
-goodput from the same records (`portal`, checker.read.kinds._measures). A reported figure that the records do not
+goodput from the same records (`portal`, checker.recompute.imported). A reported figure that the records do not
 reproduce (relative difference over the tolerance) is an `import-summary-mismatch` finding.
 
 Rule ids emitted here and by the importers (docs/importers.md): import-unrecognised, import-no-file,
@@ -20,7 +20,7 @@ from typing import Any
 
 from checker.read import kinds
 from checker.read.inputs.limits import Limits, MiB
-from checker.read.kinds._measures import Slo, portal_metrics, relative_difference
+from checker.recompute.imported import Slo, portal_metrics, relative_difference
 from checker.report import Finding, Findings
 
 # Figures `reported` and `recomputed` may carry, in this order (the vocabulary, shared by every tool).

@@ -16,8 +16,8 @@ from checker.cli.pipeline import (
 )
 from checker.read.inputs import Limits
 from checker.recompute.goodput import SloTarget, evaluate
+from checker.recompute.tokens import TokenCounter
 from checker.report import Report
-from checker.tokens import TokenCounter
 
 
 class TokenizerError(Exception):

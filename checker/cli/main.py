@@ -133,7 +133,7 @@ def cmd_assemble(args) -> int:
 def cmd_import(args) -> int:
     from checker.cli.import_pipeline import import_runs, render_import_text
     from checker.read import kinds
-    from checker.read.kinds._measures import Slo
+    from checker.recompute.imported import Slo
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing and len(missing) == len(args.paths):
@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_import_command(sub) -> None:
     from checker.read import kinds
-    from checker.read.kinds._measures import DEFAULT_TPOT_SLO_MS, DEFAULT_TTFT_SLO_MS
+    from checker.recompute.imported import DEFAULT_TPOT_SLO_MS, DEFAULT_TTFT_SLO_MS
 
     names = [k.name for k in kinds.importers()]
     command = sub.add_parser(

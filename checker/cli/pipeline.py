@@ -30,7 +30,6 @@ from typing import Any
 
 from checker import __version__
 from checker.cli.official_cross_check import cross_check
-from checker.events import derive_official, recompute_point
 from checker.judge.claimed_vs_recomputed import report_differences
 from checker.judge.extension import (
     ExtensionScope,
@@ -53,8 +52,9 @@ from checker.read.loaders import load_json
 from checker.read.schema_check import check_layout_descriptors
 from checker.recompute.curve import build_curves
 from checker.recompute.goodput import SampleSeries
+from checker.recompute.replay import derive_official, recompute_point
+from checker.recompute.tokens import TokenCounter
 from checker.report import Finding, Findings, PointResult, Report
-from checker.tokens import TokenCounter
 
 DEFAULT_RULESET = "endpoints-v1.0"
 

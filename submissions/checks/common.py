@@ -17,8 +17,8 @@ from tokenizers import Tokenizer
 from catalog.selectors import benchmark_tokenizer_json
 from checker.judge.portal_rules import SubmissionScope
 from checker.read.inputs import Limits
+from checker.recompute.tokens import TokenCounter
 from checker.report import json_safe
-from checker.tokens import TokenCounter
 from submissions.models import CheckRun, Finding, SubmissionVersion
 from submissions.storage import StoredFile, fetch_to_folder
 

@@ -1,4 +1,4 @@
-"""The point replay as it stood before the per-event work was batched (checker.events at fbfe8c1), kept
+"""The point replay as it stood before the per-event work was batched (checker.recompute.replay at fbfe8c1), kept
 verbatim as the reference the faster replay must equal exactly (tests/checker/test_replay_identity.py).
 
 Do not optimise this file: its worth is that it is the old, per-event code path.
@@ -23,8 +23,8 @@ from checker.read.raw_logs import CorruptStream, open_log
 from checker.recompute.goodput import SampleSeries
 from checker.recompute.numbers import finite
 from checker.recompute.stats import summarize
+from checker.recompute.tokens import TokenCounter
 from checker.report import Findings
-from checker.tokens import TokenCounter
 
 FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "function_call", "other")
 READ_BLOCK_BYTES = 4 * 1024 * 1024

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import tokenizers
 
-from checker.events import recompute_point
 from checker.recompute.goodput import SampleSeries, SloSpecError, SloTarget, evaluate, parse_slo
+from checker.recompute.replay import recompute_point
 from checker.report import Findings
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -12,7 +12,7 @@ import pytest
 
 from checker.cli.import_pipeline import FIGURES, import_runs
 from checker.read import kinds
-from checker.read.kinds._measures import Slo
+from checker.recompute.imported import Slo
 
 ROOT = Path(__file__).parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "importers"
@@ -67,8 +67,8 @@ def test_the_raw_log_reader_gives_the_tracked_samples_as_the_recompute_counts_th
     from tokenizers import Tokenizer
 
     from checker.read.inputs import Limits, open_inputs
+    from checker.recompute.tokens import TokenCounter
     from checker.report import Findings
-    from checker.tokens import TokenCounter
     from tests.checker.archive_builders import RUN_ARCHIVES
 
     layout = open_inputs([RUN_ARCHIVES[3]], workdir=tmp_path / "work", limits=Limits(), findings=Findings())

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from checker.events import recompute_point
 from checker.judge.rules import run_rules
 from checker.judge.rules.common import cohort_after, cohort_key
 from checker.judge.ruleset import load_ruleset, parse_ruleset
+from checker.recompute.replay import recompute_point
 from checker.report import Findings, PointResult, Report
 from tests.checker.bundle_layout import ARCHIVES, BUNDLE, FIXTURES, layout_of
 

@@ -13,8 +13,9 @@ import tokenizers
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.events import derive_official, output_texts, recompute_point
 from checker.judge.claimed_vs_recomputed import differences
+from checker.read.event_log import output_texts
+from checker.recompute.replay import derive_official, recompute_point
 from checker.recompute.stats import (
     EARLY_STOPPING_GRID,
     PERCENTILE_GRID,
@@ -374,7 +375,7 @@ def test_overlong_line_is_skipped_not_loaded(tmp_path):
 
 
 def test_progress_is_reported_while_reading_a_long_log(tmp_path, monkeypatch, sample_points):
-    import checker.events as events
+    import checker.recompute.replay as events
 
     monkeypatch.setattr(events, "PROGRESS_EVERY_LINES", 100)
     seen: list[int] = []

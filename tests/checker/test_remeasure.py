@@ -9,7 +9,7 @@ import pytest
 
 from checker.cli.import_pipeline import import_runs
 from checker.judge.remeasure import OUTSIDE, TOLERANCES, WITHIN, compare_point, shortfall
-from checker.read.kinds._measures import Slo
+from checker.recompute.imported import Slo
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "importers" / "guidellm" / "benchmarks.json"
 

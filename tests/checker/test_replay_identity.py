@@ -1,7 +1,7 @@
 """The point replay gives exactly what the old per-event replay gave, on every real point of the samples.
 
 Every real point of the samples (tests/checker/fixtures, byte-for-byte copies of /work/shared/samples:
-run_archives, extension, second-system, 17 points) is replayed by checker.events and by tests/checker/replay_reference.py (the replay before its per-event work was batched, kept
+run_archives, extension, second-system, 17 points) is replayed by checker.recompute.replay and by tests/checker/replay_reference.py (the replay before its per-event work was batched, kept
 verbatim): the summaries (every metric, digest and in-flight figure), the per-sample arrays (goodput) and the
 findings must be equal, not close. The token counts are also checked against the tokenizer itself, one text at
 a time, and the summaries against the client's own result_summary.json.
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 import tokenizers
 
-from checker import events
+from checker.recompute import replay as events
+from checker.recompute.tokens import TokenCounter
 from checker.report import Findings
-from checker.tokens import TokenCounter
 from tests.checker import replay_reference
 
 SAMPLES = Path(__file__).parent / "fixtures"  # byte-for-byte copies of /work/shared/samples
@@ -49,7 +49,7 @@ def points(tmp_path_factory) -> list[tuple[str, Path]]:
 def _run(module, folder: Path):
     findings = Findings()
     got: dict = {}
-    # The reference counts with `tokenizers` alone; the replay with tiktoken where checker.fastcount allows it.
+    # The reference counts with `tokenizers` alone; the replay with tiktoken where checker.recompute.fastcount allows it.
     tokenizer = TokenCounter(TOKENIZER, fast=False) if module is replay_reference else TOKENIZER
     summary = module.recompute_point(
         folder / "events.jsonl",

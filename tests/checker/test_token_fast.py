@@ -1,4 +1,4 @@
-"""Token counts from tiktoken (checker.fastcount) equal the tokenizer's own, and a merge list where they would
+"""Token counts from tiktoken (checker.recompute.fastcount) equal the tokenizer's own, and a merge list where they would
 not is detected: the counter then counts with `tokenizers`, as before."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import tiktoken
 import tokenizers
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from checker.fastcount import byte_level_alphabet
-from checker.tokens import TokenCounter
+from checker.recompute.fastcount import byte_level_alphabet
+from checker.recompute.tokens import TokenCounter
 
 SAMPLE = Path(__file__).parent / "fixtures" / "tokenizer" / "tokenizer.json"
 FRAGMENTS = [
@@ -176,7 +176,7 @@ def test_turned_off_or_not_a_tokenizer_counts_with_tokenizers():
 
 
 def test_a_clean_merge_list_behind_the_llama3_pre_tokenizer_is_accepted_and_exact():
-    from checker.tokens import LLAMA3_SPLIT_PATTERN
+    from checker.recompute.tokens import LLAMA3_SPLIT_PATTERN
 
     tok = _tiny(
         [("a", "b"), ("ab", "c"), ("b", "c"), ("Ġ", "abc"), ("'", "s"), ("1", "2")], ignore_merges=False

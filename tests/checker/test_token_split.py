@@ -1,4 +1,4 @@
-"""The exact token-count split at the first streamed chunk (checker.tokens.TokenCounter.splits_at).
+"""The exact token-count split at the first streamed chunk (checker.recompute.tokens.TokenCounter.splits_at).
 
 Where splits_at says yes, count(text) must equal count(text[:cut]) + count(text[cut:]) exactly,
 for the sample tokenizer (ByteLevel, GPT-2 pattern) and for the Llama-3 Split pattern. The
@@ -15,7 +15,7 @@ import pytest
 import tokenizers
 from tokenizers import Regex, pre_tokenizers
 
-from checker.tokens import LLAMA3_SPLIT_PATTERN, TokenCounter, _gpt2_cut, _llama3_cut, split_rule
+from checker.recompute.tokens import LLAMA3_SPLIT_PATTERN, TokenCounter, _gpt2_cut, _llama3_cut, split_rule
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PIECES = [

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from checker.events import derive_official
 from checker.judge.rules.common import dig, percentile
 from checker.judge.ruleset import Ruleset
 from checker.read.inputs import Layout, Limits, PointInput
 from checker.read.loaders import load_json, load_yaml
 from checker.recompute.numbers import finite
+from checker.recompute.replay import derive_official
 from checker.report import Findings, PointResult, Report
 
 _FOLDER_RE = re.compile(r"[rc](\d+)")

@@ -2,7 +2,7 @@
 
 It yields the tracked samples (issued inside a performance-tracking block, DESIGN.md "Metrics") in file order
 of their completion, as RequestRecords in seconds on the log's monotonic clock. The point's metrics are still
-recomputed by checker.events (the exact, tokenizer-batched replay); this reader is the common record type that
+recomputed by checker.recompute.replay (the exact, tokenizer-batched replay); this reader is the common record type that
 SLO queries and comparisons with imported runs use. Unparseable lines are skipped here: the recompute reports them.
 """
 
@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from checker.events import output_texts
+from checker.read.event_log import output_texts
 from checker.read.kinds.base import RequestRecord
 from checker.read.raw_logs import CorruptStream, open_events
 

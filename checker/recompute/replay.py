@@ -12,25 +12,31 @@ from __future__ import annotations
 import hashlib
 import json
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from io import BufferedIOBase
 from itertools import islice
 from pathlib import Path
-from typing import Any, Protocol, TypeGuard
+from typing import Any, TypeGuard
 
 import numpy as np
 
-from checker.read.raw_logs import CorruptStream, open_log
+from checker.read.event_log import (
+    FINISH_REASONS,
+    READ_BLOCK_BYTES,
+    Readable,
+    iter_lines,
+    open_binary,
+    output_texts,
+)
+from checker.read.raw_logs import CorruptStream
 from checker.recompute.goodput import SampleSeries
 from checker.recompute.numbers import finite
 from checker.recompute.stats import summarize
+from checker.recompute.tokens import TokenCounter
 from checker.report import Findings
-from checker.tokens import TokenCounter
 
-FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "function_call", "other")
-READ_BLOCK_BYTES = 4 * 1024 * 1024
 TOKENIZE_BATCH_CHARS = 1024 * 1024  # ~60 MB of tokenizer Encodings per batch at most
 TOKENIZE_BATCH_REFS = 16_384  # counts waiting on one batch: a small batch early fills the piece cache
 MAX_FINDINGS_PER_RULE = 20  # a corrupt multi-GB log must not produce millions of findings
@@ -56,93 +62,6 @@ try:  # orjson parses a line ~3x faster; any line it refuses goes through json f
     _fast_loads = orjson.loads
 except ImportError:  # pragma: no cover - orjson is a declared dependency
     _fast_loads = None
-
-
-def open_binary(path: Path) -> BufferedIOBase:
-    """A binary stream of the log, decompressing .zst on the fly (checker.loaders.open_log)."""
-    return open_log(path, buffer_size=READ_BLOCK_BYTES)
-
-
-class Readable(Protocol):
-    def read(self, size: int = -1, /) -> bytes: ...
-
-
-def iter_lines(stream: Readable, *, max_line_bytes: int, on_too_long) -> Iterator[tuple[int, bytes]]:
-    """(line number, line bytes) in bounded memory; a line over the cap is skipped and reported."""
-    number = 0
-    rest = b""
-    skipping = False  # inside an over-long line, discarding until its newline
-    while True:
-        block = stream.read(READ_BLOCK_BYTES)
-        if not block:
-            break
-        if skipping:
-            cut = block.find(b"\n")
-            if cut < 0:
-                continue
-            block = block[cut + 1 :]
-            skipping = False
-        if rest:
-            block = rest + block
-        lines = block.split(b"\n")
-        rest = lines.pop()
-        for line in lines:
-            number += 1
-            if len(line) > max_line_bytes:
-                on_too_long(number, len(line))
-                continue
-            yield number, line
-        if len(rest) > max_line_bytes:
-            number += 1
-            on_too_long(number, len(rest))
-            rest = b""
-            skipping = True
-    if rest and not skipping:
-        number += 1
-        yield number, rest
-
-
-def output_texts(data: Any) -> tuple[str, str]:
-    """(full output text, text after the first streamed chunk) of a TextModelOutput payload.
-
-    Mirrors the client: reasoning then output, chunks joined with no separator, tool calls
-    appended as compact JSON; the first streamed chunk is reasoning[0] when reasoning streamed,
-    else output[0].
-    """
-    if not isinstance(data, list) or len(data) < 2:
-        return "", ""
-    output = data[1]
-    reasoning = data[2] if len(data) > 2 else None
-    tool_calls = data[3] if len(data) > 3 else None
-    full: list[str] = []
-    after: list[str] = []
-    if reasoning:
-        if isinstance(reasoning, str):
-            full.append(reasoning)
-        elif isinstance(reasoning, list):
-            full.extend(_strings(reasoning))
-            after.extend(_strings(reasoning[1:]))
-    if output:
-        if isinstance(output, str):
-            full.append(output)
-            if reasoning and isinstance(reasoning, list):
-                after.append(output)
-        elif isinstance(output, list):
-            chunks = _strings(output)
-            full.extend(chunks)
-            if reasoning:
-                after.extend(chunks)
-            else:
-                after.extend(chunks[1:])
-    if tool_calls:
-        encoded = json.dumps(tool_calls, separators=(",", ":"), ensure_ascii=False)
-        full.append(encoded)
-        after.append(encoded)
-    return "".join(full), "".join(after)
-
-
-def _strings(items: list) -> list[str]:
-    return [s for s in items if isinstance(s, str)]
 
 
 @dataclass

@@ -63,7 +63,7 @@ def _pattern(pre: dict | None) -> str | None:
             return GPT2_PATTERN
         return None
     if pre.get("type") == "Sequence":
-        from checker.tokens import LLAMA3_SPLIT_PATTERN
+        from checker.recompute.tokens import LLAMA3_SPLIT_PATTERN
 
         parts = pre.get("pretokenizers") or []
         if (

@@ -6,7 +6,7 @@ import json
 import logging
 import re
 
-from checker.fastcount import FastCounter, build
+from checker.recompute.fastcount import FastCounter, build
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def _llama3_cut(a: str, b: str) -> bool:
 
 
 def _fast_counter(tokenizer) -> tuple[FastCounter | None, str]:
-    """checker.fastcount's counter for this tokenizer, when its pipeline around the model adds nothing."""
+    """checker.recompute.fastcount's counter for this tokenizer, when its pipeline around the model adds nothing."""
     if split_rule(tokenizer) is None:
         return None, "the tokenizer's normalizer, pre-tokenizer, post-processor or added tokens are not plain"
     pre = _state(tokenizer.pre_tokenizer)
@@ -121,7 +121,7 @@ def split_rule(tokenizer):
 class TokenCounter:
     """Counts tokens of many texts with few tokenizer calls: batched, prompt counts cached.
 
-    With fast (the default), texts are counted by checker.fastcount's tiktoken table where that provably
+    With fast (the default), texts are counted by checker.recompute.fastcount's tiktoken table where that provably
     gives the tokenizer's own counts; `engine` says which counts ("tiktoken" or "tokenizers") and
     `fast_reason` why the fast counter is not used for this tokenizer.
     """
