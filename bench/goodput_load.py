@@ -7,7 +7,7 @@ gunicorn with the Redis cache, measured under 64 concurrent clients with locust 
         [--database NAME] [--var-dir DIR] [--keep] [--reuse] [--http-only] [--port 8770]
 
 First prints the storage per point and the in-process time of one query over 400 distinct targets, one thread
-(leaderboard.goodput.GoodputIndex.ranking; with the rows of one page, as a request builds them; with every row),
+(leaderboard.goodput.index.GoodputIndex.ranking; with the rows of one page, as a request builds them; with every row),
 and the first SLO query of a fresh web process; then the HTTP scenarios, each after its own warm-up:
 - the public API's SLO answer and the SLO page over distinct targets (drawn from 100,000 with 0.1 ms / 0.01 ms
   steps: practically every request misses the answer cache and the response cache, the worst case);
@@ -15,7 +15,8 @@ and the first SLO query of a fresh web process; then the HTTP scenarios, each af
   (bench/goodput_load.py buyers_targets says why).
 Prints p50/p95/p99 (ms) and requests/s, and the load average beside every figure (the machine may be shared). A
 script, not a test: nothing asserts a time. The database and the stored arrays are removed at the end unless
---keep; --reuse measures again on what a --keep run left (same --database and --var-dir), without loading;
+--keep; --reuse measures again on what a --keep run left (same --database and --var-dir), without loading, and
+leaves them there;
 --http-only leaves out the in-process figures (the table must be there: a --reuse run).
 """
 
@@ -125,7 +126,9 @@ def in_process(queries: list[dict]) -> None:
     from django.conf import settings
 
     from leaderboard.api.results import public_publications
-    from leaderboard.goodput import GoodputRows, GoodputTargets, goodput_index
+    from leaderboard.goodput.index import GoodputRows
+    from leaderboard.goodput.tables import goodput_index
+    from leaderboard.goodput.targets import GoodputTargets
     from leaderboard.tasks import goodput_table_build_task
 
     started = time.perf_counter()
@@ -255,10 +258,18 @@ def main() -> None:
 
         connection.close()
         base = f"http://127.0.0.1:{args.port}"
+        # deploy/gunicorn.conf.py as deployed (sync workers, one request each, the access log written), on this
+        # port and with --workers; the access log goes nowhere here
+        served = {
+            **env,
+            "PORTAL_GUNICORN_BIND": f"127.0.0.1:{args.port}",
+            "PORTAL_GUNICORN_WORKERS": str(args.workers),
+            "PORTAL_GUNICORN_TIMEOUT": "300",
+        }
         gunicorn = subprocess.Popen(
-            [str(ROOT / ".venv/bin/gunicorn"), "portal.wsgi", "-w", str(args.workers), "-b", f"127.0.0.1:{args.port}",
-             "--timeout", "300", "--log-level", "warning"],
-            cwd=ROOT, env=env, start_new_session=True,
+            [str(ROOT / ".venv/bin/gunicorn"), "-c", str(ROOT / "deploy/gunicorn.conf.py"), "portal.wsgi",
+             "--log-level", "warning"],
+            cwd=ROOT, env=served, start_new_session=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
         wait_up(base)
         api, page = "/api/v1/public/slo/?", "/leaderboard/slo/?"
@@ -278,7 +289,7 @@ def main() -> None:
         out = Path(tempfile.mkdtemp(prefix="bench-locust-"))
         print(
             f"{args.users} concurrent clients (think time {args.think} s), {args.duration} s per scenario, "
-            f"gunicorn -w {args.workers}, clients started {args.spawn_rate or args.users:g}/s"
+            f"gunicorn -c deploy/gunicorn.conf.py -w {args.workers}, clients started {args.spawn_rate or args.users:g}/s"
             + (", steady state only" if args.steady else "")
         )
         print(
@@ -310,7 +321,7 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        if args.keep:
+        if args.keep or args.reuse:  # what a --reuse run measured on is still there for the next one
             print(f"kept {database} and {var_dir} (--reuse --database {database} --var-dir {var_dir})")
         else:
             with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:

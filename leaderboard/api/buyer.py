@@ -17,14 +17,9 @@ from leaderboard.api.results import (
     PublicViewSet,
     public_publications,
 )
-from leaderboard.goodput import (
-    CONVENTIONS,
-    GoodputRows,
-    GoodputTargets,
-    Prices,
-    goodput_index,
-    goodput_ranking,
-)
+from leaderboard.goodput.index import GoodputRows
+from leaderboard.goodput.tables import goodput_index, goodput_ranking
+from leaderboard.goodput.targets import CONVENTIONS, GoodputTargets, Prices
 from leaderboard.procurement import MAX_MODELS, requirements_from_query
 from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
 from portal.errors import ApplicationError
@@ -259,7 +254,7 @@ def slo_answer(query: dict) -> dict:
             # the count beside the type
             row["accelerator_label"] = index.result(row["public_id"]).get("accelerator_label") or ""
 
-        # the rows are built when read: the page shows 100, the API a page of them
+        # the rows are built when read: the page shows 25, the API a page of them
         rows = GoodputRows(
             index, goodput_ranking(index, benchmark.model_id, targets), targets, prices, decorate=decorate
         )
