@@ -334,7 +334,7 @@ def slo(request):
             }
         else:
             try:
-                answer = slo_answer(query.validated_data)
+                answer = slo_answer(query.validated_data, benchmarks=benchmarks)
             except ApplicationError as error:
                 context["errors"] = {SLO_FIELD_LABELS["benchmark"]: error.detail}
             else:
