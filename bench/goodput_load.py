@@ -7,7 +7,7 @@ gunicorn with the Redis cache, measured under 64 concurrent clients with locust 
         [--database NAME] [--var-dir DIR] [--keep] [--reuse] [--http-only] [--port 8770]
 
 First prints the storage per point and the in-process time of one query over 400 distinct targets, one thread
-(leaderboard.goodput.GoodputIndex.ranking; with the rows of one page, as a request builds them; with every row),
+(leaderboard.goodput.index.GoodputIndex.ranking; with the rows of one page, as a request builds them; with every row),
 and the first SLO query of a fresh web process; then the HTTP scenarios, each after its own warm-up:
 - the public API's SLO answer and the SLO page over distinct targets (drawn from 100,000 with 0.1 ms / 0.01 ms
   steps: practically every request misses the answer cache and the response cache, the worst case);
@@ -15,7 +15,8 @@ and the first SLO query of a fresh web process; then the HTTP scenarios, each af
   (bench/goodput_load.py buyers_targets says why).
 Prints p50/p95/p99 (ms) and requests/s, and the load average beside every figure (the machine may be shared). A
 script, not a test: nothing asserts a time. The database and the stored arrays are removed at the end unless
---keep; --reuse measures again on what a --keep run left (same --database and --var-dir), without loading;
+--keep; --reuse measures again on what a --keep run left (same --database and --var-dir), without loading, and
+leaves them there;
 --http-only leaves out the in-process figures (the table must be there: a --reuse run).
 """
 
@@ -125,7 +126,9 @@ def in_process(queries: list[dict]) -> None:
     from django.conf import settings
 
     from leaderboard.api.results import public_publications
-    from leaderboard.goodput import GoodputRows, GoodputTargets, goodput_index
+    from leaderboard.goodput.index import GoodputRows
+    from leaderboard.goodput.tables import goodput_index
+    from leaderboard.goodput.targets import GoodputTargets
     from leaderboard.tasks import goodput_table_build_task
 
     started = time.perf_counter()
@@ -255,6 +258,8 @@ def main() -> None:
 
         connection.close()
         base = f"http://127.0.0.1:{args.port}"
+        # sync workers, as deploy/gunicorn.conf.py has them; not that file itself: with it (its access log sent to
+        # /dev/null) the API's p99 was 2-3x higher in back-to-back runs (docs/performance.md)
         gunicorn = subprocess.Popen(
             [str(ROOT / ".venv/bin/gunicorn"), "portal.wsgi", "-w", str(args.workers), "-b", f"127.0.0.1:{args.port}",
              "--timeout", "300", "--log-level", "warning"],
@@ -310,7 +315,7 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        if args.keep:
+        if args.keep or args.reuse:  # what a --reuse run measured on is still there for the next one
             print(f"kept {database} and {var_dir} (--reuse --database {database} --var-dir {var_dir})")
         else:
             with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:

@@ -10,7 +10,8 @@ import math
 from dataclasses import dataclass, field
 
 from checker.recompute.goodput import SloTarget, evaluate
-from leaderboard.goodput import Prices, load_samples, published_point_samples
+from leaderboard.goodput.samples import load_samples, published_point_samples
+from leaderboard.goodput.targets import Prices
 from leaderboard.slo import node_count
 
 HOURLY_PRICE_FIELDS = (

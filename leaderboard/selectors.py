@@ -19,6 +19,7 @@ from django.http import Http404
 from catalog.models import Benchmark, ruleset_is_preview
 from catalog.selectors import benchmark_list
 from checker.judge.verification import CLAIMED, FULLY_RECOMPUTED, PARTLY_RECOMPUTED, Verification
+from leaderboard.cache import public_cached
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
 from leaderboard.systems import newest_per_system
 from review.models import Attestation, Review
@@ -391,6 +392,17 @@ def measured_power_of_results(public_ids: list[str]) -> dict[str, dict[int, dict
         if power:
             measured.setdefault(runs[run_id], {})[concurrency] = power
     return measured
+
+
+def measured_power_of_benchmark(model_id: str) -> dict[str, dict[int, dict]]:
+    """measured_power_of_results for every published result of a benchmark, kept per public generation: what the
+    SLO finder shows beside its rows is the same whatever the targets, so it is read once, not per answer."""
+
+    def build() -> dict[str, dict[int, dict]]:
+        public_ids = publications_public().filter(submission__benchmark__model_id=model_id)
+        return measured_power_of_results(list(public_ids.values_list("public_id", flat=True)))
+
+    return public_cached(f"measured-power:{model_id}", build)
 
 
 def submission_publication(submission: Submission) -> Publication | None:

@@ -18,7 +18,7 @@ def publications_publish_due_task() -> list[str]:
 def goodput_table_build_task() -> list[str]:
     """After a publication, retraction or backfill commits: write the goodput tables of the new public snapshot
     (leaderboard.goodput), so that no web process builds one on a buyer's first SLO query."""
-    from leaderboard.goodput import goodput_tables_build
+    from leaderboard.goodput.tables import goodput_tables_build
     from leaderboard.models import Publication
 
     return goodput_tables_build(Publication.objects.filter(Publication.states.q("published")))

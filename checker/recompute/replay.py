@@ -124,7 +124,7 @@ class PointReplay:
         self.osl = array("q")
         self.tpot_elapsed = array("q")  # complete - recv_first, for samples that have recv_first
         self.tpot_tokens = array("q")  # tokens after the first chunk, filled after tokenizing
-        # per tracked sample, in issue order (checker.goodput): where its numbers sit in the series above
+        # per tracked sample, in issue order (checker.recompute.goodput): where its numbers sit in the series above
         self.sample_ttft_ns = array("q")  # -1 until its first chunk arrives
         self.sample_osl_at = array("q")  # index into osl, -1 when it has no output text
         self.sample_tpot_at = array("q")  # index into tpot_tokens/tpot_elapsed, -1 when it has no tpot
@@ -141,7 +141,7 @@ class PointReplay:
         self._inflight_batch: tuple[Future, _Pending] | None = None
         self._executor: ThreadPoolExecutor | None = None
         self.lines = 0
-        # physical consistency (checker.rules.physical): tracked requests in flight, replayed in file order, and
+        # physical consistency (checker.judge.rules.physical): tracked requests in flight, replayed in file order, and
         # the digests that tell one raw log (or one tracked sample sequence) under two points
         self.declared_concurrency = declared_concurrency
         self.max_in_flight = 0
@@ -642,7 +642,7 @@ class PointReplay:
         return out
 
     def samples(self) -> SampleSeries:
-        """The per-sample arrays of the tracked samples (checker.goodput), after summary() has flushed the
+        """The per-sample arrays of the tracked samples (checker.recompute.goodput), after summary() has flushed the
         token counts."""
         self.flush()
         osl = _int64s(self.osl)
@@ -736,7 +736,7 @@ def recompute_point(
 ) -> dict | None:
     """Recompute one point's summary from its raw log; None when the log cannot be read at all.
     `declared_concurrency` lets the replay note the first line that leaves more requests in flight;
-    on_samples receives the point's per-sample arrays (checker.goodput) once the summary is made."""
+    on_samples receives the point's per-sample arrays (checker.recompute.goodput) once the summary is made."""
     replay = PointReplay(
         tokenizer=tokenizer,
         findings=findings,

@@ -3,6 +3,8 @@ API (leaderboard.api), which also serves their CSV and JSON."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -20,7 +22,7 @@ from leaderboard.api.results import public_publications
 from leaderboard.cache import cached_response, public_generation
 from leaderboard.cliffs import CLIFF_RULE
 from leaderboard.exports import procurement_query
-from leaderboard.goodput import CONVENTIONS
+from leaderboard.goodput.targets import CONVENTIONS
 from leaderboard.procurement import (
     MAX_MODELS,
     PHASE_FIELDS,
@@ -32,14 +34,18 @@ from leaderboard.procurement import (
 )
 from leaderboard.slo import NO_INTERPOLATION
 from portal.errors import ApplicationError
+from portal.pagination import MAX_OFFSET
+from portal.parsers import parse_positive
 
-PAGE_ROWS = 100  # the page shows the top of the ranking; the CSV and JSON have all of it
+# the page shows the top of the ranking, 25 rows at a time unless asked (a buyer reads the top systems); the CSV
+# and the JSON have all of it
+PAGE_ROWS = 25
 
 
-def _with_measured_power(rows: list[dict]) -> list[dict]:
-    """The shown rows, each with its point's tokens/s per measured kW where a power trace was submitted (one
-    query for the page; the API's rows carry the provisioned figures)."""
-    measured = selectors.measured_power_of_results(list(dict.fromkeys(row["public_id"] for row in rows)))
+def _with_measured_power(rows: list[dict], model_id: str) -> list[dict]:
+    """The shown rows, each with its point's tokens/s per measured kW where a power trace was submitted (read once
+    per public generation for the benchmark; the API's rows carry the provisioned figures)."""
+    measured = selectors.measured_power_of_benchmark(model_id)
     out = []
     for row in rows:
         trace = (measured.get(row["public_id"]) or {}).get(row.get("concurrency")) or {}
@@ -126,109 +132,169 @@ def _floatformat(value, places: int, decimal_sep: str) -> str:
     return f"{whole}{decimal_sep}{fraction}"
 
 
-_ROW_PARTS_MAX = 50_000
-_row_parts: dict[tuple, tuple[str, str, str]] = {}
-_row_parts_generation: list[int | None] = [None]
+class _Cells:
+    """How the per-request table writes a value: escaped and localized text, and `floatformat` on the digits."""
 
+    def __init__(self) -> None:
+        self.decimal_sep = get_format("DECIMAL_SEPARATOR")
+        self.plain_ints = not settings.USE_THOUSAND_SEPARATOR
 
-def _goodput_rows_html(rows: list[dict], *, priced: bool, generation: int | None) -> list[SafeString]:
-    """The per-request SLO table's rows, exactly as templates/leaderboard/_slo_goodput_row.html renders them (its
-    definition: tests/leaderboard/test_goodput.py compares the two). Written here because every answer's figures
-    are new, and rendering a hundred rows through the template was most of a page. What a row shows of its point
-    alone (system, result, cliff, the percentile view) is formatted once per process and public generation."""
-    if generation is None or _row_parts_generation[0] != generation or len(_row_parts) > _ROW_PARTS_MAX:
-        _row_parts.clear()
-        _row_parts_generation[0] = generation
-    sep = get_format("DECIMAL_SEPARATOR")
-    plain_ints = not settings.USE_THOUSAND_SEPARATOR
-
-    def text(value) -> str:
-        if plain_ints and type(value) is int:
+    def text(self, value) -> str:
+        if self.plain_ints and type(value) is int:
             return str(value)
         return conditional_escape(localize(value))
 
-    def figure(value, places: int) -> str:
-        return _floatformat(value, places, sep)
+    def figure(self, value, places: int) -> str:
+        return _floatformat(value, places, self.decimal_sep)
 
+
+def _system_cell(row: dict, fmt: _Cells) -> str:
+    label = row.get("accelerator_label")
+    accelerators = f"<span data-accelerators>{fmt.text(label)}</span> · " if label else ""
+    return (
+        f'<td>{fmt.text(row["system"])}<br><span class="muted small">{fmt.text(row["organisation"])} · {accelerators}'
+        f'<a href="{fmt.text(row["result_url"])}">{fmt.text(row["public_id"])}</a></span></td>'
+    )
+
+
+def _goodput_cell(row: dict, fmt: _Cells) -> str:
+    html = f'<td class="num" data-metric="goodput_tps"><strong>{fmt.figure(row["goodput_tps"], 1)}</strong>'
+    for name, what in (
+        ("goodput_tps_per_accelerator", "/ accel."),
+        ("goodput_tps_per_node", "/ node"),
+        ("goodput_tps_per_kw", "/ kW"),
+    ):
+        if row.get(name) is not None:
+            html += (
+                f'<br><span class="small muted" data-metric="{name}">{fmt.figure(row[name], 1)} {what}</span>'
+            )
+    if row.get("measured_tps_per_kw") is not None:
+        html += (
+            '<br><span class="small muted" data-metric="measured_tps_per_kw" title="System tokens/s per measured kW '
+            f'(power trace)">{fmt.figure(row["measured_tps_per_kw"], 1)} sys. / measured kW</span>'
+        )
+    return html + "</td>"
+
+
+def _cost_cell(row: dict, fmt: _Cells) -> str:
+    if row.get("cost_per_million_good_tokens") is None:
+        cost = "—"
+    else:
+        cost = (
+            f"<strong>{fmt.figure(row['cost_per_million_good_tokens'], 3)}</strong><br>"
+            f'<span class="small muted">{fmt.figure(row.get("cost_per_million_tokens"), 3)} / M tokens</span>'
+        )
+    return f'<td class="num" data-metric="cost_per_million_good_tokens">{cost}</td>'
+
+
+def _point_cell(row: dict, fmt: _Cells) -> str:
+    cliff = row.get("cliff")
+    side = fmt.text(cliff.get("side") or "none") if isinstance(cliff, dict) else "none"
+    note = ""
+    if cliff:
+        at = fmt.text(cliff["cliff"]["after_concurrency"])
+        where = f"before the cliff at r{at}" if cliff.get("side") == "before" else f"past the cliff at r{at}"
+        note = f'<br><span class="small muted" title="{conditional_escape(CLIFF_RULE)}">{where}</span>'
+    return f'<td class="num" data-cliff="{side}">{fmt.text(row["point"])}{note}</td>'
+
+
+def _figure_cell(name: str, places: int, unit: str = ""):
+    """A cell of one figure; a share (0..1) is shown as a percentage."""
+    if unit == " %":
+        return lambda row, fmt: (
+            f'<td class="num" data-metric="{name}">{fmt.figure(100 * row[name], places)} %</td>'
+        )
+    return lambda row, fmt: f'<td class="num" data-metric="{name}">{fmt.figure(row[name], places)}</td>'
+
+
+@dataclass(frozen=True)
+class GoodputColumn:
+    """A column of the per-request answer: its header and how a row's cell is written, in one place."""
+
+    header: str  # the <th>'s HTML
+    cell: Callable[[dict, _Cells], str]  # a row's <td>
+    priced: bool = False  # shown only when the buyer gave a price
+
+
+GOODPUT_COLUMNS = (
+    GoodputColumn('<th scope="col">#</th>', lambda row, fmt: f"<td>{fmt.text(row['rank'])}</td>"),
+    GoodputColumn('<th scope="col">System · result</th>', _system_cell),
+    GoodputColumn(
+        '<th scope="col" class="num">Goodput tok/s <span class="small muted">/ accel. / node / kW</span></th>',
+        _goodput_cell,
+    ),
+    GoodputColumn('<th scope="col" class="num">Attainment</th>', _figure_cell("attainment", 1, " %")),
+    GoodputColumn('<th scope="col" class="num">Cost / M good tokens</th>', _cost_cell, priced=True),
+    GoodputColumn('<th scope="col" class="num">Point</th>', _point_cell),
+    GoodputColumn('<th scope="col" class="num">Goodput req/s</th>', _figure_cell("goodput_rps", 2)),
+    GoodputColumn(
+        '<th scope="col" class="num">Good / tracked</th>',
+        lambda row, fmt: (
+            f'<td class="num" data-metric="good_requests">{fmt.text(row["good_requests"])} / '
+            f"{fmt.text(row['tracked_requests'])}</td>"
+        ),
+    ),
+    GoodputColumn('<th scope="col" class="num">TTFT alone</th>', _figure_cell("ttft_attainment", 1, " %")),
+    GoodputColumn('<th scope="col" class="num">TPOT alone</th>', _figure_cell("tpot_attainment", 1, " %")),
+    GoodputColumn('<th scope="col" class="num">System tok/s</th>', _figure_cell("system_tps", 1)),
+    GoodputColumn('<th scope="col" class="num">TTFT P90 (ms)</th>', _figure_cell("ttft_p90_ms", 1)),
+    GoodputColumn('<th scope="col" class="num">Interactivity P90</th>', _figure_cell("tps_per_user", 2)),
+)
+
+
+def goodput_table_html(rows: list[dict], *, priced: bool) -> tuple[SafeString, list[SafeString]]:
+    """The per-request answer's header row and its rows, written here rather than by a template: every answer's
+    figures are new, and a template took ~4 ms for 25 rows (docs/performance.md)."""
+    columns = [column for column in GOODPUT_COLUMNS if priced or not column.priced]
+    fmt = _Cells()
+    header = mark_safe("<tr>" + "".join(column.header for column in columns) + "</tr>")
     html = []
     for row in rows:
-        # a curve may list one concurrency twice: its figures are part of what names a point's parts
-        key = (row["public_id"], row["point"], row["system_tps"], row["ttft_p90_ms"], row["tps_per_user"])
-        parts = _row_parts.get(key) if generation is not None else None
-        if parts is None:
-            public_id, point = text(row["public_id"]), text(row["point"])
-            label = row.get("accelerator_label")
-            accelerators = f"<span data-accelerators>{text(label)}</span> · " if label else ""
-            cliff = row.get("cliff")
-            side = text(cliff.get("side") or "none") if isinstance(cliff, dict) else "none"
-            cliff_note = ""
-            if cliff:
-                at = text(cliff["cliff"]["after_concurrency"])
-                where = (
-                    f"before the cliff at r{at}"
-                    if cliff.get("side") == "before"
-                    else f"past the cliff at r{at}"
-                )
-                cliff_note = (
-                    f'<br><span class="small muted" title="{conditional_escape(CLIFF_RULE)}">{where}</span>'
-                )
-            parts = (
-                f'\n      <tr id="result-{public_id}" data-public-id="{public_id}" data-point="{point}">'
-                "\n        <td>",
-                f'</td>\n        <td>{text(row["system"])}<br><span class="muted small">{text(row["organisation"])} · '
-                f'{accelerators}<a href="{text(row["result_url"])}">{public_id}</a></span></td>'
-                '\n        <td class="num" data-metric="goodput_tps">',
-                f'\n        <td class="num" data-cliff="{side}">{point}{cliff_note}</td>'
-                '\n        <td class="num" data-metric="goodput_rps">',
-                f'\n        <td class="num">{figure(row["system_tps"], 1)}</td>'
-                f'\n        <td class="num">{figure(row["ttft_p90_ms"], 1)}</td>'
-                f'\n        <td class="num">{figure(row["tps_per_user"], 2)}</td>'
-                "\n      </tr>\n    ",
-            )
-            if generation is not None:
-                _row_parts[key] = parts
-        goodput = f"<strong>{figure(row['goodput_tps'], 1)}</strong>"
-        if row.get("goodput_tps_per_accelerator") is not None:
-            goodput += f'<br><span class="small muted">{figure(row["goodput_tps_per_accelerator"], 1)} / accel.</span>'
-        if row.get("goodput_tps_per_node") is not None:
-            goodput += (
-                '<br><span class="small muted" data-metric="goodput_tps_per_node">'
-                f"{figure(row['goodput_tps_per_node'], 1)} / node</span>"
-            )
-        if row.get("goodput_tps_per_kw") is not None:
-            goodput += (
-                '<br><span class="small muted" data-metric="goodput_tps_per_kw">'
-                f"{figure(row['goodput_tps_per_kw'], 1)} / kW</span>"
-            )
-        if row.get("measured_tps_per_kw") is not None:
-            goodput += (
-                '<br><span class="small muted" data-metric="measured_tps_per_kw" title="System tokens/s per measured '
-                f'kW (power trace)">{figure(row["measured_tps_per_kw"], 1)} sys. / measured kW</span>'
-            )
-        if priced:
-            if row.get("cost_per_million_good_tokens") is not None:
-                cost = (
-                    f"<strong>{figure(row['cost_per_million_good_tokens'], 3)}</strong><br>"
-                    f'<span class="small muted">{figure(row.get("cost_per_million_tokens"), 3)} / M tokens</span>'
-                )
-            else:
-                cost = "—"
-            cost = f'\n        <td class="num" data-metric="cost_per_million_good_tokens">{cost}</td>'
-        else:
-            cost = "\n        "
+        public_id = fmt.text(row["public_id"])
+        cells = "\n        ".join(column.cell(row, fmt) for column in columns)
         html.append(
             mark_safe(
-                f"{parts[0]}{text(row['rank'])}{parts[1]}{goodput}</td>"
-                f'\n        <td class="num" data-metric="attainment">{figure(row["attainment_pct"], 1)} %</td>'
-                f"{cost}{parts[2]}{figure(row['goodput_rps'], 2)}</td>"
-                f'\n        <td class="num" data-metric="good_requests">{text(row["good_requests"])} / '
-                f"{text(row['tracked_requests'])}</td>"
-                f'\n        <td class="num" data-metric="ttft_attainment">{figure(row["ttft_attainment_pct"], 1)} %</td>'
-                f'\n        <td class="num" data-metric="tpot_attainment">{figure(row["tpot_attainment_pct"], 1)} %</td>'
-                f"{parts[3]}"
+                f'\n      <tr id="result-{public_id}" data-public-id="{public_id}" data-point="{fmt.text(row["point"])}">'
+                f"\n        {cells}\n      </tr>"
             )
         )
-    return html
+    return header, html
+
+
+def _page_of(request, total: int) -> dict:
+    """Which rows of an answer the page shows (`offset` and `limit`, as the API reads them; 25 from the top unless
+    asked), and the links to the next rows, the previous ones and all of them, keeping every input in the URL."""
+    limit = parse_positive(
+        request.GET.get("limit"), default=PAGE_ROWS, maximum=settings.PORTAL_API_MAX_PAGE_SIZE
+    )
+    offset = min(parse_positive(request.GET.get("offset"), default=0, maximum=MAX_OFFSET), max(total - 1, 0))
+    asked = {
+        k: v for k, v in request.GET.items() if v not in ("", None) and k not in ("format", "offset", "limit")
+    }
+
+    def url(start: int, size: int) -> str:
+        shown = {
+            **asked,
+            **({"offset": start} if start else {}),
+            **({"limit": size} if size != PAGE_ROWS else {}),
+        }
+        return "?" + urlencode(shown) + "#slo-answer"
+
+    end = min(offset + limit, total)
+    everything = min(total, settings.PORTAL_API_MAX_PAGE_SIZE)
+    return {
+        "asked": asked,
+        "offset": offset,
+        "limit": limit,
+        "first": offset + 1,
+        "last": end,
+        "total": total,
+        "next_count": min(limit, total - end),
+        "next_url": url(end, limit) if end < total else None,
+        "previous_url": url(max(offset - limit, 0), limit) if offset else None,
+        "all_url": url(0, everything) if offset or end < total else None,
+        "all_count": everything,
+    }
 
 
 def _public_page(view):
@@ -268,42 +334,37 @@ def slo(request):
             }
         else:
             try:
-                answer = slo_answer(query.validated_data)
+                answer = slo_answer(query.validated_data, benchmarks=benchmarks)
             except ApplicationError as error:
                 context["errors"] = {SLO_FIELD_LABELS["benchmark"]: error.detail}
             else:
                 params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
-                if answer["mode"] == "per_request":
-                    shown = [
-                        {
-                            **row,
-                            **{
-                                f"{p}attainment_pct": 100 * row[f"{p}attainment"]
-                                for p in ("", "ttft_", "tpot_")
-                            },
-                        }
-                        for row in _with_measured_power(answer["rows"][:PAGE_ROWS])
-                    ]
-                    context.update(
-                        answer=answer,
-                        goal_pct=100 * answer["targets"].attainment,
-                        shown_rows=shown,
-                        goodput_rows_html=_goodput_rows_html(
-                            shown, priced=answer["priced"], generation=generation
-                        ),
-                        json_url="/api/v1/public/slo/?" + urlencode(params),
-                        csv_url="/api/v1/public/slo/?"
-                        + urlencode({**params, "format": "csv", "limit": 1000}),
-                    )
-                    return render(request, "leaderboard/slo.html", context)
-                shown = _with_measured_power(answer["rows"][:PAGE_ROWS])
+                page = _page_of(request, len(answer["rows"]))
+                shown = _with_measured_power(
+                    answer["rows"][page["offset"] : page["offset"] + page["limit"]],
+                    answer["benchmark"].model_id,
+                )
                 context.update(
                     answer=answer,
-                    shown_rows=shown,
-                    shown_rows_html=_slo_rows_html(shown, answer["interactivity_metric"], generation),
+                    page=page,
                     json_url="/api/v1/public/slo/?" + urlencode(params),
-                    csv_url="/api/v1/public/slo/?" + urlencode({**params, "format": "csv", "limit": 1000}),
+                    # the whole answer, whichever rows the page shows
+                    csv_url="/api/v1/public/slo/?"
+                    + urlencode(
+                        {**page["asked"], "format": "csv", "limit": settings.PORTAL_API_MAX_PAGE_SIZE}
+                    ),
                 )
+                if answer["mode"] == "per_request":
+                    header, rows_html = goodput_table_html(shown, priced=answer["priced"])
+                    context.update(
+                        goal_pct=100 * answer["targets"].attainment,
+                        goodput_header=header,
+                        goodput_rows_html=rows_html,
+                    )
+                else:
+                    context["shown_rows_html"] = _slo_rows_html(
+                        shown, answer["interactivity_metric"], generation
+                    )
     status = 400 if context.get("errors") else 200
     return render(request, "leaderboard/slo.html", context, status=status)
 

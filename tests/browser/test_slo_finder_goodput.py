@@ -92,6 +92,18 @@ def test_the_slo_answer_in_chromium_equals_the_raw_events(chromium, live_server,
     width = page.evaluate("document.querySelector('#slo-table').getBoundingClientRect().right")
     assert width <= 1280
     page.screenshot(path=str(SHOTS / "buyer-slo-answer.png"), full_page=True)
+    assert page.locator("[data-shown-rows]").inner_text() == "Rows 1–2 of 2"
+
+    # a row at a time (the page shows 25 unless asked): the next row keeps its rank and the targets stay in the URL
+    page.goto(f"{page.url.split('#')[0]}&limit=1")
+    assert page.locator("#slo-table tbody tr").count() == 1
+    assert page.locator("[data-shown-rows]").inner_text() == "Rows 1–1 of 2"
+    page.click('a[rel="next"]')
+    page.wait_for_selector('a[rel="prev"]')
+    row = page.locator("#slo-table tbody tr")
+    assert row.count() == 1 and row.get_attribute("data-public-id") == want[1][0]
+    assert row.locator("td").first.inner_text() == "2" and "ttft_ms=110" in page.url
+    page.screenshot(path=str(SHOTS / "buyer-slo-next-rows.png"), full_page=True)
 
     page.goto(f"{live_server.url}/leaderboard/slo/?benchmark=llama3_1-8b&ttft_ms=-5")
     assert "TTFT per request ≤ (ms)" in page.locator(".errors").inner_text()

@@ -15,7 +15,8 @@ from django.test import Client, override_settings
 
 from checker.recompute.goodput import SampleSeries, SloTarget, evaluate
 from leaderboard.cache import public_cache_bump
-from leaderboard.goodput import GoodputIndex, GoodputTargets
+from leaderboard.goodput.index import GoodputIndex
+from leaderboard.goodput.targets import GoodputTargets
 from submissions.models import CheckRun, PointMetric
 from tests.checker.test_goodput import reference_slo
 from tests.factories import BenchmarkFactory
@@ -224,24 +225,24 @@ def table_dir(tmp_path, settings):
 def test_the_publish_worker_writes_the_table_the_web_processes_map(world, raw_events, table_dir):
     """goodput_table_build_task writes the snapshot's table; a web process then maps it (no arrays read from
     storage) and answers what the raw events say; a new publication names a new table."""
-    from leaderboard import goodput
+    from leaderboard.goodput import tables
     from leaderboard.tasks import goodput_table_build_task
 
     built = goodput_table_build_task()
     assert len(built) == 1 and (table_dir / built[0] / "complete").exists()
-    goodput._indexes.clear()
+    tables._indexes.clear()
     reads = []
-    original = goodput.load_samples
-    goodput.load_samples = lambda *a: reads.append(a) or original(*a)
+    original = tables.load_samples
+    tables.load_samples = lambda *a: reads.append(a) or original(*a)
     try:
         response = Client().get(
             "/api/v1/public/slo/",
             {"benchmark": "goodput-model", "ttft_ms": 300, "tpot_ms": 50, "attainment": 95},
         )
     finally:
-        goodput.load_samples = original
+        tables.load_samples = original
     assert response.status_code == 200 and reads == []
-    index = goodput._indexes["goodput-model"][1]
+    index = tables._indexes["goodput-model"][1]
     assert isinstance(index.arrays["ttft_t"], np.memmap)
     want = expected_answer(world, raw_events, ttft_ms=300.0, tpot_ms=50.0, goal=0.95)
     got = response.json()["results"]
@@ -261,7 +262,7 @@ def test_an_answer_is_cached_across_urls_and_a_publication_invalidates_it(world,
     """The same targets asked in other words (300 or 300.0, the page, another page of the API) are one cached
     answer; once a new result is published (a new public generation), the next question is answered afresh and
     the new result is in it."""
-    from leaderboard import goodput
+    from leaderboard.goodput import tables
     from tests.factories import OrganisationFactory
 
     ranked = []
@@ -269,14 +270,14 @@ def test_an_answer_is_cached_across_urls_and_a_publication_invalidates_it(world,
     monkeypatch.setattr(
         GoodputIndex, "ranking", lambda self, targets: ranked.append(targets) or original(self, targets)
     )
-    goodput._rankings.clear()
+    tables._rankings.clear()
     query = {"benchmark": "goodput-model", "ttft_ms": 110, "tpot_ms": 12.5, "attainment": 50}
     first = Client().get("/api/v1/public/slo/", query).json()["results"]
     again = Client().get(
         "/api/v1/public/slo/", {**query, "ttft_ms": "110.0", "attainment": "50.000", "limit": 5}
     )
     page = Client().get("/leaderboard/slo/", query)
-    goodput._rankings.clear()  # another web process: the answer comes from the shared cache
+    tables._rankings.clear()  # another web process: the answer comes from the shared cache
     other = Client().get("/api/v1/public/slo/", {**query, "tpot_ms": "12.50"}).json()["results"]
     assert len(ranked) == 1 and again.json()["results"] == first == other and page.status_code == 200
     assert len(first) == 2
@@ -459,37 +460,108 @@ def test_the_fast_number_format_is_django_floatformat():
             assert _floatformat(value, places, ".") == floatformat(value, places), (value, places)
 
 
-def test_the_page_rows_are_what_the_row_template_renders(world, raw_events):
-    """The SLO page writes its per-request rows in Python; templates/leaderboard/_slo_goodput_row.html is their
-    definition: the same bytes for real answers (priced or not) and for rows with missing figures, a cliff on
-    either side and names that need escaping."""
-    from django.template.loader import get_template
+def test_the_page_rows_show_each_figure_under_its_header(world, raw_events):
+    """The per-request table's rows (written in Python, leaderboard.views.buyer.GOODPUT_COLUMNS: a column's header
+    and cell in one place): as many cells as headers, priced or not, each figure as `floatformat` writes it, names
+    escaped, a missing figure left out or shown as a dash, and the side of a cliff said in words."""
+    import re
+
+    from django.template.defaultfilters import floatformat
 
     from leaderboard.api.buyer import slo_answer
-    from leaderboard.cliffs import CLIFF_RULE
-    from leaderboard.views.buyer import _goodput_rows_html
+    from leaderboard.views.buyer import goodput_table_html
 
-    template = get_template("leaderboard/_slo_goodput_row.html")
     base = {"benchmark": "goodput-model", "mode": "per_request", "ttft_ms": 110.0, "tpot_ms": 12.5}
-    rows = []
-    for goal, price in ((50.0, None), (10.0, 2.5)):
-        answer = slo_answer({**base, "attainment": goal, "price_per_accelerator_hour": price})
-        rows += [(row, answer["priced"]) for row in answer["rows"]]
-    assert len(rows) >= 4
-    row = rows[0][0]
+    answer = slo_answer({**base, "attainment": 10.0, "price_per_accelerator_hour": 2.5})
+    rows = answer["rows"][:]
+    assert len(rows) == 2
+    for priced in (False, True):
+        header, html = goodput_table_html(rows, priced=priced)
+        headers = re.findall(r"<th scope=\"col\"[^>]*>(.*?)</th>", header)
+        assert ("Cost / M good tokens" in headers) is priced and headers[:2] == ["#", "System · result"]
+        for row, written in zip(rows, html, strict=True):
+            assert len(re.findall(r"<td[ >]", written)) == len(headers)
+            assert f'data-public-id="{row["public_id"]}" data-point="{row["point"]}"' in written
+            cells = dict(re.findall(r'<td class="num" data-metric="(\w+)">(.*?)</td>', written))
+            assert re.sub("<[^>]+>", "", cells["goodput_tps"]).startswith(floatformat(row["goodput_tps"], 1))
+            assert cells["attainment"] == f"{floatformat(100 * row['attainment'], 1)} %"
+            assert cells["good_requests"] == f"{row['good_requests']} / {row['tracked_requests']}"
+            assert cells["goodput_rps"] == floatformat(row["goodput_rps"], 2)
+            assert cells["tpot_attainment"] == f"{floatformat(100 * row['tpot_attainment'], 1)} %"
+            assert f">{floatformat(row['goodput_tps_per_accelerator'], 1)} / accel.<" in written
+            if priced:
+                assert f"<strong>{floatformat(row['cost_per_million_good_tokens'], 3)}</strong>" in written
+    row = rows[0]
     cliff = {"after_concurrency": 16, "before_concurrency": 8}
-    rows += [
-        ({**row, "system": 'A<&>"B', "organisation": None, "accelerators": None}, False),
-        ({**row, "goodput_tps_per_accelerator": None, "goodput_tps_per_kw": None, "cliff": None}, True),
-        ({**row, "cliff": {"side": "before", "cliff": cliff}, "cost_per_million_good_tokens": None}, True),
-        ({**row, "cliff": {"side": "past", "cliff": cliff}, "rank": None, "goodput_tps": 0.04999}, True),
+    _, (odd,) = goodput_table_html(
+        [
+            {
+                **row,
+                "system": 'A<&>"B',
+                "organisation": None,
+                "goodput_tps_per_accelerator": None,
+                "cliff": None,
+            }
+        ],
+        priced=True,
+    )
+    assert "A&lt;&amp;&gt;&quot;B<br>" in odd and "/ accel." not in odd and 'data-cliff="none"' in odd
+    _, (before,) = goodput_table_html(
+        [{**row, "cliff": {"side": "before", "cliff": cliff}, "cost_per_million_good_tokens": None}],
+        priced=True,
+    )
+    assert "before the cliff at r16" in before and 'data-cliff="before"' in before
+    assert '<td class="num" data-metric="cost_per_million_good_tokens">—</td>' in before
+    _, (past,) = goodput_table_html([{**row, "cliff": {"side": "past", "cliff": cliff}}], priced=False)
+    assert "past the cliff at r16" in past and 'data-cliff="past"' in past
+
+
+def test_the_page_shows_the_answer_a_page_at_a_time_keeping_the_inputs(world, raw_events):
+    """25 rows from the top unless asked (`offset` and `limit`, as the API reads them); the links to the next rows
+    and to all of them keep the targets, and a row keeps its rank in the whole answer."""
+    import html as html_lib
+    import re
+
+    query = {"benchmark": "goodput-model", "ttft_ms": 110, "tpot_ms": 12.5, "attainment": 50}
+    want = [
+        public_id
+        for public_id, _, _ in expected_answer(world, raw_events, ttft_ms=110.0, tpot_ms=12.5, goal=0.5)
     ]
-    for row, priced in rows:
-        shown = {**row, **{f"{p}attainment_pct": 100 * row[f"{p}attainment"] for p in ("", "ttft_", "tpot_")}}
-        want = (
-            "\n"
-            + template.render({"row": shown, "answer": {"priced": priced}, "cliff_rule": CLIFF_RULE})
-            + "    "
-        )
-        for generation in (None, 7, 7):  # uncached, then the point's parts formatted once and read back
-            assert _goodput_rows_html([shown], priced=priced, generation=generation) == [want]
+
+    def shown(html: str) -> list[tuple[str, str]]:
+        return re.findall(r'data-public-id="([^"]+)" data-point="[^"]+">\s*<td>(\d+)</td>', html)
+
+    def link(html: str, attribute: str) -> str:
+        return html_lib.unescape(re.search(rf'<a href="([^"]+)" {attribute}', html).group(1))
+
+    everything = Client().get("/leaderboard/slo/", query).content.decode()
+    assert shown(everything) == [(want[0], "1"), (want[1], "2")] and 'rel="next"' not in everything
+    assert "Rows 1–2 of 2" in everything
+    first = Client().get("/leaderboard/slo/", {**query, "limit": 1}).content.decode()
+    assert shown(first) == [(want[0], "1")] and "Rows 1–1 of 2" in first
+    following = link(first, 'rel="next"')
+    assert all(f"{name}=" in following for name in query) and "offset=1" in following
+    second = Client().get("/leaderboard/slo/" + following.split("#")[0]).content.decode()
+    assert shown(second) == [(want[1], "2")] and 'rel="prev"' in second and 'rel="next"' not in second
+    all_of_them = (
+        Client().get("/leaderboard/slo/" + link(first, "data-show-all").split("#")[0]).content.decode()
+    )
+    assert shown(all_of_them) == shown(everything)
+
+
+def test_a_long_answer_shows_25_rows_and_links_to_the_next_25_and_to_all():
+    from django.test import RequestFactory
+
+    from leaderboard.views.buyer import _page_of
+
+    asked = "/leaderboard/slo/?benchmark=m&ttft_ms=300&tpot_ms=50"
+    page = _page_of(RequestFactory().get(asked), 700)
+    assert (page["first"], page["last"], page["previous_url"]) == (1, 25, None)
+    assert page["next_url"] == "?benchmark=m&ttft_ms=300&tpot_ms=50&offset=25#slo-answer"
+    assert page["all_url"] == "?benchmark=m&ttft_ms=300&tpot_ms=50&limit=700#slo-answer"
+    last = _page_of(RequestFactory().get(asked + "&offset=690"), 700)
+    assert (last["first"], last["last"], last["next_url"]) == (691, 700, None)
+    assert last["previous_url"] == "?benchmark=m&ttft_ms=300&tpot_ms=50&offset=665#slo-answer"
+    assert (
+        _page_of(RequestFactory().get(asked + "&limit=x&offset=-3"), 700)["last"] == 25
+    )  # as the API reads them

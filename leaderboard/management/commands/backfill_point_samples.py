@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from leaderboard.goodput import published_check_runs
+from leaderboard.goodput.samples import published_check_runs
 
 
 class Command(BaseCommand):

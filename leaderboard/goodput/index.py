@@ -1,184 +1,25 @@
-"""The SLO finder per request: for every published result, the best measured point whose share of good requests
-(checker.recompute.goodput: TTFT <= X ms and TPOT <= Y ms per request, failed requests are violations) meets the buyer's
-attainment goal, ranked by token goodput. Computed from the per-sample arrays kept per point when its check ran
-(PointMetric.samples_key), never from percentiles and never by re-reading a raw log.
+"""GoodputIndex: the per-sample arrays of every ranked point of one benchmark in flat arrays, and the ranking of a
+per-request SLO query over them; GoodputRows: the rows of a ranking, built when read.
 
-GoodputIndex holds the samples of every ranked point of one benchmark in three flat arrays (TTFT and TPOT as
-float64 nanoseconds, +inf where a sample cannot be good; output tokens), plus per point its 1 %-step order
-statistics of TTFT and TPOT. A query first drops the points that cannot reach the goal (the order statistic at
-the goal exceeds a target: exact, not an estimate), then evaluates exactly, per result, its remaining points from
-the highest possible goodput down, stopping when no remaining point can beat the best one found.
+A query first drops the points that cannot reach the goal (the k-th smallest TTFT or TPOT exceeds its target, k the
+fewest good requests meeting the goal: exact, not an estimate), then evaluates exactly, per result, its remaining
+points from the highest possible goodput down, stopping when no remaining point can beat the best one found.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections import OrderedDict
-from dataclasses import dataclass
 
 import numpy as np
-from django.core.files.storage import default_storage
 
-from checker.recompute.goodput import SampleSeries, sha256_of
+from checker.recompute.goodput import SampleSeries
 from leaderboard.cliffs import cliff_side, curve_cliffs
-from leaderboard.models import Publication, PublicationRevision
-from submissions.models import CheckRun, PointMetric
+from leaderboard.goodput.targets import GoodputTargets, Prices, normalised
 
 logger = logging.getLogger(__name__)
 
 _NO_LIMIT = float(np.finfo(np.float64).max)  # finite, so a sample at +inf (cannot be good) never meets it
-
-CONVENTIONS = (
-    "Per request, from the raw logs: a tracked request is good when it completed without an error, its time to "
-    "first token is within the TTFT target and its time per output token within the TPOT target (a request "
-    "with nothing after its first chunk is judged on TTFT alone). Attainment is good requests ÷ tracked "
-    "requests: failed and unfinished requests count as violations, as AIPerf and GuideLLM count them "
-    "(inference-perf leaves failed requests out, vLLM's goodput ignores them, so their figures read higher "
-    "on runs with failures). Goodput is good requests (or their output tokens) per second of the measured "
-    "window. A result qualifies at its best measured point meeting the goal; nothing is interpolated."
-)
-
-
-def published_check_runs() -> list[CheckRun]:
-    """The check runs every published result's numbers come from (its newest revision and older ones)."""
-    ids = set(
-        Publication.objects.filter(Publication.states.q("published"), check_run__isnull=False).values_list(
-            "check_run_id", flat=True
-        )
-    )
-    ids |= set(
-        PublicationRevision.objects.filter(
-            Publication.states.q("published", via="publication"),
-            PublicationRevision.states.q("published"),
-            check_run__isnull=False,
-        ).values_list("check_run_id", flat=True)
-    )
-    return list(
-        CheckRun.objects.filter(pk__in=ids).select_related("version__submission__benchmark").order_by("pk")
-    )
-
-
-def published_point_samples(public_ids: list[str]) -> dict[str, dict[str, tuple[str, str]]]:
-    """Per published result, per point key, the (storage key, SHA-256) of its per-sample arrays: from the check
-    run of its newest revision first, then older revisions' (an extension's inherited points)."""
-    runs: dict[str, list[int]] = {}
-    for public_id, run_id in Publication.objects.filter(public_id__in=public_ids).values_list(
-        "public_id", "check_run_id"
-    ):
-        if run_id is not None:
-            runs.setdefault(public_id, []).append(run_id)
-    for public_id, run_id in (
-        PublicationRevision.objects.filter(
-            PublicationRevision.states.q("published"),
-            publication__public_id__in=public_ids,
-            check_run__isnull=False,
-        )
-        .order_by("-number")
-        .values_list("publication__public_id", "check_run_id")
-    ):
-        if run_id not in runs.setdefault(public_id, []):
-            runs[public_id].append(run_id)
-    order = {run_id: (public_id, rank) for public_id, ids in runs.items() for rank, run_id in enumerate(ids)}
-    found: dict[str, dict[str, tuple[int, str, str]]] = {}
-    for run_id, key, samples_key, sha256 in (
-        PointMetric.objects.filter(check_run_id__in=list(order))
-        .exclude(samples_key="")
-        .values_list("check_run_id", "key", "samples_key", "samples_sha256")
-    ):
-        public_id, rank = order[run_id]
-        current = found.setdefault(public_id, {}).get(key)
-        if current is None or rank < current[0]:
-            found[public_id][key] = (rank, samples_key, sha256)
-    return {pid: {k: (v[1], v[2]) for k, v in points.items()} for pid, points in found.items()}
-
-
-def load_samples(samples_key: str, sha256: str) -> SampleSeries | None:
-    """A point's stored arrays, or None (logged) when they are missing or no longer hash to their SHA-256."""
-    try:
-        with default_storage.open(samples_key, "rb") as stream:
-            data = stream.read()
-    except OSError:
-        logger.warning("per-sample arrays %s are missing from storage", samples_key)
-        return None
-    if sha256_of(data) != sha256:
-        logger.warning("per-sample arrays %s do not match their SHA-256", samples_key)
-        return None
-    try:
-        return SampleSeries.from_npz(data)
-    except ValueError:
-        logger.warning("per-sample arrays %s cannot be read", samples_key)
-        return None
-
-
-@dataclass(frozen=True)
-class GoodputTargets:
-    """What a buyer asks per request, and of how many requests."""
-
-    ttft_ms: float | None
-    tpot_ms: float | None
-    attainment: float  # the share of requests that must be good, 0 < attainment <= 1
-    power_kw_max: float | None = None
-    accelerators_max: int | None = None
-
-
-@dataclass(frozen=True)
-class Prices:
-    """What a buyer pays (the portal prices nothing itself): one hourly price, and optionally energy."""
-
-    per_accelerator_hour: float | None = None
-    per_node_hour: float | None = None
-    per_system_hour: float | None = None
-    per_kwh: float | None = None
-
-    @property
-    def given(self) -> bool:
-        return any(
-            v is not None for v in (self.per_accelerator_hour, self.per_node_hour, self.per_system_hour)
-        )
-
-    def system_hour(
-        self, *, accelerators: int | None, nodes: int | None, power_kw: float | None
-    ) -> float | None:
-        """The system's cost per hour at a point, or None when a count (or the power, for energy) is unknown."""
-        if self.per_system_hour is not None:
-            hourly = self.per_system_hour
-        elif self.per_node_hour is not None:
-            hourly = self.per_node_hour * nodes if nodes else None
-        elif self.per_accelerator_hour is not None:
-            hourly = self.per_accelerator_hour * accelerators if accelerators else None
-        else:
-            return None
-        if hourly is None:
-            return None
-        if self.per_kwh is not None:
-            if power_kw is None:
-                return None
-            hourly += power_kw * self.per_kwh
-        return hourly
-
-
-def normalised(row: dict, *, accelerators: int | None, nodes: int | None, prices: Prices | None) -> dict:
-    """Per accelerator, per node and per provisioned kW figures of a row, and its cost per million tokens."""
-    out: dict = {}
-    for name in ("goodput_tps", "system_tps"):
-        value = row.get(name)
-        out[f"{name}_per_accelerator"] = value / accelerators if value is not None and accelerators else None
-        out[f"{name}_per_node"] = value / nodes if value is not None and nodes else None
-        power = row.get("power_kw")
-        out[f"{name}_per_kw"] = value / power if value is not None and power else None
-    out["nodes"] = nodes
-    if prices is not None and prices.given:
-        hourly = prices.system_hour(accelerators=accelerators, nodes=nodes, power_kw=row.get("power_kw"))
-        out["cost_per_hour"] = hourly
-        for name, key in (
-            ("system_tps", "cost_per_million_tokens"),
-            ("goodput_tps", "cost_per_million_good_tokens"),
-        ):
-            rate = row.get(name)
-            out[key] = hourly / (rate * 3600) * 1e6 if hourly is not None and rate else None
-    return out
-
 
 # the arrays a table file holds, one .npy each: per point (P) and per sample (N) in two orders
 _POINT_ARRAYS = ("owner", "point_index", "size", "start", "seconds")
@@ -545,7 +386,7 @@ class GoodputIndex:
 
 
 class GoodputRows:
-    """The rows of a ranking as a read-only sequence, each row built when it is read: a page shows 100 of a
+    """The rows of a ranking as a read-only sequence, each row built when it is read: a page shows 25 of a
     thousand, the API a page of them. `decorate(row)` adds what the caller adds to every row (its URL)."""
 
     def __init__(self, index: GoodputIndex, ranking: dict[str, np.ndarray], targets, prices, decorate=None):
@@ -637,168 +478,3 @@ def _build_arrays(results: list[dict], samples: dict[tuple[int, int], SampleSeri
         "tpot_s": joined(tpot_sorted_parts, np.float64),
         "cum_s": np.concatenate([[0], np.cumsum(tokens_s, dtype=np.int64)]),
     }
-
-
-# model_id -> (the snapshot list it was built from, its index), in this process
-_indexes: dict[str, tuple[list[dict], GoodputIndex]] = {}
-
-
-def table_directory(model_id: str, results: list[dict], stored: dict[str, dict[str, tuple[str, str]]]):
-    """Where the goodput table of this snapshot is kept (setting PORTAL_GOODPUT_TABLE_DIR): named by the model and
-    a SHA-256 of what it holds (every ranked result's points and the SHA-256 of their arrays), so a publication,
-    retraction or backfill names a new table and a stale one is never read."""
-    import hashlib
-    import json
-    import re
-
-    from django.conf import settings
-
-    digest = hashlib.sha256(model_id.encode())
-    for result in results:
-        if result.get("retracted"):
-            continue
-        keys = stored.get(result["public_id"]) or {}
-        points = [
-            (p.get("point"), (keys.get(p.get("point")) or ("", ""))[1]) for p in result.get("points") or []
-        ]
-        digest.update(json.dumps([result["public_id"], points]).encode())
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", model_id)[:80]
-    return settings.PORTAL_GOODPUT_TABLE_DIR / f"{safe}-{digest.hexdigest()[:32]}"
-
-
-def _build_index(results: list[dict], stored: dict[str, dict[str, tuple[str, str]]]) -> GoodputIndex:
-    samples: dict[tuple[int, int], SampleSeries] = {}
-    for result_index, result in enumerate(r for r in results if not r.get("retracted")):
-        keys = stored.get(result["public_id"]) or {}
-        for point_index, point in enumerate(result.get("points") or []):
-            where = keys.get(point.get("point"))
-            series = load_samples(*where) if where else None
-            if series is not None:
-                samples[(result_index, point_index)] = series
-    return GoodputIndex(results, samples)
-
-
-def goodput_table(results: list[dict], model_id: str, directory=None) -> tuple[GoodputIndex, bool]:
-    """The GoodputIndex of a snapshot from its table file (memory-mapped, shared by every process on the host),
-    building and writing the file when it is not there yet. `directory`: the table's name when already known
-    (goodput_index), so that nothing is read from the database when the file is there. Returns (index, whether
-    it was built here)."""
-    if directory is not None:
-        index = GoodputIndex.load(directory, results)
-        if index is not None:
-            return index, False
-    stored = published_point_samples([r["public_id"] for r in results if not r.get("retracted")])
-    directory = table_directory(model_id, results, stored)
-    index = GoodputIndex.load(directory, results)
-    if index is not None:
-        return index, False
-    built = _build_index(results, stored)
-    try:
-        built.save(directory)
-    except OSError:
-        logger.warning("goodput table %s cannot be written; answering from memory", directory)
-        return built, True
-    return GoodputIndex.load(directory, results) or built, True
-
-
-def _snapshot_fingerprint(results: list[dict]) -> str:
-    """What a table's name must agree with, cheap to hash: the snapshot's ranked results and their point counts."""
-    import hashlib
-
-    listed = "|".join(
-        f"{r['public_id']}:{len(r.get('points') or [])}" for r in results if not r.get("retracted")
-    )
-    return hashlib.sha256(listed.encode()).hexdigest()[:32]
-
-
-def goodput_index(publications, model_id: str) -> GoodputIndex:
-    """The GoodputIndex of a benchmark's public snapshot, opened once per snapshot object in each process (a
-    publication, retraction or backfill starts a new public generation, hence a new snapshot): from the table
-    file the publish worker wrote (goodput_table_build_task), or built here when it is not there yet. The
-    table's name is worked out (from the points' array keys in the database) by one process per generation and
-    shared through the cache, so the others only map the file."""
-    from django.conf import settings
-
-    from leaderboard.cache import public_cached
-    from leaderboard.exports import snapshot_results_cached
-
-    results = snapshot_results_cached(publications, model_id)
-    entry = _indexes.get(model_id)
-    if entry is None or entry[0] is not results:
-
-        def name() -> str:
-            stored = published_point_samples([r["public_id"] for r in results if not r.get("retracted")])
-            return table_directory(model_id, results, stored).name
-
-        table = public_cached(f"goodput:table:{model_id}:{_snapshot_fingerprint(results)}", name, memo=False)
-        entry = (results, goodput_table(results, model_id, settings.PORTAL_GOODPUT_TABLE_DIR / table)[0])
-        _indexes[model_id] = entry
-    return entry[1]
-
-
-RANKINGS_KEPT = 256  # answers kept in each process (a ranking of 1,000 rows is ~56 KB)
-_rankings: OrderedDict[tuple, dict[str, np.ndarray]] = OrderedDict()
-
-
-def goodput_ranking(index: GoodputIndex, model_id: str, targets: GoodputTargets) -> dict[str, np.ndarray]:
-    """index.ranking(targets) through the answer cache: kept per public generation, table and targets (the
-    validated numbers, so 300 and 300.0 are one answer, and the page, the API, its CSV and every page of it share
-    it), in this process and in the shared cache. A publication, retraction or backfill starts a new generation:
-    an answer of the old one is never read again."""
-    import json
-
-    from leaderboard.cache import public_cached, public_generation
-
-    generation, _ = public_generation()
-    if (
-        generation is None or index.table is None
-    ):  # the cache is unreachable, or a table only this process has
-        return index.ranking(targets)
-    asked = json.dumps(
-        [targets.ttft_ms, targets.tpot_ms, targets.attainment, targets.power_kw_max, targets.accelerators_max]
-    )
-    name = f"goodput:answer:{model_id}:{index.table}:{asked}"
-    key = (generation, name)
-    ranking = _rankings.get(key)
-    if ranking is not None:
-        _rankings.move_to_end(key)
-        return ranking
-    ranking = public_cached(name, lambda: index.ranking(targets), generation=generation, memo=False)
-    _rankings[key] = ranking
-    while len(_rankings) > RANKINGS_KEPT:
-        _rankings.popitem(last=False)
-    return ranking
-
-
-def goodput_tables_build(publications, keep: int = 2) -> list[str]:
-    """Write the goodput table of every benchmark with a published result (the publish worker, after a
-    publication commits), and remove all but the newest `keep` tables of each model. Returns the tables built."""
-    import shutil
-
-    from django.conf import settings
-
-    from leaderboard.exports import snapshot_results
-
-    built = []
-    models = sorted(set(publications.values_list("submission__benchmark__model_id", flat=True)))
-    for model_id in models:
-        results = snapshot_results(publications, model_id)
-        stored = published_point_samples([r["public_id"] for r in results if not r.get("retracted")])
-        directory = table_directory(model_id, results, stored)
-        if not (directory / "complete").exists():
-            _build_index(results, stored).save(directory)
-            built.append(directory.name)
-        prefix = directory.name.rsplit("-", 1)[0] + "-"
-        root = settings.PORTAL_GOODPUT_TABLE_DIR
-        tables = sorted(
-            (
-                p
-                for p in root.iterdir()
-                if p.is_dir() and p.name.startswith(prefix) and len(p.name) == len(directory.name)
-            ),
-            key=lambda p: p.stat().st_mtime,
-            reverse=True,
-        )
-        for old in [t for t in tables if t != directory][max(0, keep - 1) :]:
-            shutil.rmtree(old, ignore_errors=True)
-    return built
