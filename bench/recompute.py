@@ -412,7 +412,7 @@ def child(variant: str, args) -> None:
 
         result["summary"] = recompute(Path(args.file), tok)
     elif variant in ("c", "t"):
-        from checker.recompute.replay import TOKENIZE_BATCH_CHARS
+        from checker.recompute.token_ledger import TOKENIZE_BATCH_CHARS
 
         if (
             variant == "t"
