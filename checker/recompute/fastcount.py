@@ -29,7 +29,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+from checker.recompute.pre_tokenizers import GPT2_PATTERN, pre_tokenizer_pattern
+
 # On an ASCII text with no two whitespace characters side by side, GPT2_PATTERN splits exactly as this
 # lookahead-free pattern, which tiktoken runs ~1.5x faster (its `\s+(?!\S)` differs from `\s+` only on a
 # whitespace run of two or more before a non-space; on ASCII, \p{L} and \p{N} are [A-Za-z] and [0-9]).
@@ -56,28 +57,7 @@ def byte_level_alphabet() -> dict[str, int]:
 
 def _pattern(pre: dict | None) -> str | None:
     """The regex tiktoken must run to split a text as this pre-tokenizer does, or None."""
-    if pre is None:
-        return None
-    if pre.get("type") == "ByteLevel":
-        if pre.get("use_regex", True) and not pre.get("add_prefix_space"):
-            return GPT2_PATTERN
-        return None
-    if pre.get("type") == "Sequence":
-        from checker.recompute.tokens import LLAMA3_SPLIT_PATTERN
-
-        parts = pre.get("pretokenizers") or []
-        if (
-            len(parts) == 2
-            and parts[0].get("type") == "Split"
-            and parts[0].get("pattern") == {"Regex": LLAMA3_SPLIT_PATTERN}
-            and parts[0].get("behavior") == "Isolated"
-            and not parts[0].get("invert")
-            and parts[1].get("type") == "ByteLevel"
-            and not parts[1].get("use_regex", True)
-            and not parts[1].get("add_prefix_space")
-        ):
-            return LLAMA3_SPLIT_PATTERN
-    return None
+    return pre_tokenizer_pattern(pre)
 
 
 def _merges(model: dict) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ import logging
 import re
 
 from checker.recompute.fastcount import FastCounter, build
+from checker.recompute.pre_tokenizers import GPT2_PATTERN, LLAMA3_SPLIT_PATTERN, pre_tokenizer_pattern
 
 logger = logging.getLogger(__name__)
 
@@ -19,10 +20,6 @@ logger = logging.getLogger(__name__)
 # sample costs one encode of rest instead of two encodes. Where the cut is not provably clean,
 # first + rest is encoded whole. docs/performance.md gives the argument in full.
 _ASCII_SPACE = frozenset(" \t\n\v\f\r")  # \s of the tokenizers' regex engines, ASCII part
-LLAMA3_SPLIT_PATTERN = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
-    r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
 # A space preceded by anything but whitespace starts a new piece under both patterns above, and
 # the prefix before it is split alone the same way; this is a superset of every regex engine's \s.
 _UNSAFE_SPACE = re.compile("[\\s\u180e\u200b\u2060\ufeff] ")
@@ -98,24 +95,7 @@ def split_rule(tokenizer):
         )
         if not set(kinds) <= _SAFE_POST_PROCESSORS:  # these only add specials, and we add none
             return None
-    if pre is None:
-        return None
-    if pre.get("type") == "ByteLevel" and pre.get("use_regex", True) and not pre.get("add_prefix_space"):
-        return _gpt2_cut
-    if pre.get("type") == "Sequence":
-        parts = pre.get("pretokenizers") or []
-        if (
-            len(parts) == 2
-            and parts[0].get("type") == "Split"
-            and parts[0].get("pattern") == {"Regex": LLAMA3_SPLIT_PATTERN}
-            and parts[0].get("behavior") == "Isolated"
-            and not parts[0].get("invert")
-            and parts[1].get("type") == "ByteLevel"
-            and not parts[1].get("use_regex", True)
-            and not parts[1].get("add_prefix_space")
-        ):
-            return _llama3_cut
-    return None
+    return {GPT2_PATTERN: _gpt2_cut, LLAMA3_SPLIT_PATTERN: _llama3_cut}.get(pre_tokenizer_pattern(pre) or "")
 
 
 class TokenCounter:

@@ -176,7 +176,7 @@ def test_turned_off_or_not_a_tokenizer_counts_with_tokenizers():
 
 
 def test_a_clean_merge_list_behind_the_llama3_pre_tokenizer_is_accepted_and_exact():
-    from checker.recompute.tokens import LLAMA3_SPLIT_PATTERN
+    from checker.recompute.pre_tokenizers import LLAMA3_SPLIT_PATTERN
 
     tok = _tiny(
         [("a", "b"), ("ab", "c"), ("b", "c"), ("Ġ", "abc"), ("'", "s"), ("1", "2")], ignore_merges=False

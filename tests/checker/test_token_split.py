@@ -15,7 +15,8 @@ import pytest
 import tokenizers
 from tokenizers import Regex, pre_tokenizers
 
-from checker.recompute.tokens import LLAMA3_SPLIT_PATTERN, TokenCounter, _gpt2_cut, _llama3_cut, split_rule
+from checker.recompute.pre_tokenizers import LLAMA3_SPLIT_PATTERN
+from checker.recompute.tokens import TokenCounter, _gpt2_cut, _llama3_cut, split_rule
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PIECES = [
