@@ -53,6 +53,7 @@ MASKS = (
     (re.compile(r"(data-qr>)<svg.*?</svg>", re.S), r"\1<its QR code>"),
     (re.compile(r"\b\d+(?:\xa0|\s)(?:seconds?|minutes?|hours?)(?: ago)?\b"), "<time ago>"),
     (re.compile(r"\bnow\b|\bjust now\b"), "<now>"),
+    (re.compile(r"<time ago>(?:,\s*<time ago>)+"), "<time ago>"),  # "1 hour, 5 minutes" an hour later
 )
 
 
