@@ -68,7 +68,7 @@ def load(target: int) -> None:
     # The demo's AX-8000 run-archive submission: the run with the most findings is the richest page.
     model_run = (
         CheckRun.objects.filter(
-            version__submission__organisation__slug="acmecompute", status__in=["failed", "passed"]
+            CheckRun.states.q("judged"), version__submission__organisation__slug="acmecompute"
         )
         .order_by("-counts__error", "id")
         .select_related("version__submission")
@@ -178,7 +178,7 @@ def load(target: int) -> None:
         ]
     )
     for submission, latest in zip(submissions, versions[1::2], strict=True):
-        if submission.status == Submission.Status.SUBMITTED:
+        if submission.in_state("submitted"):
             submission.submitted_version = latest
     Submission.objects.bulk_update(submissions, ["submitted_version"])
 

@@ -207,17 +207,16 @@ def measure(version_id: int, workers: list[Worker], timeout_s: float) -> dict:
     from django.db import transaction
 
     from submissions.checks.queue import check_run_create
-    from submissions.models import CheckRun, SubmissionVersion
+    from submissions.models import SubmissionVersion
 
     version = SubmissionVersion.objects.get(pk=version_id)
     with transaction.atomic():
         run = check_run_create(version=version, actor=None)
     queued = time.time()
     deadline = time.monotonic() + timeout_s
-    finished = (CheckRun.Status.PASSED, CheckRun.Status.FAILED, CheckRun.Status.ERROR)
     while True:
         run.refresh_from_db()
-        if run.status in finished:
+        if run.in_state("finished"):
             break
         if time.monotonic() > deadline:
             raise SystemExit(f"check run {run.pk} still {run.status} after {timeout_s} s")
