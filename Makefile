@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: demo test install lint guidellm
+.PHONY: demo test test-fast install lint guidellm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,3 +59,11 @@ test: install guidellm
 		$(BIN)/python manage.py makemigrations --check --dry-run
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \
 		$(BIN)/python -m pytest
+
+# The developer's loop: lint and every test that starts nothing of its own (no browser, worker, S3 server or
+# server process; tests/conftest.py marks those from the fixtures they use). `make test` still runs everything.
+FAST := not (browser or worker or s3 or server)
+test-fast: install
+	$(BIN)/ruff check .
+	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \
+		$(BIN)/python -m pytest -q -m "$(FAST)"

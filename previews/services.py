@@ -17,7 +17,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import Membership
+from accounts.actors import SUBMITTER_ROLES
 from accounts.selectors import user_org_ids
 from catalog.models import Benchmark
 from checker.cli.import_pipeline import IMPORT_LIMITS, import_runs
@@ -29,7 +29,6 @@ from previews.models import Preview
 from previews.workflow import PREVIEW
 from submissions.models import System
 
-SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
 MiB = 1024 * 1024
 
 
