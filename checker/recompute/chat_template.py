@@ -56,7 +56,9 @@ class _Generation(Extension):
 
 
 def _tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+    return json.dumps(
+        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
 
 
 def _raise_exception(message):
@@ -116,13 +118,17 @@ class ChatTemplate:
                     templates = {
                         t["name"]: t["template"]
                         for t in raw
-                        if isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("template"), str)
+                        if isinstance(t, dict)
+                        and isinstance(t.get("name"), str)
+                        and isinstance(t.get("template"), str)
                     }
                 else:
                     return None
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ChatTemplateError(f"cannot read the chat template in {folder}: {exc}") from exc
-        special = {name: text for name in SPECIAL_TOKENS if (text := _token_text(config.get(name))) is not None}
+        special = {
+            name: text for name in SPECIAL_TOKENS if (text := _token_text(config.get(name))) is not None
+        }
         template = cls(templates=templates, special_tokens=special)
         for source in templates.values():
             try:
@@ -150,7 +156,11 @@ class ChatTemplate:
         """The text apply_chat_template tokenizes; raises on a template error (the caller falls back)."""
         variables = {**self.special_tokens, **kwargs}
         return compile_template(override if override is not None else self.source(tools)).render(
-            messages=messages, tools=tools, documents=None, add_generation_prompt=add_generation_prompt, **variables
+            messages=messages,
+            tools=tools,
+            documents=None,
+            add_generation_prompt=add_generation_prompt,
+            **variables,
         )
 
 
@@ -170,7 +180,9 @@ def merge_tool_calls(tool_calls: Any) -> list[dict] | None:
         for partial in chunk:
             if not isinstance(partial, dict):
                 continue
-            call = merged.setdefault(partial.get("index", 0), {"type": "function", "function": {"arguments": ""}})
+            call = merged.setdefault(
+                partial.get("index", 0), {"type": "function", "function": {"arguments": ""}}
+            )
             if partial.get("id"):
                 call["id"] = partial["id"]
             if partial.get("type"):
@@ -262,7 +274,9 @@ def structured_output(data: Any) -> tuple[AssistantParts, AssistantParts] | None
     tool_calls = data[3] if len(data) > 3 else None
     if not (reasoning or tool_calls):
         return None
-    whole = AssistantParts(_joined(output), _joined(reasoning) if reasoning else None, merge_tool_calls(tool_calls))
+    whole = AssistantParts(
+        _joined(output), _joined(reasoning) if reasoning else None, merge_tool_calls(tool_calls)
+    )
     # as_message_parts_after_first_chunk
     reasoning_after = _joined(reasoning[1:]) if isinstance(reasoning, list) and len(reasoning) > 1 else None
     content_after = ""

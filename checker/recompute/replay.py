@@ -465,7 +465,9 @@ class PointReplay:
         the chat template minus its frame (the slot starts at -frame; summary() clamps at 0 as the client does)."""
         text, frame, why = self.counter.answer_text(whole)
         if why is not None:
-            self._fallback(number, "the output tokens of an answer with reasoning or tool calls", "its joined parts", why)
+            self._fallback(
+                number, "the output tokens of an answer with reasoning or tool calls", "its joined parts", why
+            )
         self.sample_osl_at[sample] = len(self.osl)
         self.osl.append(-frame)
         self.osl_latency.append(ts - issued_ns)
@@ -503,7 +505,9 @@ class PointReplay:
             latest - start for start, latest in self.blocks if latest is not None and start is not None
         )
         seconds = duration_ns / 1e9
-        osl = np.maximum(_int64s(self.osl), 0)  # a templated answer can count below its frame: 0, as the client
+        osl = np.maximum(
+            _int64s(self.osl), 0
+        )  # a templated answer can count below its frame: 0, as the client
         isl = _int64s(self.isl)
         tokens_after = _int64s(self.tpot_tokens)
         elapsed = _int64s(self.tpot_elapsed)
@@ -602,7 +606,9 @@ def derive_official(summary: dict, *, concurrency: int | None) -> dict:
         "concurrency": concurrency,
     }
     if "e2e_interactivity" in summary:
-        derived["e2e_interactivity"] = summary["e2e_interactivity"] if _finite(summary["e2e_interactivity"]) else None
+        derived["e2e_interactivity"] = (
+            summary["e2e_interactivity"] if _finite(summary["e2e_interactivity"]) else None
+        )
     return derived
 
 

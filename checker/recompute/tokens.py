@@ -6,7 +6,13 @@ import json
 import logging
 import re
 
-from checker.recompute.chat_template import PREFIX_USER, AssistantParts, ChatTemplate, MessagePrompt, normalize_messages
+from checker.recompute.chat_template import (
+    PREFIX_USER,
+    AssistantParts,
+    ChatTemplate,
+    MessagePrompt,
+    normalize_messages,
+)
 from checker.recompute.fastcount import FastCounter, build
 from checker.recompute.pre_tokenizers import GPT2_PATTERN, LLAMA3_SPLIT_PATTERN, pre_tokenizer_pattern
 
@@ -109,7 +115,9 @@ class TokenCounter:
 
     def __init__(self, tokenizer, *, fast: bool = True, chat: ChatTemplate | None = None) -> None:
         self.tokenizer = tokenizer
-        self.chat = chat  # the model's chat template: message prompts and structured answers (docs/agentic.md)
+        self.chat = (
+            chat  # the model's chat template: message prompts and structured answers (docs/agentic.md)
+        )
         self._frame: int | None = None
         self._encode = getattr(tokenizer, "encode_batch_fast", None) or tokenizer.encode_batch
         self.calls = 0
@@ -167,8 +175,13 @@ class TokenCounter:
                 override=prompt.template,
                 **kwargs,
             )
-        except Exception as exc:  # a template's own error (raise_exception, bad data): the client falls back too
-            return prompt.fallback_text(), f"the chat template failed ({type(exc).__name__}: {str(exc)[:200]})"
+        except (
+            Exception
+        ) as exc:  # a template's own error (raise_exception, bad data): the client falls back too
+            return (
+                prompt.fallback_text(),
+                f"the chat template failed ({type(exc).__name__}: {str(exc)[:200]})",
+            )
         return text, None
 
     def answer_text(self, parts: AssistantParts) -> tuple[str, int, str | None]:
@@ -179,7 +192,11 @@ class TokenCounter:
         try:
             text = self.chat.render([PREFIX_USER, parts.message()], add_generation_prompt=False)
         except Exception as exc:
-            return parts.fallback_text(), 0, f"the chat template failed ({type(exc).__name__}: {str(exc)[:200]})"
+            return (
+                parts.fallback_text(),
+                0,
+                f"the chat template failed ({type(exc).__name__}: {str(exc)[:200]})",
+            )
         return text, self.frame_tokens(), None
 
     def frame_tokens(self) -> int:
@@ -188,8 +205,12 @@ class TokenCounter:
         if self._frame is None:
             try:
                 assert self.chat is not None
-                self.chat.render([PREFIX_USER], add_generation_prompt=False)  # the client needs both to render
-                framed = self.chat.render([PREFIX_USER, {"role": "assistant", "content": ""}], add_generation_prompt=False)
+                self.chat.render(
+                    [PREFIX_USER], add_generation_prompt=False
+                )  # the client needs both to render
+                framed = self.chat.render(
+                    [PREFIX_USER, {"role": "assistant", "content": ""}], add_generation_prompt=False
+                )
                 self._frame = self.count([framed])[0]  # prefix + (framed - prefix)
             except Exception:
                 self._frame = 0

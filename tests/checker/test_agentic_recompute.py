@@ -80,7 +80,9 @@ def test_every_numeric_key_equals_the_clients_own(runs):
         compared = list(_numbers(want, summary))
         assert len(compared) >= 100, name
         for key, claimed, got in compared:
-            if isinstance(claimed, int) and (key.startswith(("n_samples", "finish", "duration")) or ".total" in key):
+            if isinstance(claimed, int) and (
+                key.startswith(("n_samples", "finish", "duration")) or ".total" in key
+            ):
                 assert got == claimed, (name, key)
             else:
                 assert got == pytest.approx(claimed, rel=1e-9, abs=0), (name, key, claimed, got)
@@ -95,7 +97,11 @@ def test_what_the_readme_says_a_correct_recomputation_gives(runs):
     assert c1["input_sequence_lengths"]["total"] == 133170
     assert c1["finish_reason_counts"]["tool_calls"] == 6
     failed, _, _ = runs["ZX-2_agentic_c2_http500"]
-    assert (failed["n_samples_issued"], failed["n_samples_completed"], failed["n_samples_failed"]) == (58, 58, 22)
+    assert (failed["n_samples_issued"], failed["n_samples_completed"], failed["n_samples_failed"]) == (
+        58,
+        58,
+        22,
+    )
     assert failed["latency"]["min"] == 5298
     c8, _, _ = runs["ZX-2_agentic_c8"]
     assert c8["n_samples_issued"] == 156  # of 200 issued: tracking stopped mid-run
@@ -122,7 +128,9 @@ def test_a_streamed_tool_call_is_one_merged_call_through_the_template():
     counter = _counter()
     text, frame, why = counter.answer_text(whole)
     assert why is None and counter.count([text])[0] - frame == 0  # this template renders no tool call
-    text, frame, why = TokenCounter(counter.tokenizer).answer_text(whole)  # no template: the client's fallback
+    text, frame, why = TokenCounter(counter.tokenizer).answer_text(
+        whole
+    )  # no template: the client's fallback
     assert why == "the tokenizer has no chat template" and frame == 0 and '"name":"bash"' in text
 
 
@@ -134,7 +142,9 @@ def test_a_streamed_tool_call_is_one_merged_call_through_the_template():
     ],
 )
 def test_portal_check_finds_no_schema_or_consistency_error_on_the_agentic_runs(tmp_path, names):
-    report = check([a for a in ARCHIVES if a.name.split(".")[0] in names], tokenizer=TOKENIZER_DIR, workdir=tmp_path)
+    report = check(
+        [a for a in ARCHIVES if a.name.split(".")[0] in names], tokenizer=TOKENIZER_DIR, workdir=tmp_path
+    )
     bad = [
         (f.rule, f.message)
         for f in report.findings
