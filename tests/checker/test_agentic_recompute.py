@@ -196,3 +196,16 @@ def test_e2e_interactivity_is_output_tokens_over_answered_turn_seconds(runs):
         expected = want["output_sequence_lengths"]["total"] / _answered_turn_seconds(archive)
         assert summary["e2e_interactivity"] == pytest.approx(expected, rel=1e-12)
         assert 100 < summary["e2e_interactivity"] < 200  # ~7 ms per token with a 90 ms first token
+
+
+def test_e2e_interactivity_is_what_the_official_checker_reports(runs):
+    """The official checker 1.5.3.0 prints e2e_avg_interactivity (4 decimals) for each point of the real bundle."""
+    verdict = json.loads((FIXTURES / "agentic" / "checker" / "official-checker-verdict.json").read_text())
+    official = {
+        r["path"].split("/")[-2]: float(r["message"].split("=")[1].split()[0])
+        for r in verdict["results"]
+        if r["rule"] == "agentic-metric-consistency" and "qwen3_6" in r["path"]
+    }
+    assert official == {"r1": 146.3555, "r2": 148.619, "r8": 144.5539}
+    for point, name in (("r1", "ZX-2_agentic_c1"), ("r2", "ZX-2_agentic_c2"), ("r8", "ZX-2_agentic_c8")):
+        assert round(runs[name][0]["e2e_interactivity"], 4) == official[point]
