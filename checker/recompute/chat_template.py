@@ -207,7 +207,7 @@ def normalize_tool_calls(tool_calls: Iterable) -> list:
     for call in tool_calls:
         fn = call.get("function") if isinstance(call, dict) else None
         args = fn.get("arguments") if isinstance(fn, dict) else None
-        if isinstance(args, str):
+        if isinstance(fn, dict) and isinstance(args, str):
             try:
                 parsed = json.loads(args)
             except ValueError:

@@ -104,6 +104,10 @@ class PointReplay:
         self.tpot_tokens = array("q")  # tokens after the first chunk, filled after tokenizing
         self.osl_latency = array("q")  # per osl entry: its turn's issue-to-complete time (e2e_interactivity)
         self.turns = 0  # tracked samples that are a conversation's turn (agentic_inference)
+        self.untracked: set[str] = (
+            set()
+        )  # turns issued outside tracking, in flight (their OSL is full-run only)
+        self.untracked_osl = array("q")  # OSL of the answered untracked turns (agentic-osl-range, full run)
         # per tracked sample, in issue order (checker.recompute.goodput): where its numbers sit in the series above
         self.sample_ttft_ns = array("q")  # -1 until its first chunk arrives
         self.sample_osl_at = array("q")  # index into osl, -1 when it has no output text
@@ -344,6 +348,8 @@ class PointReplay:
         if not self.tracking:
             if not self.blocks:
                 self.warmup_issued += 1
+            elif turn is not None:
+                self.untracked.add(uuid)
             return
         self.n_issued += 1
         if turn is not None:
@@ -377,6 +383,10 @@ class PointReplay:
 
     def _complete(self, number: int, uuid: str, ts: int, event: dict) -> None:
         row = self.inflight.pop(uuid, None)
+        if row is None and uuid in self.untracked:
+            self.untracked.discard(uuid)
+            self._untracked_osl(event.get("data"))
+            return
         if row is None:
             if uuid in self.done:
                 self._finding(
@@ -450,6 +460,20 @@ class PointReplay:
             self.ledger.count_into(full, [osl])
             if tpot is not None:
                 self.ledger.count_into(after, [tpot])
+
+    def _untracked_osl(self, data: Any) -> None:
+        """The OSL of a turn answered after tracking stopped: no statistic of the window, only the full-run mean."""
+        if data is None:
+            return
+        structured = structured_output(data)
+        if structured is not None:
+            text, frame, _ = self.counter.answer_text(structured[0])
+        else:
+            text, frame = output_texts(data)[0], 0
+            if not text:
+                return
+        self.untracked_osl.append(-frame)
+        self.ledger.count_into(text, [(self.untracked_osl, len(self.untracked_osl) - 1)])
 
     def _complete_structured(
         self,
@@ -545,6 +569,14 @@ class PointReplay:
             # agentic: the output tokens of the answered turns over the seconds those turns took (docs/agentic.md)
             turn_seconds = float(_int64s(self.osl_latency).sum()) / 1e9
             out["e2e_interactivity"] = total_output_tokens / turn_seconds if turn_seconds > 0 else None
+            # every answered turn of the run, tracked or not: what agentic-osl-range gates (docs/agentic.md)
+            full = np.concatenate([osl, np.maximum(_int64s(self.untracked_osl), 0)])
+            out["output_sequence_lengths_full_run"] = {
+                "output_sequence_lengths": {
+                    "n": int(len(full)),
+                    "avg": float(full.mean()) if len(full) else None,
+                }
+            }
         return out
 
     def samples(self) -> SampleSeries:

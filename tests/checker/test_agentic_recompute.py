@@ -209,3 +209,22 @@ def test_e2e_interactivity_is_what_the_official_checker_reports(runs):
     assert official == {"r1": 146.3555, "r2": 148.619, "r8": 144.5539}
     for point, name in (("r1", "ZX-2_agentic_c1"), ("r2", "ZX-2_agentic_c2"), ("r8", "ZX-2_agentic_c8")):
         assert round(runs[name][0]["e2e_interactivity"], 4) == official[point]
+
+
+def test_agentic_osl_range_is_judged_from_the_raw_logs_turns(runs, tmp_path):
+    """The client never writes output_sequence_lengths_full_run, so the official checker can only warn; the portal
+    gates the mean OSL of every answered turn of the raw log (tracked or not) against the rule set's range."""
+    c8, want, _ = runs["ZX-2_agentic_c8"]
+    assert "output_sequence_lengths_full_run" not in want
+    full = c8["output_sequence_lengths_full_run"]["output_sequence_lengths"]
+    assert full["n"] == 200  # every turn of the 20 trajectories was answered; 156 of them tracked
+    assert c8["output_sequence_lengths"]["avg"] != full["avg"]
+    report = check(ARCHIVES[:1], tokenizer=TOKENIZER_DIR, workdir=tmp_path)
+    osl = [f for f in report.findings if f.rule == "agentic-osl-range"]
+    assert [(f.severity, f.message) for f in osl] == [
+        (
+            "error",
+            "r1: full-run OSL per-turn mean 70.0 (recomputed from the raw log's turns) outside 344\u2013422 tokens "
+            "required for qwen3_6-35b-a3b.",
+        )
+    ]
