@@ -57,7 +57,13 @@ def _numbers(claimed: dict, recomputed: dict):
     for block in BLOCKS:
         for stat in COMPARED_BLOCK_KEYS:
             value = claimed[block].get(stat)
-            if isinstance(value, dict):
+            if stat == "histogram":
+                for i, (edges, count) in enumerate(zip(value["buckets"], value["counts"], strict=True)):
+                    got = recomputed[block]["histogram"]
+                    yield f"{block}.histogram.counts.{i}", count, got["counts"][i]
+                    yield f"{block}.histogram.buckets.{i}.0", edges[0], got["buckets"][i][0]
+                    yield f"{block}.histogram.buckets.{i}.1", edges[1], got["buckets"][i][1]
+            elif isinstance(value, dict):
                 for pct, number in value.items():
                     if number is not None:
                         yield f"{block}.{stat}.{pct}", number, recomputed[block][stat][pct]
@@ -227,4 +233,18 @@ def test_agentic_osl_range_is_judged_from_the_raw_logs_turns(runs, tmp_path):
             "r1: full-run OSL per-turn mean 70.0 (recomputed from the raw log's turns) outside 344\u2013422 tokens "
             "required for qwen3_6-35b-a3b.",
         )
+    ]
+
+
+def test_an_edited_histogram_is_a_consistency_error(runs):
+    from checker.judge.claimed_vs_recomputed import differences
+
+    summary, want, _ = runs["ZX-2_agentic_c2"]
+    assert differences(want, summary) == []
+    edited = json.loads(json.dumps(want))
+    edited["tpot"]["histogram"]["counts"][0] += 1
+    edited["latency"]["histogram"]["buckets"][3][1] *= 1.001
+    assert [d["key"] for d in differences(edited, summary)] == [
+        "tpot.histogram.counts.0",
+        "latency.histogram.buckets.3.1",
     ]
