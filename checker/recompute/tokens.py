@@ -6,12 +6,14 @@ import json
 import logging
 import re
 
+from checker.read.event_log import output_texts
 from checker.recompute.chat_template import (
     PREFIX_USER,
     AssistantParts,
     ChatTemplate,
     MessagePrompt,
     normalize_messages,
+    structured_output,
 )
 from checker.recompute.fastcount import FastCounter, build
 from checker.recompute.pre_tokenizers import GPT2_PATTERN, LLAMA3_SPLIT_PATTERN, pre_tokenizer_pattern
@@ -198,6 +200,16 @@ class TokenCounter:
                 f"the chat template failed ({type(exc).__name__}: {str(exc)[:200]})",
             )
         return text, self.frame_tokens(), None
+
+    def output_tokens(self, data) -> int:
+        """One answer's OSL, counted alone as the replay counts it: through the chat template minus the assistant
+        frame when it carries reasoning or tool calls, else the tokens of its text (docs/agentic.md)."""
+        structured = structured_output(data)
+        if structured is not None:
+            text, frame, _ = self.answer_text(structured[0])
+            return max(0, self.count([text])[0] - frame)
+        full, _after = output_texts(data)
+        return self.count([full])[0] if full else 0
 
     def frame_tokens(self) -> int:
         """Tokens of [empty user] plus those of an empty assistant turn after it (the client's _prefix_len +

@@ -248,3 +248,16 @@ def test_an_edited_histogram_is_a_consistency_error(runs):
         "tpot.histogram.counts.0",
         "latency.histogram.buckets.3.1",
     ]
+
+
+def test_the_per_request_reader_counts_answers_as_the_replay(tmp_path):
+    """The records SLO queries use (checker.read.kinds._events) count a tool-call answer as the client does: 0 here."""
+    from checker.read.kinds._events import read_requests
+
+    with tarfile.open(ARCHIVES[0]) as tar:
+        tar.extractall(tmp_path, filter="data")
+    log = next(tmp_path.rglob("events.jsonl"))
+    records = list(read_requests(log, token_counter=_counter()))
+    assert len(records) == 30 and all(r.turn is not None for r in records)
+    assert sum(r.output_tokens for r in records) == 2101
+    assert sorted(r.output_tokens for r in records)[:6] == [0] * 6  # the six tool-call answers
