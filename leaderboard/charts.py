@@ -49,7 +49,7 @@ TOOLTIP_METRICS = [
 
 def interactivity_metric(benchmark: Benchmark) -> str:
     """Agentic workloads are judged on end-to-end interactivity, the others on tokens/s per user."""
-    return "e2e_interactivity" if benchmark.workload == "agentic" else "tps_per_user"
+    return "e2e_interactivity" if benchmark.workload == Benchmark.Workload.AGENTIC_CODING else "tps_per_user"
 
 
 def axis_label(metric: str) -> str:

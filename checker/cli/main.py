@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--tokenizer",
         required=True,
         metavar="PATH",
-        help="the benchmark model's tokenizer.json (or the folder holding it)",
+        help="the benchmark model's tokenizer folder (tokenizer.json, tokenizer_config.json, chat template) or its tokenizer.json",
     )
     check.add_argument("--json", metavar="OUT", help="also write the JSON report to OUT")
     check.add_argument("--format", choices=("text", "json"), default="text", help="what to print")

@@ -131,7 +131,7 @@ def test_the_board_ranks_curves_and_filters(world):
 
 
 def test_agentic_boards_use_end_to_end_interactivity(role_users, storage_dir):
-    benchmark = BenchmarkFactory(workload="agentic")
+    benchmark = BenchmarkFactory(workload="agentic_coding")
     publish(benchmark=benchmark)
     spec = _client().get(f"/leaderboard/{benchmark.model_id}/").context["spec"]
     assert spec["x"]["key"] == "e2e_interactivity"
