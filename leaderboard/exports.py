@@ -33,6 +33,7 @@ from leaderboard.slo import (
 from leaderboard.systems import newest_per_system
 from portal import csv_safe
 from submissions.models import Submission
+from submissions.verdicts import verdict
 
 HEADLINE_FIELDS = (
     "points",
@@ -230,6 +231,8 @@ def result_detail(
         "waivers": record.waivers,
         "checker_version": record.checker_version,
         "official": curve.get("official"),
+        "official_verdict": record.check.get("official")
+        or verdict(None, official=curve.get("official"))["official"],
         "ruleset": curve.get("ruleset"),
         "annotations": [{"text": a.text, "created_at": a.created_at.isoformat()} for a in annotations],
         "points": point_rows(publication),

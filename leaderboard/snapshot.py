@@ -86,7 +86,7 @@ def source_build(
         "stack": stack,
         "checker_version": getattr(check_run, "checker_version", "") or "",
         "ruleset": getattr(check_run, "ruleset", "") or "",
-        "check": check_verdict(version, check_run),
+        "check": check_verdict(version, check_run, official=True),
         "waivers": waivers,
         "system_description": measured_on if measured_on is not None else description,
     }
@@ -138,7 +138,7 @@ def snapshot_build(
     system = submission.system
     organisation = submission.organisation
     description = system.description if isinstance(system.description, dict) else {}
-    verdict = check_verdict(version, check_run)
+    verdict = check_verdict(version, check_run, official=True)
     own_source, own_points = source_build(
         number=number,
         version=version,

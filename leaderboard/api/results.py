@@ -219,7 +219,10 @@ ResultDetailOut = inline_serializer(
             },
             many=True,
         ),
-        "official": serializers.CharField(allow_null=True),
+        "official": serializers.JSONField(allow_null=True, help_text="The official checker's kept verdict."),
+        "official_verdict": serializers.JSONField(
+            help_text="The official cross-check in the portal's words: status (passed, failed, not_run), label, why."
+        ),
         "ruleset": serializers.CharField(allow_null=True),
         "annotations": inline_serializer(
             "PublicAnnotation",
