@@ -72,7 +72,7 @@ def standing(publication: Publication) -> dict[str, Any]:
     verification level, the revision shown and that revision's evidence pack."""
     record = publication.record
     preview = not record.ruleset or ruleset_is_preview(record.ruleset)
-    revision = (publication.curve or {}).get("revision") or record.revision
+    revision = record.revision
     return {
         "ruleset": record.ruleset,
         "preview": preview,

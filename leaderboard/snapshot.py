@@ -48,6 +48,16 @@ def _file_row(version_file) -> dict[str, Any]:
     }
 
 
+def _position_of(point_files: dict, key: str) -> int | None:
+    """The version file holding point `key`, for runs that did not record it (checked before per-point evidence
+    was kept): of the files its task fetched, the one no other point fetched (the others hold no point); None when
+    that is not one file."""
+    mine = set(point_files.get(key) or [])
+    others = [set(positions) for other, positions in point_files.items() if other != key]
+    own = mine - set.intersection(*others) if others else mine
+    return next(iter(own)) if len(own) == 1 else None
+
+
 def source_build(
     *, number: int, version, check_run, stack: str, description: dict
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -64,8 +74,9 @@ def source_build(
     )
     points: dict[str, dict[str, Any]] = {}
     measured_on = None
+    point_files = (check_run.point_files or {}) if check_run is not None else {}
     for metric in metrics.only("key", "concurrency", "raw_log_sha256", "extra"):
-        where = (metric.extra or {}).get("source") or {}
+        where = (metric.extra or {}).get("source") or {"position": _position_of(point_files, metric.key)}
         if measured_on is None and isinstance(where.get("system_desc"), dict):
             measured_on = where["system_desc"]
         points[metric.key] = {
