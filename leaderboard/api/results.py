@@ -120,11 +120,11 @@ STANDING_FIELDS = {
     "revision": serializers.IntegerField(help_text="The revision of the result this answer is about."),
     "evidence_pack_url": serializers.CharField(help_text="That revision's evidence pack."),
 }
-POINT_CITATION_FIELDS = {
+CITED_FIELDS = {  # leaderboard.slo.CITED: where the point's raw log is
     "measured_in_revision": serializers.IntegerField(
         help_text="The revision whose version holds its raw log."
     ),
-    "version": serializers.IntegerField(allow_null=True, help_text="That revision's version number."),
+    "bundle_sha256": serializers.CharField(help_text="SHA-256 of that revision's bundle."),
     "archive": serializers.CharField(allow_null=True, help_text="The archive (file) holding the raw log."),
     "archive_sha256": serializers.CharField(allow_null=True),
     "archive_url": serializers.CharField(allow_null=True, help_text="Downloads that archive."),
@@ -132,6 +132,10 @@ POINT_CITATION_FIELDS = {
         allow_null=True, help_text="The raw log's path inside the archive."
     ),
     "raw_log_sha256": serializers.CharField(allow_null=True),
+}
+POINT_CITATION_FIELDS = {
+    **CITED_FIELDS,
+    "version": serializers.IntegerField(allow_null=True, help_text="That revision's version number."),
     "check": serializers.CharField(help_text="The verdict of the check run that measured it."),
     "waivers": serializers.ListField(child=serializers.CharField(), help_text="Rules waived on this point."),
     "standing": serializers.CharField(help_text='The result\'s: "official" or "preview, not official".'),

@@ -27,6 +27,7 @@ from leaderboard.charts import (
     series_of,
 )
 from leaderboard.cliffs import CLIFF_RULE, points_past_a_cliff
+from leaderboard.exports import standing
 from leaderboard.models import Challenge, Publication
 from leaderboard.normalised import (
     PRICE_FIELDS,
@@ -315,6 +316,7 @@ def _compare_context(model_id: str, ids: list[str], inputs: BuyerInputs | None =
         rows.append(
             {
                 "publication": p,
+                "standing": standing(p),
                 "colour": colour(i),
                 "buyer": buyer_context(p, points, measured.get(p.public_id) or {}, inputs, hidden=hidden),
             }

@@ -13,6 +13,7 @@ import io
 import json
 import re
 import tarfile
+from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -78,11 +79,25 @@ def _raw_log_sha256(archive_url: str, path: str) -> str:
 def test_every_point_of_a_revision_cites_the_archive_holding_its_own_raw_log():
     publication = _demo_with_revision_3()
     public_id = publication.public_id
-    assert publication.record.revision == 3
     revisions = {r.number: r for r in PublicationRevision.objects.filter(publication=publication)}
     assert sorted(revisions) == [1, 2, 3]
 
+    # The points API: the right archive, its download opens the raw log with that SHA-256.
+    rows = {
+        r["concurrency"]: r
+        for r in Client().get("/api/v1/public/points/", {"result": public_id, "limit": 100}).json()["results"]
+    }
+    # (before per-point evidence, every row cited revision 3's bundle, which holds only c48)
+    assert {c: r["bundle_sha256"] for c, r in rows.items()} == {
+        c: revisions[number].version.sha256 for c, (number, _) in EXPECTED.items()
+    }
+    assert {c: (r["measured_in_revision"], r["archive"]) for c, r in rows.items()} == EXPECTED
+    for row in rows.values():
+        assert _raw_log_sha256(row["archive_url"], row["raw_log_path"]) == row["raw_log_sha256"]
+        assert row["standing"] == "preview, not official" and row["ruleset"]
+
     # The snapshot: every point's evidence, from the revision that measured it.
+    assert publication.record.revision == 3
     evidence = publication.record.point_evidence
     by_concurrency = {e["concurrency"]: e for e in evidence.values()}
     assert {c: (e["revision"], e["file"]["filename"]) for c, e in by_concurrency.items()} == EXPECTED
@@ -95,18 +110,6 @@ def test_every_point_of_a_revision_cites_the_archive_holding_its_own_raw_log():
         assert entry["path"] == f"c{concurrency}/events.jsonl"
     assert [s["revision"] for s in publication.record.sources] == [1, 2, 3]
     assert publication.record.sources[0]["waivers"], "revision 1 passed with waivers"
-
-    # The points API: the right archive, its download opens the raw log with that SHA-256.
-    rows = {
-        r["concurrency"]: r
-        for r in Client().get("/api/v1/public/points/", {"result": public_id, "limit": 100}).json()["results"]
-    }
-    assert {c: (r["measured_in_revision"], r["archive"]) for c, r in rows.items()} == EXPECTED
-    for concurrency, row in rows.items():
-        number = EXPECTED[concurrency][0]
-        assert row["bundle_sha256"] == revisions[number].version.sha256
-        assert _raw_log_sha256(row["archive_url"], row["raw_log_path"]) == row["raw_log_sha256"]
-        assert row["standing"] == "preview, not official" and row["ruleset"]
 
     # The points files: the same citations.
     points = {p["concurrency"]: p["evidence"] for p in json_of(f"/results/{public_id}/points.json")["points"]}
@@ -146,3 +149,81 @@ def test_every_point_of_a_revision_cites_the_archive_holding_its_own_raw_log():
     number, archive = EXPECTED[row["delivery"]["concurrency"]]
     assert row["delivery"]["archive"] == archive and row["delivery"]["measured_in_revision"] == number
     assert row["standing"] == "preview, not official" and row["revision"] == 3
+
+
+def _page(url: str, user=None) -> str:
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    response = client.get(url)
+    assert response.status_code == 200, (url, response.status_code)
+    return response.content.decode()
+
+
+def _verdict_badge(page: str, submission_id: int) -> str:
+    """The check badge's words on the row of a submission's table (dashboard, audit queue)."""
+    row = re.search(rf"<tr>\s*<td>{submission_id}</td>.*?</tr>", page, re.S) or re.search(
+        rf'href="/submissions/{submission_id}/".*?</tr>', page, re.S
+    )
+    assert row, submission_id
+    return re.search(r"data-check-verdict[^>]*>check: ([^<]+)<", row.group(0)).group(1)
+
+
+def test_one_vocabulary_for_checks_and_every_answer_says_what_it_is():
+    BenchmarkFactory(sample=True)
+    call_command("seed_demo", stdout=io.StringIO())
+    public_cache_bump()
+    users = {u.username: u for u in get_user_model().objects.filter(username__startswith="demo-")}
+
+    # The same check run reads the same on the submitter's dashboard, the audit queue and the auditor's page.
+    waiting = Submission.objects.get(title="Demo: AX-8000 peer reviewed, waiting for the auditor")
+    dashboard = _page("/dashboard/", users["demo-submitter"])
+    queue = _page("/review/audit/", users["demo-auditor"])
+    mine, audited = _verdict_badge(dashboard, waiting.pk), _verdict_badge(queue, waiting.pk)
+    assert mine == audited and re.fullmatch(r"passed with \d+ waived", mine), (mine, audited)
+    auditor = _page(f"/review/audit/{waiting.pk}/", users["demo-auditor"])
+    portal_box = auditor.split('data-verdict="portal"')[1].split('data-verdict="official"')[0]
+    assert mine.capitalize() in portal_box and "Failed" not in portal_box
+    assert "PORTAL_CHECK_OFFICIAL" not in auditor
+
+    # Two results of the same bundle SHA-256: one cross-checked, one checked without it, said in words.
+    model = Publication.objects.get(submission__title=AX8000_TITLE).submission.benchmark.model_id
+    same = Publication.objects.filter(submission__system__name="Acme_AX-4000", status="published")
+    assert same.count() == 2 and len({p.record.bundle_sha256 for p in same}) == 1
+    for publication in same:
+        page = _get(f"/results/{publication.public_id}/")
+        official = re.search(r"data-official-verdict>(.*?)</dd>", page, re.S).group(1)
+        assert "No verdict kept" not in page and "PORTAL_CHECK_OFFICIAL" not in page
+        assert re.search(r">(passed|failed|not run: [a-z ,']+)<", official), official
+        detail = json_of(f"/api/v1/public/results/{publication.public_id}/")
+        assert detail["official_verdict"]["label"] in official
+
+    # Every export and API answer says what it is: the demo's benchmark runs a preview rule set.
+    targets = {"benchmark": model, "ttft_p90_ms_max": 100000, "interactivity_min": 0}
+    slo = Client().get("/api/v1/public/slo/", targets).json()["results"]
+    assert slo and all(
+        r["standing"] == "preview, not official" and r["preview"] and r["ruleset"] for r in slo
+    )
+    assert all(r["archive"] and r["raw_log_sha256"] for r in slo if r["verification"] == "fully recomputed")
+    assert 'data-standing="preview, not official"' in _get("/leaderboard/slo/?" + urlencode(targets))
+    asked = {"model_1": model, "ttft_p90_ms_max_1": "100000", "tpot_ms_max_1": "1000"}
+    report = Client().get("/api/v1/public/procurement/", asked).json()
+    rows = [r for section in report["models"] for r in section["systems"]]
+    assert rows and all(r["standing"] == "preview, not official" and r["evidence_pack_url"] for r in rows)
+    table = list(
+        csv.DictReader(
+            io.StringIO(_get("/api/v1/public/procurement/?" + urlencode({**asked, "format": "csv"})))
+        )
+    )
+    assert table and {r["standing"] for r in table} == {"preview, not official"}
+    assert all(r["delivery_archive"] and r["ruleset"] for r in table)
+    assert 'data-standing="preview, not official"' in _get("/leaderboard/procurement/?" + urlencode(asked))
+    ids = ",".join(p.public_id for p in same)
+    assert (
+        _get(f"/leaderboard/{model}/compare/?ids={ids}").count('data-standing="preview, not official"') == 2
+    )
+    board = list(csv.DictReader(io.StringIO(_get(f"/api/v1/public/results/?benchmark={model}&format=csv"))))
+    assert board and all(
+        r["standing"] == "preview, not official" and r["ruleset"] and r["revision"] and r["evidence_pack_url"]
+        for r in board
+    )
