@@ -96,7 +96,9 @@ def test_attestation_page_shows_readiness_verdicts_and_waiver_forms(role_users, 
     assert 'data-form="attest"' in body and 'data-form="evidence"' in body and 'data-form="reject"' in body
     ready = _client(role_users["auditor"]).get(f"/review/audit/{audit_world['ready'].pk}/").content.decode()
     assert 'data-readiness="ready"' in ready and "Not run" in ready
-    assert "PORTAL_CHECK_OFFICIAL" not in ready and "without the cross-check with the official checker" in ready
+    assert (
+        "PORTAL_CHECK_OFFICIAL" not in ready and "without the cross-check with the official checker" in ready
+    )
 
 
 def test_attestation_page_of_a_draft_is_404_and_refused_to_the_submitter(role_users, audit_world):
