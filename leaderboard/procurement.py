@@ -15,7 +15,15 @@ import math
 from dataclasses import dataclass
 
 from checker.judge.verification import FULLY_RECOMPUTED, POINT_RECOMPUTED, point_verification
-from leaderboard.slo import SloTargets, best_point, interactivity_metric_for, number, point_power_kw
+from leaderboard.slo import (
+    STANDING,
+    SloTargets,
+    best_point,
+    cited,
+    interactivity_metric_for,
+    number,
+    point_power_kw,
+)
 
 MAX_MODELS = 6
 VERIFIED_BASIS = POINT_RECOMPUTED  # only points recomputed from their raw log (checker.judge.verification)
@@ -154,6 +162,7 @@ def phase_evidence(
         "system_tps": tps,
         "system_tps_per_kw": number(point.get("system_tps_per_kw")),
         "power_kw": round(power_kw, 3) if power_kw is not None else None,
+        **cited(point),
     }
 
 
@@ -203,6 +212,7 @@ def requirement_rows(
                 "accelerators": result.get("accelerators"),
                 "accelerator_label": result.get("accelerator_label") or "",
                 "verification": result.get("verification"),
+                **{key: result.get(key) for key in STANDING},
                 **{k: shown[k] for k in shown if k not in ("meets",)},
                 "meets_delivery": True,
                 "meets_expansion": None

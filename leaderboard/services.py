@@ -16,7 +16,7 @@ from audit.services import audit_event_record
 from catalog.cohorts import next_cohort
 from checker.judge.verification import curve_with_verification
 from leaderboard.cache import public_cache_invalidate_on_commit
-from leaderboard.extensions import revision_record
+from leaderboard.extensions import revision_number_next, revision_record
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
 from leaderboard.names import published_name_like
 from leaderboard.snapshot import snapshot_build
@@ -185,7 +185,12 @@ def _publish_revision(revision: PublicationRevision, *, actor, now: datetime) ->
         curve=curve,
         headline=headline_of(curve),
         snapshot=snapshot_build(
-            submission=submission, version=submission.submitted_version, check_run=check_run, curve=curve
+            submission=submission,
+            version=submission.submitted_version,
+            check_run=check_run,
+            curve=curve,
+            number=revision_number_next(publication, submission),
+            publication=publication,
         ),
         actor=actor,
         now=now,

@@ -27,6 +27,7 @@ from leaderboard.charts import (
     series_of,
 )
 from leaderboard.cliffs import CLIFF_RULE, points_past_a_cliff
+from leaderboard.exports import standing
 from leaderboard.models import Challenge, Publication
 from leaderboard.normalised import (
     PRICE_FIELDS,
@@ -315,6 +316,7 @@ def _compare_context(model_id: str, ids: list[str], inputs: BuyerInputs | None =
         rows.append(
             {
                 "publication": p,
+                "standing": standing(p),
                 "colour": colour(i),
                 "buyer": buyer_context(p, points, measured.get(p.public_id) or {}, inputs, hidden=hidden),
             }
@@ -460,6 +462,27 @@ def _remeasurements(publication: Publication) -> list[dict]:
     ]
 
 
+def _sources(record, points: list[dict]) -> list[dict]:
+    """The revisions whose points make the curve shown, newest first, each with the concurrencies it measured and
+    its archives behind the curve (those holding a point shown; a revision's re-measured points' archives are
+    left to its own page)."""
+    measured: dict[int, list] = {}
+    held: dict[int, set] = {}
+    for point in points:
+        evidence = point.get("evidence")
+        if evidence:
+            measured.setdefault(evidence["revision"], []).append(point.get("concurrency"))
+            if evidence.get("file"):
+                held.setdefault(evidence["revision"], set()).add(evidence["file"]["position"])
+    rows = []
+    for source in reversed(record.sources):
+        positions = held.get(source.get("revision"))
+        files = source.get("files") or []
+        archives = [f for f in files if f["position"] in positions] if positions else files
+        rows.append({**source, "points": measured.get(source.get("revision"), []), "archives": archives})
+    return rows
+
+
 def _result_context(public_id: str, revision: int | None = None, query=None) -> dict:
     newest = selectors.publication_public(public_id)
     publication = selectors.publication_at_revision(newest, revision)
@@ -467,7 +490,14 @@ def _result_context(public_id: str, revision: int | None = None, query=None) -> 
     provenance = selectors.publication_provenance(publication)
     submission = publication.submission
     x = interactivity_metric(submission.benchmark)
-    points = sorted((publication.curve or {}).get("points") or [], key=lambda p: p.get("concurrency") or 0)
+    evidence = publication.record.point_evidence
+    points = sorted(
+        (
+            {**p, "evidence": evidence.get(p.get("point"))}
+            for p in (publication.curve or {}).get("points") or []
+        ),
+        key=lambda p: p.get("concurrency") or 0,
+    )
     shown = revision or (revisions[-1].number if revisions else 1)
     buyer = buyer_context(
         publication,
@@ -493,6 +523,7 @@ def _result_context(public_id: str, revision: int | None = None, query=None) -> 
         "cliff_points": points_past_a_cliff(points, metric=x),
         "cliff_rule": CLIFF_RULE,
         "provenance": provenance,
+        "sources": _sources(publication.record, points),
         "measured_rows": _measured_rows(points, provenance.measured_power),
         "buyer": buyer,
         "page_status": 400 if buyer["errors"] else 200,

@@ -41,7 +41,7 @@ from submissions.models import Submission
 CONSOLE_BACKEND = "django.core.mail.backends.console.EmailBackend"
 LOCMEM_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # Bump when the demo's data or story changes: a database seeded with another version is rebuilt.
-DEMO_DATA_VERSION = "2026-12-02 real extension runs, Nimbus NB-2, preview rule set, Z9 seeded last, r48 label, NB-2 spot-check"
+DEMO_DATA_VERSION = "2026-12-02 real extension runs, Nimbus NB-2, preview rule set, Z9 seeded last, r48 label, NB-2 spot-check, per-point evidence"
 STARTED, FINISHED = "demo.seeding_started", "demo.seeding_finished"
 
 
