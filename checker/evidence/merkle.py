@@ -145,7 +145,8 @@ def verify_consistency(
         sn >>= 1
     if sn != 0:
         raise ProofError("The consistency proof is shorter than the tree is deep.")
-    if fr != old_root:
-        raise ProofError("The consistency proof does not lead to the older checkpoint's root: the log was rewritten.")
-    if sr != new_root:
-        raise ProofError("The consistency proof does not lead to the newer checkpoint's root.")
+    if fr != old_root or sr != new_root:
+        raise ProofError(
+            f"The tree of size {new_size} does not extend the tree of size {old_size}: the log was rewritten "
+            "(or the proof is not one between these two checkpoints)."
+        )

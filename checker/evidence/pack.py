@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from checker.evidence.bag import Fetched, bag_build, bag_finish, bag_zip
@@ -24,8 +25,28 @@ TLOG_PROOF = "evidence/statement.tlog-proof"
 KEYS = "evidence/keys.txt"
 
 
+SAFE_INTEGER = 2**53 - 1
+
+
+def i_json(value: Any) -> Any:
+    """The value as I-JSON (RFC 7493 section 2.2), which RFC 8785 requires: an integer beyond +-(2**53 - 1) (a sum
+    of nanoseconds, say) and a non-finite float are written as decimal strings, never rounded."""
+    if isinstance(value, dict):
+        return {str(key): i_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [i_json(item) for item in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int) and abs(value) > SAFE_INTEGER:
+        return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
 def json_file(value: Any) -> bytes:
-    return canonical_json(value)
+    """A pack's JSON file: RFC 8785 canonical bytes of its I-JSON form."""
+    return canonical_json(i_json(value))
 
 
 def pack_statement(

@@ -130,6 +130,7 @@ def _check_bag(bag: Bag, report: VerifyReport, *, with_raw_logs: bool, fetch) ->
         elif sha256_hex(data) != digest:
             bad.append(f"{name} does not match its SHA-256 in {MANIFEST} (the file was changed)")
     unlisted = [name for name in bag.files if name.startswith("data/") and name not in bag.manifest]
+    unlisted += [f"{name} (in {FETCH})" for name, item in bag.fetch.items() if not item.sha256]
     bad += [f"{name} is in the pack but not in {MANIFEST}" for name in sorted(unlisted)]
     held = sum(1 for name in bag.manifest if name in bag.files)
     detail = "; ".join(bad) if bad else f"{held} payload file(s) match their SHA-256"
