@@ -33,10 +33,10 @@ from audit.models import AuditEvent
 from catalog.models import Benchmark
 from leaderboard.models import (
     Annotation,
+    Challenge,
     EvidencePack,
     LogCheckpoint,
     LogLeaf,
-    Challenge,
     Publication,
     PublicationRevision,
     RecheckCampaign,

@@ -18,7 +18,15 @@ from django.db import connection
 from checker.evidence import merkle
 from checker.evidence import pack as layout
 from checker.evidence.bag import Fetched, sha256_hex
-from checker.evidence.note import Checkpoint, NoteError, SignerKey, TlogProof, VerifierKey, note_sign, parse_key_list
+from checker.evidence.note import (
+    Checkpoint,
+    NoteError,
+    SignerKey,
+    TlogProof,
+    VerifierKey,
+    note_sign,
+    parse_key_list,
+)
 from leaderboard.models import (
     Annotation,
     Challenge,
@@ -85,7 +93,7 @@ def leaf_hashes(size: int | None = None) -> list[bytes]:
     return [bytes.fromhex(h) for h in (rows if size is None else rows[:size])]
 
 
-def _log_append(envelope: bytes, public_id: str) -> tuple[LogLeaf, str]:
+def log_append(envelope: bytes, public_id: str) -> tuple[LogLeaf, str]:
     """Append the envelope as the next leaf, sign the new checkpoint; the leaf and its tlog-proof text."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
@@ -99,6 +107,11 @@ def _log_append(envelope: bytes, public_id: str) -> tuple[LogLeaf, str]:
     note = note_sign(Checkpoint(settings.PORTAL_LOG_ORIGIN, len(hashes), root).text(), signing_key())
     LogCheckpoint.objects.create(size=len(hashes), root_hash=root.hex(), note=note)
     return leaf, TlogProof(leaf.index, merkle.inclusion_proof(leaf.index, hashes), note).text()
+
+
+def checkpoint_empty() -> str:
+    """The checkpoint of the empty log (size 0, the SHA-256 of nothing), before anything is published."""
+    return note_sign(Checkpoint(settings.PORTAL_LOG_ORIGIN, 0, merkle.root([])).text(), signing_key())
 
 
 # --- Packs -------------------------------------------------------------------------------------------
@@ -138,21 +151,32 @@ def _trail(publication: Publication, revisions: dict[int, PublicationRevision]) 
             {
                 "at": _iso(review.created_at),
                 "role": "reviewer",
-                "organisation": review.assignment.organisation.name if review.assignment.organisation_id else None,
+                "organisation": review.assignment.organisation.name
+                if review.assignment.organisation_id
+                else None,
                 "action": f"review.{review.decision}",
                 "version": review.version.number if review.version_id else None,
             }
         )
     for attestation in Attestation.objects.filter(submission_id__in=submission_ids).select_related("version"):
         events.append(
-            {"at": _iso(attestation.created_at), "role": "auditor", "organisation": None, "action": "attested",
-             "version": attestation.version.number}
+            {
+                "at": _iso(attestation.created_at),
+                "role": "auditor",
+                "organisation": None,
+                "action": "attested",
+                "version": attestation.version.number,
+            }
         )
     for number, row in revisions.items():
         events.append(
-            {"at": _iso(row.published_at), "role": "submitter",
-             "organisation": ((row.snapshot or {}).get("organisation") or {}).get("name"),
-             "action": f"published revision {number}", "version": row.version.number}
+            {
+                "at": _iso(row.published_at),
+                "role": "submitter",
+                "organisation": ((row.snapshot or {}).get("organisation") or {}).get("name"),
+                "action": f"published revision {number}",
+                "version": row.version.number,
+            }
         )
     return sorted(events, key=lambda e: (e["at"] or "", e["action"]))
 
@@ -162,8 +186,13 @@ def _challenges(publication: Publication, upto: datetime | None) -> list[dict[st
     if upto is not None:
         rows = rows.filter(resolved_at__lte=upto)
     return [
-        {"status": c.status, "reason": c.reason, "resolution": c.resolution, "raised_at": _iso(c.created_at),
-         "resolved_at": _iso(c.resolved_at)}
+        {
+            "status": c.status,
+            "reason": c.reason,
+            "resolution": c.resolution,
+            "raised_at": _iso(c.created_at),
+            "resolved_at": _iso(c.resolved_at),
+        }
         for c in rows.order_by("created_at", "pk")
     ]
 
@@ -204,10 +233,17 @@ def _revision_payload(revision: PublicationRevision) -> tuple[dict[str, bytes], 
         keys = [p.get("point") for p in points if int(p.get("revision") or 1) == number]
         for metric in PointMetric.objects.filter(check_run_id=row.check_run_id, key__in=keys).order_by("key"):
             entry = {
-                "point": metric.key, "revision": number, "concurrency": metric.concurrency, "source": metric.source,
-                "claimed": metric.claimed, "recomputed": metric.recomputed, "extra": metric.extra,
-                "raw_log_sha256": metric.raw_log_sha256, "tracked_sequence_sha256": metric.tracked_sequence_sha256,
-                "samples_sha256": metric.samples_sha256 or None, "samples_file": None,
+                "point": metric.key,
+                "revision": number,
+                "concurrency": metric.concurrency,
+                "source": metric.source,
+                "claimed": metric.claimed,
+                "recomputed": metric.recomputed,
+                "extra": metric.extra,
+                "raw_log_sha256": metric.raw_log_sha256,
+                "tracked_sequence_sha256": metric.tracked_sequence_sha256,
+                "samples_sha256": metric.samples_sha256 or None,
+                "samples_file": None,
             }
             if metric.samples_key:
                 name = f"{layout.SAMPLES_DIR}r{number}-c{metric.concurrency}.npz"
@@ -217,8 +253,14 @@ def _revision_payload(revision: PublicationRevision) -> tuple[dict[str, bytes], 
         if row.check_run is not None:
             run = row.check_run
             reports.append(
-                {"revision": number, "ruleset": run.ruleset, "checker_version": run.checker_version,
-                 "status": run.status, "counts": run.counts, "report": run.report}
+                {
+                    "revision": number,
+                    "ruleset": run.ruleset,
+                    "checker_version": run.checker_version,
+                    "status": run.status,
+                    "counts": run.counts,
+                    "report": run.report,
+                }
             )
         files = []
         for version_file in row.version.files.order_by("position"):
@@ -226,11 +268,21 @@ def _revision_payload(revision: PublicationRevision) -> tuple[dict[str, bytes], 
             url = _site(f"/results/{publication.public_id}/files/{version_file.position}/?revision={number}")
             fetched[path] = Fetched(url, version_file.size_bytes, version_file.sha256)
             files.append(
-                {"path": path, "name": version_file.original_filename, "sha256": version_file.sha256,
-                 "size_bytes": version_file.size_bytes, "url": url}
+                {
+                    "path": path,
+                    "name": version_file.original_filename,
+                    "sha256": version_file.sha256,
+                    "size_bytes": version_file.size_bytes,
+                    "url": url,
+                }
             )
         raw_groups.append(
-            {"revision": number, "version": row.version.number, "bundle_sha256": row.version.sha256, "files": files}
+            {
+                "revision": number,
+                "version": row.version.number,
+                "bundle_sha256": row.version.sha256,
+                "files": files,
+            }
         )
     payload[layout.METRICS] = layout.json_file({"points": metrics})
     payload[layout.CHECKER_REPORT] = layout.json_file({"check_runs": reports})
@@ -239,13 +291,19 @@ def _revision_payload(revision: PublicationRevision) -> tuple[dict[str, bytes], 
     payload[layout.WAIVERS] = layout.json_file(
         {"waivers": ((revision.snapshot or {}).get("provenance") or {}).get("waivers") or []}
     )
-    payload[layout.CHALLENGES] = layout.json_file({"challenges": _challenges(publication, revision.published_at)})
-    payload[layout.ANNOTATIONS] = layout.json_file({"annotations": _annotations(publication, revision.published_at)})
+    payload[layout.CHALLENGES] = layout.json_file(
+        {"challenges": _challenges(publication, revision.published_at)}
+    )
+    payload[layout.ANNOTATIONS] = layout.json_file(
+        {"annotations": _annotations(publication, revision.published_at)}
+    )
     return payload, fetched
 
 
 def _safe_name(name: str) -> str:
-    return "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "._-" else "_" for ch in name)[:120] or "file"
+    return (
+        "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "._-" else "_" for ch in name)[:120] or "file"
+    )
 
 
 def _build(
@@ -259,14 +317,22 @@ def _build(
         "Bagging-Date": (publication.published_at or publication.created_at).date().isoformat(),
     }
     predicate = {"portal": settings.PORTAL_SITE_URL.rstrip("/"), "log": settings.PORTAL_LOG_ORIGIN, **subject}
-    files, envelope = layout.pack_statement(payload=payload, info=info, predicate=predicate, signer=key, fetched=fetched)
-    leaf, proof = _log_append(envelope, publication.public_id)
+    files, envelope = layout.pack_statement(
+        payload=payload, info=info, predicate=predicate, signer=key, fetched=fetched
+    )
+    leaf, proof = log_append(envelope, publication.public_id)
     data = layout.pack_seal(name=name, files=files, envelope=envelope, tlog_proof=proof, keys=public_keys())
     digest = sha256_hex(data)
     storage_key = storage_save_exact(f"evidence/sha256/{digest[:2]}/{digest}.zip", io.BytesIO(data))
     return EvidencePack.objects.create(
-        publication=publication, kind=kind, leaf=leaf, original_filename=f"{name}.zip", storage_key=storage_key,
-        size_bytes=len(data), sha256=digest, **link,
+        publication=publication,
+        kind=kind,
+        leaf=leaf,
+        original_filename=f"{name}.zip",
+        storage_key=storage_key,
+        size_bytes=len(data),
+        sha256=digest,
+        **link,
     )
 
 
@@ -283,8 +349,13 @@ def evidence_pack_build_revision(*, revision: PublicationRevision) -> EvidencePa
         "url": _site(f"/results/{publication.public_id}/?revision={revision.number}"),
     }
     return _build(
-        publication=publication, kind=EvidencePack.Kind.REVISION, name=name, payload=payload, fetched=fetched,
-        subject=subject, revision=revision,
+        publication=publication,
+        kind=EvidencePack.Kind.REVISION,
+        name=name,
+        payload=payload,
+        fetched=fetched,
+        subject=subject,
+        revision=revision,
     )
 
 
@@ -293,7 +364,11 @@ def evidence_pack_build_annotation(*, annotation: Annotation, retraction: bool =
     it is about by SHA-256 and log index."""
     publication = annotation.publication
     kind = EvidencePack.Kind.RETRACTION if retraction else EvidencePack.Kind.ANNOTATION
-    about = EvidencePack.objects.filter(publication=publication, kind=EvidencePack.Kind.REVISION).order_by("-leaf__index").first()
+    about = (
+        EvidencePack.objects.filter(publication=publication, kind=EvidencePack.Kind.REVISION)
+        .order_by("-leaf__index")
+        .first()
+    )
     subject = {
         "kind": kind,
         "public_id": publication.public_id,
@@ -308,11 +383,13 @@ def evidence_pack_build_annotation(*, annotation: Annotation, retraction: bool =
         "retraction_reason": publication.retraction_reason if retraction else None,
         "challenge": (
             {"reason": annotation.challenge.reason, "raised_at": _iso(annotation.challenge.created_at)}
-            if annotation.challenge_id else None
+            if annotation.challenge_id
+            else None
         ),
         "about": (
             {"revision": about.revision.number, "pack_sha256": about.sha256, "log_index": about.leaf.index}
-            if about is not None and about.revision_id else None
+            if about is not None and about.revision_id
+            else None
         ),
     }
     payload = {
@@ -322,6 +399,11 @@ def evidence_pack_build_annotation(*, annotation: Annotation, retraction: bool =
     }
     name = f"{publication.public_id}-{kind}-{annotation.pk}-evidence"
     return _build(
-        publication=publication, kind=kind, name=name, payload=payload, fetched={}, subject=subject,
+        publication=publication,
+        kind=kind,
+        name=name,
+        payload=payload,
+        fetched={},
+        subject=subject,
         annotation=annotation,
     )

@@ -17,7 +17,9 @@ def _keys(values: list[str]) -> list[VerifierKey]:
     keys = []
     for value in values:
         path = Path(value)
-        keys += parse_key_list(path.read_text(encoding="utf-8")) if path.is_file() else [VerifierKey.parse(value)]
+        keys += (
+            parse_key_list(path.read_text(encoding="utf-8")) if path.is_file() else [VerifierKey.parse(value)]
+        )
     return keys
 
 
@@ -37,12 +39,18 @@ def cmd_verify(args) -> int:
         print(f"portal verify: no such pack: {args.pack}", file=sys.stderr)
         return EXIT_USAGE
     if args.with_raw_logs and not args.tokenizer:
-        print("portal verify: --with-raw-logs recomputes every point: give the benchmark's --tokenizer", file=sys.stderr)
+        print(
+            "portal verify: --with-raw-logs recomputes every point: give the benchmark's --tokenizer",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     older = proof = None
     if args.since:
         if not args.consistency_proof:
-            print("portal verify: --since needs --consistency-proof (GET /log/proof/consistency)", file=sys.stderr)
+            print(
+                "portal verify: --since needs --consistency-proof (GET /log/proof/consistency)",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         try:
             older = Path(args.since).read_text(encoding="utf-8")
@@ -50,20 +58,24 @@ def cmd_verify(args) -> int:
         except (OSError, UnicodeDecodeError, binascii.Error) as exc:
             print(f"portal verify: {exc}", file=sys.stderr)
             return EXIT_USAGE
-    tokenizer = None
+    recompute = None
     if args.with_raw_logs:
-        from checker.cli.local_check import TokenizerError, load_tokenizer
+        from checker.cli.local_check import TokenizerError, check, load_tokenizer
 
         try:
             tokenizer = load_tokenizer(args.tokenizer)
         except TokenizerError as exc:
             print(f"portal verify: {exc}", file=sys.stderr)
             return EXIT_USAGE
+
+        def recompute(paths):
+            return check(paths, tokenizer=tokenizer)
+
     report = verify_pack(
         Path(args.pack),
         keys=keys,
         with_raw_logs=args.with_raw_logs,
-        tokenizer=tokenizer,
+        recompute=recompute,
         older_checkpoint=older,
         consistency_proof=proof,
     )
@@ -93,9 +105,13 @@ def add_command(sub) -> None:
         action="store_true",
         help="fetch the raw archives listed in fetch.txt (unless the pack holds them) and recompute every point",
     )
-    command.add_argument("--tokenizer", metavar="PATH", help="the benchmark's tokenizer.json, for --with-raw-logs")
     command.add_argument(
-        "--since", metavar="CHECKPOINT", help="an older checkpoint of the log (a file): check the log only grew"
+        "--tokenizer", metavar="PATH", help="the benchmark's tokenizer.json, for --with-raw-logs"
+    )
+    command.add_argument(
+        "--since",
+        metavar="CHECKPOINT",
+        help="an older checkpoint of the log (a file): check the log only grew",
     )
     command.add_argument(
         "--consistency-proof",

@@ -37,7 +37,9 @@ def statement(subjects: dict[str, str], predicate: dict[str, Any]) -> dict[str, 
     """An in-toto Statement v1 over files {name: sha256 hex}."""
     return {
         "_type": STATEMENT_TYPE,
-        "subject": [{"name": name, "digest": {"sha256": digest}} for name, digest in sorted(subjects.items())],
+        "subject": [
+            {"name": name, "digest": {"sha256": digest}} for name, digest in sorted(subjects.items())
+        ],
         "predicateType": PREDICATE_TYPE,
         "predicate": predicate,
     }
@@ -69,7 +71,7 @@ def envelope_open(envelope: bytes, keys: list[VerifierKey]) -> tuple[dict[str, A
     signed = pae(payload_type, payload)
     known = {key.keyid: key for key in keys}
     for signature in signatures if isinstance(signatures, list) else []:
-        key = known.get(signature.get("keyid")) if isinstance(signature, dict) else None
+        key = known.get(str(signature.get("keyid"))) if isinstance(signature, dict) else None
         if key is None:
             continue
         try:
@@ -88,5 +90,9 @@ def envelope_open(envelope: bytes, keys: list[VerifierKey]) -> tuple[dict[str, A
             raise EnvelopeError("The signed payload is not an in-toto Statement v1.")
         return claim, key
     names = ", ".join(known) or "none"
-    found = ", ".join(str(s.get("keyid")) for s in signatures if isinstance(s, dict)) if isinstance(signatures, list) else ""
+    found = (
+        ", ".join(str(s.get("keyid")) for s in signatures if isinstance(s, dict))
+        if isinstance(signatures, list)
+        else ""
+    )
     raise EnvelopeError(f"No signature by a trusted key (signed by: {found or 'nobody'}; trusted: {names}).")

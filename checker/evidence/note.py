@@ -121,7 +121,9 @@ class SignerKey:
 
 def parse_key_list(text: str) -> list[VerifierKey]:
     """Verifier keys, one a line; blank lines and lines starting with # are skipped."""
-    return [VerifierKey.parse(line) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return [
+        VerifierKey.parse(line) for line in text.splitlines() if line.strip() and not line.startswith("#")
+    ]
 
 
 def note_sign(text: str, key: SignerKey) -> str:

@@ -18,8 +18,11 @@ from checker.evidence.dsse import EnvelopeError, envelope_open
 from checker.evidence.note import NoteError, TlogProof, VerifierKey, checkpoint_open, parse_key_list
 from checker.evidence.pack import ENVELOPE, KEYS, RAW_LOGS, RECORD, TLOG_PROOF
 from checker.recompute.curve import CURVE_METRICS, official_metrics
+from checker.report import Report
 
 MAX_FETCH_BYTES = 8 * 1024**3
+# The checker's whole pipeline over some raw archives (`portal check`'s, checker.cli.local_check.check)
+Recompute = Callable[[list[Path]], Report]
 
 
 @dataclass
@@ -55,7 +58,9 @@ class VerifyReport:
         if self.ok:
             lines.append("VERIFIED: every check holds.")
         else:
-            lines.append(f"NOT VERIFIED: {len(self.failed())} check(s) failed: {', '.join(c.name for c in self.failed())}.")
+            lines.append(
+                f"NOT VERIFIED: {len(self.failed())} check(s) failed: {', '.join(c.name for c in self.failed())}."
+            )
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,14 +87,14 @@ def verify_pack(
     *,
     keys: list[VerifierKey] | None = None,
     with_raw_logs: bool = False,
-    tokenizer: Any = None,
+    recompute: Recompute | None = None,
     older_checkpoint: str | None = None,
     consistency_proof: list[bytes] | None = None,
     fetch: Callable[[str, int], bytes] = _fetch,
 ) -> VerifyReport:
     """Check a pack: its bag, the signature of its statement, that the statement names every payload file with
     its hash, the inclusion of the envelope in the log's checkpoint, optionally that checkpoint's consistency with
-    an older one, and with raw logs the recomputation of every point."""
+    an older one, and with raw logs (fetched as fetch.txt lists them) every point recomputed by `recompute`."""
     report = VerifyReport(pack=str(path))
     try:
         bag = bag_read(path)
@@ -104,14 +109,18 @@ def verify_pack(
     checkpoint = _check_inclusion(bag, trusted, report)
     if older_checkpoint is not None and checkpoint is not None:
         _check_consistency(older_checkpoint, consistency_proof or [], checkpoint, trusted, report)
-    if with_raw_logs and claim is not None and report.ok:
-        _check_recompute(bag, report, tokenizer=tokenizer)
+    if with_raw_logs and recompute is not None and claim is not None and report.ok:
+        _check_recompute(bag, report, recompute)
     return report
 
 
 def _check_bag(bag: Bag, report: VerifyReport, *, with_raw_logs: bool, fetch) -> None:
     version = bag.files.get("bagit.txt", b"").decode("utf-8", "replace")
-    report.add("bagit.txt", version.startswith("BagIt-Version: 1.0"), version.splitlines()[0] if version else "missing")
+    report.add(
+        "bagit.txt",
+        version.startswith("BagIt-Version: 1.0"),
+        version.splitlines()[0] if version else "missing",
+    )
     bad = []
     for name, digest in sorted(bag.manifest.items()):
         data = bag.files.get(name)
@@ -144,9 +153,13 @@ def _check_bag(bag: Bag, report: VerifyReport, *, with_raw_logs: bool, fetch) ->
             tag_bad.append(f"{name} is missing")
         elif sha256_hex(data) != digest:
             tag_bad.append(f"{name} does not match its SHA-256 in {TAG_MANIFEST} (the file was changed)")
-    tags = [n for n in bag.files if not n.startswith("data/") and n != TAG_MANIFEST and n not in bag.tag_manifest]
+    tags = [
+        n for n in bag.files if not n.startswith("data/") and n != TAG_MANIFEST and n not in bag.tag_manifest
+    ]
     tag_bad += [f"{name} is in the pack but not in {TAG_MANIFEST}" for name in sorted(tags)]
-    report.add("tag manifest", not tag_bad, "; ".join(tag_bad) or f"{len(bag.tag_manifest)} tag file(s) match")
+    report.add(
+        "tag manifest", not tag_bad, "; ".join(tag_bad) or f"{len(bag.tag_manifest)} tag file(s) match"
+    )
 
 
 def _trusted_keys(bag: Bag, keys: list[VerifierKey] | None, report: VerifyReport) -> list[VerifierKey] | None:
@@ -180,10 +193,10 @@ def _check_statement(bag: Bag, keys: list[VerifierKey], report: VerifyReport) ->
         report.add("signature", False, str(exc))
         return None
     report.add("signature", True, f"the in-toto statement is signed by {key.keyid} (DSSE, Ed25519)")
-    subjects = {}
+    subjects: dict[str, str] = {}
     for subject in claim.get("subject") or []:
         if isinstance(subject, dict) and isinstance(subject.get("digest"), dict):
-            subjects[subject.get("name")] = subject["digest"].get("sha256")
+            subjects[str(subject.get("name"))] = str(subject["digest"].get("sha256"))
     differ = sorted(
         name for name in set(subjects) | set(bag.manifest) if subjects.get(name) != bag.manifest.get(name)
     )
@@ -195,7 +208,11 @@ def _check_statement(bag: Bag, keys: list[VerifierKey], report: VerifyReport) ->
             f"the signed statement and {MANIFEST} disagree on {shown}: a figure or file was changed after signing",
         )
         return None
-    report.add("statement", True, f"the signed statement names all {len(subjects)} payload file(s) with their SHA-256")
+    report.add(
+        "statement",
+        True,
+        f"the signed statement names all {len(subjects)} payload file(s) with their SHA-256",
+    )
     return claim
 
 
@@ -229,12 +246,12 @@ def _check_consistency(older: str, proof: list[bytes], newer, keys, report: Veri
     except (NoteError, merkle.ProofError) as exc:
         report.add("log consistency", False, str(exc))
         return
-    report.add("log consistency", True, f"the log at size {newer.size} extends the checkpoint of size {old.size}")
+    report.add(
+        "log consistency", True, f"the log at size {newer.size} extends the checkpoint of size {old.size}"
+    )
 
 
-def _check_recompute(bag: Bag, report: VerifyReport, *, tokenizer: Any) -> None:
-    from checker.cli.local_check import check
-
+def _check_recompute(bag: Bag, report: VerifyReport, recompute: Recompute) -> None:
     try:
         record = json.loads(bag.files[RECORD])
         raw_logs = json.loads(bag.files[RAW_LOGS])
@@ -258,12 +275,12 @@ def _check_recompute(bag: Bag, report: VerifyReport, *, tokenizer: Any) -> None:
             if not paths:
                 continue
             recomputed = {
-                point.key: point
-                for point in check(paths, tokenizer=tokenizer).points
-                if isinstance(point.recomputed, dict)
+                point.key: point for point in recompute(paths).points if isinstance(point.recomputed, dict)
             }
             for key, point in published.items():
-                if (point.get("revision") or 1) != group.get("revision") or point.get("basis") != "recomputed":
+                if (point.get("revision") or 1) != group.get("revision") or point.get(
+                    "basis"
+                ) != "recomputed":
                     continue
                 again = recomputed.get(key)
                 if again is None:
@@ -276,12 +293,18 @@ def _check_recompute(bag: Bag, report: VerifyReport, *, tokenizer: Any) -> None:
                     want, got = point.get(metric), metrics.get(metric)
                     if want is None and got is None:
                         continue
-                    if want is None or got is None or abs(float(want) - float(got)) > 1e-9 * max(1.0, abs(float(want))):
+                    if (
+                        want is None
+                        or got is None
+                        or abs(float(want) - float(got)) > 1e-9 * max(1.0, abs(float(want)))
+                    ):
                         differ.append(f"{key} {metric}: published {want}, recomputed {got}")
     recomputable = [p for p in published.values() if p.get("basis") == "recomputed"]
     problems = differ + [f"{m} missing" for m in missing]
     if compared < len(recomputable) and not missing:
-        problems.append(f"only {compared} of {len(recomputable)} recomputed points were found in the raw logs")
+        problems.append(
+            f"only {compared} of {len(recomputable)} recomputed points were found in the raw logs"
+        )
     report.add(
         "recompute",
         not problems,

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import base64
 
-from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET
 
 from checker.evidence import merkle
 from leaderboard import selectors
-from leaderboard.evidence import leaf_hashes, public_keys
+from leaderboard.evidence import checkpoint_empty, leaf_hashes, public_keys
 from leaderboard.models import EvidencePack, LogCheckpoint, LogLeaf
 from portal.downloads import stored_download
 from submissions.storage import storage_iter_chunks
@@ -59,22 +59,19 @@ def _size(request, name: str) -> int:
     return int(value)
 
 
-def _log_size() -> int:
-    return LogLeaf.objects.count()
-
-
 @require_GET
 def log_checkpoint(request):
     """The latest signed checkpoint (c2sp.org/tlog-checkpoint)."""
     checkpoint = LogCheckpoint.objects.order_by("-size").first()
-    if checkpoint is None:
-        raise Http404("The log is empty: nothing is published yet.")
-    return _text(checkpoint.note, cache={"public": True, "max_age": 60})
+    note = checkpoint.note if checkpoint is not None else checkpoint_empty()
+    return _text(note, cache={"public": True, "max_age": 60})
 
 
 @require_GET
 def log_checkpoint_at(request, size: int):
     """The checkpoint the log signed when it reached `size` (for mirrors that check it only grew)."""
+    if size == 0:
+        return _text(checkpoint_empty(), cache=IMMUTABLE)
     checkpoint = get_object_or_404(LogCheckpoint, size=size)
     return _text(checkpoint.note, cache=IMMUTABLE)
 
@@ -118,7 +115,7 @@ def log_proof_consistency(request):
         old, new = _size(request, "old"), _size(request, "new")
         if old > new:
             raise ValueError("'old' is a size the log had before 'new'.")
-        if not LogCheckpoint.objects.filter(size=new).exists():
+        if new and not LogCheckpoint.objects.filter(size=new).exists():
             raise ValueError(f"The log has no checkpoint of size {new}.")
         proof = merkle.consistency_proof(old, leaf_hashes(new))
     except (ValueError, merkle.ProofError) as exc:

@@ -7,7 +7,6 @@ rewritten under an old checkpoint. The log's checkpoints only grow."""
 from __future__ import annotations
 
 import base64
-import io
 import json
 import zipfile
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from checker.cli.local_check import check
 from checker.cli.main import main as portal
 from checker.evidence import merkle
 from checker.evidence.bag import sha256_hex
@@ -69,7 +69,9 @@ def _rehash(files: dict[str, bytes]) -> None:
     """What a forger does after editing a figure: make both manifests agree with the edited files again."""
     listed = dict(line.split("  ", 1)[::-1] for line in files["manifest-sha256.txt"].decode().splitlines())
     listed |= {name: sha256_hex(data) for name, data in files.items() if name.startswith("data/")}
-    files["manifest-sha256.txt"] = "".join(f"{digest}  {name}\n" for name, digest in sorted(listed.items())).encode()
+    files["manifest-sha256.txt"] = "".join(
+        f"{digest}  {name}\n" for name, digest in sorted(listed.items())
+    ).encode()
     files["tagmanifest-sha256.txt"] = "".join(
         f"{sha256_hex(data)}  {name}\n"
         for name, data in sorted(files.items())
@@ -97,11 +99,18 @@ def published(role_users, tmp_path):
     key_file = tmp_path / "portal.pub"
     key_file.write_text(keys.content.decode())
     packs = {
-        n: _download(client, f"/results/{publication.public_id}/revisions/{n}/evidence-pack/", tmp_path, f"r{n}.zip")
+        n: _download(
+            client, f"/results/{publication.public_id}/revisions/{n}/evidence-pack/", tmp_path, f"r{n}.zip"
+        )
         for n in (1, 2)
     }
-    return {"publication": publication, "client": client, "keys": parse_key_list(key_file.read_text()),
-            "key_file": key_file, "packs": packs}
+    return {
+        "publication": publication,
+        "client": client,
+        "keys": parse_key_list(key_file.read_text()),
+        "key_file": key_file,
+        "packs": packs,
+    }
 
 
 def test_a_downloaded_pack_verifies_offline_and_with_its_raw_logs_recomputed(published, tmp_path, capsys):
@@ -114,15 +123,30 @@ def test_a_downloaded_pack_verifies_offline_and_with_its_raw_logs_recomputed(pub
     assert "taken from the pack itself" in capsys.readouterr().out
 
     report = verify_pack(
-        pack, keys=keys, with_raw_logs=True, tokenizer=str(TOKENIZER), fetch=_http_fetch(published["client"])
+        pack,
+        keys=keys,
+        with_raw_logs=True,
+        recompute=lambda paths: check(paths, tokenizer=str(TOKENIZER)),
+        fetch=_http_fetch(published["client"]),
     )
     assert report.ok, report.text()
     assert "all 7 recomputed point(s) match" in report.text()
     with zipfile.ZipFile(pack) as archive_file:
         names = {name.split("/", 1)[1] for name in archive_file.namelist()}
         record = json.loads(archive_file.read(next(n for n in archive_file.namelist() if n.endswith(RECORD))))
-    assert {"bagit.txt", "bag-info.txt", "manifest-sha256.txt", "tagmanifest-sha256.txt", "fetch.txt", ENVELOPE,
-            TLOG_PROOF, "evidence/keys.txt", "data/metrics.json", "data/raw-logs.json", "data/trail.json"} <= names
+    assert {
+        "bagit.txt",
+        "bag-info.txt",
+        "manifest-sha256.txt",
+        "tagmanifest-sha256.txt",
+        "fetch.txt",
+        ENVELOPE,
+        TLOG_PROOF,
+        "evidence/keys.txt",
+        "data/metrics.json",
+        "data/raw-logs.json",
+        "data/trail.json",
+    } <= names
     assert record["revision"] == 2 and record["snapshot"] == published["publication"].snapshot
     assert len(record["curve"]["points"]) == 7
 
@@ -140,6 +164,7 @@ def _changed_byte_in_any_file(published, tmp_path):
     with zipfile.ZipFile(pack) as source:
         inner = [info.filename.split("/", 1)[1] for info in source.infolist()]
     for name in inner:
+
         def flip(files, name=name):
             data = bytearray(files[name])
             data[len(data) // 2] ^= 0x01
@@ -157,7 +182,9 @@ def _changed_figure_with_the_manifests_rehashed(published, tmp_path):
         files[RECORD] = json.dumps(record).encode()
         _rehash(files)
 
-    report = verify_pack(_rewrite(published["packs"][2], tmp_path / "figure.zip", inflate), keys=published["keys"])
+    report = verify_pack(
+        _rewrite(published["packs"][2], tmp_path / "figure.zip", inflate), keys=published["keys"]
+    )
     failed = _failed(report)
     assert set(failed) == {"statement"} and RECORD in failed["statement"]
 
@@ -171,11 +198,16 @@ def _swapped_signature(published, tmp_path):
         files[ENVELOPE] = json.dumps(envelope).encode()
         _rehash(files)
 
-    report = verify_pack(_rewrite(published["packs"][2], tmp_path / "swapped.zip", swap), keys=published["keys"])
+    report = verify_pack(
+        _rewrite(published["packs"][2], tmp_path / "swapped.zip", swap), keys=published["keys"]
+    )
     assert "does not verify" in _failed(report)["signature"]
     # A pack signed by another key than the pinned one is not trusted.
     stranger = SignerKey.generate("someone-else/log").verifier
-    assert "No signature by a trusted key" in _failed(verify_pack(published["packs"][2], keys=[stranger]))["signature"]
+    assert (
+        "No signature by a trusted key"
+        in _failed(verify_pack(published["packs"][2], keys=[stranger]))["signature"]
+    )
 
 
 def _inner(pack: Path, name: str) -> bytes:
@@ -184,14 +216,18 @@ def _inner(pack: Path, name: str) -> bytes:
 
 
 def _proof_against_another_checkpoint(published, tmp_path):
-    later = LogCheckpoint.objects.order_by("-size").first().note  # revision 1's proof, under revision 2's checkpoint
+    later = (
+        LogCheckpoint.objects.order_by("-size").first().note
+    )  # revision 1's proof, under revision 2's checkpoint
 
     def other_checkpoint(files):
         head = files[TLOG_PROOF].decode().split("\n\n", 1)[0]
         files[TLOG_PROOF] = f"{head}\n\n{later}".encode()
         _rehash(files)
 
-    report = verify_pack(_rewrite(published["packs"][1], tmp_path / "proof.zip", other_checkpoint), keys=published["keys"])
+    report = verify_pack(
+        _rewrite(published["packs"][1], tmp_path / "proof.zip", other_checkpoint), keys=published["keys"]
+    )
     assert "inclusion proof" in _failed(report)["log inclusion"]
 
 
@@ -202,7 +238,9 @@ def test_the_log_only_grows_and_a_rewritten_log_fails_consistency(published, tmp
     checkpoints = [checkpoint_open(client.get(f"/log/checkpoints/{s}").content.decode(), keys) for s in sizes]
     for old, new in zip(checkpoints, checkpoints[1:], strict=False):
         body = client.get(f"/log/proof/consistency?old={old.size}&new={new.size}").content.decode()
-        merkle.verify_consistency(old.size, new.size, old.root, new.root, [base64.b64decode(x) for x in body.split()])
+        merkle.verify_consistency(
+            old.size, new.size, old.root, new.root, [base64.b64decode(x) for x in body.split()]
+        )
     # The packs' own checkpoints: revision 1's (older) against revision 2's pack, through the CLI.
     older = tmp_path / "older.checkpoint"
     older.write_text(_inner(published["packs"][1], TLOG_PROOF).decode().split("\n\n", 1)[1])
@@ -210,8 +248,16 @@ def test_the_log_only_grows_and_a_rewritten_log_fails_consistency(published, tmp
     r2 = checkpoint_open(_inner(published["packs"][2], TLOG_PROOF).decode().split("\n\n", 1)[1], keys)
     proof = tmp_path / "consistency.txt"
     proof.write_bytes(client.get(f"/log/proof/consistency?old={r1.size}&new={r2.size}").content)
-    args = ["verify", str(published["packs"][2]), "--key", str(key_file), "--since", str(older),
-            "--consistency-proof", str(proof)]
+    args = [
+        "verify",
+        str(published["packs"][2]),
+        "--key",
+        str(key_file),
+        "--since",
+        str(older),
+        "--consistency-proof",
+        str(proof),
+    ]
     assert portal(args) == 0
     assert "log consistency: the log at size" in capsys.readouterr().out
 
@@ -220,14 +266,18 @@ def test_the_log_only_grows_and_a_rewritten_log_fails_consistency(published, tmp
     hashes = [bytes.fromhex(h) for h in LogLeaf.objects.order_by("index").values_list("leaf_hash", flat=True)]
     rewritten = note_sign(Checkpoint(r2.origin, len(hashes), merkle.root(hashes)).text(), signing_key())
     index = TlogProof.parse(_inner(published["packs"][2], TLOG_PROOF).decode()).index
-    reissued = TlogProof(index, merkle.inclusion_proof(index, hashes), rewritten).text()  # a proof of the new tree
+    reissued = TlogProof(
+        index, merkle.inclusion_proof(index, hashes), rewritten
+    ).text()  # a proof of the new tree
 
     def reissue(files):
         files[TLOG_PROOF] = reissued.encode()
         _rehash(files)
 
     forged = _rewrite(published["packs"][2], tmp_path / "rewritten.zip", reissue)
-    proof.write_text("".join(base64.b64encode(h).decode() + "\n" for h in merkle.consistency_proof(r1.size, hashes)))
+    proof.write_text(
+        "".join(base64.b64encode(h).decode() + "\n" for h in merkle.consistency_proof(r1.size, hashes))
+    )
     args[1] = str(forged)
     assert portal(args) == 1
     out = capsys.readouterr().out
@@ -246,7 +296,10 @@ def test_an_embargoed_result_has_no_pack_and_its_route_is_a_404(role_users):
     submission = submission_create(actor=submitter, system=system, benchmark=benchmark, title="embargoed")
     checked(submitter, submission, [archive(c) for c in (1, 2)])
     publication = services.publication_schedule(
-        submission=to_audited(submission), actor=submitter, mode="date", publish_at=timezone.now() + timedelta(days=3)
+        submission=to_audited(submission),
+        actor=submitter,
+        mode="date",
+        publish_at=timezone.now() + timedelta(days=3),
     )
     assert not EvidencePack.objects.exists() and not LogLeaf.objects.exists()
     assert Client().get(f"/results/{publication.public_id}/revisions/1/evidence-pack/").status_code == 404

@@ -46,7 +46,10 @@ def test_inclusion_proofs_match_and_verify(vector):
         (index, size * 2, proof),
         (index, size, proof + [root]),
         (index, size, [bytes(32)] + proof),
-        *[(index, size, proof[:i] + [bytes([proof[i][0] ^ 8]) + proof[i][1:]] + proof[i + 1 :]) for i in range(len(proof))],
+        *[
+            (index, size, proof[:i] + [bytes([proof[i][0] ^ 8]) + proof[i][1:]] + proof[i + 1 :])
+            for i in range(len(proof))
+        ],
     ]:
         with pytest.raises(merkle.ProofError):
             merkle.verify_inclusion(bad_index, bad_size, LEAVES[index], bad_proof, root)
@@ -75,9 +78,13 @@ def test_every_pair_of_sizes_proves_consistent_and_every_leaf_included():
     for new in range(1, 9):
         root = merkle.root(LEAVES[:new])
         for old in range(0, new + 1):
-            merkle.verify_consistency(old, new, merkle.root(LEAVES[:old]), root, merkle.consistency_proof(old, LEAVES[:new]))
+            merkle.verify_consistency(
+                old, new, merkle.root(LEAVES[:old]), root, merkle.consistency_proof(old, LEAVES[:new])
+            )
         for index in range(new):
-            merkle.verify_inclusion(index, new, LEAVES[index], merkle.inclusion_proof(index, LEAVES[:new]), root)
+            merkle.verify_inclusion(
+                index, new, LEAVES[index], merkle.inclusion_proof(index, LEAVES[:new]), root
+            )
 
 
 def test_signed_note_reproduces_the_go_sumdb_vector():
@@ -89,7 +96,9 @@ def test_signed_note_reproduces_the_go_sumdb_vector():
     assert note_open(NOTE["signed"], [verifier]) == (NOTE["text"], [verifier])
     with pytest.raises(NoteError, match="does not verify"):
         note_open(NOTE["signed"].replace("cryptography", "cryptographY"), [verifier])
-    other = SignerKey.generate("PeterNeumann").verifier  # same name, another key: ignored, so nothing trusted signed
+    other = SignerKey.generate(
+        "PeterNeumann"
+    ).verifier  # same name, another key: ignored, so nothing trusted signed
     with pytest.raises(NoteError, match="No signature by a trusted key"):
         note_open(NOTE["signed"], [other])
 
@@ -108,7 +117,10 @@ def test_checkpoint_and_tlog_proof_round_trip():
 
 
 def test_dsse_pae_matches_the_spec_example_and_envelopes_verify():
-    assert pae("http://example.com/HelloWorld", b"hello world") == b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+    assert (
+        pae("http://example.com/HelloWorld", b"hello world")
+        == b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+    )
     key = SignerKey.generate("portal.example/log")
     payload = canonical_json({"_type": "https://in-toto.io/Statement/v1", "subject": []})
     envelope = envelope_sign(payload, key)
@@ -123,7 +135,10 @@ def test_canonical_json_is_rfc8785():
         '{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],'
         ' "string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/", "literals": [null, true, false]}'
     )
-    assert canonical_json(value) == (
-        '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],'
-        '"string":"\u20ac$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'
-    ).encode()
+    assert (
+        canonical_json(value)
+        == (
+            '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],'
+            '"string":"\u20ac$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'
+        ).encode()
+    )
