@@ -935,15 +935,23 @@ ROUTES: dict[str, Route] = {
     ),
     # the public transparency log: public facts only, the same for everyone
     "log:checkpoint": _g(PUBLIC, access=Access.PUBLIC, url=lambda w: "/log/checkpoint", group="log"),
-    "log:checkpoint_at": _g(PUBLIC, pk="log", access=Access.PUBLIC, url=lambda w: "/log/checkpoints/1", group="log"),
+    "log:checkpoint_at": _g(
+        PUBLIC, pk="log", access=Access.PUBLIC, url=lambda w: "/log/checkpoints/1", group="log"
+    ),
     "log:keys": _g(PUBLIC, access=Access.PUBLIC, url=lambda w: "/log/keys", group="log"),
     "log:leaf": _g(PUBLIC, pk="log", access=Access.PUBLIC, url=lambda w: "/log/leaves/0", group="log"),
     "log:proof_inclusion": _g(
-        PUBLIC, query="?index=0&size=2", access=Access.PUBLIC, url=lambda w: "/log/proof/inclusion?index=0&size=2",
+        PUBLIC,
+        query="?index=0&size=2",
+        access=Access.PUBLIC,
+        url=lambda w: "/log/proof/inclusion?index=0&size=2",
         group="log",
     ),
     "log:proof_consistency": _g(
-        PUBLIC, query="?old=1&new=2", access=Access.PUBLIC, url=lambda w: "/log/proof/consistency?old=1&new=2",
+        PUBLIC,
+        query="?old=1&new=2",
+        access=Access.PUBLIC,
+        url=lambda w: "/log/proof/consistency?old=1&new=2",
         group="log",
     ),
     # a published result's re-measurement evidence: public once published, when the endpoint is public

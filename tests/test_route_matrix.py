@@ -605,7 +605,9 @@ def _publication_world(role_users) -> dict:
     acme = role_users["organisations"]["acme"]
     published = PublicationFactory(submission__system=SystemFactory(organisation=acme))
     evidence_pack_build_revision(revision=PublicationRevisionFactory(publication=published))
-    annotation = Annotation.objects.create(publication=published, text="A note.", created_by=role_users["chair"])
+    annotation = Annotation.objects.create(
+        publication=published, text="A note.", created_by=role_users["chair"]
+    )
     evidence_pack_build_annotation(annotation=annotation)
     other = PublicationFactory(submission__benchmark=published.submission.benchmark)
     hidden_system = SystemFactory(organisation=acme, name=HIDDEN_SYSTEM_NAME)
@@ -692,12 +694,20 @@ def test_the_public_log_answers_everyone_alike(name, role_users):
     log_append(b'{"payload": "first"}', "EP-T00001")
     log_append(b'{"payload": "second"}', "EP-T00002")
     bodies = set()
-    for user in (None, role_users["submitter"], role_users["reviewer"], role_users["auditor"], role_users["chair"]):
+    for user in (
+        None,
+        role_users["submitter"],
+        role_users["reviewer"],
+        role_users["auditor"],
+        role_users["chair"],
+    ):
         response = _request(user, method, url({}))
         assert response.status_code == 200, (name, user, response.status_code)
         assert "public" in response["Cache-Control"], name
         bodies.add(response.content)
     assert len(bodies) == 1, name
+
+
 _SECRETS = ("Unreleased-Z9", "EP-EMBARGO1", "Audited-Secret", "Draft-Secret")
 
 
