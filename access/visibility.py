@@ -34,6 +34,9 @@ from catalog.models import Benchmark
 from leaderboard.models import (
     Annotation,
     Challenge,
+    EvidencePack,
+    LogCheckpoint,
+    LogLeaf,
     Publication,
     PublicationRevision,
     RecheckCampaign,
@@ -453,6 +456,21 @@ def annotations_visible_to(user) -> QuerySet[Annotation]:
     return Annotation.objects.filter(publication__in=publications_visible_to(user))
 
 
+def evidence_packs_visible_to(user) -> QuerySet[EvidencePack]:
+    """Packs of published results: a pack is built only when its fact is published (docs/evidence.md)."""
+    return EvidencePack.objects.filter(publication__in=publications_visible_to(None))
+
+
+def log_leaves_visible_to(user) -> QuerySet[LogLeaf]:
+    """The public log holds public facts only: every leaf is public."""
+    return LogLeaf.objects.all()
+
+
+def log_checkpoints_visible_to(user) -> QuerySet[LogCheckpoint]:
+    """Every signed checkpoint of the public log is public."""
+    return LogCheckpoint.objects.all()
+
+
 # --- One entry per model -----------------------------------------------------------------------
 
 VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
@@ -485,6 +503,9 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     PublicationRevision: publication_revisions_visible_to,
     Challenge: challenges_visible_to,
     Annotation: annotations_visible_to,
+    EvidencePack: evidence_packs_visible_to,
+    LogLeaf: log_leaves_visible_to,
+    LogCheckpoint: log_checkpoints_visible_to,
     RecheckCampaign: recheck_campaigns_visible_to,
     RecheckResult: recheck_results_visible_to,
     NotificationPreference: notification_preferences_visible_to,

@@ -509,6 +509,19 @@ PORTAL_AUDIT_HMAC_KEY = env_secret("PORTAL_AUDIT_HMAC_KEY") or _generated_secret
 if len(PORTAL_AUDIT_HMAC_KEY) < 32:
     raise EnvError("PORTAL_AUDIT_HMAC_KEY is shorter than 32 characters: generate a long random value.")
 
+# --- Evidence packs and the public transparency log (docs/evidence.md) ------------------------------------
+# The Ed25519 key that signs every pack's statement and every checkpoint of the public log, as a signed-note signer
+# key line (PRIVATE+KEY+<name>+<id>+<base64>), from PORTAL_EVIDENCE_KEY or the file named by PORTAL_EVIDENCE_KEY_FILE;
+# never in the repository. Unset: generated once into VAR_DIR/evidence_signing_key (the demo's own key).
+PORTAL_EVIDENCE_KEY = env_secret("PORTAL_EVIDENCE_KEY")
+PORTAL_EVIDENCE_KEY_PATH = VAR_DIR / "evidence_signing_key"
+# Retired keys' public halves (verifier key lines), so what they signed stays verifiable after a rotation.
+PORTAL_EVIDENCE_RETIRED_KEYS_FILE = env_str("PORTAL_EVIDENCE_RETIRED_KEYS_FILE", "") or None
+# The log's name (its checkpoints' origin line, and the signing key's name).
+PORTAL_LOG_ORIGIN = env_str("PORTAL_LOG_ORIGIN", "") or (
+    PORTAL_SITE_URL.split("://", 1)[-1].rstrip("/") + "/log"
+).replace(":", "-")
+
 # --- Declared endpoints and re-measurement (docs/remeasurement.md) ----------------------------------------
 # Key of the Fernet encryption of a declared endpoint's credential (any long string; the Fernet key is its SHA-256).
 # Required in production; unset in DEBUG or the zero-config run (no SECRET_KEY set), derived from SECRET_KEY.

@@ -97,6 +97,7 @@ urlpatterns = [
     path("leaderboard/", include("leaderboard.urls")),
     path("previews/", include("previews.urls")),
     path("", include("leaderboard.urls_results")),
+    path("log/", include("leaderboard.urls_log")),
     path("", include("spotchecks.urls_results")),
 ]
 

@@ -167,7 +167,7 @@ def _build_world() -> World:
 
     from accounts.models import GlobalRole, Membership, Notification, Organisation
     from leaderboard.demo import AX8000_TITLE
-    from leaderboard.models import Challenge, Publication
+    from leaderboard.models import Annotation, Challenge, Publication
     from review.demo import Z9_TITLE
     from review.lifecycle import transition
     from review.models import Comment, Conflict, EvidenceRequest, ReviewAssignment, Waiver
@@ -326,6 +326,10 @@ def _build_world() -> World:
         if publication is not None:
             ids["public_id"] = {"public_id": publication.public_id}
             ids["public_file"] = {"public_id": publication.public_id, "position": 0}
+            ids["public_pack"] = {"public_id": publication.public_id, "number": 1}
+            annotation = Annotation.objects.filter(publication=publication).order_by("pk").first()
+            if annotation is not None:
+                ids["public_annotation_pack"] = {"public_id": publication.public_id, "pk": annotation.pk}
             subject.published = publication.status == Publication.Status.PUBLISHED
         ids["system_history"] = {"system_id": submission.system_id}
         subject.system_public = submission.system_id in public_systems
@@ -637,6 +641,9 @@ def _fixed_url(name: str, route: Route, world: World) -> str:
         return reverse(name, kwargs={"model_id": model_id}) + "?ids=" + ",".join(public_ids)
     if route.pk == "benchmark":
         return reverse(name, kwargs={"model_id": "llama3_1-8b"})
+    if route.pk == "log":  # the demo's publications made the log's first leaves
+        values = {"size": 1, "index": 0}
+        return reverse(name, kwargs={key: values[key] for key in _kwarg_names(name)}) + route.query
     if route.pk == "reset":
         return reverse(name, kwargs={"uidb64": "MQ", "token": "set-password"})
     if route.pk == "account":  # an organisation's, an invitation's or a global role's page (rolled back)
