@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import itertools
 import json
 import os
 import random
@@ -187,6 +188,74 @@ class NovelDataset:
         return words[0], " " + " ".join(words[1:])
 
 
+class NaturalDataset:
+    """Natural text (the default): every output is a distinct text, but its words come from one common vocabulary
+    with a Zipf-like frequency (a few words very often, most rarely), as an LLM's outputs share a language. Prompts
+    come from a dataset of 5,000 (a benchmark replays its dataset), outputs never repeat. An output is streamed: a
+    chunk is one to three words (sometimes a word cut in two), the first chunk is the first element of the
+    `[first_chunk, rest]` output, and with chunk_events the client's `sample.recv_non_first` is written per chunk."""
+
+    def __init__(self, rng: random.Random, words: list[str], n_prompts: int = 5_000) -> None:
+        self.rng = rng
+        self.words = words
+        self.cum = list(itertools.accumulate(1.0 / (rank + 8) ** 1.05 for rank in range(len(words))))
+        self.prompts_json = [
+            json.dumps(
+                f"Sample {i}: explain {rng.choice(TOPICS)} for an LLM serving system. Context: "
+                + self._text(rng.randrange(30, 400)),
+                ensure_ascii=False,
+            )
+            for i in range(n_prompts)
+        ]
+
+    def _text(self, n_words: int) -> str:
+        rng = self.rng
+        words = rng.choices(self.words, cum_weights=self.cum, k=n_words)
+        at = 0
+        while at < n_words:  # sentences of 6-22 words, a capital first, a stop last, some commas and newlines
+            words[at] = words[at].capitalize()
+            end = min(n_words, at + rng.randrange(6, 22)) - 1
+            roll = rng.random()
+            words[end] += rng.choice(".....?!") + ("\n" if roll < 0.12 else "")
+            if roll > 0.9 and end - at > 4:
+                words[at + 2] += ","
+            if roll < 0.02 and end > at:
+                words[at + 1] = str(rng.randrange(1, 2030))
+            elif roll < 0.024 and end > at:
+                words[at + 1] = rng.choice(("café", "naïve", "Zürich", "—", "résumé"))
+            at = end + 1
+        return " ".join(words).replace("\n ", "\n")
+
+    def prompt(self) -> tuple[int, str]:
+        p = self.rng.randrange(len(self.prompts_json))
+        return p, self.prompts_json[p]
+
+    def chunks(self) -> list[str]:
+        """One streamed response of ~100-1000 tokens, as the chunks the server sent."""
+        rng = self.rng
+        text = self._text(rng.randrange(60, 700))
+        out: list[str] = []
+        at = 0
+        while at < len(text):
+            end = at
+            for _ in range(rng.choice((1, 1, 1, 2, 3))):
+                nxt = text.find(" ", end + 1)
+                end = len(text) if nxt < 0 else nxt
+            if rng.random() < 0.03 and end - at > 3:
+                end = at + rng.randrange(1, end - at)  # a chunk that ends inside a word
+            out.append(text[at:end])
+            at = end
+        if rng.random() < 0.005:
+            out.insert(0, "")  # an empty first chunk
+        elif rng.random() < 0.005:
+            out.insert(0, "\n")  # a lone newline as first chunk
+        return out
+
+    def output(self) -> tuple[str, str]:
+        chunks = self.chunks()
+        return chunks[0], "".join(chunks[1:])
+
+
 def _uuid(rng: random.Random) -> str:
     return f"{rng.getrandbits(128):032x}"
 
@@ -206,21 +275,29 @@ def generate(
     concurrency: int,
     seed: int,
     tokenizer_path: Path,
-    texts: str = "unique",
+    texts: str = "natural",
+    chunk_events: bool = False,
 ) -> dict:
     """Write the synthetic log, and the texts a recompute must count (for variant c)."""
     rng = random.Random(seed)
-    data = NovelDataset(rng) if texts == "novel" else Dataset(rng, _words(tokenizer_path))
+    if texts == "novel":
+        data: Dataset | NovelDataset | NaturalDataset = NovelDataset(rng)
+    elif texts == "unique":
+        data = Dataset(rng, _words(tokenizer_path))
+    else:
+        data = NaturalDataset(rng, _words(tokenizer_path))
     target = int(size_mb * 1024 * 1024)
     written = 0
+    lines = 0
     tracked_samples = 0
     prompts_used: set[int] = set()
     texts_out = open(texts_path, "w", encoding="utf-8")
     out = open(path, "w", encoding="utf-8")
 
     def emit(line: str) -> None:
-        nonlocal written
+        nonlocal written, lines
         out.write(line)
+        lines += 1
         written += len(line.encode("utf-8")) if not line.isascii() else len(line)
 
     heap: list[tuple] = []  # (file time, seq, kind, payload); main events carry their own timestamp
@@ -250,9 +327,21 @@ def generate(
         if tracked is None:  # warmup: never completes
             return
         accuracy = tracked is False
-        first, rest = ("", data.output()[0] + " 4.") if accuracy else data.output()
+        if accuracy:
+            first, rest = "", data.output()[0] + " 4."
+            chunks = [first, rest]
+        elif isinstance(data, NaturalDataset):
+            chunks = data.chunks()
+            first, rest = chunks[0], "".join(chunks[1:])
+        else:
+            first, rest = data.output()
+            chunks = [first, rest]
         tokens = 1.4 * (rest.count(" ") + 1)
         complete = at + ttft + int(tokens * rng.uniform(8, 14) * MS)
+        if chunk_events and len(chunks) > 1:  # the client streaming all chunks: one recv_non_first per chunk
+            step = (complete - at - ttft) // len(chunks)
+            for i in range(1, len(chunks)):
+                push(at + ttft + i * step, "chunk", uuid)
         worker = slot % 2
         delivered = complete + rng.randrange(0, 3 * MS)  # the worker's line reaches the file later
         failed = not accuracy and rng.random() < FAILURE_RATE
@@ -313,9 +402,13 @@ def generate(
             last = max(last, at)
             if kind == "issue":
                 on_issue(at, *payload)
+            elif kind == "chunk":
+                emit(_line("sample.recv_non_first", at, payload))
             elif kind == "recv_first":
                 emit(_line("sample.recv_first", at, payload))
-                if not tracking_started and not any(k in ("recv_first", "issue") for _, _, k, _ in heap):
+                if not tracking_started and not any(
+                    k in ("recv_first", "issue", "chunk") for _, _, k, _ in heap
+                ):
                     t = at + 5 * MS
                     emit(_line("session.start_performance_tracking", t))
                     tracking_started = True
@@ -341,7 +434,12 @@ def generate(
     emit(_line("session.ended", t + MS))
     out.close()
     texts_out.close()
-    return {"bytes": written, "tracked_completed": tracked_samples, "distinct_prompts": len(prompts_used)}
+    return {
+        "bytes": written,
+        "events": lines,
+        "tracked_completed": tracked_samples,
+        "distinct_prompts": len(prompts_used),
+    }
 
 
 # -- variants (each runs in a fresh child process) --------------------------------------------
@@ -372,10 +470,13 @@ def child(variant: str, args) -> None:
             seed=args.seed,
             tokenizer_path=args.tokenizer,
             texts=args.texts,
+            chunk_events=args.chunk_events,
         )
         Path(args.result).write_text(json.dumps(info))
         return
     tok = _load_tokenizer(args.tokenizer)
+    import checker.recompute.replay  # noqa: F401  (importing the package takes ~1 s here: outside every timing)
+
     result: dict = {}
     start = time.perf_counter()
     if variant in ("a", "p"):
@@ -411,6 +512,39 @@ def child(variant: str, args) -> None:
         from baseline_recompute import recompute
 
         result["summary"] = recompute(Path(args.file), tok)
+    elif variant in (
+        "r",
+        "j",
+    ):  # the floors: reading the log as the replay does, then also parsing every line
+        import hashlib
+
+        import orjson
+
+        from checker.read.event_log import iter_lines, open_binary
+
+        def too_long(line: int, size: int) -> None:
+            raise SystemExit(f"line {line} is {size} bytes")
+
+        digest = hashlib.sha256()
+        events = 0
+        with open_binary(Path(args.file)) as stream:
+
+            class Hashing:  # what the replay's reader does per block: read it and hash it
+                def read(self, size: int = -1, /) -> bytes:
+                    block = stream.read(size)
+                    digest.update(block)
+                    return block
+
+            lines = iter_lines(Hashing(), max_line_bytes=64 * 1024 * 1024, on_too_long=too_long)
+            if variant == "r":
+                for _ in lines:
+                    events += 1
+            else:
+                loads = orjson.loads
+                for _, raw in lines:
+                    loads(raw)
+                    events += 1
+        result["events"] = events
     elif variant in ("c", "t"):
         from checker.recompute.token_ledger import TOKENIZE_BATCH_CHARS
 
@@ -504,6 +638,105 @@ def measure(variant: str, file: Path, tokenizer: Path, workdir: Path, repeat: in
     return best
 
 
+LABELS = {
+    "a": "(a) portal recompute_point",
+    "b": "(b) plain baseline",
+    "c": "(c) tokenizer alone",
+    "t": "(t) portal's counter alone",
+    "d": "(d) cat | wc -l",
+    "d-zst": "(d) zstd -dc | wc -l",
+    "r": "(r) read + hash lines alone",
+    "j": "(j) read + orjson every line",
+    "p": "(p) recompute under cProfile",
+}
+GENERATED = ("events.jsonl", "events.jsonl.zst", "texts.jsonl", "gen.json") + tuple(
+    f"result_{v}.json" for v in "abctrjp"
+)
+
+
+def bench_one(args, texts_kind: str, workdir: Path) -> dict:
+    """Generate one log of the given texts and run the variants on it; prints its table, returns the results."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    log = workdir / "events.jsonl"
+    texts = workdir / "texts.jsonl"
+    t0 = time.perf_counter()
+    # generated in a child too, so that this process stays small (a fork inherits its peak RSS)
+    gen = [sys.executable, __file__, "--child", "gen", "--file", str(log), "--size-mb", str(args.size_mb)]
+    gen += ["--concurrency", str(args.concurrency), "--seed", str(args.seed), "--texts", texts_kind]
+    gen += ["--tokenizer", str(args.tokenizer), "--result", str(workdir / "gen.json")]
+    if args.chunk_events:
+        gen.append("--chunk-events")
+    subprocess.run(gen, check=True)
+    info = json.loads((workdir / "gen.json").read_text())
+    size = log.stat().st_size
+    print(
+        f"\n[{texts_kind}] generated {log} : {size / 1e6:,.1f} MB, {info['events']:,} events, "
+        f"{info['tracked_completed']:,} tracked completed samples, {info['distinct_prompts']} distinct prompts, "
+        f"in {time.perf_counter() - t0:.1f} s; load average {_load()}",
+        flush=True,
+    )
+    if args.zst:
+        subprocess.run(["zstd", "-q", "-f", "-T0", "-3", str(log), "-o", str(log) + ".zst"], check=True)
+    mb = size / 1e6
+    samples = info["tracked_completed"]
+    results: dict[str, dict] = {}
+    for v in args.variants:
+        if v == "d":
+            results["d"] = measure("d", log, args.tokenizer, workdir, args.repeat)
+            if args.zst:
+                results["d-zst"] = measure(
+                    "d-zst", Path(str(log) + ".zst"), args.tokenizer, workdir, args.repeat
+                )
+        else:
+            results[v] = measure(v, texts if v in "ct" else log, args.tokenizer, workdir, args.repeat)
+    print(f"load average after the variants: {_load()}")
+    header = f"{'variant':32} {'seconds':>9} {'MB/s':>8} {'samples/s':>10} {'us/event':>9} {'peak RSS MB':>12}  runs"
+    print(header)
+    for key, r in results.items():
+        sec = r["seconds"]
+        per_event = sec / info["events"] * 1e6
+        print(
+            f"{LABELS[key]:32} {sec:9.2f} {mb / sec:8.1f} {samples / sec:10.0f} {per_event:9.2f} "
+            f"{r['rss_mb']:12d}  {r['all_seconds']}"
+        )
+    if "c" in results:
+        print(f"(c) encoded {results['c']['texts']:,} texts, {results['c']['tokens']:,} tokens")
+    if "a" in results:
+        print(f"(a) token counts: {results['a'].get('engine')}")
+        if results["a"].get("errors"):
+            print("(a) error findings:", results["a"]["errors"])
+    if "a" in results and "b" in results:
+        got, want = results["a"]["summary"], results["b"]["summary"]
+        differs = [k for k in want if got.get(k) != want[k]]  # every figure the baseline computes
+        print(f"identical: {'no' if differs else 'yes'} ({len(want)} figures compared)")
+        for k in differs:
+            print("  differs:", k)
+        print(
+            f"[{texts_kind}] baseline/recompute (b)/(a) = {results['b']['seconds'] / results['a']['seconds']:.2f}"
+            "  (target >= 10)"
+        )
+    if "a" in results and "c" in results:
+        print(f"recompute/tokenizer alone (a)/(c) = {results['a']['seconds'] / results['c']['seconds']:.2f}")
+    if "t" in results and "c" in results:
+        print(
+            f"portal's counter/tokenizer alone (t)/(c) = {results['t']['seconds'] / results['c']['seconds']:.2f}"
+        )
+    for floor in "rj":
+        if "a" in results and floor in results:
+            print(
+                f"{LABELS[floor]} is {results[floor]['seconds'] / results['a']['seconds']:.0%} of (a); "
+                f"(a) - {floor} = {results['a']['seconds'] - results[floor]['seconds']:.2f} s"
+            )
+    if "p" in results:
+        print("\n(p) profile of the recompute, top functions by own time:")
+        print(results["p"]["profile"])
+    return results
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mb", type=float, default=200)
@@ -514,131 +747,55 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--seed", type=int, default=20260501)
     parser.add_argument("--tokenizer", type=Path, default=DEFAULT_TOKENIZER)
-    parser.add_argument("--variants", default="abcd", help="which of a, b, c, d, t, p to run (default: abcd)")
+    parser.add_argument(
+        "--variants", default="abdrj", help="which of a, b, c, d, t, r, j, p to run (default: abdrj)"
+    )
     parser.add_argument(
         "--texts",
-        choices=("unique", "novel"),
-        default="unique",
-        help="unique: distinct texts of a common vocabulary (default); novel: texts that do not repeat, "
-        "every prompt new and every word a fresh pseudo-word",
+        default="natural,novel",
+        help="comma-separated logs to bench, each its own file (default: natural,novel): natural, distinct texts "
+        "from a common Zipf-weighted vocabulary, streamed in chunks; novel, texts that do not repeat (every prompt "
+        "new, every word a fresh pseudo-word); unique, the older generator (outputs cut from one long text)",
+    )
+    parser.add_argument(
+        "--chunk-events",
+        action="store_true",
+        help="write one sample.recv_non_first per streamed chunk (the client streaming all chunks)",
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--file", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        if args.child == "gen" and args.texts not in ("natural", "novel", "unique"):
+            raise SystemExit(f"unknown --texts {args.texts}")
         child(args.child, args)
         return
 
-    workdir = args.out or Path(tempfile.mkdtemp(prefix="bench-recompute-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    log = workdir / "events.jsonl"
-    texts = workdir / "texts.jsonl"
+    kinds = [k.strip() for k in args.texts.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in ("natural", "novel", "unique")]
+    if unknown:
+        raise SystemExit(f"unknown --texts {', '.join(unknown)}")
+    base = args.out or Path(tempfile.mkdtemp(prefix="bench-recompute-"))
+    ratios: dict[str, float] = {}
     try:
-        t0 = time.perf_counter()
-        # generated in a child too, so that this process stays small (a fork inherits its peak RSS)
-        subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--child",
-                "gen",
-                "--file",
-                str(log),
-                "--size-mb",
-                str(args.size_mb),
-                "--concurrency",
-                str(args.concurrency),
-                "--seed",
-                str(args.seed),
-                "--texts",
-                args.texts,
-                "--tokenizer",
-                str(args.tokenizer),
-                "--result",
-                str(workdir / "gen.json"),
-            ],
-            check=True,
-        )
-        info = json.loads((workdir / "gen.json").read_text())
-        size = log.stat().st_size
-        print(
-            f"generated {log} : {size / 1e6:,.1f} MB, {info['tracked_completed']:,} tracked completed samples, "
-            f"{info['distinct_prompts']} distinct prompts, in {time.perf_counter() - t0:.1f} s",
-            flush=True,
-        )
-        if args.zst:
-            subprocess.run(["zstd", "-q", "-f", "-T0", "-3", str(log), "-o", str(log) + ".zst"], check=True)
-        mb = size / 1e6
-        samples = info["tracked_completed"]
-        results: dict[str, dict] = {}
-        for v in args.variants:
-            if v == "d":
-                results["d"] = measure("d", log, args.tokenizer, workdir, args.repeat)
-                if args.zst:
-                    results["d-zst"] = measure(
-                        "d-zst", Path(str(log) + ".zst"), args.tokenizer, workdir, args.repeat
-                    )
-            else:
-                results[v] = measure(v, texts if v in "ct" else log, args.tokenizer, workdir, args.repeat)
-        labels = {
-            "a": "(a) portal recompute_point",
-            "b": "(b) plain baseline",
-            "c": "(c) tokenizer alone",
-            "t": "(t) portal's counter alone",
-            "d": "(d) cat | wc -l",
-            "d-zst": "(d) zstd -dc | wc -l",
-            "p": "(p) recompute under cProfile",
-        }
-        print(f"\n{'variant':30} {'seconds':>9} {'MB/s':>8} {'samples/s':>10} {'peak RSS MB':>12}  runs")
-        for key, r in results.items():
-            s = r["seconds"]
-            print(
-                f"{labels[key]:30} {s:9.2f} {mb / s:8.1f} {samples / s:10.0f} {r['rss_mb']:12d}  {r['all_seconds']}"
-            )
-        if "c" in results:
-            print(f"(c) encoded {results['c']['texts']:,} texts, {results['c']['tokens']:,} tokens")
-        if "a" in results:
-            print(f"(a) token counts: {results['a'].get('engine')}")
-        if "a" in results and results["a"].get("errors"):
-            print("(a) error findings:", results["a"]["errors"])
-        if "a" in results and "b" in results:
-            got, want = results["a"]["summary"], results["b"]["summary"]
-            differs = [k for k in want if got.get(k) != want[k]]  # every figure the baseline computes
-            print(f"identical: {'no' if differs else 'yes'} ({len(want)} figures compared)")
-            for k in differs:
-                print("  differs:", k)
-            print(
-                f"baseline/recompute (b)/(a) = {results['b']['seconds'] / results['a']['seconds']:.2f}  (target >= 10)"
-            )
-        if "a" in results and "c" in results:
-            print(
-                f"recompute/tokenizer alone (a)/(c) = {results['a']['seconds'] / results['c']['seconds']:.2f}"
-            )
-        if "t" in results and "c" in results:
-            print(
-                f"portal's counter/tokenizer alone (t)/(c) = {results['t']['seconds'] / results['c']['seconds']:.2f}"
-            )
-        if "p" in results:
-            print("\n(p) profile of the recompute, top functions by own time:")
-            print(results["p"]["profile"])
-    finally:
-        if not args.keep:
-            if args.out:
-                for name in (
-                    "events.jsonl",
-                    "events.jsonl.zst",
-                    "texts.jsonl",
-                    "result_a.json",
-                    "result_b.json",
-                    "result_c.json",
-                    "result_t.json",
-                    "result_p.json",
-                    "gen.json",
-                ):
+        for kind in kinds:
+            workdir = base / kind if len(kinds) > 1 else base
+            results = bench_one(args, kind, workdir)
+            if "a" in results and "b" in results:
+                ratios[kind] = results["b"]["seconds"] / results["a"]["seconds"]
+            if not args.keep:
+                for name in GENERATED:
                     (workdir / name).unlink(missing_ok=True)
-            else:
-                shutil.rmtree(workdir, ignore_errors=True)
+        if ratios:
+            print(
+                "\nbaseline/recompute: "
+                + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
+                + " (target >= 10)"
+            )
+    finally:
+        if not args.keep and not args.out:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
