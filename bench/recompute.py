@@ -478,7 +478,7 @@ def child(variant: str, args) -> None:
     import checker.recompute.replay  # noqa: F401  (importing the package takes ~1 s here: outside every timing)
 
     result: dict = {}
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     if variant in ("a", "p"):
         from checker.recompute.replay import recompute_point
         from checker.report import Findings
@@ -582,14 +582,17 @@ def child(variant: str, args) -> None:
                 texts += len(batch)
         result.update(encode_seconds=encoding, tokens=tokens, texts=texts)
     elapsed = time.perf_counter() - start
+    result["cpu_seconds"] = (
+        time.process_time() - start_cpu
+    )  # every thread of this process, load-independent-ish
     result["seconds"] = result.get("encode_seconds", elapsed)
     result["hwm_mb"] = _vm_hwm_mb()
     with open(args.result, "w") as f:
         json.dump(result, f)
 
 
-def run_child(cmd: list[str], *, shell: bool = False) -> tuple[float, int]:
-    """(wall seconds, peak RSS in MiB) of one child process, rusage from wait4 of that child."""
+def run_child(cmd: list[str], *, shell: bool = False) -> tuple[float, int, float]:
+    """(wall seconds, peak RSS in MiB, CPU seconds) of one child process, rusage from wait4 of that child."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, shell=shell)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -597,7 +600,7 @@ def run_child(cmd: list[str], *, shell: bool = False) -> tuple[float, int]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"variant failed ({proc.returncode}): {cmd}")
-    return wall, usage.ru_maxrss // 1024
+    return wall, usage.ru_maxrss // 1024, usage.ru_utime + usage.ru_stime
 
 
 def measure(variant: str, file: Path, tokenizer: Path, workdir: Path, repeat: int) -> dict:
@@ -605,16 +608,16 @@ def measure(variant: str, file: Path, tokenizer: Path, workdir: Path, repeat: in
     result_path = workdir / f"result_{variant}.json"
     for _ in range(repeat):
         if variant.startswith("d"):
-            wall, rss = run_child(
+            wall, rss, cpu = run_child(
                 [
                     "/bin/sh",
                     "-c",
                     f"{'zstd -dc' if variant == 'd-zst' else 'cat'} '{file}' | wc -l > /dev/null",
                 ]
             )
-            runs.append({"seconds": wall, "rss_mb": rss})
+            runs.append({"seconds": wall, "rss_mb": rss, "cpu": cpu})
             continue
-        wall, rss = run_child(
+        wall, rss, cpu = run_child(
             [
                 sys.executable,
                 __file__,
@@ -629,12 +632,13 @@ def measure(variant: str, file: Path, tokenizer: Path, workdir: Path, repeat: in
             ]
         )
         res = json.loads(result_path.read_text())
-        res.update(rss_mb=res.get("hwm_mb") or rss, wall=wall)
+        res.update(rss_mb=res.get("hwm_mb") or rss, wall=wall, cpu=res["cpu_seconds"])
         runs.append(res)
     best = dict(runs[-1])
     best["seconds"] = statistics.median(r["seconds"] for r in runs)
     best["rss_mb"] = max(r["rss_mb"] for r in runs)
     best["all_seconds"] = [round(r["seconds"], 3) for r in runs]
+    best["cpu"] = statistics.median(r["cpu"] for r in runs)
     return best
 
 
@@ -690,13 +694,16 @@ def bench_one(args, texts_kind: str, workdir: Path) -> dict:
         else:
             results[v] = measure(v, texts if v in "ct" else log, args.tokenizer, workdir, args.repeat)
     print(f"load average after the variants: {_load()}")
-    header = f"{'variant':32} {'seconds':>9} {'MB/s':>8} {'samples/s':>10} {'us/event':>9} {'peak RSS MB':>12}  runs"
+    header = (
+        f"{'variant':32} {'seconds':>9} {'CPU s':>8} {'MB/s':>8} {'samples/s':>10} {'us/event':>9} "
+        f"{'peak RSS MB':>12}  runs"
+    )
     print(header)
     for key, r in results.items():
         sec = r["seconds"]
         per_event = sec / info["events"] * 1e6
         print(
-            f"{LABELS[key]:32} {sec:9.2f} {mb / sec:8.1f} {samples / sec:10.0f} {per_event:9.2f} "
+            f"{LABELS[key]:32} {sec:9.2f} {r['cpu']:8.2f} {mb / sec:8.1f} {samples / sec:10.0f} {per_event:9.2f} "
             f"{r['rss_mb']:12d}  {r['all_seconds']}"
         )
     if "c" in results:
@@ -712,8 +719,8 @@ def bench_one(args, texts_kind: str, workdir: Path) -> dict:
         for k in differs:
             print("  differs:", k)
         print(
-            f"[{texts_kind}] baseline/recompute (b)/(a) = {results['b']['seconds'] / results['a']['seconds']:.2f}"
-            "  (target >= 10)"
+            f"[{texts_kind}] baseline/recompute (b)/(a) = {results['b']['seconds'] / results['a']['seconds']:.2f} "
+            f"in wall time, {results['b']['cpu'] / results['a']['cpu']:.2f} in CPU time (target >= 10)"
         )
     if "a" in results and "c" in results:
         print(f"recompute/tokenizer alone (a)/(c) = {results['a']['seconds'] / results['c']['seconds']:.2f}")
@@ -723,9 +730,10 @@ def bench_one(args, texts_kind: str, workdir: Path) -> dict:
         )
     for floor in "rj":
         if "a" in results and floor in results:
+            a, f = results["a"], results[floor]
             print(
-                f"{LABELS[floor]} is {results[floor]['seconds'] / results['a']['seconds']:.0%} of (a); "
-                f"(a) - {floor} = {results['a']['seconds'] - results[floor]['seconds']:.2f} s"
+                f"{LABELS[floor]} is {f['seconds'] / a['seconds']:.0%} of (a) in wall time, {f['cpu'] / a['cpu']:.0%} "
+                f"in CPU time; (a) - {floor} = {a['seconds'] - f['seconds']:.2f} s wall, {a['cpu'] - f['cpu']:.2f} s CPU"
             )
     if "p" in results:
         print("\n(p) profile of the recompute, top functions by own time:")
@@ -777,20 +785,23 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown --texts {', '.join(unknown)}")
     base = args.out or Path(tempfile.mkdtemp(prefix="bench-recompute-"))
-    ratios: dict[str, float] = {}
+    ratios: dict[str, tuple[float, float]] = {}
     try:
         for kind in kinds:
             workdir = base / kind if len(kinds) > 1 else base
             results = bench_one(args, kind, workdir)
             if "a" in results and "b" in results:
-                ratios[kind] = results["b"]["seconds"] / results["a"]["seconds"]
+                ratios[kind] = (
+                    results["b"]["seconds"] / results["a"]["seconds"],
+                    results["b"]["cpu"] / results["a"]["cpu"],
+                )
             if not args.keep:
                 for name in GENERATED:
                     (workdir / name).unlink(missing_ok=True)
         if ratios:
             print(
-                "\nbaseline/recompute: "
-                + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
+                "\nbaseline/recompute, wall (CPU): "
+                + ", ".join(f"{k} {wall:.2f}x ({cpu:.2f}x)" for k, (wall, cpu) in ratios.items())
                 + " (target >= 10)"
             )
     finally:
