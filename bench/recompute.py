@@ -35,6 +35,7 @@ import itertools
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -254,6 +255,54 @@ class NaturalDataset:
     def output(self) -> tuple[str, str]:
         chunks = self.chunks()
         return chunks[0], "".join(chunks[1:])
+
+
+TS = re.compile(rb'"timestamp_ns":(\d+)')
+UUID = re.compile(rb'"sample_uuid":"([0-9a-f]{2})')
+
+
+def replicate(source: Path, target: Path, copies: int, info: dict) -> dict:
+    """A log `copies` times as long from a generated one, streamed: the lines of its tracking block repeated with
+    every sample uuid made new (its first two hex digits replaced by two letters g-z, the copy's number) and every timestamp shifted
+    past the previous copy, so that the replay sees `copies` x the tracked samples, in file order and with
+    main-process time still monotonic; the header (warm-up) and the tail (accuracy) once. For a multi-GB memory
+    figure without generating gigabytes at the generator's speed; the texts repeat, so its time is not a
+    natural-text figure."""
+    start = stop = t_start = t_stop = None
+    with open(source, "rb") as f:
+        for number, line in enumerate(f):
+            if b"session.start_performance_tracking" in line:
+                start, t_start = number, int(TS.search(line).group(1))
+            elif b"session.stop_performance_tracking" in line:
+                stop, t_stop = number, int(TS.search(line).group(1))
+    assert start is not None and stop is not None and t_start is not None and t_stop is not None
+    span = t_stop - t_start + 10 * MS
+    written = events = 0
+    with open(target, "wb") as out:
+        for copy in range(copies):
+            tag = bytes(
+                (103 + copy // 20, 103 + copy % 20)
+            )  # two letters of g-z: never a generated (hex) uuid
+            with open(source, "rb") as f:
+                for number, line in enumerate(f):
+                    head, body = number <= start, start < number < stop
+                    if (head and copy) or (not head and not body and copy < copies - 1):
+                        continue  # the header once (first copy), the tail once (last copy)
+                    if copy and not head:
+                        line = TS.sub(
+                            b'"timestamp_ns":%d' % (int(TS.search(line).group(1)) + copy * span), line, 1
+                        )
+                        if body:
+                            line = UUID.sub(b'"sample_uuid":"' + tag, line, 1)
+                    out.write(line)
+                    written += len(line)
+                    events += 1
+    return {
+        **info,
+        "bytes": written,
+        "events": events,
+        "tracked_completed": info["tracked_completed"] * copies,
+    }
 
 
 def _uuid(rng: random.Random) -> str:
@@ -670,8 +719,13 @@ def bench_one(args, texts_kind: str, workdir: Path) -> dict:
     gen += ["--tokenizer", str(args.tokenizer), "--result", str(workdir / "gen.json")]
     if args.chunk_events:
         gen.append("--chunk-events")
-    subprocess.run(gen, check=True)
+    if not (args.reuse_log and (workdir / "gen.json").exists() and log.exists()):
+        subprocess.run(gen, check=True)
     info = json.loads((workdir / "gen.json").read_text())
+    if args.replicate > 1:
+        big = workdir / f"events-x{args.replicate}.jsonl"
+        info = replicate(log, big, args.replicate, info)
+        log = big
     size = log.stat().st_size
     print(
         f"\n[{texts_kind}] generated {log} : {size / 1e6:,.1f} MB, {info['events']:,} events, "
@@ -769,6 +823,16 @@ def main() -> None:
         "--chunk-events",
         action="store_true",
         help="write one sample.recv_non_first per streamed chunk (the client streaming all chunks)",
+    )
+    parser.add_argument(
+        "--replicate",
+        type=int,
+        default=1,
+        help="measure on a log N times as long: the generated log's tracking block repeated N times with new "
+        "uuids and shifted timestamps (for the memory of a multi-GB log; its texts repeat)",
+    )
+    parser.add_argument(
+        "--reuse-log", action="store_true", help="use the events.jsonl a --keep run left in --out, if there"
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--file", help=argparse.SUPPRESS)
