@@ -1,7 +1,7 @@
 """Benchmark of the raw-log recompute on a synthetic, schema-faithful events.jsonl.
 
-    python bench/recompute.py [--size-mb 200] [--texts unique|novel] [--variants abcdtp] [--out DIR] [--keep]
-                              [--zst] [--repeat 3]
+    python bench/recompute.py [--size-mb 200] [--texts natural,novel] [--variants abdrj] [--out DIR] [--keep]
+                              [--zst] [--repeat 3] [--chunk-events] [--replicate N] [--reuse-log]
 
 Generates an events.jsonl of the requested size shaped like the official client's logs
 (DESIGN.md, "events.jsonl"), then measures, each variant in a fresh subprocess so that peak RSS
@@ -16,14 +16,21 @@ is per variant (os.wait4 rusage of that child):
   (d) reading the file: `cat FILE | wc -l` (and `zstd -dc FILE.zst | wc -l` with --zst);
   (t) the portal's counter alone (checker.recompute.tokens.TokenCounter: tiktoken where checker.recompute.fastcount allows it)
       on the texts of (c);
+  (r) the floor of reading: the log through the replay's own line reader (checker.read.event_log.iter_lines), every
+      block hashed as the replay hashes it, nothing parsed;
+  (j) (r) plus orjson.loads of every line: what reading and parsing alone cost, before any replay work;
   (p) (a) again under cProfile, printing the top functions by own time.
 
---texts novel writes texts that do not repeat (every prompt new, every word a fresh pseudo-word), where no
-count cache helps and the tokenizer has to see every byte; --texts unique (the default) writes distinct texts
-of a common vocabulary. It prints both ratios: baseline/recompute and recompute/tokenizer-alone.
+--texts takes a comma-separated list, each its own log and table (default natural,novel): natural, distinct texts
+drawn from one Zipf-weighted vocabulary, prompts from a 5,000-prompt dataset, outputs streamed in chunks of 1-3
+words (--chunk-events also writes the client's sample.recv_non_first per chunk); novel, texts that do not repeat
+(every prompt new, every word a fresh pseudo-word), where no count cache helps and the tokenizer has to see every
+byte; unique, the older generator (outputs cut from one long text). It prints baseline/recompute for each, and
+recompute/tokenizer-alone with (c).
 
-Times are the work inside the child (tokenizer loading and interpreter start excluded, the same
-for every variant); with --repeat N the median of N runs is reported. This is a script, not a
+Times are the work inside the child (tokenizer loading, interpreter start and importing the checker excluded, the
+same for every variant), wall and CPU (time.process_time: every thread of the child, which moves far less than
+wall time when the machine is shared); with --repeat N the median of N runs is reported. This is a script, not a
 test: nothing here asserts a time.
 """
 
