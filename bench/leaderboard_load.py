@@ -157,7 +157,30 @@ def load(results: int) -> list[str]:
             for i, (s, v, r, c) in enumerate(zip(submissions, versions, runs, curves, strict=True))
         ]
     )
+    fill_snapshots()
     return [p.public_id for p in publications]
+
+
+def fill_snapshots() -> int:
+    """Freeze the record publishing writes (leaderboard.snapshot.snapshot_build) on every published result that has
+    none: the result page reads the system and organisation from it. Returns how many were filled."""
+    from leaderboard.models import Publication
+    from leaderboard.snapshot import snapshot_build
+
+    todo = list(
+        Publication.objects.filter(snapshot={}).select_related(
+            "submission__system", "submission__organisation", "version", "check_run"
+        )
+    )
+    for publication in todo:
+        publication.snapshot = snapshot_build(
+            submission=publication.submission,
+            version=publication.version,
+            check_run=publication.check_run,
+            curve=publication.curve,
+        )
+    Publication.objects.bulk_update(todo, ["snapshot"], batch_size=500)
+    return len(todo)
 
 
 def main() -> None:
@@ -233,7 +256,9 @@ def main() -> None:
             public_ids = list(
                 Publication.objects.filter(status="published").values_list("public_id", flat=True)
             )
-            print(f"reusing {database}: {len(public_ids)} published results")
+            print(
+                f"reusing {database}: {len(public_ids)} published results ({fill_snapshots()} records frozen now)"
+            )
         else:
             subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
             django.setup()
