@@ -3,7 +3,7 @@
    them again when a wider window makes it fit (WCAG 2.1.1, axe's scrollable-region-focusable). */
 (function () {
   "use strict";
-  var SELECTOR = ".table-scroll, .code-scroll, pre, .picker";
+  var SELECTOR = ".table-scroll, .code-scroll, pre, .picker, figure";
 
   function nameOf(region) {
     var caption = region.querySelector("caption");

@@ -143,6 +143,11 @@ class Crawl:
             landed_path = landed.path + (f"?{landed.query}" if landed.query else "")
             if page_kind(landed_path) in self.pages and landed_path != path:
                 continue  # a redirect to a page already seen (the login page, a landing page)
+            if response.status >= 400:
+                # A refusal (403, 404) is one page whatever was asked, and the kind stays open for a user who may.
+                if f"HTTP {response.status}" in self.pages:
+                    continue
+                kind = f"HTTP {response.status}"
             self.pages[kind] = path
             visit(page, path)
             queue.extend(link for link in self.links(page) if page_kind(link) not in self.pages)
