@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 
 from tests.browser.signin import pass_second_factor
-from tests.tools.page_audit import BLOCKING, Crawl, axe_violations
+from tests.tools.page_audit import BLOCKING, Crawl, axe_violations, missing_references
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -104,6 +104,8 @@ def _audit(chromium, base: str, width: int) -> tuple[dict, list[str]]:
                         f"{who} {width}px {path}: {violation['impact']} {violation['id']} ({violation['help']}) "
                         f"at {violation['nodes'][:3]}"
                     )
+            for reference in missing_references(page):
+                failures.append(f"{who} {width}px {path}: {reference} names no element of the page")
             scroll_width = page.evaluate("document.scrollingElement.scrollWidth")
             if scroll_width > width + 1:
                 failures.append(f"{who} {width}px {path}: the page scrolls sideways ({scroll_width} px wide)")

@@ -151,3 +151,24 @@ class Crawl:
             self.pages[kind] = path
             visit(page, path)
             queue.extend(link for link in self.links(page) if page_kind(link) not in self.pages)
+
+
+def missing_references(page) -> list[str]:
+    """aria-describedby, aria-labelledby, aria-controls, aria-errormessage and label[for] naming an id the page
+    does not have: help or an error a screen reader never reads."""
+    return page.evaluate(
+        """() => {
+          const out = [];
+          for (const attr of ['aria-describedby', 'aria-labelledby', 'aria-controls', 'aria-errormessage']) {
+            for (const el of document.querySelectorAll('[' + attr + ']')) {
+              for (const id of el.getAttribute(attr).split(/\\s+/).filter(Boolean)) {
+                if (!document.getElementById(id)) out.push(el.tagName.toLowerCase() + '[' + attr + '=' + id + ']');
+              }
+            }
+          }
+          for (const label of document.querySelectorAll('label[for]')) {
+            if (!document.getElementById(label.htmlFor)) out.push('label[for=' + label.htmlFor + ']');
+          }
+          return out;
+        }"""
+    )
