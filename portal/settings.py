@@ -103,6 +103,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Compresses text answers last, after every other middleware has written them (portal.middleware).
+    "portal.middleware.CompressTextMiddleware",
     "portal.middleware.RequestIDMiddleware",
     "portal.middleware.RoleMemoMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -274,13 +276,22 @@ else:
             )
         },
     }
+# In production (docker-compose.yml sets it) static URLs carry their content's hash (portal.css ->
+# portal.3f2a9c1b.css), collectstatic writes .gz and .br beside each file, and whitenoise serves those with
+# Cache-Control max-age of ten years, immutable: a changed file gets a new URL. Off (the zero-config demo, the
+# tests), files are served from the source folders without collectstatic, cached 60 s.
+PORTAL_STATIC_MANIFEST = env_bool("PORTAL_STATIC_MANIFEST", False)
 STORAGES = {
     "default": _default_storage,
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if PORTAL_STATIC_MANIFEST
+        else "whitenoise.storage.CompressedStaticFilesStorage"
+    },
     "audit_checkpoints": _checkpoint_storage,
 }
-# Serve straight from the source folders too, so the demo works before collectstatic has run.
-WHITENOISE_USE_FINDERS = True
+# Without the manifest, serve straight from the source folders too, so the demo works before collectstatic has run.
+WHITENOISE_USE_FINDERS = not PORTAL_STATIC_MANIFEST
 WHITENOISE_ROOT = BASE_DIR / "static" / "root"  # /favicon.ico, served at the site's root like a browser asks
 WHITENOISE_AUTOREFRESH = DEBUG
 
@@ -445,8 +456,6 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "TAGS": SPECTACULAR_TAGS,  # one section per group of users (portal/api_tags.py)

@@ -25,6 +25,7 @@ from leaderboard.charts import (
     interactivity_metric,
     result_charts,
     series_of,
+    series_style,
 )
 from leaderboard.cliffs import CLIFF_RULE, points_past_a_cliff
 from leaderboard.exports import standing
@@ -173,7 +174,7 @@ def _board_row(rank: int, publication: Publication, *, ranked: bool, measured: d
         "rank": rank + 1,
         "ranked": ranked,
         "rank_label": str(rank + 1) if ranked else "unranked",
-        "colour": colour(rank),
+        **series_style(rank),  # colour, marker, dash: the picker draws a curve it loads as the chart would
         "sid": publication.public_id,
         "label": _label(publication),
         "href": _result_url(publication),
