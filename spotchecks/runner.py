@@ -40,15 +40,17 @@ class RunOutput:
 
 
 def scenario(url: str, spec: LoadSpec, *, tokenizer: str) -> dict:
-    """GuideLLM's scenario for one point. `url` is the API's base (the declared path kept: a base ending in /v1
-    takes the routes without their /v1). No health probe (an API's base path rarely serves /health), no
+    """GuideLLM's scenario for one point. `url` is the API's base, the declared path kept: the routes carry that
+    path (GuideLLM drops a target's trailing /v1, so the target is the origin alone), and a base ending in /v1
+    takes the routes without their /v1. No health probe (an API's base path rarely serves /health), no
     redirect followed, HTTP/1.1 (what the guard speaks)."""
-    base_path = urlsplit(url).path.rstrip("/")
-    prefix = "" if base_path.endswith("/v1") else "v1/"
+    parts = urlsplit(url)
+    base_path = parts.path.strip("/")
+    prefix = f"{base_path}/" if base_path.rpartition("/")[2] == "v1" else f"{base_path}/v1/".lstrip("/")
     return {
         "backend": {
             "kind": "openai_http",
-            "target": url.rstrip("/"),
+            "target": f"{parts.scheme}://{parts.netloc}",
             "model": spec.model_name,
             "request_format": "/v1/chat/completions",
             "api_routes": {
