@@ -20,7 +20,17 @@ PUBLISHER = Actor(
     lambda user, obj: obj.submission.organisation_id in user_org_ids(user, roles=SUBMITTER_ROLES),
 )
 CHAIR = Actor("chair", "the chair", lambda user, obj: user_is_chair(user))
-ORG_MEMBER = Actor("org_member", "members of any organisation", lambda user, obj: bool(user_org_ids(user)))
+
+
+def _member_of_another_organisation(user, publication) -> bool:
+    """A member of an organisation, not of the one whose result it is: nobody challenges their own result."""
+    organisations = user_org_ids(user)
+    return bool(organisations) and publication.submission.organisation_id not in organisations
+
+
+ORG_MEMBER = Actor(
+    "org_member", "members of another organisation than the result's", _member_of_another_organisation
+)
 SCHEDULE = Actor("schedule", "the publication schedule", lambda user, obj: False, system=True)
 # A spot-check outside tolerance (spotchecks.services) raises its challenge as the portal, not as a person.
 SPOTCHECK = Actor("spotcheck", "a spot-check outside tolerance", lambda user, obj: False, system=True)
