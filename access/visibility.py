@@ -421,16 +421,10 @@ def publication_revisions_visible_to(user) -> QuerySet[PublicationRevision]:
 
 
 def challenges_visible_to(user) -> QuerySet[Challenge]:
-    """The challenger's organisation, the challenged organisation, auditors and the chair; resolved challenges
-    show on the result page through their annotation, not as rows."""
-    if not _signed_in(user):
-        return Challenge.objects.none()
-    if _oversees(user):
-        return Challenge.objects.all()
-    own = user_org_ids(user)
-    return Challenge.objects.filter(
-        Q(organisation_id__in=own) | Q(publication__submission__organisation_id__in=own)
-    )
+    """Public: a challenge is raised against a published result only, and the chair resolves it in public, so
+    every visitor (anonymous included) reads a result's challenges, who raised them and their resolutions on its
+    page (retracted results keep their page, and so their challenges)."""
+    return Challenge.objects.filter(Publication.states.q("published", via="publication"))
 
 
 def recheck_campaigns_visible_to(user) -> QuerySet[RecheckCampaign]:

@@ -50,7 +50,17 @@ MEMBER = Actor(
     "members of the owning organisation",
     lambda user, obj: owner_organisation_id(obj) in user_org_ids(user),
 )
-ORG_MEMBER = Actor("org_member", "members of any organisation", lambda user, obj: bool(user_org_ids(user)))
+
+
+def _member_of_another_organisation(user, obj) -> bool:
+    """A member of an organisation, not of the one that owns the object: nobody challenges their own result."""
+    organisations = user_org_ids(user)
+    return bool(organisations) and owner_organisation_id(obj) not in organisations
+
+
+ORG_MEMBER = Actor(
+    "org_member", "members of another organisation than the result's", _member_of_another_organisation
+)
 AUDITOR = Actor("auditor", "auditors", lambda user, obj: user_is_auditor(user))
 CHAIR = Actor("chair", "the chair", lambda user, obj: user_is_chair(user))
 OVERSEER = Actor(

@@ -358,6 +358,7 @@ def challenge_raise(*, publication: Publication, actor, reason: str) -> Challeng
     audit_event_record(
         actor=actor, action="challenge.raised", obj=challenge, data={"public_id": publication.public_id}
     )
+    public_cache_invalidate_on_commit()  # challenges are public: the result page shows it
     notify(
         users=chairs(),
         kind="challenge.raised",
@@ -383,6 +384,7 @@ def challenge_raise_remeasured(*, publication: Publication, reason: str, data: d
         obj=challenge,
         data={"public_id": publication.public_id, "by": "spot-check", **data},
     )
+    public_cache_invalidate_on_commit()
     notify(
         users=chairs(),
         kind="challenge.raised",
@@ -416,9 +418,9 @@ def challenge_resolve(*, challenge: Challenge, actor, outcome: str, text: str) -
             publication=publication, challenge=challenge, text=text.strip(), created_by=actor
         )
         evidence_pack_build_annotation(annotation=annotation)
-        public_cache_invalidate_on_commit()
     elif outcome == Challenge.Status.RETRACTED:
         publication_retract(publication=publication, actor=actor, reason=text.strip(), challenge=challenge)
+    public_cache_invalidate_on_commit()  # the resolution is public, whatever the outcome
     audit_event_record(
         actor=actor,
         action=f"challenge.{outcome}",

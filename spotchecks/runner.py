@@ -78,6 +78,18 @@ def scenario(url: str, spec: LoadSpec, *, tokenizer: str) -> dict:
     }
 
 
+def not_installed(guidellm_bin: str) -> str:
+    """Why re-measurement cannot run on this machine, with the command that adds it; "" when GuideLLM is there."""
+    path = Path(guidellm_bin)
+    if path.is_file() and os.access(path, os.X_OK):
+        return ""
+    return (
+        f"Re-measurement is not installed here: GuideLLM was not found at {guidellm_bin}. Add it with `make "
+        "guidellm` (GuideLLM 0.8.1 in .venv-guidellm, beside the portal's own venv), or point PORTAL_GUIDELLM_BIN "
+        "at a guidellm 0.8.1 executable, on the machine that runs the spot-check worker."
+    )
+
+
 def run_guidellm(url: str, spec: LoadSpec, *, guidellm_bin: str, tokenizer: str, workdir: Path) -> RunOutput:
     """Run GuideLLM once in `workdir`; its time is bounded (the duration plus its start-up and wind-down)."""
     workdir.mkdir(parents=True, exist_ok=True)

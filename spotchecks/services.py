@@ -52,6 +52,9 @@ def spotcheck_start(
         Submission.objects.select_for_update().select_related("system", "benchmark").get(pk=submission.pk)
     )
     lifecycle.require(actor, submission, "spot_check")  # who, state, a declared endpoint
+    missing = runner.not_installed(settings.PORTAL_GUIDELLM_BIN) if queue else ""
+    if missing:
+        raise ApplicationError(missing, code="remeasurement-not-installed")
     if SpotCheck.objects.filter(SpotCheck.states.q("active"), submission=submission).exists():
         raise ConflictError(
             "A spot-check of this submission is still measuring: wait for its verdict.", code="spotcheck-busy"
@@ -124,6 +127,9 @@ def _limits() -> Limits:
 
 def _measure(spot_check: SpotCheck, endpoint: Endpoint, workdir: Path) -> dict:
     """Run GuideLLM through the guard and import its output: what `_finish` writes."""
+    missing = runner.not_installed(settings.PORTAL_GUIDELLM_BIN)
+    if missing:  # the worker's machine lacks it (the start is refused where the web process lacks it)
+        return {"status": S.ERROR, "detail": missing, "evidence": [], "egress": {}}
     spec = runner.LoadSpec(
         concurrency=spot_check.concurrency,
         duration_s=spot_check.duration_s,

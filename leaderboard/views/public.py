@@ -15,7 +15,6 @@ from django.views.decorators.http import require_GET
 
 from access.permissions import can
 from access.visibility import challenges_visible_to
-from accounts.selectors import user_org_ids
 from leaderboard import selectors
 from leaderboard.cache import public_cached, public_page
 from leaderboard.charts import (
@@ -39,6 +38,7 @@ from leaderboard.normalised import (
     points_goodput,
 )
 from leaderboard.slo import node_count
+from leaderboard.workflow import PUBLICATION
 from portal.parsers import parse_positive
 from spotchecks.selectors import endpoint_url_shown, remeasurements_public, spotcheck_rows
 
@@ -555,11 +555,20 @@ def result(request, public_id: str):
         )
         meta = fragment["meta"]
         user = request.user
-        member = bool(user.is_authenticated and user_org_ids(user))
-        challenges = (
-            list(challenges_visible_to(user).filter(publication_id=meta["pk"]).select_related("organisation"))
-            if user.is_authenticated
-            else []
+        # Who may challenge is the publication's table (an organisation's member, not the result's own, and the
+        # chair); a retracted result is not challenged again.
+        can_challenge = (
+            user.is_authenticated
+            and not meta["retracted"]
+            and PUBLICATION.allowed(
+                user, Publication.objects.select_related("submission").get(pk=meta["pk"]), "challenge"
+            )
+        )
+        challenges = list(
+            challenges_visible_to(user)
+            .filter(publication_id=meta["pk"])
+            .select_related("organisation")
+            .order_by("created_at", "pk")
         )
         return render_fragment(
             request,
@@ -567,7 +576,7 @@ def result(request, public_id: str):
             after="leaderboard/_challenges.html",
             context={
                 "public_id": meta["public_id"],
-                "can_challenge": member and not meta["retracted"],
+                "can_challenge": can_challenge,
                 "is_chair": can(user, "chair"),
                 "challenges": challenges,
                 "outcomes": [c for c in Challenge.Status.choices if c[0] != Challenge.Status.OPEN],

@@ -44,6 +44,7 @@ from submissions.checks.common import (
 from submissions.checks.samples import point_samples_save
 from submissions.models import CheckRun, Finding, PointMetric, Submission, SubmissionVersion
 from submissions.selectors import check_run_latest, published_revisions
+from submissions.signals import check_run_ended
 from submissions.workflow import CHECK_RUN
 
 
@@ -75,6 +76,7 @@ def _end_inflated(check_run: CheckRun, attempt: int, findings, *, inputs: list[s
             obj=check_run,
             data={"version": check_run.version_id, "status": "failed", "attempt": attempt, "counts": counts},
         )
+        check_run_ended.send(sender=CheckRun, check_run=check_run)
 
 
 def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
@@ -401,4 +403,5 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
             obj=check_run,
             data={"version": check_run.version_id, "status": status, "attempt": attempt, "counts": counts},
         )
+        check_run_ended.send(sender=CheckRun, check_run=check_run)
     return status
