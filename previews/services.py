@@ -14,7 +14,6 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import transaction
 from django.utils import timezone
 
 from accounts.actors import SUBMITTER_ROLES
@@ -25,6 +24,7 @@ from checker.read.inputs.archive import Budget, extract_archive, name_problem, s
 from checker.recompute.curve import curve_of
 from checker.report import Findings
 from portal.errors import ApplicationError, NotAllowedError
+from portal.queues import task_send_on_commit
 from previews.models import Preview
 from previews.workflow import PREVIEW
 from submissions.models import System
@@ -86,9 +86,7 @@ def preview_create(*, actor, system: System, benchmark: Benchmark, name: str, fi
 
 
 def _queue(preview: Preview) -> None:
-    from previews.tasks import preview_check_task
-
-    transaction.on_commit(lambda: preview_check_task.delay(preview.pk))
+    task_send_on_commit("previews.tasks.preview_check_task", preview.pk)
 
 
 def _size(upload) -> int:

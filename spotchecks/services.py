@@ -29,6 +29,7 @@ from leaderboard.models import Publication
 from leaderboard.services import challenge_raise_remeasured
 from portal.egress import EgressProxy, EgressRefused, Limits
 from portal.errors import ApplicationError, ConflictError
+from portal.queues import task_send_on_commit
 from review import lifecycle
 from spotchecks import runner
 from spotchecks.models import SpotCheck
@@ -100,9 +101,7 @@ def spotcheck_start(
         },
     )
     if queue:
-        from spotchecks.tasks import spotcheck_run_task
-
-        transaction.on_commit(lambda: spotcheck_run_task.delay(spot_check.pk))
+        task_send_on_commit("spotchecks.tasks.spotcheck_run_task", spot_check.pk)
     return spot_check
 
 

@@ -1,7 +1,7 @@
 """Celery tasks of the submissions app: the check pipeline (start -> one task per load point -> join).
 
 Convention: a task takes ids, calls one service, is safe to run twice, and is queued with
-transaction.on_commit / delay_on_commit. Each task names its kind (portal/queues.py): its queue
+by name after commit (portal.queues.task_send_on_commit). Each task names its kind (portal/queues.py): its queue
 and time limits. The pipeline tasks (unpack, point, judge) are acks_late with
 reject_on_worker_lost: a message whose worker died is delivered again, and the services'
 compare-and-set on (status, attempt) makes the repeat harmless.

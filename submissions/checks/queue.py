@@ -7,7 +7,6 @@ import functools
 import logging
 from datetime import timedelta
 
-from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -16,6 +15,7 @@ from django.utils import timezone
 from accounts.selectors import user_is_auditor
 from audit.services import audit_event_record
 from portal.errors import NotAllowedError
+from portal.queues import task_send
 from submissions.models import CheckOutbox, CheckRun, SubmissionVersion
 from submissions.workflow import CHECK_RUN, SUBMISSION_FILES
 
@@ -42,9 +42,8 @@ def queue_start(check_run: CheckRun) -> None:
 
 
 def _send_start(run_id: int, attempt: int) -> None:
-    current_app.signature(CHECK_RUN_START_TASK, args=[run_id, attempt]).apply_async(
-        retry=False
-    )  # unpack queue
+    # unpack queue; no retry: a broker that is down leaves the row to the outbox's next pass
+    task_send(CHECK_RUN_START_TASK, run_id, attempt, retry=False)
 
 
 def check_outbox_send(*, ids: list[int] | None = None, now=None) -> int:
