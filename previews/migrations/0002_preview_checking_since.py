@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('previews', '0001_initial'),
+        ("previews", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='preview',
-            name='checking_since',
+            model_name="preview",
+            name="checking_since",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]
