@@ -202,6 +202,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "audit.tasks.audit_checkpoint_task",
         "schedule": crontab(minute=5, hour=0),
     },
+    # The one reconciler of every job kind (portal.reconcile): check runs, spot-checks, previews.
     "check-runs-reconcile": {"task": "submissions.tasks.check_runs_reconcile_task", "schedule": 60.0},
     "uploads-cleanup": {"task": "submissions.tasks.uploads_cleanup_task", "schedule": 900.0},
     # Multipart uploads in the bucket that no open upload owns any more (submissions.direct_uploads).
@@ -214,8 +215,6 @@ CELERY_BEAT_SCHEDULE = {
     "rechecks-start-if-due": {"task": "leaderboard.tasks.rechecks_start_if_due_task", "schedule": 3600.0},
     # Spot-checks of published results whose endpoint stays up: only with PORTAL_SPOTCHECK_SCHEDULE.
     "spotchecks-schedule": {"task": "spotchecks.tasks.spotchecks_schedule_task", "schedule": 3600.0},
-    # A spot-check whose worker died mid-run is recorded as an error once its hard time limit is long past.
-    "spotchecks-reconcile": {"task": "spotchecks.tasks.spotchecks_reconcile_task", "schedule": 600.0},
     # One e-mail a day to each user who chose the digest (accounts.services.notifications.notifications_digest_send).
     "notifications-digest": {
         "task": "accounts.tasks.notifications_digest_task",
