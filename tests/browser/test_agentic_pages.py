@@ -17,8 +17,8 @@ NAME = "ZX-2_agentic_c2_http500.tar.gz"
 def test_a_reviewer_reads_one_conversation_of_an_agentic_raw_log(
     chromium,
     live_server,
-    review_world,
-    plain_http,  # noqa: F811
+    review_world,  # noqa: F811 - the imported fixture
+    plain_http,
 ):
     version = review_world["version"]
     stored = VersionFileFactory(
