@@ -318,20 +318,47 @@ def slo_index(publications: QuerySet[Publication], model_id: str) -> SloIndex:
     return entry[1]
 
 
-def slo_query(publications: QuerySet[Publication], benchmark: Benchmark, targets: SloTargets) -> list[dict]:
+def slo_query(publications: QuerySet[Publication], benchmark: Benchmark, targets: SloTargets) -> SloRows:
     """Results meeting the targets: the fully recomputed ones ranked (1, 2, ...), then the partly recomputed or
     claimed ones, listed with their level and no rank (the board's rule, checker.judge.verification)."""
-    rows = slo_index(publications, benchmark.model_id).rank(targets)
-    ranked = [row for row in rows if row.get("verification") == FULLY_RECOMPUTED]
-    unranked = [row for row in rows if row.get("verification") != FULLY_RECOMPUTED]
-    for rank, row in enumerate(ranked, start=1):
-        row["rank"] = rank
-    for row in unranked:
-        row["rank"] = None
-    for row in ranked + unranked:
-        row["ranked"] = row["rank"] is not None
-        row["result_url"] = result_url(row["public_id"])
-    return ranked + unranked
+    index = slo_index(publications, benchmark.model_id)
+    positions = index.ranking(targets)
+    fully = [index.result_of(p).get("verification") == FULLY_RECOMPUTED for p in positions]
+    ranked = [p for p, f in zip(positions, fully, strict=True) if f]
+    return SloRows(index, ranked + [p for p, f in zip(positions, fully, strict=True) if not f], len(ranked))
+
+
+class SloRows:
+    """slo_query's rows as a read-only sequence, each row built when it is read: of 10,000 qualifying results the
+    page shows 25 and the API a page of them (docs/performance.md, issue 37)."""
+
+    def __init__(self, index: SloIndex, positions: list[int], ranked: int) -> None:
+        self.index, self.positions, self.ranked = index, positions, ranked
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __bool__(self) -> bool:
+        return bool(self.positions)
+
+    def _built(self, which: slice) -> list[dict]:
+        rows = []
+        for at in range(*which.indices(len(self.positions))):
+            row = self.index.row(self.positions[at])
+            rank = at + 1 if at < self.ranked else None
+            rows.append(
+                {**row, "rank": rank, "ranked": rank is not None, "result_url": result_url(row["public_id"])}
+            )
+        return rows
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return self._built(item)
+        position = range(len(self))[item]  # IndexError past the end, negative positions from the end
+        return self._built(slice(position, position + 1))[0]
+
+    def __iter__(self):
+        return iter(self._built(slice(None)))
 
 
 def procurement_query(

@@ -246,6 +246,25 @@ class SloIndex:
         }
 
     def rank(self, targets: SloTargets) -> list[dict]:
+        return [
+            {**self.row(position), "rank": rank}
+            for rank, position in enumerate(self.ranking(targets), start=1)
+        ]
+
+    def row(self, position: int) -> dict:
+        """The row of the point at a sorted position (ranking's values), made once; callers copy it."""
+        row = self._rows.get(position)
+        if row is None:
+            row = self._rows[position] = _row(
+                self.results[int(self._owner[position])], self.points[int(self._order[position])]
+            )
+        return row
+
+    def result_of(self, position: int) -> dict:
+        return self.results[int(self._owner[position])]
+
+    def ranking(self, targets: SloTargets) -> list[int]:
+        """The sorted positions of each qualifying result's best point, in rank order (rank's rows, unbuilt)."""
         interactivity = self._interactivity.get(targets.interactivity_metric)
         if interactivity is None:
             interactivity = _column(self.points, targets.interactivity_metric)[self._order]
@@ -264,13 +283,6 @@ class SloIndex:
         first[1:] = owners[1:] != owners[:-1]
         best = kept[first]  # per qualifying result (in result order), its best point's sorted position
         # _ranked's order (system_tps highest, TTFT P90 lowest, public id), stable like list.sort
-        ranking = best[np.lexsort((self._id_rank[self._owner[best]], self._ttft[best], -self._tps[best]))]
-        rows = []
-        for rank, position in enumerate(ranking.tolist(), start=1):
-            row = self._rows.get(position)
-            if row is None:
-                row = self._rows[position] = _row(
-                    self.results[int(self._owner[position])], self.points[int(self._order[position])]
-                )
-            rows.append({**row, "rank": rank})
-        return rows
+        return best[
+            np.lexsort((self._id_rank[self._owner[best]], self._ttft[best], -self._tps[best]))
+        ].tolist()
