@@ -49,7 +49,7 @@ class Overdue:
         default=Q
     )  # more conditions (a message still waiting to be sent is not lost)
     # Instead of the plain transition (check runs: re-queue while attempts remain), a dotted function
-    # (row, *, reason, only_if) -> the row or None, doing its own compare-and-set and audit.
+    # (row, *, reason, only_if, code) -> the row or None, doing its own compare-and-set and audit.
     end: str = ""
     then: str = ""  # a dotted function (row) run in the same transaction after it ended (files, storage)
 
@@ -72,7 +72,10 @@ def overdue_end(entry: Overdue, *, now: datetime | None = None) -> list:
     for row in entry.model.objects.filter(condition).order_by("pk"):
         with transaction.atomic():
             if entry.end:
-                if import_string(entry.end)(row, reason=entry.sentence, only_if=condition) is not None:
+                if (
+                    import_string(entry.end)(row, reason=entry.sentence, only_if=condition, code=entry.code)
+                    is not None
+                ):
                     handled.append(row.pk)
                 continue
             previous = entry.policy.state_of(row)

@@ -17,11 +17,12 @@ from submissions.workflow import CHECK_RUN
 
 
 def check_run_attempt_failed(
-    *, check_run_id: int, attempt: int, reason: str, only_if: Q | None = None
+    *, check_run_id: int, attempt: int, reason: str, only_if: Q | None = None, code: str = ""
 ) -> CheckRun | None:
     """The attempt cannot complete (worker lost, storage down, a bug): re-queue the next attempt, or
     end the run as `error` after the last one. The reason is kept for the submitter to read.
-    `only_if` is re-checked under the row lock (the reconciler: still stuck, not started or beating meanwhile)."""
+    `only_if` is re-checked under the row lock (the reconciler: still stuck, not started or beating meanwhile);
+    `code` (the reconciler's) joins the audit event."""
     with transaction.atomic():
         runs = CheckRun.objects.select_for_update().filter(
             CheckRun.states.q("unfinished"), pk=check_run_id, attempts=attempt
@@ -55,7 +56,7 @@ def check_run_attempt_failed(
                 actor=None,
                 action="check.retried",
                 obj=check_run,
-                data={"attempt": attempt + 1, "reason": reason},
+                data={"attempt": attempt + 1, "reason": reason, **({"code": code} if code else {})},
             )
             queue_start(check_run)
         else:
@@ -69,15 +70,18 @@ def check_run_attempt_failed(
             )
             check_run.refresh_from_db()
             audit_event_record(
-                actor=None, action="check.errored", obj=check_run, data={"attempt": attempt, "reason": reason}
+                actor=None,
+                action="check.errored",
+                obj=check_run,
+                data={"attempt": attempt, "reason": reason, **({"code": code} if code else {})},
             )
             check_run_ended.send(sender=CheckRun, check_run=check_run)
     return check_run
 
 
-def check_run_overdue(check_run: CheckRun, *, reason: str, only_if: Q) -> CheckRun | None:
+def check_run_overdue(check_run: CheckRun, *, reason: str, only_if: Q, code: str) -> CheckRun | None:
     """The reconciler's end of an overdue check run (portal.reconcile, `OVERDUE` in submissions.workflow): the
     attempt failed, so re-queue the next one while attempts remain, else end the run `error`."""
     return check_run_attempt_failed(
-        check_run_id=check_run.pk, attempt=check_run.attempts, reason=reason, only_if=only_if
+        check_run_id=check_run.pk, attempt=check_run.attempts, reason=reason, only_if=only_if, code=code
     )

@@ -229,6 +229,7 @@ def test_queued_runs_whose_message_was_lost_are_resent_then_failed(role_users, d
     assert detail["status"] == "error" and "queue message was lost" in detail["error_message"]
     assert AuditEvent.objects.filter(action="check.retried", object_id=str(lost.pk)).count() == 2
     assert AuditEvent.objects.filter(action="check.errored", object_id=str(lost.pk)).count() == 1
+    assert AuditEvent.objects.filter(object_id=str(lost.pk), data__code="check-never-started").count() == 3
 
 
 def test_beat_runs_the_cleanup_and_the_reconciler():
