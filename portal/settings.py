@@ -202,7 +202,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "audit.tasks.audit_checkpoint_task",
         "schedule": crontab(minute=5, hour=0),
     },
-    # The one reconciler of every job kind (portal.reconcile): check runs, spot-checks, previews.
+    # The one reconciler of every job kind (portal.reconcile): check runs, spot-checks, previews, direct uploads.
     "check-runs-reconcile": {"task": "submissions.tasks.check_runs_reconcile_task", "schedule": 60.0},
     "uploads-cleanup": {"task": "submissions.tasks.uploads_cleanup_task", "schedule": 900.0},
     # Multipart uploads in the bucket that no open upload owns any more (submissions.direct_uploads).

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import tempfile
-from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -28,7 +27,7 @@ from checker.report import Findings
 from portal.errors import ApplicationError, NotAllowedError
 from portal.queues import task_send_on_commit
 from previews.models import Preview
-from previews.workflow import PREVIEW
+from previews.workflow import PREVIEW, PREVIEW_RETRY
 from submissions.models import System
 
 logger = logging.getLogger(__name__)
@@ -169,13 +168,7 @@ def preview_check(preview_id: int) -> Preview | None:
 
 def preview_give_up(preview: Preview, *, rule: str, message: str) -> Preview:
     """End a preview whose check cannot finish as `failed`, with one finding a user can act on (re-check or delete)."""
-    finding = {
-        "rule": rule,
-        "severity": "error",
-        "message": message,
-        "fix": "Re-check the preview; if it fails again, delete it and upload the tool's files exactly as it wrote "
-        "them.",
-    }
+    finding = {"rule": rule, "severity": "error", "message": message, "fix": PREVIEW_RETRY}
     PREVIEW.advance(
         Preview.objects,
         preview,
@@ -253,26 +246,6 @@ def preview_recheck(*, actor, preview: Preview) -> Preview:
         _queue(preview)
     preview.refresh_from_db()
     return preview
-
-
-def previews_reconcile(*, now=None) -> list[int]:
-    """Previews whose check was lost (no worker, a message lost, a worker killed mid-check): still `checking` past
-    the judge queue's hard time limit and ten minutes more end `failed`, saying so."""
-    now = now or timezone.now()
-    _soft, hard = settings.PORTAL_TASK_TIME_LIMITS["judge"]
-    stale_before = now - timedelta(seconds=hard + 600)
-    stale = Preview.objects.filter(Preview.states.q("checking"), checking_since__lt=stale_before)
-    ended = []
-    for preview in stale:
-        preview = preview_give_up(
-            preview,
-            rule="preview-check-lost",
-            message="The check's worker stopped before it finished (no worker on the judge queue, or it died "
-            "mid-check); the files are kept.",
-        )
-        if preview.in_state(Preview.Status.FAILED):
-            ended.append(preview.pk)
-    return ended
 
 
 def preview_delete(*, actor, preview: Preview) -> None:

@@ -315,30 +315,6 @@ def _finish(spot_check: SpotCheck, outcome: dict) -> SpotCheck:
     return spot_check
 
 
-def spotchecks_reconcile(*, now=None) -> list[int]:
-    """Spot-checks a dead worker left behind: `running` (or `queued` with its message lost) for longer than the
-    queue's hard time limit and ten minutes more are recorded as `error`, saying so (never measured twice)."""
-    now = now or timezone.now()
-    _soft, hard = settings.PORTAL_TASK_TIME_LIMITS["spotcheck"]
-    stale_before = now - timedelta(seconds=hard + 600)
-    stale = SpotCheck.objects.filter(SpotCheck.states.q("active"), created_at__lt=stale_before).values_list(
-        "pk", flat=True
-    )
-    abandoned = []
-    for spotcheck_id in list(stale):
-        spot_check = SpotCheck.objects.get(pk=spotcheck_id)
-        if spot_check.started_at is not None and spot_check.started_at >= stale_before:
-            continue
-        outcome = {
-            "status": S.ERROR,
-            "detail": "The spot-check worker stopped before it recorded a verdict (no worker on the spotcheck "
-            "queue, or it died mid-run); start another.",
-        }
-        if _finish(spot_check, outcome).in_state(S.ERROR):
-            abandoned.append(spotcheck_id)
-    return abandoned
-
-
 def spotchecks_schedule(*, now=None) -> list[int]:
     """The beat's pass (PORTAL_SPOTCHECK_SCHEDULE): one spot-check of each published result whose endpoint stays
     up and that nothing measured for PORTAL_SPOTCHECK_EVERY_DAYS, at its lowest concurrency (the lightest load

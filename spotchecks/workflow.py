@@ -4,8 +4,11 @@ endpoint, and the spot-check schedule. The worker moves it; nobody edits a verdi
 
 from __future__ import annotations
 
+from django.conf import settings
+
 from accounts.actors import OVERSEER, WORKER
 from portal.policy import Policy, Rule
+from portal.reconcile import Overdue
 from spotchecks.models import SpotCheck
 
 S = SpotCheck.Status
@@ -53,3 +56,28 @@ SPOT_CHECK = Policy(
 )
 
 POLICIES = (SPOT_CHECK,)
+
+
+def _lost_detail(entry: Overdue, now) -> dict:
+    return {"detail": entry.sentence, "finished_at": now}
+
+
+# A worker lost mid-measurement (or a `queued` one whose message was lost): past the spotcheck queue's hard time
+# limit and ten minutes more since it started (or was created) ends `error`, saying so; never measured twice.
+OVERDUE = (
+    Overdue(
+        kind="spot_check",
+        model=SpotCheck,
+        policy=SPOT_CHECK,
+        action="abandon",
+        target=S.ERROR,
+        states=(S.QUEUED, S.RUNNING),
+        since=("started_at", "created_at"),
+        limit_s=lambda: settings.PORTAL_TASK_TIME_LIMITS["spotcheck"][1] + 600,
+        code="spotcheck-lost",
+        sentence="The spot-check worker stopped before it recorded a verdict (no worker on the spotcheck queue, or "
+        "it died mid-run); start another.",
+        record=_lost_detail,
+        event="spotcheck.lost",
+    ),
+)

@@ -74,10 +74,10 @@ def check_run_finish_task(check_run_id: int, attempt: int) -> None:
 
 
 @shared_task(**task_kind("housekeeping"))
-def check_runs_reconcile_task() -> dict[str, list[int]]:
+def check_runs_reconcile_task() -> dict[str, list]:
     """Every minute (beat): the one reconciler of every job kind (portal.reconcile): re-queue or fail running checks
-    whose heartbeat stopped and queued checks that never started, end spot-checks and previews a lost worker left
-    unfinished."""
+    whose heartbeat stopped and queued checks that never started, end spot-checks, previews and direct uploads a lost
+    worker left unfinished."""
     return jobs_reconcile()
 
 

@@ -4,11 +4,15 @@ review.lifecycle.SUBMISSION, which takes these rows in as they are, so the two n
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.db.models import Exists, OuterRef, Q
+
 from accounts.actors import AUDITOR, CHAIR, SCHEDULE, SUBMITTER, WORKER
 from accounts.selectors import user_is_auditor
 from portal.errors import ConflictError
 from portal.policy import Actor, Policy, Ready, Rule
-from submissions.models import CheckRun, Endpoint, Submission, Upload
+from portal.reconcile import Overdue
+from submissions.models import CheckOutbox, CheckRun, Endpoint, Submission, Upload
 
 Status = Submission.Status
 
@@ -194,3 +198,65 @@ CHECK_RUN = Policy(
 )
 
 POLICIES = (UPLOAD, CHECK_RUN)
+QUEUED_LOST_REASON = "the check never started (its queue message was lost)"
+
+
+def _upload_lost(entry: Overdue, now) -> dict:
+    return {"error_message": entry.sentence, "updated_at": now}
+
+
+def _outbox_sent() -> Q:
+    """A queued run whose message still waits in the outbox was never sent, not lost: the outbox sends it."""
+    return ~Exists(CheckOutbox.objects.filter(check_run=OuterRef("pk")))
+
+
+# The reconciler's entries (portal.reconcile). A check run is not simply ended: the attempt failed, so the next one
+# is queued while attempts remain (submissions.checks.recovery); a re-queued attempt's clock is heartbeat_at (set
+# when re-queued), a first attempt's created_at. A direct upload whose verification was lost is aborted: its
+# reservation no longer counts against the quota and the submitter uploads the file again.
+OVERDUE = (
+    Overdue(
+        kind="check_run",
+        model=CheckRun,
+        policy=CHECK_RUN,
+        action="error",
+        target=C.ERROR,
+        states=(C.RUNNING,),
+        since=("heartbeat_at",),
+        limit_s=lambda: settings.PORTAL_CHECK_HEARTBEAT_TIMEOUT_S,
+        code="check-worker-lost",
+        sentence="worker lost",
+        record=dict,
+        end="submissions.checks.recovery.check_run_overdue",
+    ),
+    Overdue(
+        kind="check_run",
+        model=CheckRun,
+        policy=CHECK_RUN,
+        action="error",
+        target=C.ERROR,
+        states=(C.QUEUED,),
+        since=("heartbeat_at", "created_at"),
+        limit_s=lambda: settings.PORTAL_CHECK_QUEUED_TIMEOUT_S,
+        code="check-never-started",
+        sentence=QUEUED_LOST_REASON,
+        record=dict,
+        extra=_outbox_sent,
+        end="submissions.checks.recovery.check_run_overdue",
+    ),
+    Overdue(
+        kind="upload",
+        model=Upload,
+        policy=UPLOAD,
+        action="abort",
+        target=U.ABORTED,
+        states=(U.VERIFYING,),
+        since=("updated_at",),
+        limit_s=lambda: settings.PORTAL_TASK_TIME_LIMITS["unpack"][1] + 600,
+        code="upload-verify-lost",
+        sentence="The portal stopped verifying this file before it finished (its worker was lost); nothing was "
+        "stored and its space is freed. Upload the file again.",
+        record=_upload_lost,
+        then="submissions.direct_uploads.upload_direct_discard",
+    ),
+)

@@ -18,11 +18,12 @@ its own archive from storage, and what one task read is not read again by the ne
 Every task carries (check_run_id, attempt). A task whose attempt is not the run's current attempt
 (a message re-delivered after its attempt was given up) does nothing, and every state change is
 a compare-and-set on (status, attempts), so a run ends exactly once however often messages arrive.
-A worker lost mid-run stops the heartbeat; check_runs_reconcile re-queues the run as the next
+A worker lost mid-run stops the heartbeat; the reconciler (portal.reconcile, the check run's entries in
+submissions.workflow.OVERDUE) re-queues the run as the next
 attempt, or fails it after max_attempts, and says so in error_message. A queued run whose start
 message never reached a worker is handled the same way after PORTAL_CHECK_QUEUED_TIMEOUT_S.
 
 The modules, by topic: `queue` (create, queue through the outbox, re-check), `steps` (start, point, finish),
 `common` (what the steps share), `samples` (a point's per-sample arrays), `recovery` (failures, retries, the
-reconciler).
+reconciler's end of a check run).
 """

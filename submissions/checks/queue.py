@@ -77,7 +77,7 @@ def check_outbox_send(*, ids: list[int] | None = None, now=None) -> int:
                 claimed_until=None, last_error=f"{type(exc).__name__}: {exc}"[:500]
             )
             break
-        # The queued deadline (check_runs_reconcile) counts from now, when the queue got the message.
+        # The queued deadline (the reconciler, portal.reconcile) counts from now, when the queue got the message.
         CheckRun.objects.filter(CHECK_RUN.sources_q("start"), pk=run_id, attempts=attempt).update(
             heartbeat_at=timezone.now()
         )

@@ -17,11 +17,11 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from portal.policy import DOC_END, DOC_START
+from portal.reconcile import jobs_reconcile
 from review import lifecycle
 from review.lifecycle import allowed_actions, transition
 from review.services.submitter import submission_submit, submission_withdraw
 from submissions.checks.queue import check_run_requeue
-from submissions.checks.recovery import check_runs_reconcile
 from submissions.models import CheckRun, Submission, SubmissionVersion
 from tests.factories import MembershipFactory, UserFactory
 from tests.submissions.support import api_client, make_catalog
@@ -146,14 +146,14 @@ def test_stuck_runs_are_requeued_then_failed_with_a_reason(role_users, draft, se
         app.conf.task_always_eager,
     )  # keep the re-queued start from running
     try:
-        assert check_runs_reconcile() == [run.pk]
+        assert jobs_reconcile()["check_run"] == [run.pk]
     finally:
         app.conf.task_always_eager = was
     run.refresh_from_db()
     assert run.status == CheckRun.Status.QUEUED and run.attempts == 3
     assert run.error_message == "worker lost; re-queued (attempt 3 of 3)"
     CheckRun.objects.filter(pk=run.pk).update(status=CheckRun.Status.RUNNING, heartbeat_at=stale)
-    assert check_runs_reconcile() == [run.pk]
+    assert jobs_reconcile()["check_run"] == [run.pk]
     run.refresh_from_db()
     assert run.status == CheckRun.Status.ERROR and run.error_message == "worker lost; failed after 3 attempts"
     assert run.finished_at is not None

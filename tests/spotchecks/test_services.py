@@ -17,6 +17,7 @@ from checker.recompute.curve import curve_of
 from leaderboard.models import Challenge
 from leaderboard.services import challenge_raise_remeasured, headline_of
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
+from portal.reconcile import jobs_reconcile
 from spotchecks import services
 from spotchecks.models import SpotCheck
 from tests.factories import (
@@ -190,13 +191,13 @@ def test_a_spot_check_a_dead_worker_left_is_recorded_as_an_error_once_its_time_i
     stuck = services.spotcheck_start(
         submission=publication.submission, actor=role_users["auditor"], concurrency=2
     )
-    assert services.spotchecks_reconcile() == []  # still within its time
+    assert jobs_reconcile()["spot_check"] == []  # still within its time
     later = timezone.now() + timedelta(hours=1)
-    assert services.spotchecks_reconcile(now=later) == [stuck.pk]
+    assert jobs_reconcile(now=later)["spot_check"] == [stuck.pk]
     stuck.refresh_from_db()
     assert stuck.status == "error" and "worker stopped" in stuck.detail and stuck.finished_at is not None
-    assert services.spotchecks_reconcile(now=later) == []
-    assert AuditEvent.objects.filter(action="spotcheck.finished", data__verdict="error").count() == 1
+    assert jobs_reconcile(now=later)["spot_check"] == []
+    assert AuditEvent.objects.filter(action="spotcheck.lost", data__code="spotcheck-lost").count() == 1
 
 
 def test_without_guidellm_the_start_says_re_measurement_is_not_installed_and_how_to_add_it(

@@ -1,18 +1,22 @@
 """A spot-check for real: a `celery worker` on the `spotcheck` queue runs GuideLLM 0.8.1 through the egress
 guard against `guidellm mock-server` on loopback. The published point was measured against the same mock the
 same way; re-measured, it is within tolerance; the mock restarted 4 x slower, it is outside and a challenge is
-open for the chair (the result unchanged); the mock stopped, the endpoint could not be reached."""
+open for the chair (the result unchanged); the mock stopped, the endpoint could not be reached. A worker killed mid-measurement leaves a spot-check the
+reconciler ends `error`."""
 
 from __future__ import annotations
 
 import hashlib
 import time
+from datetime import timedelta
 
 import pytest
 from django.core.files.storage import default_storage
+from django.utils import timezone
 
 from audit.models import AuditEvent
 from leaderboard.models import Challenge, Publication
+from portal.reconcile import jobs_reconcile
 from spotchecks import services
 from spotchecks.models import SpotCheck
 from tests.factories import BenchmarkFactory
@@ -132,3 +136,51 @@ def test_within_then_outside_with_a_challenge_then_unreachable(
         "unreachable",
     ]
     assert all("sk-test-never-shown" not in str(data) for _, data in events)
+
+
+def test_a_spot_check_whose_worker_is_killed_mid_run_ends_in_error_after_reconciliation(
+    role_users, live_pipeline, mock_endpoint, settings
+):
+    settings.PORTAL_SPOTCHECK_DURATION_S = DURATION_S
+    mock_endpoint.start(**NORMAL)
+    benchmark = BenchmarkFactory()
+    curve = claimed_curve(mock_endpoint.url, system="Mock endpoint system", model_id=benchmark.model_id)
+    publication = publish_measured(
+        curve,
+        organisation=role_users["organisations"]["acme"],
+        benchmark=benchmark,
+        endpoint_url=mock_endpoint.url,
+    )
+    worker = live_pipeline(
+        kinds=("spotcheck",),
+        PORTAL_EGRESS_ALLOW_LOOPBACK=1,
+        PORTAL_SPOTCHECK_PROMPT_TOKENS=PROMPT_TOKENS,
+        PORTAL_SPOTCHECK_OUTPUT_TOKENS=OUTPUT_TOKENS,
+    )
+    spot_check = services.spotcheck_start(
+        submission=publication.submission, actor=role_users["auditor"], concurrency=CONCURRENCY
+    )
+    deadline = time.monotonic() + 120
+    while not spot_check.in_state("running") and time.monotonic() < deadline:
+        time.sleep(0.1)
+        spot_check.refresh_from_db()
+    assert spot_check.in_state("running"), worker.tail()
+    worker.kill()  # kill -9 mid-measurement: no verdict is ever written
+    spot_check.refresh_from_db()
+    assert spot_check.in_state("running")
+
+    assert jobs_reconcile()["spot_check"] == []  # not overdue yet: a slow measurement is not a lost one
+    _soft, hard = settings.PORTAL_TASK_TIME_LIMITS["spotcheck"]
+    assert jobs_reconcile(now=timezone.now() + timedelta(seconds=hard + 601))["spot_check"] == [spot_check.pk]
+    spot_check.refresh_from_db()
+    assert spot_check.status == "error" and spot_check.finished_at is not None
+    assert (
+        "worker stopped before it recorded a verdict" in spot_check.detail
+        and "start another" in spot_check.detail
+    )
+    assert AuditEvent.objects.filter(action="spotcheck.lost", data__code="spotcheck-lost").count() == 1
+    # Another can be started: the submission has no active spot-check any more.
+    again = services.spotcheck_start(
+        submission=publication.submission, actor=role_users["auditor"], concurrency=CONCURRENCY
+    )
+    assert again.in_state("queued")

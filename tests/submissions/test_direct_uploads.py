@@ -1,7 +1,7 @@
 """Uploads straight to the bucket (S3 storage, SeaweedFS `weed mini`): the portal signs, counts quota and completes;
 the parts go to the bucket; the SHA-256 is verified from the bucket's object before any version exists. Includes a
 part whose bytes differ from what was signed, a file whose bytes are not the announced ones, a `portal submit`
-killed mid-upload and run again, and the sweep of stale multipart uploads."""
+killed mid-upload and run again, the sweep of stale multipart uploads, and a verifying worker killed with kill -9."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -21,6 +22,9 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from audit.models import AuditEvent
+from portal.celery import app
+from portal.reconcile import jobs_reconcile
 from submissions import direct_uploads
 from submissions.models import CheckRun, SubmissionVersion, Upload
 from submissions.uploads import organisation_storage_used_bytes
@@ -305,3 +309,63 @@ def test_portal_submit_killed_mid_upload_resumes_with_the_parts_the_bucket_lacks
     assert version.sha256 == sha256_of(big.read_bytes()) and version.size_bytes == 16 * MIB
     stored = bucket["client"].get_object(Bucket=bucket["bucket_name"], Key=version.files.get().storage_key)
     assert hashlib.sha256(stored["Body"].read()).hexdigest() == version.sha256
+
+
+def test_a_direct_upload_whose_verifying_worker_is_killed_is_aborted_and_uploaded_again(
+    role_users, draft, bucket, live_pipeline, settings
+):
+    """kill -9 while a worker verifies a direct upload: the reconciler aborts it with a reason the submitter reads,
+    its reserved space is freed, and the same file uploads again."""
+    worker = live_pipeline(
+        kinds=("unpack",),
+        STORAGE_BACKEND="s3",
+        AWS_STORAGE_BUCKET_NAME=bucket["bucket_name"],
+        AWS_S3_ENDPOINT_URL=bucket["endpoint_url"],
+        AWS_S3_REGION_NAME="us-east-1",
+        AWS_ACCESS_KEY_ID=bucket["access_key"],
+        AWS_SECRET_ACCESS_KEY=bucket["secret_key"],
+    )
+    s3_storages(settings, bucket)  # live_pipeline pointed this process at a folder
+    client = api_client(role_users["submitter"])
+    data = os.urandom(48 * MIB)  # long enough to verify that the kill lands mid-verification
+    upload = _start(client, draft, data)
+    for index in range(upload["parts_expected"]):
+        chunk = _part(data, upload, index)
+        assert _put(_sign(client, upload, index, chunk), chunk)[0] == 200
+    finished = client.post(
+        f"/api/v1/uploads/{upload['id']}/finish/", {"sha256": sha256_of(data)}, format="json"
+    )
+    assert finished.status_code == 202, finished.json()
+    deadline = time.monotonic() + 60
+    while "upload_verify_task" not in worker.log_path.read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    worker.kill()
+    row = Upload.objects.get(pk=upload["id"])
+    assert row.status == Upload.Status.VERIFYING, (
+        "the verification finished before the kill: nothing to reconcile"
+    )
+    assert organisation_storage_used_bytes(draft.organisation) == len(data)  # still reserved
+
+    assert jobs_reconcile()["upload"] == []  # not overdue yet
+    _soft, hard = settings.PORTAL_TASK_TIME_LIMITS["unpack"]
+    later = timezone.now() + timedelta(seconds=hard + 601)
+    assert jobs_reconcile(now=later)["upload"] == [row.pk]
+    assert jobs_reconcile(now=later)["upload"] == []  # ended once
+    seen = client.get(f"/api/v1/uploads/{upload['id']}/").json()
+    assert seen["status"] == "aborted" and "Upload the file again" in seen["error_message"]
+    assert organisation_storage_used_bytes(draft.organisation) == 0  # the reservation is freed
+    assert AuditEvent.objects.filter(action="upload.lost", data__code="upload-verify-lost").count() == 1
+    assert _keys(bucket, f"uploads/{upload['id']}/") == []  # the staging object is gone
+
+    # The submitter retries: the same file, a new upload (verified in-process here), fits and is kept.
+    app.conf.task_always_eager = True
+    again = _start(client, draft, data)
+    for index in range(again["parts_expected"]):
+        chunk = _part(data, again, index)
+        assert _put(_sign(client, again, index, chunk), chunk)[0] == 200
+    client.post(f"/api/v1/uploads/{again['id']}/finish/", {"sha256": sha256_of(data)}, format="json")
+    assert Upload.objects.get(pk=again["id"]).status != Upload.Status.VERIFYING
+    assert (
+        Upload.objects.get(pk=again["id"]).storage_key
+        == f"blobs/sha256/{sha256_of(data)[:2]}/{sha256_of(data)}"
+    )

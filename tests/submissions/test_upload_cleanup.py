@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from submissions.checks.recovery import check_runs_reconcile
+from portal.reconcile import jobs_reconcile
 from submissions.models import CheckRun, IdempotencyKey, SubmissionVersion, Upload
 from submissions.uploads import organisation_storage_used_bytes, upload_part
 from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload, sha256_of
@@ -205,17 +205,17 @@ def test_queued_runs_whose_message_was_lost_are_resent_then_failed(role_users, d
     waiting = _queued_run(draft, role_users["submitter"], age_s=60)
     app.conf.task_always_eager, was = False, app.conf.task_always_eager
     try:
-        assert check_runs_reconcile() == [lost.pk]
+        assert jobs_reconcile()["check_run"] == [lost.pk]
         lost.refresh_from_db()
         assert lost.status == CheckRun.Status.QUEUED and lost.attempts == 2
         assert (
             lost.error_message
             == "the check never started (its queue message was lost); re-queued (attempt 2 of 3)"
         )
-        assert check_runs_reconcile() == []  # the re-sent attempt gets its own deadline
+        assert jobs_reconcile()["check_run"] == []  # the re-sent attempt gets its own deadline
         for _ in (2, 3):  # attempt 2 lost too (re-queued as 3), then attempt 3 (failed)
             CheckRun.objects.filter(pk=lost.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=700))
-            assert check_runs_reconcile() == [lost.pk]
+            assert jobs_reconcile()["check_run"] == [lost.pk]
     finally:
         app.conf.task_always_eager = was
     lost.refresh_from_db()
@@ -229,6 +229,7 @@ def test_queued_runs_whose_message_was_lost_are_resent_then_failed(role_users, d
     assert detail["status"] == "error" and "queue message was lost" in detail["error_message"]
     assert AuditEvent.objects.filter(action="check.retried", object_id=str(lost.pk)).count() == 2
     assert AuditEvent.objects.filter(action="check.errored", object_id=str(lost.pk)).count() == 1
+    assert AuditEvent.objects.filter(object_id=str(lost.pk), data__code="check-never-started").count() == 3
 
 
 def test_beat_runs_the_cleanup_and_the_reconciler():
