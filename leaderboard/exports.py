@@ -28,6 +28,7 @@ from leaderboard.slo import (
     number,
 )
 from leaderboard.systems import newest_per_system
+from leaderboard.tender import joules_per_token, point_power, tokens_per_s_per_kw
 from portal import csv_safe
 from submissions.models import Submission
 
@@ -94,8 +95,10 @@ def result_row(publication: Publication) -> dict[str, Any]:
     }
 
 
-def _point_row(publication: Publication, point: dict) -> dict[str, Any]:
+def _point_row(publication: Publication, point: dict, measured: dict | None = None) -> dict[str, Any]:
     record = publication.record
+    power_kw, power_source = point_power(point, measured)
+    system_tps = number(point.get("system_tps"))
     row = {
         "public_id": publication.public_id,
         "result_url": result_url(publication.public_id),
@@ -110,11 +113,24 @@ def _point_row(publication: Publication, point: dict) -> dict[str, Any]:
         row[name] = value if name in ("point", "basis", "verification", "region") else number(value)
     row["revision"] = point.get("revision") or 1
     row["stack"] = point.get("stack") or ""
+    # the tender desk's energy figures (leaderboard.tender): measured power where a trace exists, else provisioned
+    row["accelerators"] = record.accelerator_count
+    row["nodes"] = node_count(record.description)
+    row["power_source"] = power_source
+    row["system_power_kw"] = power_kw
+    row["joules_per_token"] = joules_per_token(power_kw, system_tps)
+    row["tokens_per_s_per_kw"] = tokens_per_s_per_kw(power_kw, system_tps)
     return row
 
 
-def point_rows(publication: Publication) -> list[dict[str, Any]]:
-    return [_point_row(publication, point) for point in (publication.curve or {}).get("points") or []]
+def point_rows(publication: Publication, measured: dict[int, dict] | None = None) -> list[dict[str, Any]]:
+    """The published points of a result; `measured` (per concurrency, selectors.measured_power_of_results) gives
+    the power of the points with a trace."""
+    measured = measured or {}
+    return [
+        _point_row(publication, point, measured.get(point.get("concurrency")))
+        for point in (publication.curve or {}).get("points") or []
+    ]
 
 
 def curve_rows(publication: Publication) -> list[dict[str, Any]]:

@@ -3,8 +3,10 @@
 from django.urls import path
 
 from leaderboard.views import buyer as views_query
+from leaderboard.views import tender as views_tender
 
 urlpatterns = [
     path("slo/", views_query.slo, name="slo"),
     path("procurement/", views_query.procurement, name="procurement"),
+    path("sizing/", views_tender.sizing, name="sizing"),
 ]

@@ -110,6 +110,7 @@ def _p(kind, **kw):
 # The public query pages' queries (the SLO finder, the procurement report): every published result qualifies.
 _SLO_QUERY = "benchmark=llama3_1-8b&ttft_p90_ms_max=100000&interactivity_min=0"
 _PROCUREMENT_QUERY = "model_1=llama3_1-8b&ttft_p90_ms_max_1=100000"
+_SIZING_QUERY = "benchmark=llama3_1-8b&users=100&ttft_p90_ms_max=100000&interactivity_min=0"
 
 ROUTES: dict[str, Route] = {
     "home": _g(PUBLIC, access=Access.PUBLIC, url=lambda w: "/"),
@@ -836,6 +837,20 @@ ROUTES: dict[str, Route] = {
         query="?model_1=llama3_1-8b",
         access=Access.PUBLIC,
         url=lambda w: f"/leaderboard/procurement/?{_PROCUREMENT_QUERY}",
+        group="public-query",
+    ),
+    "leaderboard:sizing": _g(
+        PUBLIC,
+        query="?benchmark=llama3_1-8b&users=100&ttft_p90_ms_max=1000000&interactivity_min=0",
+        access=Access.PUBLIC,
+        url=lambda w: f"/leaderboard/sizing/?{_SIZING_QUERY}",
+        group="public-query",
+    ),
+    "api:public-sizing-list": _g(
+        PUBLIC,
+        query="?benchmark=llama3_1-8b&users=100&ttft_p90_ms_max=1000000&interactivity_min=0",
+        access=Access.PUBLIC,
+        url=lambda w: f"/api/v1/public/sizing/?{_SIZING_QUERY}",
         group="public-query",
     ),
     "api:public-benchmark-list": _g(

@@ -1,0 +1,194 @@
+"""The tender desk in the public API: site sizing (`GET /api/v1/public/sizing/`, DESIGN.md "Tender desk"). Public,
+published, fully recomputed results only, one per system, as the SLO finder and the procurement report count
+them."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.routers import BaseRouter
+
+from access.visibility import benchmarks_visible_to
+from catalog.models import Benchmark
+from checker.judge.verification import FULLY_RECOMPUTED
+from checker.recompute.goodput import SloTarget
+from leaderboard import exports, selectors
+from leaderboard.api.results import FORMAT_PARAMETER, PublicViewSet, public_publications
+from leaderboard.normalised import points_goodput
+from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
+from leaderboard.tender import DEFAULT_PUE, SiteAsk, TenderPrices, percentile_meets, size_site
+from portal.errors import ApplicationError
+
+SIZING_NOTE = (
+    "Each system is sized at its sizing point: the measured point meeting the SLO with the largest concurrency C "
+    "(a fixed-concurrency run keeps C streams in flight, so one replica serves C users). replicas = ceil(users x "
+    "(1 + headroom) / C); power is the point's measured average where a power trace exists, else its provisioned "
+    "power (power_source says which); facility power = replicas x power x PUE. A system with no measured point "
+    "meeting the SLO is listed with meets: false and no sizing: nothing is extrapolated. " + NO_INTERPOLATION
+)
+
+SIZING_LABELS = {
+    "benchmark": "Benchmark",
+    "users": "Concurrent users, delivery",
+    "users_expansion": "Concurrent users, expansion",
+    "ttft_p90_ms_max": "TTFT P90 ≤ (ms)",
+    "interactivity_min": "Interactivity ≥ (tokens/s/user)",
+    "ttft_ms": "TTFT per request ≤ (ms)",
+    "tpot_ms": "TPOT per request ≤ (ms)",
+    "attainment": "Requests meeting it (%)",
+    "pue": "PUE",
+    "headroom": "Headroom (fraction)",
+    "price_per_accelerator_hour": "Price per accelerator-hour",
+    "price_per_kwh": "Energy price per kWh",
+}
+
+
+class SizingQuery(serializers.Serializer):
+    """DESIGN.md's parameters: the SLO in percentile mode (ttft_p90_ms_max and interactivity_min) or per request
+    (ttft_ms, tpot_ms, attainment in %), the users per phase, PUE, headroom and prices."""
+
+    benchmark = serializers.CharField(help_text="The benchmark's model_id.")
+    users = serializers.IntegerField(
+        min_value=1, max_value=10**9, help_text="Concurrent users, delivery phase."
+    )
+    users_expansion = serializers.IntegerField(
+        min_value=1,
+        max_value=10**9,
+        required=False,
+        allow_null=True,
+        help_text="Concurrent users, expansion.",
+    )
+    ttft_p90_ms_max = serializers.FloatField(min_value=0.001, required=False, allow_null=True)
+    interactivity_min = serializers.FloatField(min_value=0, required=False, allow_null=True)
+    ttft_ms = serializers.FloatField(min_value=0.001, required=False, allow_null=True)
+    tpot_ms = serializers.FloatField(min_value=0.001, required=False, allow_null=True)
+    attainment = serializers.FloatField(
+        min_value=0.1,
+        max_value=100,
+        required=False,
+        allow_null=True,
+        help_text="Per request, %; 95 by default.",
+    )
+    pue = serializers.FloatField(
+        min_value=1, max_value=5, required=False, allow_null=True, help_text="Default 1.3."
+    )
+    headroom = serializers.FloatField(
+        min_value=0,
+        max_value=10,
+        required=False,
+        allow_null=True,
+        help_text="0.2 = 20 % more users; default 0.",
+    )
+    price_per_accelerator_hour = serializers.FloatField(
+        min_value=0, max_value=1e9, required=False, allow_null=True
+    )
+    price_per_kwh = serializers.FloatField(min_value=0, max_value=1e9, required=False, allow_null=True)
+
+    def validate(self, attrs):
+        if attrs.get("ttft_ms") is not None or attrs.get("tpot_ms") is not None:
+            attrs["mode"] = "per_request"
+            return attrs
+        missing = {
+            name: "Give this target, or per-request targets (TTFT and TPOT per request) instead."
+            for name in ("ttft_p90_ms_max", "interactivity_min")
+            if attrs.get(name) is None
+        }
+        if missing:
+            raise serializers.ValidationError(missing)
+        attrs["mode"] = "percentile"
+        return attrs
+
+
+def _benchmark(model_id: str) -> Benchmark:
+    benchmark = benchmarks_visible_to(None).filter(model_id=model_id).first()
+    if benchmark is None:
+        raise ApplicationError(f"No benchmark {model_id!r}.", code="unknown-benchmark")
+    return benchmark
+
+
+def sizing_answer(query: dict) -> dict:
+    """The sizing of validated query values (the page and the API share it)."""
+    benchmark = _benchmark(query["benchmark"])
+    metric = interactivity_metric_for(benchmark.workload)
+    results = [
+        result
+        for result in exports.snapshot_results_cached(public_publications(), benchmark.model_id)
+        if result.get("verification") == FULLY_RECOMPUTED
+    ]
+    ask = SiteAsk(
+        users=query["users"],
+        users_expansion=query.get("users_expansion"),
+        pue=DEFAULT_PUE if query.get("pue") is None else query["pue"],
+        headroom=query.get("headroom") or 0.0,
+        prices=TenderPrices(
+            per_accelerator_hour=query.get("price_per_accelerator_hour"), per_kwh=query.get("price_per_kwh")
+        ),
+    )
+    if query["mode"] == "per_request":
+        target = SloTarget(ttft_ms=query.get("ttft_ms"), tpot_ms=query.get("tpot_ms"))
+        goal = (95.0 if query.get("attainment") is None else query["attainment"]) / 100.0
+        attained = {r["public_id"]: points_goodput(r["public_id"], r["points"], target) for r in results}
+
+        def meets(result: dict, point: dict) -> bool:
+            counted = attained[result["public_id"]].get(point.get("concurrency"))
+            return counted is not None and (counted.get("attainment") or 0.0) >= goal
+
+        slo = {"ttft_ms": target.ttft_ms, "tpot_ms": target.tpot_ms, "attainment": goal}
+    else:
+        targets = SloTargets(
+            ttft_p90_ms_max=query["ttft_p90_ms_max"],
+            interactivity_min=query["interactivity_min"],
+            interactivity_metric=metric,
+        )
+        meets = percentile_meets(targets)
+        slo = {"ttft_p90_ms_max": targets.ttft_p90_ms_max, "interactivity_min": targets.interactivity_min}
+    rows = size_site(
+        results, ask, meets=meets, measured=selectors.measured_power_of_benchmark(benchmark.model_id)
+    )
+    for row in rows:
+        row["bundle_sha256"] = next(r["bundle_sha256"] for r in results if r["public_id"] == row["result"])
+    return {
+        "benchmark": benchmark,
+        "mode": query["mode"],
+        "interactivity_metric": metric,
+        "slo": slo,
+        "ask": ask,
+        "rows": rows,
+    }
+
+
+class PublicSizingViewSet(PublicViewSet):
+    """Site sizing: per phase and per system, replicas, accelerators, nodes, power, energy and cost at the point
+    that serves the most users per replica within the SLO; systems that cannot meet it with meets: false."""
+
+    table_name = "sizing"
+
+    @extend_schema(parameters=[SizingQuery, FORMAT_PARAMETER], description=SIZING_NOTE)
+    def list(self, request, **kwargs):
+        query = SizingQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        answer = sizing_answer(query.validated_data)
+        if self.wants_csv():
+            return Response(answer["rows"])
+        ask = answer["ask"]
+        return Response(
+            {
+                "benchmark": answer["benchmark"].model_id,
+                "mode": answer["mode"],
+                "interactivity_metric": answer["interactivity_metric"],
+                "slo": answer["slo"],
+                "users": ask.users,
+                "users_expansion": ask.users_expansion,
+                "pue": ask.pue,
+                "headroom": ask.headroom,
+                "price_per_accelerator_hour": ask.prices.per_accelerator_hour,
+                "price_per_kwh": ask.prices.per_kwh,
+                "note": SIZING_NOTE,
+                "rows": answer["rows"],
+            }
+        )
+
+
+def register(router: BaseRouter) -> None:
+    router.register("public/sizing", PublicSizingViewSet, basename="public-sizing")

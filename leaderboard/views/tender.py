@@ -1,0 +1,60 @@
+"""The tender desk's pages (docs/tender-desk.md): site sizing, over the same answer as the public API
+(leaderboard.api.tender), which also serves its JSON and CSV. Every input stays in the page's URL."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.shortcuts import render
+
+from access.visibility import benchmarks_visible_to
+from leaderboard.api.tender import SIZING_LABELS, SIZING_NOTE, SizingQuery, sizing_answer
+from leaderboard.tender import DEFAULT_PUE
+from leaderboard.views.buyer import _public_page
+from portal.errors import ApplicationError
+
+
+@_public_page
+def sizing(request):
+    """Site sizing: how many replicas, accelerators, nodes and megawatts serve U users per phase at the SLO."""
+    context = {
+        "benchmarks": list(benchmarks_visible_to(None)),
+        "labels": SIZING_LABELS,
+        "values": request.GET,
+        "note": SIZING_NOTE,
+        "default_pue": DEFAULT_PUE,
+        "asked": bool(request.GET.get("benchmark")),
+    }
+    if context["asked"]:
+        query = SizingQuery(data=request.GET)
+        if not query.is_valid():
+            context["errors"] = [
+                f"{SIZING_LABELS.get(name, 'SLO')}: {' '.join(str(e) for e in errors)}"
+                for name, errors in query.errors.items()
+            ]
+        else:
+            try:
+                answer = sizing_answer(query.validated_data)
+            except ApplicationError as error:
+                context["errors"] = [f"{SIZING_LABELS['benchmark']}: {error.detail}"]
+            else:
+                params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
+                phases = []
+                for phase, users in answer["ask"].phases():
+                    rows = [row for row in answer["rows"] if row["phase"] == phase]
+                    phases.append(
+                        {
+                            "name": phase,
+                            "users": users,
+                            "rows": rows,
+                            "meeting": sum(1 for row in rows if row["meets"]),
+                        }
+                    )
+                context.update(
+                    answer=answer,
+                    phases=phases,
+                    json_url="/api/v1/public/sizing/?" + urlencode(params),
+                    csv_url="/api/v1/public/sizing/?" + urlencode({**params, "format": "csv"}),
+                )
+    status = 400 if context.get("errors") else 200
+    return render(request, "leaderboard/sizing.html", context, status=status)

@@ -1,0 +1,91 @@
+"""The tender desk's pages in Chromium at 1440 px and on a 390 px phone: a buyer fills in the sizing form, the
+figures shown are the API's answer, each links to its point on the result page, nothing is cut off.
+Screenshots: docs/screenshots/tender-sizing.png, tender-sizing-390.png."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from urllib.request import urlopen
+
+import pytest
+
+from leaderboard.cache import public_cache_bump
+from tests.factories import BenchmarkFactory
+from tests.leaderboard.goodput_support import publish_sample_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+@pytest.fixture
+def published(role_users, storage_dir):
+    public_cache_bump()
+    benchmark = BenchmarkFactory(model_id="llama3_1-8b", display_name="Llama 3.1 8B")
+    acme, nimbus = role_users["organisations"]["acme"], role_users["organisations"]["nimbus"]
+    results = [
+        publish_sample_run(benchmark=benchmark, system_name=name, accelerators=count, organisation=org)
+        for name, count, org in (("Acme_AX-8000", 8, acme), ("Nimbus_NB-2", 2, nimbus))
+    ]
+    public_cache_bump()
+    return results
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", "").strip())
+
+
+def test_site_sizing_in_chromium(chromium, live_server, plain_http, published):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{live_server.url}/leaderboard/sizing/")
+    page.locator('select[name="benchmark"]').select_option("llama3_1-8b")
+    for name, value in (
+        ("users", "5000"),
+        ("users_expansion", "12000"),
+        ("ttft_p90_ms_max", "200"),
+        ("interactivity_min", "95"),
+        ("headroom", "0.1"),
+        ("price_per_accelerator_hour", "2.5"),
+        ("price_per_kwh", "0.2"),
+    ):
+        page.locator(f'input[name="{name}"]').fill(value)
+    page.locator('form[aria-label="What to size"] button[type="submit"]').click()
+    page.wait_for_selector(".sizing-table")
+    for part in ("users=5000", "users_expansion=12000", "headroom=0.1", "price_per_kwh=0.2"):
+        assert part in page.url  # every input stays in the address
+    answer = json.load(urlopen(live_server.url + page.locator("a", has_text="JSON").get_attribute("href")))
+    for row in answer["rows"]:
+        cells = page.locator(f'[data-phase="{row["phase"]}"] tr[data-result="{row["result"]}"]')
+        assert cells.get_attribute("data-meets") == ("yes" if row["meets"] else "no")
+        if row["meets"]:
+            assert int(cells.locator('[data-metric="replicas"]').inner_text()) == row["replicas"]
+            assert int(cells.locator('[data-metric="accelerators"]').inner_text()) == row["accelerators"]
+            shown = _number(cells.locator('[data-metric="facility_power_kw"]').inner_text())
+            assert math.isclose(shown, row["facility_power_kw"], abs_tol=0.05)
+            assert cells.locator('[data-metric="replicas"]').get_attribute("href") == row["point_url"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1440
+    page.screenshot(path=str(SHOTS / "tender-sizing.png"), full_page=True)
+    sized_url = page.url
+    # a figure's link lands on its point's row of the result page
+    link = page.locator('[data-metric="replicas"]').first
+    target = link.get_attribute("href").split("#")[1]
+    link.click()
+    page.wait_for_selector(f"#{target}")
+
+    phone = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    mobile = phone.new_page()
+    mobile.goto(sized_url)
+    mobile.wait_for_selector(".sizing-table")
+    assert mobile.evaluate("document.documentElement.scrollWidth") <= 390
+    box = mobile.locator('[data-metric="cost_per_year"]').first.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    mobile.locator("#phase-delivery").scroll_into_view_if_needed()
+    mobile.screenshot(path=str(SHOTS / "tender-sizing-390.png"), full_page=True)
+    phone.close()
+    context.close()
+    assert not errors
