@@ -9,4 +9,5 @@ urlpatterns = [
     path("slo/", views_query.slo, name="slo"),
     path("procurement/", views_query.procurement, name="procurement"),
     path("sizing/", views_tender.sizing, name="sizing"),
+    path("claims/", views_tender.claims, name="claims"),
 ]

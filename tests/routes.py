@@ -111,6 +111,13 @@ def _p(kind, **kw):
 _SLO_QUERY = "benchmark=llama3_1-8b&ttft_p90_ms_max=100000&interactivity_min=0"
 _PROCUREMENT_QUERY = "model_1=llama3_1-8b&ttft_p90_ms_max_1=100000"
 _SIZING_QUERY = "benchmark=llama3_1-8b&users=100&ttft_p90_ms_max=100000&interactivity_min=0"
+_CLAIMS_QUERY = "benchmark=llama3_1-8b&concurrency=64&system_tps=1000&system="
+
+
+def _claims_url(path: str, w: dict) -> str:
+    """The claims check names the system by its result's public id: the world's shown result is judged."""
+    return f"{path}?{_CLAIMS_QUERY}{w['shown'].public_id if 'shown' in w else 'Acme_AX-8000'}"
+
 
 ROUTES: dict[str, Route] = {
     "home": _g(PUBLIC, access=Access.PUBLIC, url=lambda w: "/"),
@@ -851,6 +858,20 @@ ROUTES: dict[str, Route] = {
         query="?benchmark=llama3_1-8b&users=100&ttft_p90_ms_max=1000000&interactivity_min=0",
         access=Access.PUBLIC,
         url=lambda w: f"/api/v1/public/sizing/?{_SIZING_QUERY}",
+        group="public-query",
+    ),
+    "leaderboard:claims": _g(
+        PUBLIC,
+        query="?benchmark=llama3_1-8b&system=Acme_AX-8000&concurrency=64&system_tps=1000",
+        access=Access.PUBLIC,
+        url=lambda w: _claims_url("/leaderboard/claims/", w),
+        group="public-query",
+    ),
+    "api:public-claims-list": _g(
+        PUBLIC,
+        query="?benchmark=llama3_1-8b&system=Acme_AX-8000&concurrency=64&system_tps=1000",
+        access=Access.PUBLIC,
+        url=lambda w: _claims_url("/api/v1/public/claims/", w),
         group="public-query",
     ),
     "api:public-benchmark-list": _g(

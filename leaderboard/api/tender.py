@@ -1,6 +1,6 @@
-"""The tender desk in the public API: site sizing (`GET /api/v1/public/sizing/`, DESIGN.md "Tender desk"). Public,
-published, fully recomputed results only, one per system, as the SLO finder and the procurement report count
-them."""
+"""The tender desk in the public API: site sizing (`GET /api/v1/public/sizing/`) and the claims check
+(`GET /api/v1/public/claims/`), DESIGN.md "Tender desk". Public, published, fully recomputed results only, one per
+system, as the SLO finder and the procurement report count them."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from checker.judge.verification import FULLY_RECOMPUTED
 from checker.recompute.goodput import SloTarget
 from leaderboard import exports, selectors
 from leaderboard.api.results import FORMAT_PARAMETER, PublicViewSet, public_publications
+from leaderboard.claims import CLAIM_FIGURES, Claim, check_claim
 from leaderboard.normalised import points_goodput
 from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
 from leaderboard.tender import DEFAULT_PUE, SiteAsk, TenderPrices, percentile_meets, size_site
@@ -107,15 +108,20 @@ def _benchmark(model_id: str) -> Benchmark:
     return benchmark
 
 
-def sizing_answer(query: dict) -> dict:
-    """The sizing of validated query values (the page and the API share it)."""
-    benchmark = _benchmark(query["benchmark"])
-    metric = interactivity_metric_for(benchmark.workload)
-    results = [
+def _judged_results(benchmark: Benchmark) -> list[dict]:
+    """The benchmark's published, fully recomputed results, newest per system (what the tender desk judges)."""
+    return [
         result
         for result in exports.snapshot_results_cached(public_publications(), benchmark.model_id)
         if result.get("verification") == FULLY_RECOMPUTED
     ]
+
+
+def sizing_answer(query: dict) -> dict:
+    """The sizing of validated query values (the page and the API share it)."""
+    benchmark = _benchmark(query["benchmark"])
+    metric = interactivity_metric_for(benchmark.workload)
+    results = _judged_results(benchmark)
     ask = SiteAsk(
         users=query["users"],
         users_expansion=query.get("users_expansion"),
@@ -190,5 +196,101 @@ class PublicSizingViewSet(PublicViewSet):
         )
 
 
+CLAIMS_LABELS = {
+    "benchmark": "Benchmark",
+    "system": "System (name or result id)",
+    "concurrency": "At concurrency",
+    "at_interactivity": "Or at interactivity (tokens/s/user)",
+    **{
+        name: f"Claimed {label if label[:2].isupper() else label[0].lower() + label[1:]}"
+        for name, label, _ in CLAIM_FIGURES
+    },
+}
+
+
+class ClaimsQuery(serializers.Serializer):
+    """A bid's claimed figures for one system, at a concurrency or at an interactivity level."""
+
+    benchmark = serializers.CharField(help_text="The benchmark's model_id.")
+    system = serializers.CharField(max_length=200, help_text="The system's name, or its result's public id.")
+    concurrency = serializers.IntegerField(min_value=1, max_value=10**6, required=False, allow_null=True)
+    at_interactivity = serializers.FloatField(
+        min_value=0.001,
+        required=False,
+        allow_null=True,
+        help_text="Instead of a concurrency: judged at the nearest published point at or below it.",
+    )
+    system_tps = serializers.FloatField(min_value=0, max_value=1e12, required=False, allow_null=True)
+    interactivity = serializers.FloatField(min_value=0, max_value=1e9, required=False, allow_null=True)
+    ttft_p90_ms = serializers.FloatField(min_value=0, max_value=1e9, required=False, allow_null=True)
+    tpot_p90_ms = serializers.FloatField(min_value=0, max_value=1e9, required=False, allow_null=True)
+    power_kw = serializers.FloatField(min_value=0, max_value=1e9, required=False, allow_null=True)
+
+    def validate(self, attrs):
+        if (attrs.get("concurrency") is None) == (attrs.get("at_interactivity") is None):
+            raise serializers.ValidationError(
+                {
+                    "concurrency": "Give the concurrency of the claim, or the interactivity it is claimed at (one)."
+                }
+            )
+        if not any(attrs.get(name) is not None for name, _, _ in CLAIM_FIGURES):
+            raise serializers.ValidationError(
+                {
+                    "system_tps": "Give at least one claimed figure (throughput, interactivity, TTFT, TPOT, power)."
+                }
+            )
+        return attrs
+
+
+def claims_answer(query: dict) -> dict:
+    """The verdict on a bid's claims (the page and the API share it)."""
+    benchmark = _benchmark(query["benchmark"])
+    metric = interactivity_metric_for(benchmark.workload)
+    claim = Claim(
+        system=query["system"].strip(),
+        concurrency=query.get("concurrency"),
+        at_interactivity=query.get("at_interactivity"),
+        figures=tuple((name, query[name]) for name, _, _ in CLAIM_FIGURES if query.get(name) is not None),
+    )
+    checked = check_claim(
+        claim,
+        _judged_results(benchmark),
+        interactivity_metric=metric,
+        measured=selectors.measured_power_of_benchmark(benchmark.model_id),
+    )
+    return {"benchmark": benchmark.model_id, "interactivity_metric": metric, "note": CLAIMS_NOTE, **checked}
+
+
+CLAIMS_NOTE = (
+    "Each claimed figure is judged against the published point of the same system at the claimed concurrency (or the "
+    "nearest published point at or below the claimed interactivity), recomputed from its raw log: supported when "
+    "a higher-is-better figure (throughput, interactivity) is at most the evidence x 1.05, or a lower-is-better one "
+    "(TTFT, TPOT, power) at least the evidence x 0.95; supported by a comparable system at 10 % against another "
+    "system of the same accelerator model and count; otherwise not supported; no evidence when no published point "
+    "can judge it. Power is the point's measured average where a trace exists, else its provisioned power."
+)
+
+
+class PublicClaimsViewSet(PublicViewSet):
+    """The claims check: each figure a bid claims for a system, judged against the published recomputed points."""
+
+    table_name = "claims"
+
+    @extend_schema(parameters=[ClaimsQuery, FORMAT_PARAMETER], description=CLAIMS_NOTE)
+    def list(self, request, **kwargs):
+        query = ClaimsQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        answer = claims_answer(query.validated_data)
+        if self.wants_csv():
+            return Response(
+                [
+                    {"system": answer["system"], "result": answer["result"], **figure}
+                    for figure in answer["figures"]
+                ]
+            )
+        return Response(answer)
+
+
 def register(router: BaseRouter) -> None:
     router.register("public/sizing", PublicSizingViewSet, basename="public-sizing")
+    router.register("public/claims", PublicClaimsViewSet, basename="public-claims")

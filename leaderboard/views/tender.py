@@ -1,4 +1,4 @@
-"""The tender desk's pages (docs/tender-desk.md): site sizing, over the same answer as the public API
+"""The tender desk's pages (docs/tender-desk.md): site sizing and the claims check, over the same answer as the public API
 (leaderboard.api.tender), which also serves its JSON and CSV. Every input stays in the page's URL."""
 
 from __future__ import annotations
@@ -8,7 +8,17 @@ from urllib.parse import urlencode
 from django.shortcuts import render
 
 from access.visibility import benchmarks_visible_to
-from leaderboard.api.tender import SIZING_LABELS, SIZING_NOTE, SizingQuery, sizing_answer
+from leaderboard.api.tender import (
+    CLAIMS_LABELS,
+    CLAIMS_NOTE,
+    SIZING_LABELS,
+    SIZING_NOTE,
+    ClaimsQuery,
+    SizingQuery,
+    claims_answer,
+    sizing_answer,
+)
+from leaderboard.claims import CLAIM_FIGURES
 from leaderboard.tender import DEFAULT_PUE
 from leaderboard.views.buyer import _public_page
 from portal.errors import ApplicationError
@@ -58,3 +68,36 @@ def sizing(request):
                 )
     status = 400 if context.get("errors") else 200
     return render(request, "leaderboard/sizing.html", context, status=status)
+
+
+@_public_page
+def claims(request):
+    """The claims check: a bid's claimed figures for a system, each judged against the published recomputed points."""
+    context = {
+        "benchmarks": list(benchmarks_visible_to(None)),
+        "labels": CLAIMS_LABELS,
+        "figures": [
+            (name, CLAIMS_LABELS[name], request.GET.get(name, "")[:32]) for name, _, _ in CLAIM_FIGURES
+        ],
+        "values": request.GET,
+        "note": CLAIMS_NOTE,
+        "asked": bool(request.GET.get("benchmark")),
+    }
+    if context["asked"]:
+        query = ClaimsQuery(data=request.GET)
+        if not query.is_valid():
+            context["errors"] = [
+                f"{CLAIMS_LABELS.get(name, 'Claim')}: {' '.join(str(e) for e in errors)}"
+                for name, errors in query.errors.items()
+            ]
+        else:
+            try:
+                context["answer"] = claims_answer(query.validated_data)
+            except ApplicationError as error:
+                context["errors"] = [f"{CLAIMS_LABELS['benchmark']}: {error.detail}"]
+            else:
+                params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
+                context["json_url"] = "/api/v1/public/claims/?" + urlencode(params)
+                context["csv_url"] = "/api/v1/public/claims/?" + urlencode({**params, "format": "csv"})
+    status = 400 if context.get("errors") else 200
+    return render(request, "leaderboard/claims.html", context, status=status)

@@ -89,3 +89,47 @@ def test_site_sizing_in_chromium(chromium, live_server, plain_http, published):
     phone.close()
     context.close()
     assert not errors
+
+
+def test_claims_check_in_chromium(chromium, live_server, plain_http, published):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{live_server.url}/leaderboard/claims/")
+    page.locator('select[name="benchmark"]').select_option("llama3_1-8b")
+    for name, value in (
+        ("system", "Acme_AX-8000"),
+        ("concurrency", "16"),
+        ("system_tps", "1500"),
+        ("ttft_p90_ms", "120"),
+        ("power_kw", "11"),
+    ):
+        page.locator(f'input[name="{name}"]').fill(value)
+    page.locator('form.query-form button[type="submit"]').click()
+    page.wait_for_selector(".claims-table")
+    assert "system_tps=1500" in page.url and "concurrency=16" in page.url
+    answer = json.load(urlopen(live_server.url + page.locator("a", has_text="JSON").get_attribute("href")))
+    for row in answer["figures"]:
+        shown = page.locator(f'tr[data-figure="{row["figure"]}"]')
+        assert shown.get_attribute("data-verdict") == row["verdict"]
+    # 1,500 tokens/s against r16's 1,510.3: supported; a TTFT P90 of 120 ms against 136.2 ms: not supported
+    assert page.locator('tr[data-figure="system_tps"]').get_attribute("data-verdict") == "supported"
+    assert page.locator('tr[data-figure="ttft_p90_ms"]').get_attribute("data-verdict") == "not supported"
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1440
+    page.screenshot(path=str(SHOTS / "tender-claims.png"), full_page=True)
+    checked_url = page.url
+
+    phone = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    mobile = phone.new_page()
+    mobile.goto(checked_url)
+    mobile.wait_for_selector(".claims-table")
+    assert mobile.evaluate("document.documentElement.scrollWidth") <= 390
+    box = mobile.locator("[data-point-link]").first.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    mobile.locator("#verdicts").scroll_into_view_if_needed()
+    mobile.screenshot(path=str(SHOTS / "tender-claims-390.png"), full_page=True)
+    phone.close()
+    context.close()
+    assert not errors

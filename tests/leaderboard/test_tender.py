@@ -250,3 +250,157 @@ def test_the_sizing_page_shows_each_figure_linked_to_its_point(world):
     assert world["claimed"].public_id not in html and world["older"].public_id not in html
     # the inputs stay in the URL: the JSON and CSV links carry them
     assert "users_expansion=12000" in html and "price_per_kwh=0.2" in html
+
+
+# --- The claims check ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def claims_world():
+    """AX-8000 and NB-2 as comparable systems (both 8 × AX GPU), a power trace on AX-8000's r64, an unrelated
+    2-accelerator system that is never comparable, and a claimed result that is never evidence."""
+    benchmark = BenchmarkFactory(model_id="claims-model")
+    ax = publish_sample_run(benchmark=benchmark, system_name="Acme_AX-8000", accelerators=8)
+    nb = publish_sample_run(benchmark=benchmark, system_name="Nimbus_NB-2", accelerators=8)
+    claimed = publish(benchmark=benchmark, claimed=True, scale=10.0)
+    metric = PointMetric.objects.get(check_run=ax.check_run, concurrency=64)
+    metric.extra = {**(metric.extra or {}), "power": {"measured": {"avg_power_w": TRACE_W}}}
+    metric.save(update_fields=["extra"])
+    public_cache_bump()
+    return {"ax": ax, "nb": nb, "claimed": claimed}
+
+
+FIGURES = {
+    "system_tps": True,
+    "interactivity": True,
+    "ttft_p90_ms": False,
+    "tpot_p90_ms": False,
+    "power_kw": False,
+}
+
+
+def _reference_claims(world, query: dict) -> dict[str, tuple[str, str | None, float | None]]:
+    """DESIGN.md's claims check written out from the public APIs: figure -> (verdict, evidence result, value)."""
+    points = _public("/api/v1/public/points/", benchmark="claims-model", limit=1000)["results"]
+    systems = {}
+    for key in ("ax", "nb"):
+        detail = _public(f"/api/v1/public/results/{world[key].public_id}/")
+        node = detail["system_description"]["node_types"][0]["accelerator_info"][0]
+        systems[detail["system"]] = {
+            "public_id": detail["public_id"],
+            "kind": (node["accelerator_model_name"], detail["accelerators"]),
+            "points": [
+                p for p in points if p["public_id"] == detail["public_id"] and p["basis"] == "recomputed"
+            ],
+        }
+
+    def evidence(system):
+        candidates = systems[system]["points"]
+        if "concurrency" in query:
+            return next((p for p in candidates if p["concurrency"] == query["concurrency"]), None)
+        below = [p for p in candidates if p["tps_per_user"] <= query["at_interactivity"]]
+        return max(below, key=lambda p: p["tps_per_user"]) if below else None
+
+    def value(point, figure):
+        return {
+            "system_tps": point["system_tps"],
+            "interactivity": point["tps_per_user"],
+            "ttft_p90_ms": point["ttft_p90_ms"],
+            "tpot_p90_ms": 1000 / point["tps_per_user"],
+            "power_kw": point["system_power_kw"],
+        }[figure]
+
+    def ok(claimed, e, higher, tolerance):
+        return claimed <= e * (1 + tolerance) if higher else claimed >= e * (1 - tolerance)
+
+    own = query["system"]
+    others = [
+        s for s in systems if s != own and own in systems and systems[s]["kind"] == systems[own]["kind"]
+    ]
+    out = {}
+    for figure, higher in FIGURES.items():
+        if figure not in query:
+            continue
+        claimed = query[figure]
+        point = evidence(own) if own in systems else None
+        if point is not None and ok(claimed, value(point, figure), higher, 0.05):
+            out[figure] = ("supported", systems[own]["public_id"], value(point, figure))
+            continue
+        verdict = ("not supported", systems[own]["public_id"], value(point, figure)) if point else None
+        for other in others:
+            other_point = evidence(other)
+            if other_point is None:
+                continue
+            if ok(claimed, value(other_point, figure), higher, 0.10):
+                verdict = (
+                    "supported by a comparable system",
+                    systems[other]["public_id"],
+                    value(other_point, figure),
+                )
+                break
+            verdict = verdict or ("not supported", None, None)
+        out[figure] = verdict or ("no evidence", None, None)
+    return out
+
+
+CLAIMS = [
+    # AX-8000 at r16 as measured (1510.3 tokens/s, TTFT P90 136.2 ms): supported
+    {
+        "system": "Acme_AX-8000",
+        "concurrency": 16,
+        "system_tps": 1500,
+        "ttft_p90_ms": 136,
+        "interactivity": 99,
+    },
+    # at r8 AX-8000 measured 737.6 tokens/s, NB-2 772.7: 800 is beyond 5 % of its own, within 10 % of NB-2's
+    {"system": "Acme_AX-8000", "concurrency": 8, "system_tps": 800, "ttft_p90_ms": 125, "tpot_p90_ms": 9.9},
+    # r64's measured power is 9 kW: claiming 8 kW is not supported; r64 of NB-2 has no trace
+    {"system": "Acme_AX-8000", "concurrency": 64, "power_kw": 8.0, "system_tps": 7000},
+    # no r48 anywhere: no evidence
+    {"system": "Acme_AX-8000", "concurrency": 48, "system_tps": 1000},
+    # at an interactivity level instead of a concurrency
+    {"system": "Nimbus_NB-2", "at_interactivity": 100, "system_tps": 1400, "ttft_p90_ms": 160},
+    # a system with no published fully recomputed result
+    {"system": "Unknown-Z", "concurrency": 8, "system_tps": 10},
+]
+
+
+@pytest.mark.parametrize("claim", CLAIMS)
+def test_claims_are_judged_as_the_definitions_say_from_the_public_points(claims_world, claim):
+    answer = _public("/api/v1/public/claims/", benchmark="claims-model", **claim)
+    expected = _reference_claims(claims_world, claim)
+    got = {row["figure"]: row for row in answer["figures"]}
+    assert set(got) == set(expected)
+    for figure, (verdict, result, value) in expected.items():
+        row = got[figure]
+        assert row["verdict"] == verdict, (figure, row)
+        if result is None:
+            assert row["evidence"] is None or verdict == "not supported"
+        else:
+            assert row["evidence"]["result"] == result and row["evidence"]["value"] == pytest.approx(value)
+            assert row["evidence"]["point_url"].startswith(f"/results/{result}/#point-r")
+            assert row["arithmetic"]
+    assert claims_world["claimed"].public_id not in str(answer)
+
+
+def test_the_claims_cases_cover_every_verdict(claims_world):
+    seen = set()
+    for claim in CLAIMS:
+        answer = _public("/api/v1/public/claims/", benchmark="claims-model", **claim)
+        seen.update(row["verdict"] for row in answer["figures"])
+    assert seen == {"supported", "supported by a comparable system", "not supported", "no evidence"}
+
+
+def test_the_claims_page_shows_each_verdict_with_its_arithmetic_and_evidence(claims_world):
+    response = Client().get("/leaderboard/claims/", {"benchmark": "claims-model", **CLAIMS[1]})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'data-verdict="supported by a comparable system"' in html
+    assert f'href="/results/{claims_world["nb"].public_id}/#point-r8"' in html
+    assert "800 ≤ " in html  # the arithmetic
+    bad = Client().get("/leaderboard/claims/", {"benchmark": "claims-model", "system": "Acme_AX-8000"})
+    assert bad.status_code == 400 and "At concurrency" in bad.content.decode()
+    api = Client().get(
+        "/api/v1/public/claims/", {"benchmark": "claims-model", "system": "x", "concurrency": "lots"}
+    )
+    assert api.status_code == 400 and "concurrency" in api.content.decode()
