@@ -19,7 +19,7 @@ from catalog.models import Benchmark
 from checker.judge.verification import FULLY_RECOMPUTED
 from leaderboard.cache import public_cached
 from leaderboard.models import Annotation, Publication
-from leaderboard.procurement import ModelRequirement, procurement_report
+from leaderboard.procurement import Costing, ModelRequirement, procurement_report
 from leaderboard.slo import (
     SloIndex,
     SloTargets,
@@ -248,6 +248,7 @@ def snapshot_results(publications: QuerySet[Publication], model_id: str) -> list
             "verification": publication.record.level,
             "retracted": False,
             "points": (publication.curve or {}).get("points") or [],
+            "revision": (publication.curve or {}).get("revision") or 1,
         }
         for publication in rows
     ]
@@ -291,12 +292,20 @@ def slo_query(publications: QuerySet[Publication], benchmark: Benchmark, targets
 
 
 def procurement_query(
-    publications: QuerySet[Publication], requirements: list[ModelRequirement]
+    publications: QuerySet[Publication],
+    requirements: list[ModelRequirement],
+    *,
+    measured_by_model: dict[str, dict[str, dict[int, dict]]] | None = None,
+    costing: Costing | None = None,
 ) -> list[dict]:
+    """The procurement report; `measured_by_model` (per model, selectors.measured_power_of_benchmark) gives the
+    evidence's measured power where a trace exists, `costing` the buyer's prices and PUE."""
     models = sorted({r.model for r in requirements})
     workloads = dict(Benchmark.objects.filter(model_id__in=models).values_list("model_id", "workload"))
     results = {model: snapshot_results_cached(publications, model) for model in workloads}
-    return procurement_report(requirements, results, workloads)
+    return procurement_report(
+        requirements, results, workloads, measured_by_model=measured_by_model, costing=costing
+    )
 
 
 def procurement_rows(report: list[dict]) -> list[dict]:
@@ -314,7 +323,8 @@ def procurement_rows(report: list[dict]) -> list[dict]:
             for phase in ("delivery", "expansion"):
                 evidence = system.get(phase) or {}
                 for key in ("meets", "point", "concurrency", "point_url", "ttft_p90_ms", "tpot_p90_ms",
-                            "interactivity", "system_tps", "system_tps_per_kw"):  # fmt: skip
+                            "interactivity", "system_tps", "system_tps_per_kw", "power_source",
+                            "system_power_kw", "joules_per_token", "cost_per_million_tokens"):  # fmt: skip
                     flat[f"{phase}_{key}"] = evidence.get(key)
             rows.append({**requirements, **flat, "model": section["model"]})
     return rows

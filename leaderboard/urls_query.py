@@ -10,4 +10,5 @@ urlpatterns = [
     path("procurement/", views_query.procurement, name="procurement"),
     path("sizing/", views_tender.sizing, name="sizing"),
     path("claims/", views_tender.claims, name="claims"),
+    path("tender/", views_tender.tender_score, name="tender_score"),
 ]

@@ -112,6 +112,7 @@ _SLO_QUERY = "benchmark=llama3_1-8b&ttft_p90_ms_max=100000&interactivity_min=0"
 _PROCUREMENT_QUERY = "model_1=llama3_1-8b&ttft_p90_ms_max_1=100000"
 _SIZING_QUERY = "benchmark=llama3_1-8b&users=100&ttft_p90_ms_max=100000&interactivity_min=0"
 _CLAIMS_QUERY = "benchmark=llama3_1-8b&concurrency=64&system_tps=1000&system="
+_TENDER_QUERY = "model_1=llama3_1-8b&ttft_p90_ms_max_1=100000&criterion_1=system_tps&weight_1=100"
 
 
 def _claims_url(path: str, w: dict) -> str:
@@ -872,6 +873,20 @@ ROUTES: dict[str, Route] = {
         query="?benchmark=llama3_1-8b&system=Acme_AX-8000&concurrency=64&system_tps=1000",
         access=Access.PUBLIC,
         url=lambda w: _claims_url("/api/v1/public/claims/", w),
+        group="public-query",
+    ),
+    "leaderboard:tender_score": _g(
+        PUBLIC,
+        query="?model_1=llama3_1-8b&ttft_p90_ms_max_1=100000&criterion_1=system_tps&weight_1=100",
+        access=Access.PUBLIC,
+        url=lambda w: f"/leaderboard/tender/?{_TENDER_QUERY}",
+        group="public-query",
+    ),
+    "api:public-tender-score-list": _g(
+        PUBLIC,
+        query="?model_1=llama3_1-8b&ttft_p90_ms_max_1=100000&criterion_1=system_tps&weight_1=100",
+        access=Access.PUBLIC,
+        url=lambda w: f"/api/v1/public/tender-score/?{_TENDER_QUERY}",
         group="public-query",
     ),
     "api:public-benchmark-list": _g(

@@ -14,9 +14,11 @@ from catalog.models import Benchmark
 from checker.judge.verification import FULLY_RECOMPUTED
 from checker.recompute.goodput import SloTarget
 from leaderboard import exports, selectors
+from leaderboard.api.buyer import procurement_answer
 from leaderboard.api.results import FORMAT_PARAMETER, PublicViewSet, public_publications
 from leaderboard.claims import CLAIM_FIGURES, Claim, check_claim
 from leaderboard.normalised import points_goodput
+from leaderboard.scoring import criteria_from_query, score_phase
 from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
 from leaderboard.tender import DEFAULT_PUE, SiteAsk, TenderPrices, percentile_meets, size_site
 from portal.errors import ApplicationError
@@ -291,6 +293,77 @@ class PublicClaimsViewSet(PublicViewSet):
         return Response(answer)
 
 
+SCORING_NOTE = (
+    "Scored from published, recomputed evidence only: each system's value of a criterion is read at its evidence "
+    "point for the phase (the procurement report's: the verified point with the highest system_tps meeting the "
+    "phase's latency). score = weight x value / best for a higher-is-better criterion, weight x best / value for a "
+    "lower-is-better one, best over the eligible systems (their evidence meets every requirement of the phase); "
+    "total = the sum of the scores."
+)
+
+
+def scoring_answer(query) -> dict:
+    """The score sheets of a tender defined in a query string: model_1 and its phases' requirements (the
+    procurement report's parameters), optional prices and PUE, and criterion_N, weight_N, direction_N. Raises
+    ValueError naming each bad parameter."""
+    criteria = criteria_from_query(query)
+    report = procurement_answer(query)
+    section = report[0]
+    phases = ["delivery"] + (["expansion"] if section["phases"]["expansion"] else [])
+    return {
+        "model": section["model"],
+        "phases": section["phases"],
+        "criteria": [
+            {"criterion": c.name, "label": c.label, "weight": c.weight, "direction": c.direction}
+            for c in criteria
+        ],
+        "note": SCORING_NOTE,
+        "sheets": [score_phase(section["systems"], phase, criteria) for phase in phases],
+    }
+
+
+def score_sheet_rows(answer: dict) -> list[dict]:
+    """The score sheets as one table for the CSV: a row per phase and system, a column per criterion's value and
+    score, the total, the point and the evidence pack."""
+    rows = []
+    for sheet in answer["sheets"]:
+        for entry in sheet["systems"]:
+            row = {
+                "phase": sheet["phase"],
+                "rank": entry["rank"],
+                "system": entry["system"],
+                "organisation": entry["organisation"],
+                "public_id": entry["public_id"],
+                "point": entry["point"],
+                "point_url": entry["point_url"],
+                "evidence_pack_url": entry["evidence_pack_url"],
+            }
+            for score in entry["scores"]:
+                row[f"{score['criterion']}_value"] = score["value"]
+                row[f"{score['criterion']}_best"] = score["best"]
+                row[f"{score['criterion']}_score"] = score["score"]
+            row["total"] = entry["total"]
+            rows.append(row)
+    return rows
+
+
+class PublicTenderScoreViewSet(PublicViewSet):
+    """A tender's score sheet per phase over the published evidence; as CSV a row per phase and system."""
+
+    table_name = "score-sheet"
+
+    @extend_schema(description=SCORING_NOTE, parameters=[FORMAT_PARAMETER])
+    def list(self, request, **kwargs):
+        try:
+            answer = scoring_answer(request.query_params)
+        except ValueError as error:
+            raise ApplicationError(str(error), code="invalid") from None
+        if self.wants_csv():
+            return Response(score_sheet_rows(answer))
+        return Response(answer)
+
+
 def register(router: BaseRouter) -> None:
     router.register("public/sizing", PublicSizingViewSet, basename="public-sizing")
     router.register("public/claims", PublicClaimsViewSet, basename="public-claims")
+    router.register("public/tender-score", PublicTenderScoreViewSet, basename="public-tender-score")

@@ -1,4 +1,4 @@
-"""The tender desk's pages (docs/tender-desk.md): site sizing and the claims check, over the same answer as the public API
+"""The tender desk's pages (docs/tender-desk.md): site sizing, the claims check and tender scoring, over the same answer as the public API
 (leaderboard.api.tender), which also serves its JSON and CSV. Every input stays in the page's URL."""
 
 from __future__ import annotations
@@ -11,14 +11,25 @@ from access.visibility import benchmarks_visible_to
 from leaderboard.api.tender import (
     CLAIMS_LABELS,
     CLAIMS_NOTE,
+    SCORING_NOTE,
     SIZING_LABELS,
     SIZING_NOTE,
     ClaimsQuery,
     SizingQuery,
     claims_answer,
+    scoring_answer,
     sizing_answer,
 )
 from leaderboard.claims import CLAIM_FIGURES
+from leaderboard.procurement import (
+    COSTING_FIELDS,
+    PHASE_FIELDS,
+    PHASE_LABELS,
+    PHASES,
+    RequirementsError,
+    parameter_name,
+)
+from leaderboard.scoring import CRITERIA, MAX_CRITERIA
 from leaderboard.tender import DEFAULT_PUE
 from leaderboard.views.buyer import _public_page
 from portal.errors import ApplicationError
@@ -101,3 +112,64 @@ def claims(request):
                 context["csv_url"] = "/api/v1/public/claims/?" + urlencode({**params, "format": "csv"})
     status = 400 if context.get("errors") else 200
     return render(request, "leaderboard/claims.html", context, status=status)
+
+
+@_public_page
+def tender_score(request):
+    """Tender scoring: the evaluator's criteria and weights over each phase's eligible systems, with the arithmetic
+    of every score and links to its point and evidence pack (printable; the CSV is the API's)."""
+    shown_criteria = max(
+        3,
+        min(
+            MAX_CRITERIA,
+            1 + max([i for i in range(1, MAX_CRITERIA + 1) if request.GET.get(f"criterion_{i}")] or [0]),
+        ),
+    )
+    context = {
+        "benchmarks": list(benchmarks_visible_to(None)),
+        "model": request.GET.get("model_1", ""),
+        "phases": [
+            {
+                "name": phase,
+                "label": PHASE_LABELS[phase],
+                "fields": [
+                    (
+                        parameter_name(phase, name, 1),
+                        label,
+                        request.GET.get(parameter_name(phase, name, 1), "")[:32],
+                    )
+                    for name, label in PHASE_FIELDS
+                ],
+            }
+            for phase in PHASES
+        ],
+        "costing": [(name, label, request.GET.get(name, "")[:32]) for name, label in COSTING_FIELDS],
+        "criteria_rows": [
+            {
+                "index": i,
+                "criterion": request.GET.get(f"criterion_{i}", ""),
+                "weight": request.GET.get(f"weight_{i}", "")[:32],
+                "direction": request.GET.get(f"direction_{i}", ""),
+            }
+            for i in range(1, shown_criteria + 1)
+        ],
+        "choices": [(name, label, direction) for name, (label, direction) in CRITERIA.items()],
+        "note": SCORING_NOTE,
+        "asked": bool(request.GET.get("model_1")),
+    }
+    if context["asked"]:
+        try:
+            answer = scoring_answer(request.GET)
+        except RequirementsError as error:
+            context["errors"] = error.labelled
+        except ValueError as error:
+            context["errors"] = [str(error)]
+        else:
+            params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
+            context.update(
+                answer=answer,
+                json_url="/api/v1/public/tender-score/?" + urlencode(params),
+                csv_url="/api/v1/public/tender-score/?" + urlencode({**params, "format": "csv"}),
+            )
+    status = 400 if context.get("errors") else 200
+    return render(request, "leaderboard/tender_score.html", context, status=status)

@@ -133,3 +133,55 @@ def test_claims_check_in_chromium(chromium, live_server, plain_http, published):
     phone.close()
     context.close()
     assert not errors
+
+
+def test_tender_scoring_in_chromium(chromium, live_server, plain_http, published):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{live_server.url}/leaderboard/tender/")
+    page.locator('select[name="model_1"]').select_option("llama3_1-8b")
+    for name, value in (
+        ("ttft_p90_ms_max_1", "200"),
+        ("interactivity_min_1", "90"),
+        ("delivery_system_tps_min_1", "1000"),
+        ("expansion_system_tps_min_1", "3000"),
+        ("price_per_accelerator_hour", "2.5"),
+        ("price_per_kwh", "0.2"),
+        ("weight_1", "60"),
+        ("weight_2", "30"),
+        ("weight_3", "10"),
+    ):
+        page.locator(f'input[name="{name}"]').fill(value)
+    page.locator('select[name="criterion_1"]').select_option("system_tps")
+    page.locator('select[name="criterion_2"]').select_option("cost_per_million_tokens")
+    page.locator('select[name="criterion_3"]').select_option("joules_per_token")
+    page.locator('form[aria-label="The tender"] button[type="submit"]').click()
+    page.wait_for_selector(".score-table")
+    assert "criterion_2=cost_per_million_tokens" in page.url and "weight_1=60" in page.url
+    answer = json.load(urlopen(live_server.url + page.locator("a", has_text="JSON").get_attribute("href")))
+    for sheet in answer["sheets"]:
+        for entry in sheet["systems"]:
+            row = page.locator(f'[data-sheet="{sheet["phase"]}"] tr[data-public-id="{entry["public_id"]}"]')
+            assert math.isclose(
+                float(row.locator("[data-total]").inner_text()), entry["total"], abs_tol=0.0005
+            )
+            assert row.locator("[data-evidence-pack]").get_attribute("href") == entry["evidence_pack_url"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1440
+    page.screenshot(path=str(SHOTS / "tender-scoring.png"), full_page=True)
+    scored_url = page.url
+
+    phone = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    mobile = phone.new_page()
+    mobile.goto(scored_url)
+    mobile.wait_for_selector(".score-table")
+    assert mobile.evaluate("document.documentElement.scrollWidth") <= 390
+    box = mobile.locator("[data-total]").first.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    mobile.locator("#sheet-delivery").scroll_into_view_if_needed()
+    mobile.screenshot(path=str(SHOTS / "tender-scoring-390.png"), full_page=True)
+    phone.close()
+    context.close()
+    assert not errors

@@ -404,3 +404,165 @@ def test_the_claims_page_shows_each_verdict_with_its_arithmetic_and_evidence(cla
         "/api/v1/public/claims/", {"benchmark": "claims-model", "system": "x", "concurrency": "lots"}
     )
     assert api.status_code == 400 and "concurrency" in api.content.decode()
+
+
+# --- Cost and energy in the SLO finder's percentile mode and the procurement report ---------------------------
+
+
+def test_the_slo_finder_percentile_mode_prices_its_rows_and_gives_energy_per_token(world):
+    answer = _public(
+        "/api/v1/public/slo/",
+        benchmark="tender-model",
+        ttft_p90_ms_max=200,
+        interactivity_min=90,
+        price_per_accelerator_hour=2.5,
+        energy_price_per_kwh=0.2,
+    )
+    evidence = _evidence_from_public_api(world)
+    rows = {row["public_id"]: row for row in answer["results"]}
+    assert set(evidence) <= set(rows)  # the claimed result follows unranked, as the finder lists it
+    for public_id, result in evidence.items():
+        row = rows[public_id]
+        point = next(p for p in result["points"] if p["concurrency"] == row["concurrency"])
+        provisioned = point["system_tps"] / point["system_tps_per_kw"]
+        # priced as the per-request mode prices (energy at the provisioned power), no longer ignored
+        hourly = 2.5 * result["accelerators"] + provisioned * 0.2
+        assert row["cost_per_million_tokens"] == pytest.approx(hourly / (point["system_tps"] * 3600) * 1e6)
+        measured = result["system"] == "Acme_AX-8000" and point["concurrency"] == 64
+        power = TRACE_W / 1000 if measured else provisioned
+        assert row["power_source"] == ("measured" if measured else "provisioned")
+        assert row["joules_per_token"] == pytest.approx(power * 1000 / point["system_tps"])
+    page = Client().get(
+        "/leaderboard/slo/",
+        {
+            "benchmark": "tender-model",
+            "ttft_p90_ms_max": 200,
+            "interactivity_min": 90,
+            "price_per_accelerator_hour": 2.5,
+        },
+    )
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Cost per million output tokens" in html and 'data-metric="joules_per_token"' in html
+
+
+def test_the_procurement_report_gives_energy_and_cost_of_each_phase_evidence(world):
+    query = {
+        "model_1": "tender-model",
+        "ttft_p90_ms_max_1": 200,
+        "interactivity_min_1": 90,
+        "price_per_accelerator_hour": 2.5,
+        "price_per_kwh": 0.2,
+        "pue": 1.25,
+    }
+    report = _public("/api/v1/public/procurement/", **query)["models"][0]
+    evidence = _evidence_from_public_api(world)
+    assert {row["public_id"] for row in report["systems"]} == set(evidence)
+    for row in report["systems"]:
+        result = evidence[row["public_id"]]
+        point = next(p for p in result["points"] if p["concurrency"] == row["delivery"]["concurrency"])
+        tps = point["system_tps"]
+        measured = result["system"] == "Acme_AX-8000" and point["concurrency"] == 64
+        power = TRACE_W / 1000 if measured else tps / point["system_tps_per_kw"]
+        got = row["delivery"]
+        assert got["power_source"] == ("measured" if measured else "provisioned")
+        assert got["joules_per_token"] == pytest.approx(power * 1000 / tps)
+        assert got["cost_per_million_tokens"] == pytest.approx(
+            result["accelerators"] * 2.5 / (tps * 3600) * 1e6 + power * 1.25 * 0.2 / (tps * 3600) * 1e6
+        )
+    page = Client().get("/leaderboard/procurement/", query)
+    assert page.status_code == 200 and 'data-metric="cost_per_million_tokens"' in page.content.decode()
+    bad = Client().get("/leaderboard/procurement/", {**query, "pue": "0.5"})
+    assert bad.status_code == 400 and "PUE: enter a number from 1 to 5" in bad.content.decode()
+    assert Client().get("/api/v1/public/procurement/", {**query, "pue": "x"}).status_code == 400
+
+
+# --- Tender scoring --------------------------------------------------------------------------------------------
+
+TENDER = {
+    "model_1": "tender-model",
+    "ttft_p90_ms_max_1": 200,
+    "interactivity_min_1": 90,
+    "delivery_system_tps_min_1": 1000,
+    "expansion_system_tps_min_1": 3000,
+    "price_per_accelerator_hour": 2.5,
+    "price_per_kwh": 0.2,
+    "criterion_1": "system_tps",
+    "weight_1": 40,
+    "criterion_2": "cost_per_million_tokens",
+    "weight_2": 40,
+    "criterion_3": "joules_per_token",
+    "weight_3": 15,
+    "criterion_4": "system_tps_per_accelerator",
+    "weight_4": 5,
+    "direction_4": "higher",
+}
+
+
+def test_the_score_sheet_equals_the_formula_from_the_public_points(world):
+    answer = _public("/api/v1/public/tender-score/", **TENDER)
+    evidence = _evidence_from_public_api(world)
+    minimum = {"delivery": 1000, "expansion": 3000}
+    for sheet in answer["sheets"]:
+        phase = sheet["phase"]
+        values = {}
+        for public_id, result in evidence.items():
+            meeting = [p for p in result["points"] if p["ttft_p90_ms"] <= 200 and p["tps_per_user"] >= 90]
+            point = max(meeting, key=lambda p: p["system_tps"])
+            if point["system_tps"] < minimum[phase]:
+                continue  # not eligible: the phase's throughput is not met by its evidence
+            tps, power = point["system_tps"], point["system_power_kw"]
+            values[public_id] = {
+                "system_tps": tps,
+                "cost_per_million_tokens": result["accelerators"] * 2.5 / (tps * 3600) * 1e6
+                + power * 1.3 * 0.2 / (tps * 3600) * 1e6,
+                "joules_per_token": power * 1000 / tps,
+                "system_tps_per_accelerator": tps / result["accelerators"],
+                "concurrency": point["concurrency"],
+            }
+        weights = {
+            "system_tps": 40,
+            "cost_per_million_tokens": 40,
+            "joules_per_token": 15,
+            "system_tps_per_accelerator": 5,
+        }
+        lower = {"cost_per_million_tokens", "joules_per_token"}
+        best = {name: (min if name in lower else max)(v[name] for v in values.values()) for name in weights}
+        totals = {}
+        for public_id, v in values.items():
+            totals[public_id] = sum(
+                weights[n] * (best[n] / v[n] if n in lower else v[n] / best[n]) for n in weights
+            )
+        got = {entry["public_id"]: entry for entry in sheet["systems"]}
+        assert set(got) == set(values), phase
+        for public_id, total in totals.items():
+            entry = got[public_id]
+            assert entry["total"] == pytest.approx(total, rel=1e-12)
+            assert entry["concurrency"] == values[public_id]["concurrency"]
+            assert entry["evidence_pack_url"] == f"/results/{public_id}/revisions/1/evidence-pack/"
+            for score in entry["scores"]:
+                assert score["value"] == pytest.approx(values[public_id][score["criterion"]], rel=1e-12)
+                assert score["best"] == pytest.approx(best[score["criterion"]], rel=1e-12)
+                assert score["arithmetic"].startswith(f"{weights[score['criterion']]:g} × ")
+        assert [e["public_id"] for e in sheet["systems"]] == sorted(totals, key=lambda k: -totals[k])
+    assert [s["phase"] for s in answer["sheets"]] == ["delivery", "expansion"]
+    assert len(answer["sheets"][1]["systems"]) == 1  # only AX-8000's evidence reaches 3,000 tokens/s
+    csv_text = Client().get("/api/v1/public/tender-score/", {**TENDER, "format": "csv"}).content.decode()
+    assert csv_text.splitlines()[0].startswith("phase,rank,system") and "evidence-pack" in csv_text
+    page = Client().get("/leaderboard/tender/", TENDER)
+    assert page.status_code == 200 and "data-evidence-pack" in page.content.decode()
+
+
+@pytest.mark.parametrize(
+    "change, parameter",
+    [
+        ({"criterion_2": "beauty"}, "criterion_2"),
+        ({"weight_1": "-3"}, "weight_1"),
+        ({"direction_4": "sideways"}, "direction_4"),
+        ({"pue": "9"}, "pue"),
+    ],
+)
+def test_a_bad_tender_is_a_400_naming_the_field(world, change, parameter):
+    response = Client().get("/api/v1/public/tender-score/", {**TENDER, **change})
+    assert response.status_code == 400 and parameter in response.content.decode()
+    assert Client().get("/leaderboard/tender/", {**TENDER, **change}).status_code == 400
