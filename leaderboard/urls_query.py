@@ -11,4 +11,5 @@ urlpatterns = [
     path("sizing/", views_tender.sizing, name="sizing"),
     path("claims/", views_tender.claims, name="claims"),
     path("tender/", views_tender.tender_score, name="tender_score"),
+    path("levels/", views_tender.levels, name="levels"),
 ]

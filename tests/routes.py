@@ -113,6 +113,7 @@ _PROCUREMENT_QUERY = "model_1=llama3_1-8b&ttft_p90_ms_max_1=100000"
 _SIZING_QUERY = "benchmark=llama3_1-8b&users=100&ttft_p90_ms_max=100000&interactivity_min=0"
 _CLAIMS_QUERY = "benchmark=llama3_1-8b&concurrency=64&system_tps=1000&system="
 _TENDER_QUERY = "model_1=llama3_1-8b&ttft_p90_ms_max_1=100000&criterion_1=system_tps&weight_1=100"
+_LEVELS_QUERY = "benchmark=llama3_1-8b&levels=0.001"
 
 
 def _claims_url(path: str, w: dict) -> str:
@@ -889,6 +890,20 @@ ROUTES: dict[str, Route] = {
         url=lambda w: f"/api/v1/public/tender-score/?{_TENDER_QUERY}",
         group="public-query",
     ),
+    "leaderboard:levels": _g(
+        PUBLIC,
+        query="?benchmark=llama3_1-8b&levels=0.001",
+        access=Access.PUBLIC,
+        url=lambda w: f"/leaderboard/levels/?{_LEVELS_QUERY}",
+        group="public-query",
+    ),
+    "api:public-levels-list": _g(
+        PUBLIC,
+        query="?benchmark=llama3_1-8b&levels=0.001",
+        access=Access.PUBLIC,
+        url=lambda w: f"/api/v1/public/levels/?{_LEVELS_QUERY}",
+        group="public-query",
+    ),
     "api:public-benchmark-list": _g(
         PUBLIC, access=Access.PUBLIC, url=lambda w: "/api/v1/public/benchmarks/", group="public-query"
     ),
@@ -970,6 +985,13 @@ ROUTES: dict[str, Route] = {
         group="leaderboard",
     ),
     # a published result's re-measurement evidence: public once published, when the endpoint is public
+    "remeasurements:acceptance": _g(
+        RESULT,
+        pk="public_id",
+        access=Access.PUBLISHED,
+        url=lambda w: f"/results/{w['public_id']}/acceptance/",
+        group="leaderboard",
+    ),
     "remeasurements:evidence": _g(
         RESULT,
         pk="public_spotcheck",

@@ -17,6 +17,7 @@ from leaderboard import exports, selectors
 from leaderboard.api.buyer import procurement_answer
 from leaderboard.api.results import FORMAT_PARAMETER, PublicViewSet, public_publications
 from leaderboard.claims import CLAIM_FIGURES, Claim, check_claim
+from leaderboard.levels import levels_from_query, levels_table
 from leaderboard.normalised import points_goodput
 from leaderboard.scoring import criteria_from_query, score_phase
 from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
@@ -363,7 +364,64 @@ class PublicTenderScoreViewSet(PublicViewSet):
         return Response(answer)
 
 
+LEVELS_NOTE = (
+    "Each system's throughput at an interactivity level is its published step function read there: the highest "
+    "system_tps among its recomputed points whose interactivity is at least the level (the official frontier), "
+    "never interpolated; past its last point it has none. The area is under that step function from 0 to its "
+    "highest interactivity (tokens/s x tokens/s/user). % against the baseline = 100 x (value - baseline) / baseline."
+)
+
+
+def levels_answer(query) -> dict:
+    """Throughput at the query's interactivity levels per system (benchmark, levels, optional baseline public id,
+    per=accelerator), over the published, fully recomputed results, newest per system. Raises ValueError."""
+    model_id = (query.get("benchmark") or "").strip()
+    if not model_id:
+        raise ValueError("benchmark: choose a benchmark (benchmark=<model id>).")
+    benchmark = _benchmark(model_id)
+    levels = levels_from_query(query.get("levels") or "")
+    per = (query.get("per") or "system").strip()
+    if per not in ("system", "accelerator"):
+        raise ValueError(f"per: enter system or accelerator, not '{per[:20]}'.")
+    table = levels_table(
+        _judged_results(benchmark),
+        levels,
+        metric=interactivity_metric_for(benchmark.workload),
+        baseline=(query.get("baseline") or "").strip() or None,
+        per_accelerator=per == "accelerator",
+    )
+    return {"benchmark": benchmark.model_id, "note": LEVELS_NOTE, **table}
+
+
+class PublicLevelsViewSet(PublicViewSet):
+    """Throughput at fixed interactivity levels per system, with the area under the step function and % against a
+    baseline system; as CSV a row per system."""
+
+    table_name = "throughput-at-levels"
+
+    @extend_schema(description=LEVELS_NOTE, parameters=[FORMAT_PARAMETER])
+    def list(self, request, **kwargs):
+        try:
+            answer = levels_answer(request.query_params)
+        except ValueError as error:
+            raise ApplicationError(str(error), code="invalid") from None
+        if self.wants_csv():
+            rows = []
+            for group in answer["groups"]:
+                for row in group["rows"]:
+                    flat = {k: v for k, v in row.items() if k not in ("at_levels", "vs_baseline_pct")}
+                    for level, value, pct in zip(
+                        answer["levels"], row["at_levels"], row["vs_baseline_pct"], strict=True
+                    ):
+                        flat[f"tps_at_{level:g}"] = value
+                        flat[f"vs_baseline_pct_at_{level:g}"] = pct
+                    rows.append(flat)
+            return Response(rows)
+        return Response(answer)
+
+
 def register(router: BaseRouter) -> None:
     router.register("public/sizing", PublicSizingViewSet, basename="public-sizing")
     router.register("public/claims", PublicClaimsViewSet, basename="public-claims")
     router.register("public/tender-score", PublicTenderScoreViewSet, basename="public-tender-score")
+    router.register("public/levels", PublicLevelsViewSet, basename="public-levels")

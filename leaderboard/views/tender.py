@@ -1,4 +1,5 @@
-"""The tender desk's pages (docs/tender-desk.md): site sizing, the claims check and tender scoring, over the same answer as the public API
+"""The tender desk's pages (docs/tender-desk.md): site sizing, the claims check, tender scoring and
+throughput at fixed interactivity levels, over the same answer as the public API
 (leaderboard.api.tender), which also serves its JSON and CSV. Every input stays in the page's URL."""
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from access.visibility import benchmarks_visible_to
 from leaderboard.api.tender import (
     CLAIMS_LABELS,
     CLAIMS_NOTE,
+    LEVELS_NOTE,
     SCORING_NOTE,
     SIZING_LABELS,
     SIZING_NOTE,
     ClaimsQuery,
     SizingQuery,
     claims_answer,
+    levels_answer,
     scoring_answer,
     sizing_answer,
 )
@@ -173,3 +176,37 @@ def tender_score(request):
             )
     status = 400 if context.get("errors") else 200
     return render(request, "leaderboard/tender_score.html", context, status=status)
+
+
+@_public_page
+def levels(request):
+    """Throughput at fixed interactivity levels per system, grouped by accelerator count, with the area under the
+    step function and % against a chosen baseline system."""
+    context = {
+        "benchmarks": list(benchmarks_visible_to(None)),
+        "values": request.GET,
+        "note": LEVELS_NOTE,
+        "asked": bool(request.GET.get("benchmark")),
+    }
+    if context["asked"]:
+        try:
+            answer = levels_answer(request.GET)
+        except ApplicationError as error:
+            context["errors"] = [f"Benchmark: {error.detail}"]
+        except ValueError as error:
+            context["errors"] = [str(error)]
+        else:
+            params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
+            for group in answer["groups"]:
+                for row in group["rows"]:
+                    row["cells"] = list(
+                        zip(answer["levels"], row["at_levels"], row["vs_baseline_pct"], strict=True)
+                    )
+            context.update(
+                answer=answer,
+                systems=[row for group in answer["groups"] for row in group["rows"]],
+                json_url="/api/v1/public/levels/?" + urlencode(params),
+                csv_url="/api/v1/public/levels/?" + urlencode({**params, "format": "csv"}),
+            )
+    status = 400 if context.get("errors") else 200
+    return render(request, "leaderboard/levels.html", context, status=status)

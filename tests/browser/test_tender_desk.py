@@ -185,3 +185,86 @@ def test_tender_scoring_in_chromium(chromium, live_server, plain_http, published
     phone.close()
     context.close()
     assert not errors
+
+
+def test_throughput_at_levels_in_chromium(chromium, live_server, plain_http, published):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    ax, nb = published
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    query = f"benchmark=llama3_1-8b&levels=20,95,100,105&baseline={nb.public_id}"
+    page.goto(f"{live_server.url}/leaderboard/levels/?{query}")
+    page.wait_for_selector(".levels-table")
+    answer = json.load(urlopen(f"{live_server.url}/api/v1/public/levels/?{query}"))
+    for group in answer["groups"]:
+        for row in group["rows"]:
+            shown = page.locator(f'tr[data-result="{row["result"]}"]')
+            cells = shown.locator("[data-level]")
+            for index, value in enumerate(row["at_levels"]):
+                text = cells.nth(index).inner_text()
+                if value is None:
+                    assert "not reached" in text
+                else:
+                    assert math.isclose(_number(text.splitlines()[0]), value, abs_tol=0.05)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1440
+    page.screenshot(path=str(SHOTS / "tender-levels.png"), full_page=True)
+    phone = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    mobile = phone.new_page()
+    mobile.goto(f"{live_server.url}/leaderboard/levels/?{query}&per=accelerator")
+    mobile.wait_for_selector(".levels-table")
+    assert mobile.evaluate("document.documentElement.scrollWidth") <= 390
+    mobile.screenshot(path=str(SHOTS / "tender-levels-390.png"), full_page=True)
+    phone.close()
+    context.close()
+    assert not errors
+
+
+def test_acceptance_plan_in_chromium(chromium, live_server, plain_http, published):
+    from django.utils import timezone
+
+    from spotchecks.models import SpotCheck
+    from tests.factories import SpotCheckFactory
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    ax, _ = published
+    r32 = next(p for p in ax.curve["points"] if p["concurrency"] == 32)
+    for share in (0.93, 0.85):
+        SpotCheckFactory(
+            publication=ax,
+            concurrency=32,
+            point=r32["point"],
+            status=SpotCheck.Status.WITHIN,
+            finished_at=timezone.now(),
+            measured={"system_tps": r32["system_tps"] * share, "ttft_p90_ms": 150.0, "tps_per_user": 96.0},
+        )
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{live_server.url}/results/{ax.public_id}/acceptance/")
+    page.locator('select[name="point"]').select_option("r32")
+    page.locator('input[name="ttft_p90_ms_max"]').fill("200")
+    page.locator('input[name="interactivity_min"]').fill("95")
+    page.locator('form[aria-label="Acceptance plan"] button[type="submit"]').click()
+    page.wait_for_selector("[data-plan]")
+    assert page.locator("[data-plan-concurrency]").inner_text() == "32"
+    assert _number(page.locator("[data-required]").inner_text()) == pytest.approx(
+        0.9 * r32["system_tps"], abs=0.05
+    )
+    assert sorted(page.locator("[data-passes]").evaluate_all("els => els.map(e => e.dataset.passes)")) == [
+        "no",
+        "yes",
+    ]
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1440
+    page.screenshot(path=str(SHOTS / "tender-acceptance.png"), full_page=True)
+    phone = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    mobile = phone.new_page()
+    mobile.goto(page.url)
+    mobile.wait_for_selector("[data-plan]")
+    assert mobile.evaluate("document.documentElement.scrollWidth") <= 390
+    mobile.screenshot(path=str(SHOTS / "tender-acceptance-390.png"), full_page=True)
+    phone.close()
+    context.close()
+    assert not errors

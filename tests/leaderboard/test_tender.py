@@ -566,3 +566,54 @@ def test_a_bad_tender_is_a_400_naming_the_field(world, change, parameter):
     response = Client().get("/api/v1/public/tender-score/", {**TENDER, **change})
     assert response.status_code == 400 and parameter in response.content.decode()
     assert Client().get("/leaderboard/tender/", {**TENDER, **change}).status_code == 400
+
+
+# --- Throughput at fixed interactivity levels ------------------------------------------------------------------
+
+
+def _steps_at(points, level):
+    reaching = [p["system_tps"] for p in points if p["tps_per_user"] >= level]
+    return max(reaching) if reaching else None
+
+
+@pytest.mark.parametrize("per", ["system", "accelerator"])
+def test_throughput_at_levels_reads_the_step_function_from_the_public_points(world, per):
+    levels = [20.0, 95.0, 100.5, 120.0]
+    answer = _public(
+        "/api/v1/public/levels/",
+        benchmark="tender-model",
+        levels="100.5, 20,95,120",
+        baseline=world["nb"].public_id,
+        per=per,
+    )
+    assert answer["levels"] == levels
+    evidence = _evidence_from_public_api(world)
+    # grouped by accelerator count: NB-2 (2) before AX-8000 (8), never one table
+    assert [g["accelerators"] for g in answer["groups"]] == [2, 8]
+    rows = {row["result"]: row for group in answer["groups"] for row in group["rows"]}
+    assert set(rows) == set(evidence)
+    expected = {}
+    for public_id, result in evidence.items():
+        divisor = result["accelerators"] if per == "accelerator" else 1
+        points = result["points"]
+        at = [_steps_at(points, level) for level in levels]
+        xs = sorted({p["tps_per_user"] for p in points})
+        area = sum((x - (xs[i - 1] if i else 0.0)) * _steps_at(points, x) for i, x in enumerate(xs))
+        expected[public_id] = ([None if v is None else v / divisor for v in at], area / divisor)
+    base_at, base_area = expected[world["nb"].public_id]
+    for public_id, (at, area) in expected.items():
+        row = rows[public_id]
+        assert row["at_levels"] == pytest.approx(at)
+        assert row["area"] == pytest.approx(area, rel=1e-12)
+        for got, value, base in zip(row["vs_baseline_pct"], at, base_at, strict=True):
+            if value is None or base is None:
+                assert got is None
+            else:
+                assert got == pytest.approx(100 * (value - base) / base)
+        assert row["area_vs_baseline_pct"] == pytest.approx(100 * (area - base_area) / base_area)
+    # 120 tokens/s/user is past both curves: not reached, never extrapolated
+    assert all(row["at_levels"][-1] is None for row in rows.values())
+    page = Client().get("/leaderboard/levels/", {"benchmark": "tender-model", "levels": "20,95", "per": per})
+    assert page.status_code == 200 and "not reached" not in page.content.decode()
+    bad = Client().get("/api/v1/public/levels/", {"benchmark": "tender-model", "levels": "fast"})
+    assert bad.status_code == 400 and "levels" in bad.content.decode()
