@@ -10,26 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from access.visibility import visible_to
-from accounts.selectors import user_is_auditor, user_is_chair
+from accounts.actors import AUDITOR, CHAIR, OVERSEER
 from review.selectors import user_is_reviewer
 from submissions.models import System
 from submissions.selectors import systems_submittable_by
 
-
-def _oversees(user, obj) -> bool:
-    """Auditors and the chair see every non-draft submission of every organisation, and the audit log."""
-    return user_is_auditor(user) or user_is_chair(user)
-
-
 # (action, type of obj or None) -> rule(user, obj); asked only for a signed-in, active user.
 RULES: dict[tuple[str, type | None], Callable[[object, object], bool]] = {
-    ("chair", None): lambda user, obj: user_is_chair(user),
-    ("audit", None): lambda user, obj: user_is_auditor(user),
+    ("chair", None): CHAIR,
+    ("audit", None): AUDITOR,
     # The chair's own doors: new organisations, global roles, assignments from the audit log.
-    ("create_organisation", None): lambda user, obj: user_is_chair(user),
-    ("grant_global_roles", None): lambda user, obj: user_is_chair(user),
-    ("oversee", None): _oversees,
-    ("read_audit_log", None): _oversees,
+    ("create_organisation", None): CHAIR,
+    ("grant_global_roles", None): CHAIR,
+    # Auditors and the chair see every non-draft submission of every organisation, and the audit log.
+    ("oversee", None): OVERSEER,
+    ("read_audit_log", None): OVERSEER,
     ("review", None): lambda user, obj: user_is_reviewer(user),
     ("describe", System): lambda user, system: systems_submittable_by(user).filter(pk=system.pk).exists(),
 }

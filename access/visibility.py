@@ -34,6 +34,9 @@ from catalog.models import Benchmark
 from leaderboard.models import (
     Annotation,
     Challenge,
+    EvidencePack,
+    LogCheckpoint,
+    LogLeaf,
     Publication,
     PublicationRevision,
     RecheckCampaign,
@@ -418,16 +421,10 @@ def publication_revisions_visible_to(user) -> QuerySet[PublicationRevision]:
 
 
 def challenges_visible_to(user) -> QuerySet[Challenge]:
-    """The challenger's organisation, the challenged organisation, auditors and the chair; resolved challenges
-    show on the result page through their annotation, not as rows."""
-    if not _signed_in(user):
-        return Challenge.objects.none()
-    if _oversees(user):
-        return Challenge.objects.all()
-    own = user_org_ids(user)
-    return Challenge.objects.filter(
-        Q(organisation_id__in=own) | Q(publication__submission__organisation_id__in=own)
-    )
+    """Public: a challenge is raised against a published result only, and the chair resolves it in public, so
+    every visitor (anonymous included) reads a result's challenges, who raised them and their resolutions on its
+    page (retracted results keep their page, and so their challenges)."""
+    return Challenge.objects.filter(Publication.states.q("published", via="publication"))
 
 
 def recheck_campaigns_visible_to(user) -> QuerySet[RecheckCampaign]:
@@ -451,6 +448,21 @@ def recheck_results_visible_to(user) -> QuerySet[RecheckResult]:
 def annotations_visible_to(user) -> QuerySet[Annotation]:
     """Public notes on published results."""
     return Annotation.objects.filter(publication__in=publications_visible_to(user))
+
+
+def evidence_packs_visible_to(user) -> QuerySet[EvidencePack]:
+    """Packs of published results: a pack is built only when its fact is published (docs/evidence.md)."""
+    return EvidencePack.objects.filter(publication__in=publications_visible_to(None))
+
+
+def log_leaves_visible_to(user) -> QuerySet[LogLeaf]:
+    """The public log holds public facts only: every leaf is public."""
+    return LogLeaf.objects.all()
+
+
+def log_checkpoints_visible_to(user) -> QuerySet[LogCheckpoint]:
+    """Every signed checkpoint of the public log is public."""
+    return LogCheckpoint.objects.all()
 
 
 # --- One entry per model -----------------------------------------------------------------------
@@ -485,6 +497,9 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     PublicationRevision: publication_revisions_visible_to,
     Challenge: challenges_visible_to,
     Annotation: annotations_visible_to,
+    EvidencePack: evidence_packs_visible_to,
+    LogLeaf: log_leaves_visible_to,
+    LogCheckpoint: log_checkpoints_visible_to,
     RecheckCampaign: recheck_campaigns_visible_to,
     RecheckResult: recheck_results_visible_to,
     NotificationPreference: notification_preferences_visible_to,

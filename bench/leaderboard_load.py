@@ -157,7 +157,30 @@ def load(results: int) -> list[str]:
             for i, (s, v, r, c) in enumerate(zip(submissions, versions, runs, curves, strict=True))
         ]
     )
+    fill_snapshots()
     return [p.public_id for p in publications]
+
+
+def fill_snapshots() -> int:
+    """Freeze the record publishing writes (leaderboard.snapshot.snapshot_build) on every published result that has
+    none: the result page reads the system and organisation from it. Returns how many were filled."""
+    from leaderboard.models import Publication
+    from leaderboard.snapshot import snapshot_build
+
+    todo = list(
+        Publication.objects.filter(snapshot={}).select_related(
+            "submission__system", "submission__organisation", "version", "check_run"
+        )
+    )
+    for publication in todo:
+        publication.snapshot = snapshot_build(
+            submission=publication.submission,
+            version=publication.version,
+            check_run=publication.check_run,
+            curve=publication.curve,
+        )
+    Publication.objects.bulk_update(todo, ["snapshot"], batch_size=500)
+    return len(todo)
 
 
 def main() -> None:
@@ -193,13 +216,23 @@ def main() -> None:
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/3")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--keep", action="store_true", help="keep the throwaway database")
+    parser.add_argument(
+        "--reuse",
+        metavar="DATABASE",
+        help="measure on a database a `bench/goodput_load.py --keep` run left (with its --var-dir): the same "
+        "results, and the per-sample arrays behind the SLO page; nothing is loaded and nothing dropped",
+    )
+    parser.add_argument("--var-dir", help="PORTAL_VAR_DIR of that run (with --reuse)")
     args = parser.parse_args()
+    if args.reuse and not args.var_dir:
+        parser.error("--reuse needs the --var-dir of the goodput_load run")
 
     import psycopg
 
-    database = f"bench_leaderboard_{os.getpid()}"
-    with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{database}"')
+    database = args.reuse or f"bench_leaderboard_{os.getpid()}"
+    if not args.reuse:
+        with psycopg.connect(f"{args.postgres}/postgres", autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{database}"')
     env = {
         **os.environ,
         "DATABASE_URL": f"{args.postgres}/{database}",
@@ -208,19 +241,35 @@ def main() -> None:
         "PORTAL_ENDPOINT_KEY": "bench-only-endpoint-key-0123456789-abcdefghijklmnop",
         "DEBUG": "0",
         "DJANGO_SETTINGS_MODULE": "portal.settings",
-        "PORTAL_VAR_DIR": tempfile.mkdtemp(prefix="bench-leaderboard-var-"),
+        "PORTAL_VAR_DIR": args.var_dir or tempfile.mkdtemp(prefix="bench-leaderboard-var-"),
     }
     os.environ.update(env)
     sys.path.insert(0, str(ROOT))
     gunicorn = None
     try:
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
         import django
 
-        django.setup()
-        started = time.time()
-        public_ids = load(args.results)
-        print(f"loaded {len(public_ids)} published results in {time.time() - started:.1f} s into {database}")
+        if args.reuse:
+            django.setup()
+            from leaderboard.models import Publication
+
+            public_ids = list(
+                Publication.objects.filter(status="published").values_list("public_id", flat=True)
+            )
+            print(
+                f"reusing {database}: {len(public_ids)} published results ({fill_snapshots()} records frozen now)"
+            )
+        else:
+            subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+            django.setup()
+            started = time.time()
+            public_ids = load(args.results)
+            print(
+                f"loaded {len(public_ids)} published results in {time.time() - started:.1f} s into {database}"
+            )
+        from leaderboard.cache import public_cache_bump
+
+        public_cache_bump()  # nothing cached from an earlier run on this Redis db counts as warm
         from django.db import connection
 
         connection.close()
@@ -271,7 +320,10 @@ def main() -> None:
             ("SLO page (400 targets)", [p.replace("/api/v1/public/slo/", "/leaderboard/slo/") for p in slo]),
             (
                 "public API",
-                [f"/api/v1/public/results/?limit=100&offset={o}" for o in range(0, 1000, 100)]
+                [
+                    f"/api/v1/public/results/?limit=100&offset={o}"
+                    for o in range(0, len(public_ids), max(100, len(public_ids) // 10))
+                ]
                 + [f"/api/v1/public/points/?result={p}" for p in sample]
                 + [f"/api/v1/public/curves/?result={p}" for p in sample[:10]]
                 + ["/api/v1/public/benchmarks/"],
@@ -291,6 +343,7 @@ def main() -> None:
             # Warm every gunicorn worker (each keeps its own per-process snapshot) and the shared cache: what a
             # steady state serves.
             warm(base, paths[:60], {}, repeat=8, threads=16)
+            load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
             r = run_locust(
                 name,
                 base,
@@ -306,12 +359,13 @@ def main() -> None:
             )
             print(
                 f"{name:32} {r['requests']:>9} {r['failures']:>5} {r['p50']:>7} {r['p95']:>7} {r['p99']:>7} {r['rps']:>8.1f}"
+                f"   load {load_before} -> {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
             )
     finally:
         if gunicorn is not None:
             os.killpg(gunicorn.pid, signal.SIGTERM)
             gunicorn.wait(timeout=30)
-        if not args.keep:
+        if not args.keep and not args.reuse:
             from django.db import connections
 
             connections.close_all()

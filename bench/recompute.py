@@ -1,7 +1,7 @@
 """Benchmark of the raw-log recompute on a synthetic, schema-faithful events.jsonl.
 
-    python bench/recompute.py [--size-mb 200] [--texts unique|novel] [--variants abcdtp] [--out DIR] [--keep]
-                              [--zst] [--repeat 3]
+    python bench/recompute.py [--size-mb 200] [--texts natural,novel] [--variants abdrj] [--out DIR] [--keep]
+                              [--zst] [--repeat 3] [--chunk-events] [--replicate N] [--reuse-log]
 
 Generates an events.jsonl of the requested size shaped like the official client's logs
 (DESIGN.md, "events.jsonl"), then measures, each variant in a fresh subprocess so that peak RSS
@@ -16,14 +16,21 @@ is per variant (os.wait4 rusage of that child):
   (d) reading the file: `cat FILE | wc -l` (and `zstd -dc FILE.zst | wc -l` with --zst);
   (t) the portal's counter alone (checker.recompute.tokens.TokenCounter: tiktoken where checker.recompute.fastcount allows it)
       on the texts of (c);
+  (r) the floor of reading: the log through the replay's own line reader (checker.read.event_log.iter_lines), every
+      block hashed as the replay hashes it, nothing parsed;
+  (j) (r) plus orjson.loads of every line: what reading and parsing alone cost, before any replay work;
   (p) (a) again under cProfile, printing the top functions by own time.
 
---texts novel writes texts that do not repeat (every prompt new, every word a fresh pseudo-word), where no
-count cache helps and the tokenizer has to see every byte; --texts unique (the default) writes distinct texts
-of a common vocabulary. It prints both ratios: baseline/recompute and recompute/tokenizer-alone.
+--texts takes a comma-separated list, each its own log and table (default natural,novel): natural, distinct texts
+drawn from one Zipf-weighted vocabulary, prompts from a 5,000-prompt dataset, outputs streamed in chunks of 1-3
+words (--chunk-events also writes the client's sample.recv_non_first per chunk); novel, texts that do not repeat
+(every prompt new, every word a fresh pseudo-word), where no count cache helps and the tokenizer has to see every
+byte; unique, the older generator (outputs cut from one long text). It prints baseline/recompute for each, and
+recompute/tokenizer-alone with (c).
 
-Times are the work inside the child (tokenizer loading and interpreter start excluded, the same
-for every variant); with --repeat N the median of N runs is reported. This is a script, not a
+Times are the work inside the child (tokenizer loading, interpreter start and importing the checker excluded, the
+same for every variant), wall and CPU (time.process_time: every thread of the child, which moves far less than
+wall time when the machine is shared); with --repeat N the median of N runs is reported. This is a script, not a
 test: nothing here asserts a time.
 """
 
@@ -31,9 +38,11 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import itertools
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -187,6 +196,122 @@ class NovelDataset:
         return words[0], " " + " ".join(words[1:])
 
 
+class NaturalDataset:
+    """Natural text (the default): every output is a distinct text, but its words come from one common vocabulary
+    with a Zipf-like frequency (a few words very often, most rarely), as an LLM's outputs share a language. Prompts
+    come from a dataset of 5,000 (a benchmark replays its dataset), outputs never repeat. An output is streamed: a
+    chunk is one to three words (sometimes a word cut in two), the first chunk is the first element of the
+    `[first_chunk, rest]` output, and with chunk_events the client's `sample.recv_non_first` is written per chunk."""
+
+    def __init__(self, rng: random.Random, words: list[str], n_prompts: int = 5_000) -> None:
+        self.rng = rng
+        self.words = words
+        self.cum = list(itertools.accumulate(1.0 / (rank + 8) ** 1.05 for rank in range(len(words))))
+        self.prompts_json = [
+            json.dumps(
+                f"Sample {i}: explain {rng.choice(TOPICS)} for an LLM serving system. Context: "
+                + self._text(rng.randrange(30, 400)),
+                ensure_ascii=False,
+            )
+            for i in range(n_prompts)
+        ]
+
+    def _text(self, n_words: int) -> str:
+        rng = self.rng
+        words = rng.choices(self.words, cum_weights=self.cum, k=n_words)
+        at = 0
+        while at < n_words:  # sentences of 6-22 words, a capital first, a stop last, some commas and newlines
+            words[at] = words[at].capitalize()
+            end = min(n_words, at + rng.randrange(6, 22)) - 1
+            roll = rng.random()
+            words[end] += rng.choice(".....?!") + ("\n" if roll < 0.12 else "")
+            if roll > 0.9 and end - at > 4:
+                words[at + 2] += ","
+            if roll < 0.02 and end > at:
+                words[at + 1] = str(rng.randrange(1, 2030))
+            elif roll < 0.024 and end > at:
+                words[at + 1] = rng.choice(("café", "naïve", "Zürich", "—", "résumé"))
+            at = end + 1
+        return " ".join(words).replace("\n ", "\n")
+
+    def prompt(self) -> tuple[int, str]:
+        p = self.rng.randrange(len(self.prompts_json))
+        return p, self.prompts_json[p]
+
+    def chunks(self) -> list[str]:
+        """One streamed response of ~100-1000 tokens, as the chunks the server sent."""
+        rng = self.rng
+        text = self._text(rng.randrange(60, 700))
+        out: list[str] = []
+        at = 0
+        while at < len(text):
+            end = at
+            for _ in range(rng.choice((1, 1, 1, 2, 3))):
+                nxt = text.find(" ", end + 1)
+                end = len(text) if nxt < 0 else nxt
+            if rng.random() < 0.03 and end - at > 3:
+                end = at + rng.randrange(1, end - at)  # a chunk that ends inside a word
+            out.append(text[at:end])
+            at = end
+        if rng.random() < 0.005:
+            out.insert(0, "")  # an empty first chunk
+        elif rng.random() < 0.005:
+            out.insert(0, "\n")  # a lone newline as first chunk
+        return out
+
+    def output(self) -> tuple[str, str]:
+        chunks = self.chunks()
+        return chunks[0], "".join(chunks[1:])
+
+
+TS = re.compile(rb'"timestamp_ns":(\d+)')
+UUID = re.compile(rb'"sample_uuid":"([0-9a-f]{2})')
+
+
+def replicate(source: Path, target: Path, copies: int, info: dict) -> dict:
+    """A log `copies` times as long from a generated one, streamed: the lines of its tracking block repeated with
+    every sample uuid made new (its first two hex digits replaced by two letters g-z, the copy's number) and every timestamp shifted
+    past the previous copy, so that the replay sees `copies` x the tracked samples, in file order and with
+    main-process time still monotonic; the header (warm-up) and the tail (accuracy) once. For a multi-GB memory
+    figure without generating gigabytes at the generator's speed; the texts repeat, so its time is not a
+    natural-text figure."""
+    start = stop = t_start = t_stop = None
+    with open(source, "rb") as f:
+        for number, line in enumerate(f):
+            if b"session.start_performance_tracking" in line:
+                start, t_start = number, int(TS.search(line).group(1))
+            elif b"session.stop_performance_tracking" in line:
+                stop, t_stop = number, int(TS.search(line).group(1))
+    assert start is not None and stop is not None and t_start is not None and t_stop is not None
+    span = t_stop - t_start + 10 * MS
+    written = events = 0
+    with open(target, "wb") as out:
+        for copy in range(copies):
+            tag = bytes(
+                (103 + copy // 20, 103 + copy % 20)
+            )  # two letters of g-z: never a generated (hex) uuid
+            with open(source, "rb") as f:
+                for number, line in enumerate(f):
+                    head, body = number <= start, start < number < stop
+                    if (head and copy) or (not head and not body and copy < copies - 1):
+                        continue  # the header once (first copy), the tail once (last copy)
+                    if copy and not head:
+                        line = TS.sub(
+                            b'"timestamp_ns":%d' % (int(TS.search(line).group(1)) + copy * span), line, 1
+                        )
+                        if body:
+                            line = UUID.sub(b'"sample_uuid":"' + tag, line, 1)
+                    out.write(line)
+                    written += len(line)
+                    events += 1
+    return {
+        **info,
+        "bytes": written,
+        "events": events,
+        "tracked_completed": info["tracked_completed"] * copies,
+    }
+
+
 def _uuid(rng: random.Random) -> str:
     return f"{rng.getrandbits(128):032x}"
 
@@ -206,21 +331,29 @@ def generate(
     concurrency: int,
     seed: int,
     tokenizer_path: Path,
-    texts: str = "unique",
+    texts: str = "natural",
+    chunk_events: bool = False,
 ) -> dict:
     """Write the synthetic log, and the texts a recompute must count (for variant c)."""
     rng = random.Random(seed)
-    data = NovelDataset(rng) if texts == "novel" else Dataset(rng, _words(tokenizer_path))
+    if texts == "novel":
+        data: Dataset | NovelDataset | NaturalDataset = NovelDataset(rng)
+    elif texts == "unique":
+        data = Dataset(rng, _words(tokenizer_path))
+    else:
+        data = NaturalDataset(rng, _words(tokenizer_path))
     target = int(size_mb * 1024 * 1024)
     written = 0
+    lines = 0
     tracked_samples = 0
     prompts_used: set[int] = set()
     texts_out = open(texts_path, "w", encoding="utf-8")
     out = open(path, "w", encoding="utf-8")
 
     def emit(line: str) -> None:
-        nonlocal written
+        nonlocal written, lines
         out.write(line)
+        lines += 1
         written += len(line.encode("utf-8")) if not line.isascii() else len(line)
 
     heap: list[tuple] = []  # (file time, seq, kind, payload); main events carry their own timestamp
@@ -250,9 +383,21 @@ def generate(
         if tracked is None:  # warmup: never completes
             return
         accuracy = tracked is False
-        first, rest = ("", data.output()[0] + " 4.") if accuracy else data.output()
+        if accuracy:
+            first, rest = "", data.output()[0] + " 4."
+            chunks = [first, rest]
+        elif isinstance(data, NaturalDataset):
+            chunks = data.chunks()
+            first, rest = chunks[0], "".join(chunks[1:])
+        else:
+            first, rest = data.output()
+            chunks = [first, rest]
         tokens = 1.4 * (rest.count(" ") + 1)
         complete = at + ttft + int(tokens * rng.uniform(8, 14) * MS)
+        if chunk_events and len(chunks) > 1:  # the client streaming all chunks: one recv_non_first per chunk
+            step = (complete - at - ttft) // len(chunks)
+            for i in range(1, len(chunks)):
+                push(at + ttft + i * step, "chunk", uuid)
         worker = slot % 2
         delivered = complete + rng.randrange(0, 3 * MS)  # the worker's line reaches the file later
         failed = not accuracy and rng.random() < FAILURE_RATE
@@ -313,9 +458,13 @@ def generate(
             last = max(last, at)
             if kind == "issue":
                 on_issue(at, *payload)
+            elif kind == "chunk":
+                emit(_line("sample.recv_non_first", at, payload))
             elif kind == "recv_first":
                 emit(_line("sample.recv_first", at, payload))
-                if not tracking_started and not any(k in ("recv_first", "issue") for _, _, k, _ in heap):
+                if not tracking_started and not any(
+                    k in ("recv_first", "issue", "chunk") for _, _, k, _ in heap
+                ):
                     t = at + 5 * MS
                     emit(_line("session.start_performance_tracking", t))
                     tracking_started = True
@@ -341,7 +490,12 @@ def generate(
     emit(_line("session.ended", t + MS))
     out.close()
     texts_out.close()
-    return {"bytes": written, "tracked_completed": tracked_samples, "distinct_prompts": len(prompts_used)}
+    return {
+        "bytes": written,
+        "events": lines,
+        "tracked_completed": tracked_samples,
+        "distinct_prompts": len(prompts_used),
+    }
 
 
 # -- variants (each runs in a fresh child process) --------------------------------------------
@@ -372,12 +526,15 @@ def child(variant: str, args) -> None:
             seed=args.seed,
             tokenizer_path=args.tokenizer,
             texts=args.texts,
+            chunk_events=args.chunk_events,
         )
         Path(args.result).write_text(json.dumps(info))
         return
     tok = _load_tokenizer(args.tokenizer)
+    import checker.recompute.replay  # noqa: F401  (importing the package takes ~1 s here: outside every timing)
+
     result: dict = {}
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     if variant in ("a", "p"):
         from checker.recompute.replay import recompute_point
         from checker.report import Findings
@@ -411,6 +568,39 @@ def child(variant: str, args) -> None:
         from baseline_recompute import recompute
 
         result["summary"] = recompute(Path(args.file), tok)
+    elif variant in (
+        "r",
+        "j",
+    ):  # the floors: reading the log as the replay does, then also parsing every line
+        import hashlib
+
+        import orjson
+
+        from checker.read.event_log import iter_lines, open_binary
+
+        def too_long(line: int, size: int) -> None:
+            raise SystemExit(f"line {line} is {size} bytes")
+
+        digest = hashlib.sha256()
+        events = 0
+        with open_binary(Path(args.file)) as stream:
+
+            class Hashing:  # what the replay's reader does per block: read it and hash it
+                def read(self, size: int = -1, /) -> bytes:
+                    block = stream.read(size)
+                    digest.update(block)
+                    return block
+
+            lines = iter_lines(Hashing(), max_line_bytes=64 * 1024 * 1024, on_too_long=too_long)
+            if variant == "r":
+                for _ in lines:
+                    events += 1
+            else:
+                loads = orjson.loads
+                for _, raw in lines:
+                    loads(raw)
+                    events += 1
+        result["events"] = events
     elif variant in ("c", "t"):
         from checker.recompute.token_ledger import TOKENIZE_BATCH_CHARS
 
@@ -448,14 +638,17 @@ def child(variant: str, args) -> None:
                 texts += len(batch)
         result.update(encode_seconds=encoding, tokens=tokens, texts=texts)
     elapsed = time.perf_counter() - start
+    result["cpu_seconds"] = (
+        time.process_time() - start_cpu
+    )  # every thread of this process, load-independent-ish
     result["seconds"] = result.get("encode_seconds", elapsed)
     result["hwm_mb"] = _vm_hwm_mb()
     with open(args.result, "w") as f:
         json.dump(result, f)
 
 
-def run_child(cmd: list[str], *, shell: bool = False) -> tuple[float, int]:
-    """(wall seconds, peak RSS in MiB) of one child process, rusage from wait4 of that child."""
+def run_child(cmd: list[str], *, shell: bool = False) -> tuple[float, int, float]:
+    """(wall seconds, peak RSS in MiB, CPU seconds) of one child process, rusage from wait4 of that child."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, shell=shell)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -463,7 +656,7 @@ def run_child(cmd: list[str], *, shell: bool = False) -> tuple[float, int]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"variant failed ({proc.returncode}): {cmd}")
-    return wall, usage.ru_maxrss // 1024
+    return wall, usage.ru_maxrss // 1024, usage.ru_utime + usage.ru_stime
 
 
 def measure(variant: str, file: Path, tokenizer: Path, workdir: Path, repeat: int) -> dict:
@@ -471,16 +664,16 @@ def measure(variant: str, file: Path, tokenizer: Path, workdir: Path, repeat: in
     result_path = workdir / f"result_{variant}.json"
     for _ in range(repeat):
         if variant.startswith("d"):
-            wall, rss = run_child(
+            wall, rss, cpu = run_child(
                 [
                     "/bin/sh",
                     "-c",
                     f"{'zstd -dc' if variant == 'd-zst' else 'cat'} '{file}' | wc -l > /dev/null",
                 ]
             )
-            runs.append({"seconds": wall, "rss_mb": rss})
+            runs.append({"seconds": wall, "rss_mb": rss, "cpu": cpu})
             continue
-        wall, rss = run_child(
+        wall, rss, cpu = run_child(
             [
                 sys.executable,
                 __file__,
@@ -495,13 +688,122 @@ def measure(variant: str, file: Path, tokenizer: Path, workdir: Path, repeat: in
             ]
         )
         res = json.loads(result_path.read_text())
-        res.update(rss_mb=res.get("hwm_mb") or rss, wall=wall)
+        res.update(rss_mb=res.get("hwm_mb") or rss, wall=wall, cpu=res["cpu_seconds"])
         runs.append(res)
     best = dict(runs[-1])
     best["seconds"] = statistics.median(r["seconds"] for r in runs)
     best["rss_mb"] = max(r["rss_mb"] for r in runs)
     best["all_seconds"] = [round(r["seconds"], 3) for r in runs]
+    best["cpu"] = statistics.median(r["cpu"] for r in runs)
     return best
+
+
+LABELS = {
+    "a": "(a) portal recompute_point",
+    "b": "(b) plain baseline",
+    "c": "(c) tokenizer alone",
+    "t": "(t) portal's counter alone",
+    "d": "(d) cat | wc -l",
+    "d-zst": "(d) zstd -dc | wc -l",
+    "r": "(r) read + hash lines alone",
+    "j": "(j) read + orjson every line",
+    "p": "(p) recompute under cProfile",
+}
+GENERATED = ("events.jsonl", "events.jsonl.zst", "texts.jsonl", "gen.json") + tuple(
+    f"result_{v}.json" for v in "abctrjp"
+)
+
+
+def bench_one(args, texts_kind: str, workdir: Path) -> dict:
+    """Generate one log of the given texts and run the variants on it; prints its table, returns the results."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    log = workdir / "events.jsonl"
+    texts = workdir / "texts.jsonl"
+    t0 = time.perf_counter()
+    # generated in a child too, so that this process stays small (a fork inherits its peak RSS)
+    gen = [sys.executable, __file__, "--child", "gen", "--file", str(log), "--size-mb", str(args.size_mb)]
+    gen += ["--concurrency", str(args.concurrency), "--seed", str(args.seed), "--texts", texts_kind]
+    gen += ["--tokenizer", str(args.tokenizer), "--result", str(workdir / "gen.json")]
+    if args.chunk_events:
+        gen.append("--chunk-events")
+    if not (args.reuse_log and (workdir / "gen.json").exists() and log.exists()):
+        subprocess.run(gen, check=True)
+    info = json.loads((workdir / "gen.json").read_text())
+    if args.replicate > 1:
+        big = workdir / f"events-x{args.replicate}.jsonl"
+        info = replicate(log, big, args.replicate, info)
+        log = big
+    size = log.stat().st_size
+    print(
+        f"\n[{texts_kind}] generated {log} : {size / 1e6:,.1f} MB, {info['events']:,} events, "
+        f"{info['tracked_completed']:,} tracked completed samples, {info['distinct_prompts']} distinct prompts, "
+        f"in {time.perf_counter() - t0:.1f} s; load average {_load()}",
+        flush=True,
+    )
+    if args.zst:
+        subprocess.run(["zstd", "-q", "-f", "-T0", "-3", str(log), "-o", str(log) + ".zst"], check=True)
+    mb = size / 1e6
+    samples = info["tracked_completed"]
+    results: dict[str, dict] = {}
+    for v in args.variants:
+        if v == "d":
+            results["d"] = measure("d", log, args.tokenizer, workdir, args.repeat)
+            if args.zst:
+                results["d-zst"] = measure(
+                    "d-zst", Path(str(log) + ".zst"), args.tokenizer, workdir, args.repeat
+                )
+        else:
+            results[v] = measure(v, texts if v in "ct" else log, args.tokenizer, workdir, args.repeat)
+    print(f"load average after the variants: {_load()}")
+    header = (
+        f"{'variant':32} {'seconds':>9} {'CPU s':>8} {'MB/s':>8} {'samples/s':>10} {'us/event':>9} "
+        f"{'peak RSS MB':>12}  runs"
+    )
+    print(header)
+    for key, r in results.items():
+        sec = r["seconds"]
+        per_event = sec / info["events"] * 1e6
+        print(
+            f"{LABELS[key]:32} {sec:9.2f} {r['cpu']:8.2f} {mb / sec:8.1f} {samples / sec:10.0f} {per_event:9.2f} "
+            f"{r['rss_mb']:12d}  {r['all_seconds']}"
+        )
+    if "c" in results:
+        print(f"(c) encoded {results['c']['texts']:,} texts, {results['c']['tokens']:,} tokens")
+    if "a" in results:
+        print(f"(a) token counts: {results['a'].get('engine')}")
+        if results["a"].get("errors"):
+            print("(a) error findings:", results["a"]["errors"])
+    if "a" in results and "b" in results:
+        got, want = results["a"]["summary"], results["b"]["summary"]
+        differs = [k for k in want if got.get(k) != want[k]]  # every figure the baseline computes
+        print(f"identical: {'no' if differs else 'yes'} ({len(want)} figures compared)")
+        for k in differs:
+            print("  differs:", k)
+        print(
+            f"[{texts_kind}] baseline/recompute (b)/(a) = {results['b']['seconds'] / results['a']['seconds']:.2f} "
+            f"in wall time, {results['b']['cpu'] / results['a']['cpu']:.2f} in CPU time (target >= 10)"
+        )
+    if "a" in results and "c" in results:
+        print(f"recompute/tokenizer alone (a)/(c) = {results['a']['seconds'] / results['c']['seconds']:.2f}")
+    if "t" in results and "c" in results:
+        print(
+            f"portal's counter/tokenizer alone (t)/(c) = {results['t']['seconds'] / results['c']['seconds']:.2f}"
+        )
+    for floor in "rj":
+        if "a" in results and floor in results:
+            a, f = results["a"], results[floor]
+            print(
+                f"{LABELS[floor]} is {f['seconds'] / a['seconds']:.0%} of (a) in wall time, {f['cpu'] / a['cpu']:.0%} "
+                f"in CPU time; (a) - {floor} = {a['seconds'] - f['seconds']:.2f} s wall, {a['cpu'] - f['cpu']:.2f} s CPU"
+            )
+    if "p" in results:
+        print("\n(p) profile of the recompute, top functions by own time:")
+        print(results["p"]["profile"])
+    return results
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:
@@ -514,131 +816,68 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--seed", type=int, default=20260501)
     parser.add_argument("--tokenizer", type=Path, default=DEFAULT_TOKENIZER)
-    parser.add_argument("--variants", default="abcd", help="which of a, b, c, d, t, p to run (default: abcd)")
+    parser.add_argument(
+        "--variants", default="abdrj", help="which of a, b, c, d, t, r, j, p to run (default: abdrj)"
+    )
     parser.add_argument(
         "--texts",
-        choices=("unique", "novel"),
-        default="unique",
-        help="unique: distinct texts of a common vocabulary (default); novel: texts that do not repeat, "
-        "every prompt new and every word a fresh pseudo-word",
+        default="natural,novel",
+        help="comma-separated logs to bench, each its own file (default: natural,novel): natural, distinct texts "
+        "from a common Zipf-weighted vocabulary, streamed in chunks; novel, texts that do not repeat (every prompt "
+        "new, every word a fresh pseudo-word); unique, the older generator (outputs cut from one long text)",
+    )
+    parser.add_argument(
+        "--chunk-events",
+        action="store_true",
+        help="write one sample.recv_non_first per streamed chunk (the client streaming all chunks)",
+    )
+    parser.add_argument(
+        "--replicate",
+        type=int,
+        default=1,
+        help="measure on a log N times as long: the generated log's tracking block repeated N times with new "
+        "uuids and shifted timestamps (for the memory of a multi-GB log; its texts repeat)",
+    )
+    parser.add_argument(
+        "--reuse-log", action="store_true", help="use the events.jsonl a --keep run left in --out, if there"
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--file", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        if args.child == "gen" and args.texts not in ("natural", "novel", "unique"):
+            raise SystemExit(f"unknown --texts {args.texts}")
         child(args.child, args)
         return
 
-    workdir = args.out or Path(tempfile.mkdtemp(prefix="bench-recompute-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    log = workdir / "events.jsonl"
-    texts = workdir / "texts.jsonl"
+    kinds = [k.strip() for k in args.texts.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in ("natural", "novel", "unique")]
+    if unknown:
+        raise SystemExit(f"unknown --texts {', '.join(unknown)}")
+    base = args.out or Path(tempfile.mkdtemp(prefix="bench-recompute-"))
+    ratios: dict[str, tuple[float, float]] = {}
     try:
-        t0 = time.perf_counter()
-        # generated in a child too, so that this process stays small (a fork inherits its peak RSS)
-        subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--child",
-                "gen",
-                "--file",
-                str(log),
-                "--size-mb",
-                str(args.size_mb),
-                "--concurrency",
-                str(args.concurrency),
-                "--seed",
-                str(args.seed),
-                "--texts",
-                args.texts,
-                "--tokenizer",
-                str(args.tokenizer),
-                "--result",
-                str(workdir / "gen.json"),
-            ],
-            check=True,
-        )
-        info = json.loads((workdir / "gen.json").read_text())
-        size = log.stat().st_size
-        print(
-            f"generated {log} : {size / 1e6:,.1f} MB, {info['tracked_completed']:,} tracked completed samples, "
-            f"{info['distinct_prompts']} distinct prompts, in {time.perf_counter() - t0:.1f} s",
-            flush=True,
-        )
-        if args.zst:
-            subprocess.run(["zstd", "-q", "-f", "-T0", "-3", str(log), "-o", str(log) + ".zst"], check=True)
-        mb = size / 1e6
-        samples = info["tracked_completed"]
-        results: dict[str, dict] = {}
-        for v in args.variants:
-            if v == "d":
-                results["d"] = measure("d", log, args.tokenizer, workdir, args.repeat)
-                if args.zst:
-                    results["d-zst"] = measure(
-                        "d-zst", Path(str(log) + ".zst"), args.tokenizer, workdir, args.repeat
-                    )
-            else:
-                results[v] = measure(v, texts if v in "ct" else log, args.tokenizer, workdir, args.repeat)
-        labels = {
-            "a": "(a) portal recompute_point",
-            "b": "(b) plain baseline",
-            "c": "(c) tokenizer alone",
-            "t": "(t) portal's counter alone",
-            "d": "(d) cat | wc -l",
-            "d-zst": "(d) zstd -dc | wc -l",
-            "p": "(p) recompute under cProfile",
-        }
-        print(f"\n{'variant':30} {'seconds':>9} {'MB/s':>8} {'samples/s':>10} {'peak RSS MB':>12}  runs")
-        for key, r in results.items():
-            s = r["seconds"]
-            print(
-                f"{labels[key]:30} {s:9.2f} {mb / s:8.1f} {samples / s:10.0f} {r['rss_mb']:12d}  {r['all_seconds']}"
-            )
-        if "c" in results:
-            print(f"(c) encoded {results['c']['texts']:,} texts, {results['c']['tokens']:,} tokens")
-        if "a" in results:
-            print(f"(a) token counts: {results['a'].get('engine')}")
-        if "a" in results and results["a"].get("errors"):
-            print("(a) error findings:", results["a"]["errors"])
-        if "a" in results and "b" in results:
-            got, want = results["a"]["summary"], results["b"]["summary"]
-            differs = [k for k in want if got.get(k) != want[k]]  # every figure the baseline computes
-            print(f"identical: {'no' if differs else 'yes'} ({len(want)} figures compared)")
-            for k in differs:
-                print("  differs:", k)
-            print(
-                f"baseline/recompute (b)/(a) = {results['b']['seconds'] / results['a']['seconds']:.2f}  (target >= 10)"
-            )
-        if "a" in results and "c" in results:
-            print(
-                f"recompute/tokenizer alone (a)/(c) = {results['a']['seconds'] / results['c']['seconds']:.2f}"
-            )
-        if "t" in results and "c" in results:
-            print(
-                f"portal's counter/tokenizer alone (t)/(c) = {results['t']['seconds'] / results['c']['seconds']:.2f}"
-            )
-        if "p" in results:
-            print("\n(p) profile of the recompute, top functions by own time:")
-            print(results["p"]["profile"])
-    finally:
-        if not args.keep:
-            if args.out:
-                for name in (
-                    "events.jsonl",
-                    "events.jsonl.zst",
-                    "texts.jsonl",
-                    "result_a.json",
-                    "result_b.json",
-                    "result_c.json",
-                    "result_t.json",
-                    "result_p.json",
-                    "gen.json",
-                ):
+        for kind in kinds:
+            workdir = base / kind if len(kinds) > 1 else base
+            results = bench_one(args, kind, workdir)
+            if "a" in results and "b" in results:
+                ratios[kind] = (
+                    results["b"]["seconds"] / results["a"]["seconds"],
+                    results["b"]["cpu"] / results["a"]["cpu"],
+                )
+            if not args.keep:
+                for name in GENERATED:
                     (workdir / name).unlink(missing_ok=True)
-            else:
-                shutil.rmtree(workdir, ignore_errors=True)
+        if ratios:
+            print(
+                "\nbaseline/recompute, wall (CPU): "
+                + ", ".join(f"{k} {wall:.2f}x ({cpu:.2f}x)" for k, (wall, cpu) in ratios.items())
+                + " (target >= 10)"
+            )
+    finally:
+        if not args.keep and not args.out:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

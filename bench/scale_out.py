@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -40,8 +41,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.direct_upload import CELERY, start_weed  # noqa: E402 - shared benchmark helpers
-from bench.upload_memory import PYTHON, children_of, portal_env, proc_status_kb  # noqa: E402
+from bench.direct_upload import CELERY, CountingRelay, start_weed  # noqa: E402 - shared benchmark helpers
+from bench.upload_memory import (  # noqa: E402
+    PYTHON,
+    Gunicorn,
+    Sampler,
+    children_of,
+    portal_env,
+    proc_status_kb,
+    reset_hwm,
+)
 
 RUN_ARCHIVES = ROOT / "tests" / "checker" / "fixtures" / "run_archives"
 TOKENIZER = ROOT / "tests" / "checker" / "fixtures" / "tokenizer" / "tokenizer.json"
@@ -77,11 +86,111 @@ print("VERSION", version.pk)
 """
 
 
+TOKEN_SCRIPT = """
+from accounts.models import Membership
+from accounts.services.tokens import api_token_create
+from submissions import services
+from submissions.models import Submission, System
+system = System.objects.get(name="Acme_AX-8000")
+actor = Membership.objects.filter(organisation=system.organisation, role="submitter").first().user
+benchmark = Submission.objects.filter(system=system).first().benchmark
+submission = services.submission_create(actor=actor, system=system, benchmark=benchmark)
+_, key = api_token_create(user=actor, name="bench-scale", scope="write")
+print("BENCH", key, submission.pk)
+"""
+
+
+def client_child(url: str, token: str, submission: int, files: list[str]) -> None:
+    """Send the curve as `portal submit` does (transfer auto: straight to the bucket); print the times as JSON."""
+    import json
+    import secrets
+
+    from checker.cli.remote.client import Client
+    from checker.cli.remote.uploads import upload_file
+
+    finishes: list[float] = []
+
+    class TimedClient(Client):
+        def request(self, method, path_, **kwargs):
+            if path_.endswith("/finish/"):
+                finishes.append(time.time())
+            return super().request(method, path_, **kwargs)
+
+    client = TimedClient(url, token, timeout=3600)
+    started = time.time()
+    include: list[str] = []
+    run_key = secrets.token_hex(8)
+    finished: dict = {}
+    for position, path in enumerate(files):
+        finished = upload_file(
+            client,
+            Path(path),
+            submission=submission,
+            start_fields={},
+            run_key=run_key,
+            create_version=position == len(files) - 1,
+            include=list(include),
+            show_progress=False,
+            quiet=True,
+        )
+        include.append(finished["upload"]["id"])
+    print(
+        json.dumps(
+            {
+                "started": started,
+                "last_finish": finishes[-1],
+                "end": time.time(),
+                "transfer": finished["upload"]["transfer"],
+                "version": (finished.get("version") or {}).get("id"),
+            }
+        )
+    )
+
+
+def upload_direct(env: dict, work: Path, archives: list[Path], token: str, submission: int) -> dict:
+    """The curve through gunicorn (one sync worker, behind a byte-counting relay) with every part straight to the
+    bucket; the web worker's RSS sampled every 10 ms. A check worker must be up: it verifies each upload."""
+    import json
+
+    web = Gunicorn("portal.wsgi", env=env, cwd=ROOT, log=work / "gunicorn.log", probe_path="/healthz")
+    relay = CountingRelay(web.port)
+    relay.start()
+    try:
+        idle_kb = proc_status_kb(web.worker, "VmRSS") or 0
+        hwm_reset = reset_hwm(web.worker)
+        sampler = Sampler(web.worker)
+        sampler.start()
+        try:
+            out = subprocess.run(
+                [PYTHON, str(Path(__file__).resolve()), "--client", relay.url, token, str(submission)]
+                + [str(path) for path in archives],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+        finally:
+            time.sleep(0.05)
+            sampler.stop()
+        figures = json.loads(out.strip().splitlines()[-1])
+        hwm_kb = proc_status_kb(web.worker, "VmHWM") if hwm_reset else None
+        figures.update(
+            web_idle_mb=idle_kb / 1024,
+            web_peak_mb=max(max((rss for _, rss in sampler.samples), default=0), hwm_kb or 0) / 1024,
+            web_received_kb=relay.received / 1024,
+        )
+        return figures
+    finally:
+        relay.stop()
+        web.stop()
+
+
 def _concurrency(path: Path) -> int:
     return int(path.name.split("_c")[1].split(".")[0])
 
 
-def build_archives(work: Path, *, points: int, size_mb: float) -> list[Path]:
+def build_archives(work: Path, *, points: int, size_mb: float, one_log: bool = False) -> list[Path]:
     from bench.recompute import generate
 
     samples = sorted(RUN_ARCHIVES.glob("AX-8000_c*.tar.gz"), key=_concurrency)
@@ -95,15 +204,16 @@ def build_archives(work: Path, *, points: int, size_mb: float) -> list[Path]:
         if target.exists():
             continue
         source_c = _concurrency(path)
-        log = work / f"events-c{concurrency}.jsonl"
-        generate(
-            log,
-            work / "texts.tmp",
-            size_mb=size_mb,
-            concurrency=concurrency,
-            seed=concurrency,
-            tokenizer_path=TOKENIZER,
-        )
+        log = work / ("events-one.jsonl" if one_log else f"events-c{concurrency}.jsonl")
+        if not log.exists():
+            generate(
+                log,
+                work / "texts.tmp",
+                size_mb=size_mb,
+                concurrency=concurrency,
+                seed=concurrency,
+                tokenizer_path=TOKENIZER,
+            )
         with tarfile.open(path, "r:gz") as source, tarfile.open(target, "w:gz", compresslevel=1) as sink:
             for member in source.getmembers():
                 name = member.name.replace(f"c{source_c}", f"c{concurrency}", 1)
@@ -125,8 +235,10 @@ def build_archives(work: Path, *, points: int, size_mb: float) -> list[Path]:
                     sink.addfile(member, io.BytesIO(data))
                 else:
                     sink.addfile(member)
-        log.unlink()
+        if not one_log:
+            log.unlink()
         (work / "texts.tmp").unlink(missing_ok=True)
+    (work / "events-one.jsonl").unlink(missing_ok=True)
     return out
 
 
@@ -203,16 +315,22 @@ class Worker:
                 os.killpg(self.process.pid, signal.SIGKILL)
 
 
-def measure(version_id: int, workers: list[Worker], timeout_s: float) -> dict:
+def measure(version_id: int, workers: list[Worker], timeout_s: float, *, since: float | None = None) -> dict:
+    """A new check run of the version queued now, to its verdict; with `since`, the version's own run (the one the
+    upload queued), timed from `since` (the upload's last finish request)."""
     from django.db import transaction
 
     from submissions.checks.queue import check_run_create
-    from submissions.models import SubmissionVersion
+    from submissions.models import CheckRun, SubmissionVersion
 
     version = SubmissionVersion.objects.get(pk=version_id)
-    with transaction.atomic():
-        run = check_run_create(version=version, actor=None)
-    queued = time.time()
+    if since is None:
+        with transaction.atomic():
+            run = check_run_create(version=version, actor=None)
+        queued = time.time()
+    else:
+        run = CheckRun.objects.filter(version=version).order_by("pk").first()
+        queued = since
     deadline = time.monotonic() + timeout_s
     while True:
         run.refresh_from_db()
@@ -226,7 +344,45 @@ def measure(version_id: int, workers: list[Worker], timeout_s: float) -> dict:
         "status": run.status,
         "points_checked": run.point_metrics.count(),
         "workers": [worker.figures() for worker in workers],
+        "tasks": _task_seconds(workers),
     }
+
+
+def _task_seconds(workers: list[Worker]) -> dict[str, list[float]]:
+    """Each task's run time by task name, over the workers' logs (unpack, point, judge ...)."""
+    tasks: dict[str, list[float]] = {}
+    for worker in workers:
+        for name, seconds in SUCCEEDED.findall(worker.log_path.read_text(errors="replace")):
+            tasks.setdefault(name.rsplit(".", 1)[-1], []).append(float(seconds))
+    return tasks
+
+
+def project(
+    tasks: dict[str, list[float]], plan: str, *, points: int, log_mb: float, stored_mb: float
+) -> None:
+    """The wall time of a larger curve from one run's measured task costs: per point its log's share, the once-per-
+    version steps (unpack: download and list every archive; judge: the rules over the version) by the bytes."""
+    target_points, target_mb, target_workers = (int(x) for x in plan.split("x"))
+    point_s = statistics.mean(tasks.get("check_run_point_task") or [0.0])
+    once = {
+        name: sum(times)
+        for name, times in tasks.items()
+        if name in ("check_run_start_task", "check_run_finish_task")
+    }
+    bytes_factor = (target_points * target_mb) / (points * log_mb)
+    point_target = point_s * target_mb / log_mb
+    rounds = -(-target_points // target_workers)
+    once_target = {name: seconds * bytes_factor for name, seconds in once.items()}
+    wall = rounds * point_target + sum(once_target.values())
+    steps = ", ".join(
+        f"{name} {seconds:.0f} s -> {once_target[name]:.0f} s" for name, seconds in once.items()
+    )
+    print(
+        f"\nprojection for {target_points} points x {target_mb:g} MB logs on {target_workers} workers (from the first "
+        f"row: a point {point_s:.1f} s per {log_mb:g} MB -> {point_target:.0f} s; {rounds} round(s) of points; "
+        f"once per version, by bytes x{bytes_factor:.0f}: {steps}): wall ~ {wall:.0f} s ({wall / 60:.1f} min); "
+        f"points alone {rounds * point_target:.0f} s"
+    )
 
 
 def main() -> int:
@@ -237,7 +393,26 @@ def main() -> int:
     parser.add_argument("--timeout-s", type=float, default=3600)
     parser.add_argument("--workdir")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument(
+        "--direct",
+        action="store_true",
+        help="upload as `portal submit` does, through gunicorn with every part straight to the bucket; the first "
+        "worker count is timed from the upload's last finish request to the verdict of the run it queued",
+    )
+    parser.add_argument(
+        "--project", default="32x2048x32", help="POINTSxLOG_MBxWORKERS to project from the measured costs"
+    )
+    parser.add_argument(
+        "--one-log",
+        action="store_true",
+        help="one synthetic log in every archive (the same replay work per point; saves generating --points logs)",
+    )
+    parser.add_argument("--client", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.client:
+        url, token, submission, *files = args.client
+        client_child(url, token, int(submission), files)
+        return 0
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     base_db = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
@@ -249,7 +424,7 @@ def main() -> int:
     workers: list[Worker] = []
     try:
         started = time.monotonic()
-        archives = build_archives(work, points=args.points, size_mb=args.size_mb)
+        archives = build_archives(work, points=args.points, size_mb=args.size_mb, one_log=args.one_log)
         stored_mb = sum(path.stat().st_size for path in archives) / 2**20
         print(
             f"{len(archives)} archives of {args.size_mb:g} MB logs ({stored_mb:.0f} MB compressed) built in "
@@ -267,6 +442,7 @@ def main() -> int:
                 "CELERY_TASK_ALWAYS_EAGER": "0",
                 "PORTAL_QUEUE_PREFIX": f"bench-{uuid.uuid4().hex[:8]}.",
                 "PORTAL_ORG_QUOTA_BYTES": str(500 * 1024**3),
+                "PORTAL_MAX_UPLOAD_BYTES": str(32 * 1024**3),
                 "PORTAL_UPLOAD_PART_BYTES": str(64 * 1024**2),
                 "PORTAL_CHECK_HEARTBEAT_TIMEOUT_S": "3600",
                 "PORTAL_CHECK_QUEUED_TIMEOUT_S": "7200",
@@ -281,38 +457,71 @@ def main() -> int:
             check=True,
             capture_output=True,
         )
-        out = subprocess.run(
-            [
-                *manage,
-                "shell",
-                "-c",
-                "import io\n" + UPLOAD_SCRIPT.replace("sys.argv[1:]", repr([str(p) for p in archives])),
-            ],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        version_id = int(next(line for line in out.splitlines() if line.startswith("VERSION ")).split()[1])
-        # The upload's own check went to the queues before any worker ran: drop it, every N gets a new run.
-        import redis
+        counts = [int(n) for n in args.workers.split(",")]
+        upload: dict = {}
+        if args.direct:
+            out = subprocess.run(
+                [*manage, "shell", "-c", TOKEN_SCRIPT],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            _, token, submission = next(
+                line for line in out.splitlines() if line.startswith("BENCH ")
+            ).split()
+            workers = [Worker(env, work, number) for number in range(counts[0])]  # they verify the uploads
+            while not all(worker.ready() for worker in workers):
+                time.sleep(0.2)
+            load_before = os.getloadavg()[0]
+            upload = upload_direct(env, work, archives, token, int(submission))
+            version_id = upload["version"]
+            print(
+                f"uploaded {len(archives)} archives ({stored_mb:.0f} MB, transfer {upload['transfer']}) in "
+                f"{upload['last_finish'] - upload['started']:.1f} s to the last finish, version made "
+                f"{upload['end'] - upload['last_finish']:.1f} s later; web process received "
+                f"{upload['web_received_kb']:.0f} kB, RSS {upload['web_idle_mb']:.0f} MB idle -> "
+                f"{upload['web_peak_mb']:.0f} MB peak; load {load_before:.1f} -> {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+        else:
+            out = subprocess.run(
+                [
+                    *manage,
+                    "shell",
+                    "-c",
+                    "import io\n" + UPLOAD_SCRIPT.replace("sys.argv[1:]", repr([str(p) for p in archives])),
+                ],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            version_id = int(
+                next(line for line in out.splitlines() if line.startswith("VERSION ")).split()[1]
+            )
+            # The upload's own check went to the queues before any worker ran: drop it, every N gets a new run.
+            import redis
 
-        from portal.queues import queue_names
+            from portal.queues import queue_names
 
-        client = redis.Redis.from_url(env["REDIS_URL"])
-        client.delete(*queue_names(prefix=env["PORTAL_QUEUE_PREFIX"]))
+            client = redis.Redis.from_url(env["REDIS_URL"])
+            client.delete(*queue_names(prefix=env["PORTAL_QUEUE_PREFIX"]))
         os.environ.update(env)
         import django
 
         django.setup()
         rows = []
-        for count in [int(n) for n in args.workers.split(",")]:
-            workers = [Worker(env, work, number) for number in range(count)]
+        for position, count in enumerate(counts):
+            if not workers:
+                workers = [Worker(env, work, number) for number in range(count)]
             while not all(worker.ready() for worker in workers):
                 time.sleep(0.2)
             load_before = os.getloadavg()[0]
-            row = measure(version_id, workers, args.timeout_s)
+            own = args.direct and position == 0
+            row = measure(version_id, workers, args.timeout_s, since=upload["last_finish"] if own else None)
             row.update(count=count, load_before=load_before, load_after=os.getloadavg()[0])
             rows.append(row)
             for worker in workers:
@@ -321,10 +530,15 @@ def main() -> int:
             busy = ", ".join(f"{w['busy_s']:.0f}" for w in row["workers"])
             peaks = ", ".join(f"{w['peak_mb']:.0f}" for w in row["workers"])
             points = ", ".join(str(w["points"]) for w in row["workers"])
+            tasks = ", ".join(
+                f"{name} {len(times)} x {sum(times) / len(times):.1f} s"
+                for name, times in row["tasks"].items()
+            )
             print(
-                f"{count} worker(s): {row['wall_s']:.1f} s upload finished -> verdict ({row['status']}, "
+                f"{count} worker(s): {row['wall_s']:.1f} s {'upload finished' if own else 'queued'} -> verdict "
+                f"({row['status']}, "
                 f"{row['points_checked']} points); busy s per worker [{busy}]; point tasks [{points}]; "
-                f"peak RSS MB [{peaks}]; load {row['load_before']:.1f} -> {row['load_after']:.1f}",
+                f"peak RSS MB [{peaks}]; load {row['load_before']:.1f} -> {row['load_after']:.1f}; tasks: {tasks}",
                 flush=True,
             )
         base = rows[0]["wall_s"]
@@ -335,6 +549,9 @@ def main() -> int:
             print(
                 f"{row['count']} worker(s): wall {row['wall_s']:.1f} s, speed-up {base / row['wall_s']:.2f}x"
             )
+        project(
+            rows[0]["tasks"], args.project, points=len(archives), log_mb=args.size_mb, stored_mb=stored_mb
+        )
     finally:
         for worker in workers:
             worker.stop()
@@ -342,9 +559,12 @@ def main() -> int:
             os.killpg(weed.pid, signal.SIGTERM)
             weed.wait(timeout=30)
         if db_name:
-            from django.db import connections
+            from django.conf import settings
 
-            connections.close_all()
+            if settings.configured:
+                from django.db import connections
+
+                connections.close_all()
             drop_database(base_db, db_name)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -320,6 +320,7 @@ def portal_env(work: Path, check: str, part_mb: int | None = None) -> dict:
             "PYTHONPATH": str(ROOT),
             "DEBUG": "0",
             "SECRET_KEY": secrets.token_urlsafe(48),
+            "PORTAL_ENDPOINT_KEY": secrets.token_urlsafe(48),
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "PORTAL_VAR_DIR": str(work / "var"),
             "DATABASE_URL": f"sqlite:///{work / 'portal.sqlite3'}",

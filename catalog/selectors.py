@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from django.conf import settings
@@ -9,6 +10,7 @@ from django.db.models import QuerySet
 
 from catalog.models import Benchmark
 from catalog.tokenizer_packages import packaged, read_packaged
+from checker.recompute.chat_template import ChatTemplate
 
 
 def benchmark_list(*, active_only: bool = True) -> QuerySet[Benchmark]:
@@ -29,8 +31,30 @@ def benchmark_tokenizer_json(benchmark: Benchmark) -> str:
     spec = packaged(benchmark.tokenizer_path or "")
     if spec is not None:
         return read_packaged(spec)
+    path = _shipped_path(benchmark)
+    return (path / "tokenizer.json" if path.is_dir() else path).read_text(encoding="utf-8")
+
+
+def _shipped_path(benchmark: Benchmark) -> Path:
+    """The tokenizer folder, or tokenizer.json, that `tokenizer_path` names under portal_data/tokenizers/."""
     root = Path(settings.PORTAL_TOKENIZERS_DIR).resolve()
     path = (root / benchmark.tokenizer_path).resolve()
     if root not in path.parents:
         raise ValueError(f"Tokenizer path {benchmark.tokenizer_path!r} leaves {root}.")
-    return path.read_text(encoding="utf-8")
+    return path
+
+
+def benchmark_chat_template(benchmark: Benchmark) -> ChatTemplate | None:
+    """The chat template of the benchmark's tokenizer folder (docs/agentic.md): the folder `tokenizer_path` names
+    under portal_data/tokenizers/, or the folder holding its tokenizer.json; None for an uploaded tokenizer.json or
+    a packaged one (neither carries a template), and message prompts are then counted by the client's fallback with
+    a finding. Raises checker.recompute.chat_template.ChatTemplateError for a template that does not compile."""
+    if benchmark.tokenizer_file or packaged(benchmark.tokenizer_path or "") is not None:
+        return None
+    path = _shipped_path(benchmark)
+    return _chat_template(path if path.is_dir() else path.parent)
+
+
+@functools.lru_cache(maxsize=8)
+def _chat_template(folder: Path) -> ChatTemplate | None:
+    return ChatTemplate.from_folder(folder)

@@ -6,3 +6,10 @@ from django.apps import AppConfig
 class LeaderboardConfig(AppConfig):
     name = "leaderboard"
     verbose_name = "Leaderboard"
+
+    def ready(self) -> None:
+        # A re-check's report is written when its last run ends (submissions.signals says why this is a signal).
+        from leaderboard.rechecks import recheck_run_ended
+        from submissions.signals import check_run_ended
+
+        check_run_ended.connect(recheck_run_ended, dispatch_uid="leaderboard-recheck-report-on-run-end")

@@ -25,6 +25,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.utils.cache import patch_vary_headers
 from django.utils.http import http_date, parse_http_date_safe
 
+from portal.queues import task_send
+
 ENTRY_TIMEOUT_S = 24 * 3600
 _MEMO_SIZE = 32
 _memo: OrderedDict[tuple, Any] = OrderedDict()
@@ -80,10 +82,8 @@ def goodput_tables_schedule() -> None:
 
     if not settings.PORTAL_GOODPUT_TABLE_ON_PUBLISH:
         return
-    from leaderboard.tasks import goodput_table_build_task
-
     try:
-        goodput_table_build_task.delay()
+        task_send("leaderboard.tasks.goodput_table_build_task")
     except Exception:  # noqa: BLE001 - the broker or, when eager, the build itself: the query builds it instead
         logging.getLogger(__name__).warning("goodput tables not scheduled", exc_info=True)
 

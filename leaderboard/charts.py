@@ -15,18 +15,36 @@ from catalog.models import Benchmark
 from checker.judge.verification import POINT_SENTENCES, curve_verification, point_verification
 from leaderboard.cliffs import curve_cliffs
 
+# Series differ by colour, marker shape and dash together, so that no series is told apart by colour alone. The
+# colours have at least 3:1 contrast against the plot area (#f3f5f8) and stay apart under protanopia, deuteranopia
+# and tritanopia (tests/leaderboard/test_chart_palette.py simulates them).
 SERIES_COLOURS = [
     "#0b5cad",
-    "#c0392b",
-    "#1a7f37",
-    "#8e44ad",
-    "#b35900",
-    "#117a8b",
-    "#6b4f1d",
-    "#c2185b",
-    "#455a64",
-    "#7cb342",
+    "#eb5e00",
+    "#5a1624",
+    "#7500eb",
+    "#990000",
+    "#000070",
+    "#279b61",
+    "#9b276d",
+    "#eb00eb",
+    "#eb0046",
 ]
+# Drawn by static/js/leaderboard_chart.js (MARKERS there); the legend shows the same shape.
+SERIES_MARKERS = [
+    "circle",
+    "square",
+    "triangle",
+    "diamond",
+    "triangle-down",
+    "plus",
+    "star",
+    "hexagon",
+    "cross",
+    "bar",
+]
+# SVG stroke-dasharray of each series' line ("" solid).
+SERIES_DASHES = ["", "7 3", "2 3", "9 3 2 3", "", "7 3", "2 3", "9 3 2 3", "", "7 3"]
 
 METRICS = {
     "concurrency": ("Concurrency", ""),
@@ -49,7 +67,7 @@ TOOLTIP_METRICS = [
 
 def interactivity_metric(benchmark: Benchmark) -> str:
     """Agentic workloads are judged on end-to-end interactivity, the others on tokens/s per user."""
-    return "e2e_interactivity" if benchmark.workload == "agentic" else "tps_per_user"
+    return "e2e_interactivity" if benchmark.workload == Benchmark.Workload.AGENTIC_CODING else "tps_per_user"
 
 
 def axis_label(metric: str) -> str:
@@ -65,6 +83,15 @@ def _finite(value) -> float | None:
 
 def colour(index: int) -> str:
     return SERIES_COLOURS[index % len(SERIES_COLOURS)]
+
+
+def series_style(index: int) -> dict:
+    """The colour, marker shape and line dash of the index-th series of a chart."""
+    return {
+        "colour": colour(index),
+        "marker": SERIES_MARKERS[index % len(SERIES_MARKERS)],
+        "dash": SERIES_DASHES[index % len(SERIES_DASHES)],
+    }
 
 
 def _point(point: dict, on_front: set[str]) -> dict:
@@ -146,7 +173,7 @@ def series_of(
         "id": sid or f"s{index}",
         "label": label,
         "level": curve_verification(points_in).level,  # the legend shows it beside the label
-        "colour": colour(index),
+        **series_style(index),
         "href": href,
         "points": points,
         "steps": steps,

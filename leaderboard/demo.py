@@ -9,6 +9,7 @@
 | AX-4000 published | published | the sample bundle, audited, published now |
 | AX-8000 extension: acme-serve 1.1 re-measures r16, r32 | published as revision 2 of AX-8000 published | real runs |
 | AX-8000 extension: acme-serve 1.1 adds r48 | in review | a real run (revision 3 once published) |
+| Zephyr ZX-2 agentic coding curve | published | Zephyr Silicon's real agentic runs (r1, r2, r8) on their own board, the Qwen3.6-35B-A3B agentic benchmark under the preview rule set |
 
 The extension runs are the real acme-serve 1.1 runs of the AX-8000 (tests/checker/fixtures/extension/), uploaded as
 the client and the official builder wrote them; NB-2's are NimbusCloud's (fixtures/second-system/).
@@ -21,6 +22,8 @@ Unreleased-Z9 stays in review, unpublished.
 
 from __future__ import annotations
 
+from catalog.models import Benchmark
+from catalog.services import benchmark_create
 from leaderboard import extensions, services
 from leaderboard.models import Challenge, Publication
 from review.demo import (
@@ -32,12 +35,16 @@ from review.demo import (
     extension_in_review,
 )
 from submissions.demo_submissions import (
+    AGENTIC_MODEL_ID,
+    agentic_files,
     bundle_archive_for_system,
     extension_archive_files,
     run_archive_files,
     second_system_files,
+    system_description_of,
 )
-from submissions.models import Submission
+from submissions.models import Submission, System
+from submissions.services import system_register
 
 Status = Submission.Status
 
@@ -147,6 +154,48 @@ def seed_demo_extensions(publication: Publication, users) -> dict[str, Submissio
     return made
 
 
+AGENTIC_TITLE = "Demo: Zephyr ZX-2 agentic coding curve (Qwen3.6-35B-A3B)"
+AGENTIC_SYSTEM = "Zephyr_ZX-2"
+
+
+def seed_demo_agentic(seed) -> Submission:
+    """Zephyr Silicon's agentic coding curve: the chair adds the Qwen3.6-35B-A3B agentic benchmark (its tokenizer the
+    sample folder the runs were counted with, chat template included; the preview rule set, as every demo result),
+    Zephyr registers the ZX-2, uploads its three real agentic runs, and the result goes through review and audit to
+    its own board, where system throughput is drawn against e2e_interactivity."""
+    users = seed.users
+    benchmark = Benchmark.objects.filter(model_id=AGENTIC_MODEL_ID).first() or benchmark_create(
+        model_id=AGENTIC_MODEL_ID,
+        display_name="Qwen3.6-35B-A3B (agentic coding)",
+        dataset="Agentic coding sessions (multi-turn, tool calls)",
+        workload=Benchmark.Workload.AGENTIC_CODING,
+        tokenizer_path="sample-bpe-4k",
+        tokenizer_is_placeholder=True,
+        ruleset_version="endpoints-v1.0-preview",
+        actor=users["demo-chair"],
+    )
+    zephyr, submitter = seed.organisations["zephyr-silicon"], users["demo-zephyr"]
+    system = System.objects.filter(organisation=zephyr, name=AGENTIC_SYSTEM).first() or system_register(
+        organisation=zephyr,
+        name=AGENTIC_SYSTEM,
+        description=system_description_of(agentic_files()),
+        actor=submitter,
+    )
+    seed.systems[AGENTIC_SYSTEM] = system
+    submission = demo_submission(
+        system=system, title=AGENTIC_TITLE, actor=submitter, model_id=benchmark.model_id
+    )
+    if not submission.in_state("published"):
+        submission = audited_through_review(
+            submission, users, agentic_files, kind="run_archives", official=False
+        )
+        _publish(submission, submitter, Publication.Mode.NOW)
+    submission.refresh_from_db()
+    if not submission.in_state("published"):
+        raise RuntimeError(f"Demo result {AGENTIC_TITLE!r} is {submission.status}, not published.")
+    return submission
+
+
 def seed_demo_publications(seed) -> dict[str, Submission]:
     """Publish the demo results (see the module docstring); title -> submission."""
     users = seed.users
@@ -172,4 +221,5 @@ def seed_demo_publications(seed) -> dict[str, Submission]:
         if not submission.in_state("published"):
             raise RuntimeError(f"Demo result {title!r} is {submission.status}, not published.")
     made.update(seed_demo_extensions(made[AX8000_TITLE].publication, users))
+    made[AGENTIC_TITLE] = seed_demo_agentic(seed)
     return made

@@ -4,7 +4,9 @@ for JSON and CSV. Nothing here reads the live system or organisation; every row 
 
 Callers pass the publications the public may see (access.visibility.publications_visible_to(None)); this
 module narrows them further to published results of published submissions, so nothing else can reach a row.
-Every row names the result (public id, its page) and the SHA-256 of the bundle its numbers come from.
+Every row names the result (public id, its page) and the SHA-256 of the bundle its numbers come from, and says what
+it is (`standing`): the rule set, official or preview, the verification level, the revision and its evidence pack;
+every point row cites its own evidence (the revision, version and archive holding its raw log).
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from typing import Any
 
 from django.db.models import Count, Max, Q, QuerySet
 
-from catalog.models import Benchmark
+from catalog.models import Benchmark, ruleset_is_preview
 from checker.judge.verification import FULLY_RECOMPUTED
 from leaderboard.cache import public_cached
 from leaderboard.models import Annotation, Publication
 from leaderboard.procurement import Costing, ModelRequirement, procurement_report
 from leaderboard.slo import (
+    CITED,
     SloIndex,
     SloTargets,
     interactivity_metric_for,
@@ -31,6 +34,7 @@ from leaderboard.systems import newest_per_system
 from leaderboard.tender import joules_per_token, point_power, tokens_per_s_per_kw
 from portal import csv_safe
 from submissions.models import Submission
+from submissions.verdicts import verdict
 
 HEADLINE_FIELDS = (
     "points",
@@ -56,6 +60,55 @@ POINT_FIELDS = (
 
 def result_url(public_id: str) -> str:
     return f"/results/{public_id}/"
+
+
+def evidence_pack_url(public_id: str, revision: int) -> str:
+    """Where revision `revision` of a result's evidence pack is downloaded (docs/published-record.md)."""
+    return f"/results/{public_id}/revisions/{revision}/evidence-pack/"
+
+
+def standing(publication: Publication) -> dict[str, Any]:
+    """What a published result is, said by every export and API answer carrying it: its rule set, `preview` (a
+    preview rule set, or none known: never official) and `standing` ("official" or "preview, not official"), its
+    verification level, the revision shown and that revision's evidence pack."""
+    record = publication.record
+    preview = not record.ruleset or ruleset_is_preview(record.ruleset)
+    revision = record.revision
+    return {
+        "ruleset": record.ruleset,
+        "preview": preview,
+        "standing": "preview, not official" if preview else "official",
+        "verification": record.level,
+        "revision": revision,
+        "evidence_pack_url": evidence_pack_url(publication.public_id, revision),
+    }
+
+
+def point_citation(publication: Publication, point: dict) -> dict[str, Any]:
+    """Where one published point's raw log is: the revision and version that measured it, the archive holding it
+    (file name, SHA-256, its download), the path inside the archive and the raw log's SHA-256; the bundle SHA-256
+    is that version's. Points of a record without per-point evidence cite the result's bundle."""
+    evidence = publication.record.point_evidence.get(point.get("point")) or {}
+    file = evidence.get("file") or {}
+    revision = evidence.get("revision") or point.get("revision") or 1
+    source = next((s for s in publication.record.sources if s.get("revision") == revision), {})
+    return {
+        "measured_in_revision": revision,
+        "version": evidence.get("version"),
+        "bundle_sha256": source.get("bundle_sha256") or publication.record.bundle_sha256,
+        "archive": file.get("filename"),
+        "archive_sha256": file.get("sha256"),
+        "archive_url": (
+            f"{result_url(publication.public_id)}files/{file['position']}/?revision={revision}"
+            if file
+            else None
+        ),
+        "raw_log_path": evidence.get("path") or None,
+        "raw_log_sha256": evidence.get("raw_log_sha256"),
+        "ruleset": source.get("ruleset") or publication.record.ruleset,
+        "check": (source.get("check") or {}).get("label") or publication.record.check_label,
+        "waivers": [w["rule"] for w in evidence.get("waivers") or []],
+    }
 
 
 def published_only(publications: QuerySet[Publication]) -> QuerySet[Publication]:
@@ -86,6 +139,7 @@ def result_row(publication: Publication) -> dict[str, Any]:
         "recomputed_points": record.verification.recomputed_points,
         "ranked_by_default": record.verification.ranks_by_default and publication.retracted_at is None,
         "check": record.check_label,
+        **standing(publication),
         "published_at": publication.published_at.isoformat() if publication.published_at else None,
         "retracted": publication.retracted_at is not None,
         "retracted_at": publication.retracted_at.isoformat() if publication.retracted_at else None,
@@ -99,10 +153,11 @@ def _point_row(publication: Publication, point: dict, measured: dict | None = No
     record = publication.record
     power_kw, power_source = point_power(point, measured)
     system_tps = number(point.get("system_tps"))
+    citation = point_citation(publication, point)
     row = {
         "public_id": publication.public_id,
         "result_url": result_url(publication.public_id),
-        "bundle_sha256": record.bundle_sha256,
+        "bundle_sha256": citation.pop("bundle_sha256"),
         "benchmark": publication.submission.benchmark.model_id,
         "system": record.system_name,
         "organisation": record.organisation_name,
@@ -120,7 +175,7 @@ def _point_row(publication: Publication, point: dict, measured: dict | None = No
     row["system_power_kw"] = power_kw
     row["joules_per_token"] = joules_per_token(power_kw, system_tps)
     row["tokens_per_s_per_kw"] = tokens_per_s_per_kw(power_kw, system_tps)
-    return row
+    return {**row, **citation, "standing": standing(publication)["standing"]}
 
 
 def point_rows(publication: Publication, measured: dict[int, dict] | None = None) -> list[dict[str, Any]]:
@@ -192,6 +247,8 @@ def result_detail(
         "waivers": record.waivers,
         "checker_version": record.checker_version,
         "official": curve.get("official"),
+        "official_verdict": record.check.get("official")
+        or verdict(None, official=curve.get("official"))["official"],
         "ruleset": curve.get("ruleset"),
         "annotations": [{"text": a.text, "created_at": a.created_at.isoformat()} for a in annotations],
         "points": point_rows(publication),
@@ -245,10 +302,12 @@ def snapshot_results(publications: QuerySet[Publication], model_id: str) -> list
             "accelerator_label": publication.record.accelerator_label,
             "nodes": node_count(publication.record.description),
             "bundle_sha256": publication.record.bundle_sha256,
-            "verification": publication.record.level,
+            **standing(publication),
             "retracted": False,
-            "points": (publication.curve or {}).get("points") or [],
-            "revision": (publication.curve or {}).get("revision") or 1,
+            "points": [
+                {**point, "evidence": point_citation(publication, point)}
+                for point in (publication.curve or {}).get("points") or []
+            ],
         }
         for publication in rows
     ]
@@ -324,7 +383,7 @@ def procurement_rows(report: list[dict]) -> list[dict]:
                 evidence = system.get(phase) or {}
                 for key in ("meets", "point", "concurrency", "point_url", "ttft_p90_ms", "tpot_p90_ms",
                             "interactivity", "system_tps", "system_tps_per_kw", "power_source",
-                            "system_power_kw", "joules_per_token", "cost_per_million_tokens"):  # fmt: skip
+                            "system_power_kw", "joules_per_token", "cost_per_million_tokens", *CITED):  # fmt: skip
                     flat[f"{phase}_{key}"] = evidence.get(key)
             rows.append({**requirements, **flat, "model": section["model"]})
     return rows

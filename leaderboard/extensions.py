@@ -127,6 +127,14 @@ def labelled_curve(curve: dict, *, number: int, stack: str) -> dict:
     return {**curve, "points": points, "revision": number}
 
 
+def revision_number_next(publication: Publication, submission: Submission) -> int:
+    """The number publishing `submission` gives its revision of `publication`: 1 for the first publication; an
+    extension of a result published before revisions were recorded makes revision 2 (the first is revision 1)."""
+    numbers = PublicationRevision.objects.filter(publication=publication, number__isnull=False)
+    number = (numbers.aggregate(last=Max("number"))["last"] or 0) + 1
+    return 2 if number == 1 and submission.extends_id is not None else number
+
+
 def revision_record(
     *,
     publication: Publication,
@@ -140,9 +148,8 @@ def revision_record(
 ) -> PublicationRevision:
     """Write the published revision `submission` makes of `publication` (the caller holds the row locks) with its
     frozen record (`snapshot`, leaderboard.snapshot), and make the publication's snapshot the newest revision's."""
-    numbers = PublicationRevision.objects.filter(publication=publication, number__isnull=False)
-    number = (numbers.aggregate(last=Max("number"))["last"] or 0) + 1
-    if number == 1 and submission.extends_id is not None:
+    number = revision_number_next(publication, submission)
+    if number == 2 and not PublicationRevision.objects.filter(publication=publication, number=1).exists():
         # A result published before revisions were recorded: its first publication becomes revision 1.
         first = publication.submission
         PublicationRevision.objects.create(
@@ -162,7 +169,6 @@ def revision_record(
             snapshot=publication.snapshot or {},
         )
         Submission.objects.filter(pk=first.pk).update(revision=1)
-        number = 2
     curve = labelled_curve(curve, number=number, stack=submission.stack_label)
     previous = publication.curve or {}
     revision = PublicationRevision.objects.filter(submission=submission).first()

@@ -318,3 +318,87 @@ class RecheckResult(StatefulModel, models.Model):
 
     def __str__(self) -> str:
         return f"re-check #{self.campaign_id} of {self.publication.public_id} ({self.status})"
+
+
+class _AppendOnly(models.Model):
+    """A row written once and never changed nor deleted (the public log and what it proves)."""
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValueError(f"{self._meta.verbose_name} is append-only: it is never changed.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValueError(f"{self._meta.verbose_name} is append-only: it is never deleted.")
+
+
+class LogLeaf(_AppendOnly):
+    """One leaf of the public transparency log (docs/evidence.md): the exact bytes of a published fact's signed
+    envelope, at its index."""
+
+    objects = VisibleManager()
+
+    index = models.PositiveBigIntegerField(unique=True)
+    envelope = models.BinaryField()
+    leaf_hash = models.CharField(max_length=64, help_text="RFC 6962 leaf hash (hex) of the envelope.")
+    public_id = models.CharField(max_length=32, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["index"]
+
+    def __str__(self) -> str:
+        return f"log leaf {self.index}"
+
+
+class LogCheckpoint(_AppendOnly):
+    """A signed tree head of the public log (a C2SP tlog-checkpoint note), one per size the log reached."""
+
+    objects = VisibleManager()
+
+    size = models.PositiveBigIntegerField(unique=True)
+    root_hash = models.CharField(max_length=64)
+    note = models.TextField(help_text="The signed note, byte for byte as served.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["size"]
+
+    def __str__(self) -> str:
+        return f"checkpoint at size {self.size}"
+
+
+class EvidencePack(_AppendOnly):
+    """The signed, logged evidence pack of one published fact: a revision of a result, an annotation or a
+    retraction (docs/evidence.md). Built when the fact is published; never rebuilt."""
+
+    objects = VisibleManager()
+
+    class Kind(models.TextChoices):
+        REVISION = "revision", "Revision"
+        ANNOTATION = "annotation", "Annotation"
+        RETRACTION = "retraction", "Retraction"
+
+    publication = models.ForeignKey(Publication, on_delete=models.PROTECT, related_name="evidence_packs")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    revision = models.OneToOneField(
+        PublicationRevision, on_delete=models.PROTECT, null=True, blank=True, related_name="evidence_pack"
+    )
+    annotation = models.OneToOneField(
+        Annotation, on_delete=models.PROTECT, null=True, blank=True, related_name="evidence_pack"
+    )
+    leaf = models.OneToOneField(LogLeaf, on_delete=models.PROTECT, related_name="pack")
+    original_filename = models.CharField(max_length=120)
+    storage_key = models.CharField(max_length=300)
+    size_bytes = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["publication_id", "leaf_id"]
+
+    def __str__(self) -> str:
+        return self.original_filename

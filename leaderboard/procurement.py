@@ -15,7 +15,15 @@ import math
 from dataclasses import dataclass
 
 from checker.judge.verification import FULLY_RECOMPUTED, POINT_RECOMPUTED, point_verification
-from leaderboard.slo import SloTargets, best_point, interactivity_metric_for, number, point_power_kw
+from leaderboard.slo import (
+    STANDING,
+    SloTargets,
+    best_point,
+    cited,
+    interactivity_metric_for,
+    number,
+    point_power_kw,
+)
 from leaderboard.tender import DEFAULT_PUE, TenderPrices, point_energy_and_cost
 
 MAX_MODELS = 6
@@ -167,6 +175,7 @@ def phase_evidence(
         "power_kw": round(power_kw, 3) if power_kw is not None else None,
         # the tender desk's energy and cost (leaderboard.tender): measured power where the point has a trace
         **energy,
+        **cited(point),
     }
 
 
@@ -225,7 +234,7 @@ def requirement_rows(
                 "accelerators": result.get("accelerators"),
                 "accelerator_label": result.get("accelerator_label") or "",
                 "verification": result.get("verification"),
-                "revision": result.get("revision"),
+                **{key: result.get(key) for key in STANDING},
                 **{k: shown[k] for k in shown if k not in ("meets",)},
                 "meets_delivery": True,
                 "meets_expansion": None

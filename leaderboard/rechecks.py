@@ -4,8 +4,9 @@
   recheck_campaign_start     the chair (or the beat schedule, with PORTAL_RECHECK_AUTOMATIC) starts a campaign:
                              one new check run (purpose `recheck`) per published revision, through the same
                              pipeline and queues as every check (unpack, point, judge);
-  recheck_campaigns_advance  (beat, every minute) once every run of a campaign ended, writes each result's
-                             changes against the run the revision was published with and moves it to `reported`;
+  recheck_campaign_report    when a campaign's last run ends (its own step, through submissions.signals), writes
+                             each result's changes against the run the revision was published with and moves it
+                             to `reported`; recheck_campaigns_advance (beat, every minute) is the safety net;
   recheck_result_decide      the chair decides per result: no action, a public annotation, or a challenge.
 
 A re-check run is never a version's current run (submissions.selectors.check_run_latest reads `submission` runs
@@ -31,8 +32,9 @@ from leaderboard.models import Publication, PublicationRevision, RecheckCampaign
 from leaderboard.services import annotation_add, challenge_raise
 from leaderboard.workflow import RECHECK_CAMPAIGN, RECHECK_RESULT
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
+from review.selectors import check_verdict
 from submissions.checks.queue import check_run_create
-from submissions.models import CheckRun, Finding, PointMetric
+from submissions.models import CheckRun, Finding, PointMetric, SubmissionVersion
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 # Two recomputed values differ when they differ by more than floating-point rounding.
@@ -207,9 +209,13 @@ def _metrics_by_point(run: CheckRun | None) -> dict[str, dict[str, float]]:
     }
 
 
-def recheck_changes(published: CheckRun | None, rechecked: CheckRun) -> dict[str, Any]:
+def recheck_changes(
+    published: CheckRun | None, rechecked: CheckRun, *, version: SubmissionVersion | None = None
+) -> dict[str, Any]:
     """What the re-check changed against the published run: the verdict, the findings new, gone and changed (by
-    rule and point: severity or message), and the recomputed metrics that moved, per point (old, new)."""
+    rule and point: severity or message), and the recomputed metrics that moved, per point (old, new). The verdict
+    reads as everywhere else (review.selectors.check_verdict): a run whose every error the chair waived for the
+    `version` is "passed with N waived", not "failed"."""
     old, new = _findings_by_key(published), _findings_by_key(rechecked)
 
     def row(key, entry, **more):
@@ -229,6 +235,8 @@ def recheck_changes(published: CheckRun | None, rechecked: CheckRun) -> dict[str
         if old[k] != new[k]
     ]
     old_metrics, new_metrics = _metrics_by_point(published), _metrics_by_point(rechecked)
+    verdict_before = check_verdict(version, published) if published is not None else {}
+    verdict_after = check_verdict(version, rechecked)
     metrics = []
     for point in sorted(old_metrics.keys() | new_metrics.keys()):
         before, after = old_metrics.get(point, {}), new_metrics.get(point, {})
@@ -242,7 +250,8 @@ def recheck_changes(published: CheckRun | None, rechecked: CheckRun) -> dict[str
                 {"point": point, "present": [point in old_metrics, point in new_metrics], "changed": moved}
             )
     return {
-        "verdict": [published.status if published is not None else "", rechecked.status],
+        "verdict": [verdict_before.get("label", ""), verdict_after["label"]],
+        "verdict_status": [verdict_before.get("status", ""), verdict_after["status"]],
         "checker_version": [
             published.checker_version if published is not None else "",
             rechecked.checker_version,
@@ -260,41 +269,58 @@ def recheck_changes(published: CheckRun | None, rechecked: CheckRun) -> dict[str
     }
 
 
-def recheck_campaigns_advance() -> list[int]:
-    """The beat schedule's step: every running campaign whose runs all ended gets its report (each result's
-    changes) and moves to `reported`, exactly once. Returns the campaigns reported."""
-    reported = []
-    for campaign in RecheckCampaign.objects.filter(RecheckCampaign.states.q("running")).order_by("pk"):
-        results = list(campaign.results.select_related("published_run", "check_run"))
+def recheck_campaign_report(campaign_id: int) -> bool:
+    """Write the report of a running campaign whose runs all ended (each result's changes) and move it to
+    `reported`, exactly once (the row lock: the last run's own step and the beat's pass may race). False while a
+    run is unfinished, or when another pass reported it."""
+    with transaction.atomic():
+        campaign = (
+            RecheckCampaign.objects.select_for_update()
+            .filter(RecheckCampaign.states.q("running"), pk=campaign_id)
+            .first()
+        )
+        if campaign is None:
+            return False  # reported already
+        results = list(campaign.results.select_related("published_run", "check_run", "revision__version"))
         if any(not result.check_run.in_state("finished") for result in results):
-            continue
-        with transaction.atomic():
-            locked = (
-                RecheckCampaign.objects.select_for_update()
-                .filter(RecheckCampaign.states.q("running"), pk=campaign.pk)
-                .first()
-            )
-            if locked is None:
-                continue  # another pass reported it
-            changed = 0
-            for result in results:
-                changes = recheck_changes(result.published_run, result.check_run)
-                changed += bool(changes["changed"])
-                RecheckResult.objects.filter(pk=result.pk).update(changes=changes)
-            summary = {"results": len(results), "changed": changed, "unchanged": len(results) - changed}
-            RECHECK_CAMPAIGN.advance(
-                RecheckCampaign.objects, campaign, "report", reported_at=timezone.now(), summary=summary
-            )
-            audit_event_record(actor=None, action="recheck.reported", obj=campaign, data=summary)
-            notify(
-                users=chairs(),
-                kind="recheck.reported",
-                subject=f"Re-check #{campaign.pk}: {changed} of {len(results)} published results changed",
-                body="Decide per result: no action, annotate, or open a challenge.",
-                url=f"/review/chair/rechecks/?campaign={campaign.pk}",
-            )
-        reported.append(campaign.pk)
-    return reported
+            return False
+        changed = 0
+        for result in results:
+            changes = recheck_changes(result.published_run, result.check_run, version=result.revision.version)
+            changed += bool(changes["changed"])
+            RecheckResult.objects.filter(pk=result.pk).update(changes=changes)
+        summary = {"results": len(results), "changed": changed, "unchanged": len(results) - changed}
+        RECHECK_CAMPAIGN.advance(
+            RecheckCampaign.objects, campaign, "report", reported_at=timezone.now(), summary=summary
+        )
+        audit_event_record(actor=None, action="recheck.reported", obj=campaign, data=summary)
+        notify(
+            users=chairs(),
+            kind="recheck.reported",
+            subject=f"Re-check #{campaign.pk}: {changed} of {len(results)} published results changed",
+            body="Decide per result: no action, annotate, or open a challenge.",
+            url=f"/review/chair/rechecks/?campaign={campaign.pk}",
+        )
+    return True
+
+
+def recheck_run_ended(sender, *, check_run: CheckRun, **kwargs) -> None:
+    """submissions.signals.check_run_ended's receiver: the last run of a campaign reports it, once its own
+    transaction committed (the beat's recheck_campaigns_advance is only the safety net)."""
+    if check_run.purpose != CheckRun.Purpose.RECHECK:
+        return
+    campaign_id = (
+        RecheckResult.objects.filter(check_run=check_run).values_list("campaign_id", flat=True).first()
+    )
+    if campaign_id is not None:
+        transaction.on_commit(lambda: recheck_campaign_report(campaign_id))
+
+
+def recheck_campaigns_advance() -> list[int]:
+    """The beat schedule's safety net: every running campaign whose runs all ended and whose report was not
+    written by its last run (a worker lost between the run's end and the report) gets it. Returns those reported."""
+    running = RecheckCampaign.objects.filter(RecheckCampaign.states.q("running")).order_by("pk")
+    return [pk for pk in running.values_list("pk", flat=True) if recheck_campaign_report(pk)]
 
 
 # --- the chair's decisions -----------------------------------------------------------------------

@@ -35,7 +35,40 @@ class PublishedRecord:
 
     @cached_property
     def facts(self) -> dict[str, Any]:
-        return system_desc_facts(self.description)
+        """The system as the revision's own points were measured on it (their system_desc.json; the registered
+        description for a record without per-point evidence)."""
+        return system_desc_facts(self.measured_description)
+
+    @property
+    def revision(self) -> int:
+        return self.data.get("revision") or 1
+
+    @property
+    def sources(self) -> list[dict[str, Any]]:
+        """The revisions whose points make this revision's curve, oldest first: each with its version, bundle,
+        files, stack, checker, rule set, verdict, waivers and the system description its points carry."""
+        return [s for s in self.data.get("sources") or [] if isinstance(s, dict)]
+
+    @property
+    def own_source(self) -> dict[str, Any]:
+        return next((s for s in self.sources if s.get("revision") == self.revision), {})
+
+    @property
+    def measured_description(self) -> dict[str, Any]:
+        description = self.own_source.get("system_description")
+        return description if isinstance(description, dict) and description else self.description
+
+    @property
+    def point_evidence(self) -> dict[str, dict[str, Any]]:
+        """Point key -> its own evidence: the revision and version that measured it, the archive holding its raw
+        log (file name, SHA-256, position), the path inside it, the raw log's SHA-256 and its waivers."""
+        points = self.data.get("points")
+        return points if isinstance(points, dict) else {}
+
+    @property
+    def waivers_all(self) -> list[dict[str, Any]]:
+        """Every granted waiver behind the curve, each with the revision whose version it was granted on."""
+        return [{**w, "revision": s.get("revision")} for s in self.sources for w in s.get("waivers") or []]
 
     @property
     def accelerators(self) -> list[str]:

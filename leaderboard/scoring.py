@@ -38,11 +38,6 @@ class Criterion:
         return CRITERIA[self.name][0]
 
 
-def evidence_pack_url(public_id: str, revision: int | None) -> str:
-    """The evidence pack of a published revision (the one place its address is written)."""
-    return f"/results/{public_id}/revisions/{revision or 1}/evidence-pack/"
-
-
 def criterion_value(row: dict, evidence: dict, name: str) -> float | None:
     if name == "system_tps_per_accelerator":
         tps, accelerators = number(evidence.get("system_tps")), number(row.get("accelerators"))
@@ -105,7 +100,7 @@ def score_phase(rows: list[dict], phase: str, criteria: list[Criterion]) -> dict
                 "point": evidence.get("point"),
                 "concurrency": evidence.get("concurrency"),
                 "point_url": evidence.get("point_url"),
-                "evidence_pack_url": evidence_pack_url(row["public_id"], row.get("revision")),
+                "evidence_pack_url": row.get("evidence_pack_url"),
                 "scores": scores,
                 "total": math.fsum(s["score"] for s in scores),
             }

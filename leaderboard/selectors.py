@@ -23,8 +23,8 @@ from leaderboard.cache import public_cached
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
 from leaderboard.systems import newest_per_system
 from review.models import Attestation, Review
+from review.selectors import check_verdict
 from submissions.models import PointMetric, Submission
-from submissions.selectors import check_run_official
 
 COMPARE_MIN, COMPARE_MAX = 2, 4
 POWER_MEASURED, POWER_PROVISIONED, POWER_NONE = "measured", "provisioned", "none"
@@ -337,7 +337,10 @@ def publication_provenance(publication: Publication) -> Provenance:
     official = None
     measured: dict[int, dict] = {}
     if check_run is not None:
-        official = check_run_official(check_run)
+        official = (
+            record.check.get("official")
+            or check_verdict(publication.version, check_run, official=True)["official"]
+        )
         for concurrency, extra in PointMetric.objects.filter(
             check_run=check_run, extra__power__has_key="measured"
         ).values_list("concurrency", "extra"):

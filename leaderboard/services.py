@@ -16,7 +16,8 @@ from audit.services import audit_event_record
 from catalog.cohorts import next_cohort
 from checker.judge.verification import curve_with_verification
 from leaderboard.cache import public_cache_invalidate_on_commit
-from leaderboard.extensions import revision_record
+from leaderboard.evidence import evidence_pack_build_annotation, evidence_pack_build_revision
+from leaderboard.extensions import revision_number_next, revision_record
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
 from leaderboard.names import published_name_like
 from leaderboard.snapshot import snapshot_build
@@ -185,7 +186,12 @@ def _publish_revision(revision: PublicationRevision, *, actor, now: datetime) ->
         curve=curve,
         headline=headline_of(curve),
         snapshot=snapshot_build(
-            submission=submission, version=submission.submitted_version, check_run=check_run, curve=curve
+            submission=submission,
+            version=submission.submitted_version,
+            check_run=check_run,
+            curve=curve,
+            number=revision_number_next(publication, submission),
+            publication=publication,
         ),
         actor=actor,
         now=now,
@@ -197,6 +203,7 @@ def _publish_revision(revision: PublicationRevision, *, actor, now: datetime) ->
         version=published.version,
         check_run=check_run,
     )
+    evidence_pack_build_revision(revision=published)
     public_cache_invalidate_on_commit()
     audit_event_record(
         actor=actor,
@@ -277,6 +284,7 @@ def _publish(publication: Publication, *, actor, now: datetime) -> bool:
     )
     if not updated:
         raise ConflictError("This publication was published meanwhile.", code="state-conflict")
+    evidence_pack_build_revision(revision=first)
     public_cache_invalidate_on_commit()  # the public tables and API answers change once this commits
     audit_event_record(
         actor=actor,
@@ -350,6 +358,7 @@ def challenge_raise(*, publication: Publication, actor, reason: str) -> Challeng
     audit_event_record(
         actor=actor, action="challenge.raised", obj=challenge, data={"public_id": publication.public_id}
     )
+    public_cache_invalidate_on_commit()  # challenges are public: the result page shows it
     notify(
         users=chairs(),
         kind="challenge.raised",
@@ -375,6 +384,7 @@ def challenge_raise_remeasured(*, publication: Publication, reason: str, data: d
         obj=challenge,
         data={"public_id": publication.public_id, "by": "spot-check", **data},
     )
+    public_cache_invalidate_on_commit()
     notify(
         users=chairs(),
         kind="challenge.raised",
@@ -404,12 +414,13 @@ def challenge_resolve(*, challenge: Challenge, actor, outcome: str, text: str) -
     challenge.refresh_from_db()
     publication = challenge.publication
     if outcome == Challenge.Status.ANNOTATED:
-        Annotation.objects.create(
+        annotation = Annotation.objects.create(
             publication=publication, challenge=challenge, text=text.strip(), created_by=actor
         )
-        public_cache_invalidate_on_commit()
+        evidence_pack_build_annotation(annotation=annotation)
     elif outcome == Challenge.Status.RETRACTED:
         publication_retract(publication=publication, actor=actor, reason=text.strip(), challenge=challenge)
+    public_cache_invalidate_on_commit()  # the resolution is public, whatever the outcome
     audit_event_record(
         actor=actor,
         action=f"challenge.{outcome}",
@@ -439,9 +450,10 @@ def publication_retract(
     ).update(retracted_at=timezone.now(), retraction_reason=reason.strip()):
         raise ConflictError("This result is not published, or already retracted.", code="state-conflict")
     publication.refresh_from_db()
-    Annotation.objects.create(
+    annotation = Annotation.objects.create(
         publication=publication, challenge=challenge, text=f"Retracted: {reason.strip()}", created_by=actor
     )
+    evidence_pack_build_annotation(annotation=annotation, retraction=True)
     public_cache_invalidate_on_commit()
     audit_event_record(
         actor=actor,
@@ -459,6 +471,7 @@ def annotation_add(*, publication: Publication, actor, text: str) -> Annotation:
     if not (text or "").strip():
         raise ApplicationError("An annotation needs a text.", code="invalid")
     annotation = Annotation.objects.create(publication=publication, text=text.strip(), created_by=actor)
+    evidence_pack_build_annotation(annotation=annotation)
     public_cache_invalidate_on_commit()
     audit_event_record(
         actor=actor, action="publication.annotated", obj=annotation, data={"public_id": publication.public_id}

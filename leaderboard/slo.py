@@ -118,6 +118,26 @@ def best_point(points: list[dict], targets: SloTargets, *, accelerators: int | N
     )
 
 
+# What a row says of the result it comes from (leaderboard.exports.standing).
+STANDING = ("ruleset", "preview", "standing", "revision", "evidence_pack_url")
+# What a row cites of its point's own evidence (leaderboard.exports.point_citation): the revision and version that
+# measured it, the archive holding its raw log and that raw log.
+CITED = (
+    "measured_in_revision",
+    "bundle_sha256",
+    "archive",
+    "archive_sha256",
+    "archive_url",
+    "raw_log_path",
+    "raw_log_sha256",
+)
+
+
+def cited(point: dict) -> dict:
+    evidence = point.get("evidence") or {}
+    return {key: evidence.get(key) for key in CITED}
+
+
 def _row(result: dict, point: dict) -> dict:
     power_kw = point_power_kw(point)
     accelerators, nodes = number(result.get("accelerators")), number(result.get("nodes"))
@@ -142,6 +162,8 @@ def _row(result: dict, point: dict) -> dict:
         # normalised: 8 accelerators are not compared raw against 4
         "system_tps_per_accelerator": point["system_tps"] / accelerators if accelerators else None,
         "system_tps_per_node": point["system_tps"] / nodes if nodes else None,
+        **{key: result.get(key) for key in STANDING},
+        **cited(point),
     }
 
 

@@ -5,25 +5,11 @@ the permission matrix."""
 
 from __future__ import annotations
 
-from accounts.models import Membership
-from accounts.selectors import user_is_chair, user_org_ids
+from accounts.actors import CHAIR, ORG_MEMBER, SCHEDULE, SPOTCHECK, SUBMITTER
 from leaderboard.models import Challenge, Publication, PublicationRevision, RecheckCampaign, RecheckResult
 from portal.errors import ConflictError
-from portal.policy import Actor, Policy, Ready, Rule
+from portal.policy import Policy, Ready, Rule
 from review import lifecycle as review_lifecycle
-
-SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
-
-PUBLISHER = Actor(
-    "submitter",
-    "submitters and org admins of the submitting organisation",
-    lambda user, obj: obj.submission.organisation_id in user_org_ids(user, roles=SUBMITTER_ROLES),
-)
-CHAIR = Actor("chair", "the chair", lambda user, obj: user_is_chair(user))
-ORG_MEMBER = Actor("org_member", "members of any organisation", lambda user, obj: bool(user_org_ids(user)))
-SCHEDULE = Actor("schedule", "the publication schedule", lambda user, obj: False, system=True)
-# A spot-check outside tolerance (spotchecks.services) raises its challenge as the portal, not as a person.
-SPOTCHECK = Actor("spotcheck", "a spot-check outside tolerance", lambda user, obj: False, system=True)
 
 
 def _extendable(publication: Publication) -> Ready:
@@ -44,7 +30,7 @@ PUBLICATION = Policy(
         Rule(
             "reschedule",
             (P.SCHEDULED,),
-            (PUBLISHER,),
+            (SUBMITTER,),
             "Choose the date",
             done="rescheduled",
             needs="the submission is still audited",
@@ -52,7 +38,7 @@ PUBLICATION = Policy(
         Rule(
             "publish",
             (P.SCHEDULED,),
-            (PUBLISHER, SCHEDULE),
+            (SUBMITTER, SCHEDULE),
             "Publish",
             target=P.PUBLISHED,
             done="published",
@@ -98,7 +84,7 @@ PUBLICATION = Policy(
         Rule(
             "extend",
             (P.PUBLISHED,),
-            (PUBLISHER,),
+            (SUBMITTER,),
             "Open an extension",
             precondition=_extendable,
             needs="not retracted (409 `result-retracted`); new or re-measured load points in a draft of their "
@@ -115,7 +101,7 @@ REVISION = Policy(
         Rule(
             "publish",
             (R.SCHEDULED,),
-            (PUBLISHER, SCHEDULE),
+            (SUBMITTER, SCHEDULE),
             "Publish",
             target=R.PUBLISHED,
             done="published",

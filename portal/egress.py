@@ -31,7 +31,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
+
+from portal.special_addresses import GLOBAL_UNICAST_V6, LOOPBACK_BLOCKS, embedded_ipv4, special_block
 
 # The DNS boundary: tests replace this (and only this) to play a resolver that rebinds.
 getaddrinfo = socket.getaddrinfo
@@ -62,17 +64,23 @@ class EgressRefused(Exception):
 
 
 def address_refusal(address: str, *, allow_loopback: bool) -> str | None:
-    """Why an address may not be reached (None: it may). Anything not globally routable is refused."""
+    """Why an address may not be reached (None: it may), by the IANA special-purpose registries
+    (portal.special_addresses): every entry is refused, an IPv6 form carrying an IPv4 address (IPv4-mapped or
+    -compatible, NAT64, 6to4, Teredo) is judged by the IPv4 address it carries, and IPv6 outside global unicast is
+    refused. Loopback only with `allow_loopback` (tests and the demo)."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
-    if ip.is_loopback:
-        return None if allow_loopback else "loopback"
-    for name in ("is_unspecified", "is_link_local", "is_multicast", "is_private", "is_reserved"):
-        if getattr(ip, name):
-            return name.removeprefix("is_").replace("_", "-")
-    if not ip.is_global:
-        return "not-global"
+    if isinstance(ip, ipaddress.IPv6Address) and (carried := embedded_ipv4(ip)) is not None:
+        form, inner = carried
+        # the loopback setting reaches this machine's own loopback, never one carried inside another form
+        reason = address_refusal(str(inner), allow_loopback=False)
+        return None if reason is None else f"{form} of {inner}: {reason}"
+    if allow_loopback and any(ip in block for block in LOOPBACK_BLOCKS if block.version == ip.version):
+        return None
+    entry = special_block(ip)
+    if entry is not None:
+        return f"{entry.name}, {entry.block}, {entry.rfc}"
+    if isinstance(ip, ipaddress.IPv6Address) and ip not in GLOBAL_UNICAST_V6:
+        return f"outside IPv6 global unicast {GLOBAL_UNICAST_V6}"
     return None
 
 
@@ -107,13 +115,96 @@ class Target:
 
     @classmethod
     def from_url(cls, url: str) -> Target:
-        parts = urlsplit(url)
+        """The endpoint a URL declares; EgressRefused `egress-url` (with a sentence a submitter can act on) for
+        anything else: the same check at declaration (submissions.endpoints) and when a spot-check starts."""
+        url = url.strip()
+        if _unprintable(url):
+            raise EgressRefused(
+                "egress-url", "The endpoint URL holds a space, a control or a non-ASCII character."
+            )
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as exc:
+            raise EgressRefused(
+                "egress-url", f"The endpoint URL cannot be read ({exc}): give http(s)://host[:port][/path]."
+            ) from exc
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise EgressRefused("egress-url", f"{url!r} is not an http(s) URL with a host.")
-        if parts.username or parts.password:
-            raise EgressRefused("egress-url", "A credential in the URL is refused.")
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        return cls(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
+            raise EgressRefused(
+                "egress-url",
+                "The endpoint URL must be http(s)://host[:port][/path], e.g. https://api.example.com/v1.",
+            )
+        if "@" in parts.netloc:
+            raise EgressRefused(
+                "egress-url",
+                "Put the credential in its own field, not in the URL (the URL may be shown to auditors).",
+            )
+        if parts.query or parts.fragment or url.endswith(("?", "#")):
+            raise EgressRefused(
+                "egress-url", "The endpoint URL takes no query or fragment: give the API's base URL."
+            )
+        if port == 0:
+            raise EgressRefused("egress-url", "Port 0 is not a port an endpoint listens on: give 1 to 65535.")
+        if not _host_is_valid(parts.hostname, bracketed=parts.netloc.startswith("[")):
+            raise EgressRefused(
+                "egress-url",
+                f"{parts.hostname!r} is not a host name (letters, digits, '-' and '.') or an IP address.",
+            )
+        base_path = parts.path.rstrip("/")
+        if base_path:
+            try:
+                confined_path(base_path, "")
+            except EgressRefused as exc:
+                raise EgressRefused("egress-url", f"The endpoint URL's path: {exc.detail}") from exc
+        return cls(parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80), base_path)
+
+
+def _unprintable(text: str) -> bool:
+    return any(not (0x21 <= ord(character) <= 0x7E) for character in text)
+
+
+def _host_is_valid(host: str, *, bracketed: bool) -> bool:
+    if bracketed:
+        try:
+            return isinstance(ipaddress.ip_address(host), ipaddress.IPv6Address)
+        except ValueError:
+            return False
+    labels = host.split(".")
+    return len(host) <= 253 and all(
+        0 < len(label) <= 63
+        and label.replace("-", "").replace("_", "").isascii()
+        and label.replace("-", "").replace("_", "").isalnum()
+        for label in labels
+    )
+
+
+def confined_path(path: str, base_path: str) -> str:
+    """The request target to forward for a client's `path`: repeated slashes merged, and only under `base_path`.
+    Refused (`egress-path`): a dot segment (`.`, `..`, percent-encoded too), an encoded slash or backslash, a
+    backslash, a space, control or non-ASCII character; `egress-other-host` for anything but an origin-form path."""
+    if not path.startswith("/"):
+        raise EgressRefused("egress-other-host", "Only paths of the declared endpoint are forwarded.")
+    if _unprintable(path):
+        raise EgressRefused(
+            "egress-path", "A path with a space, a control or a non-ASCII character is refused."
+        )
+    route, question, query = path.partition("?")
+    if "\\" in route or "%2f" in route.lower() or "%5c" in route.lower():
+        raise EgressRefused("egress-path", f"{route[:200]} holds an encoded slash or a backslash: refused.")
+    if any(segment in (".", "..") for segment in unquote(route).split("/")):
+        raise EgressRefused("egress-path", f"{route[:200]} holds a dot segment ('.' or '..'): refused.")
+    while "//" in route:
+        route = route.replace("//", "/")
+    if base_path and not (route == base_path or route.startswith(base_path + "/")):
+        raise EgressRefused("egress-path", f"{route[:200]} is not under the declared base path {base_path}.")
+    return route + question + query
+
+
+def credential_refusal(credential: str) -> str | None:
+    """Why a credential cannot be sent as a header value (None: it can)."""
+    if any(ord(character) < 0x20 or ord(character) == 0x7F for character in credential):
+        return "The credential holds a line break or another control character: paste the key alone."
+    return None
 
 
 @dataclass
@@ -214,6 +305,8 @@ class EgressProxy:
         bind_port: int = 0,
     ) -> None:
         self.target = Target.from_url(endpoint_url)
+        if credential and (problem := credential_refusal(credential)) is not None:
+            raise EgressRefused("egress-credential", problem)
         self.credential = credential
         self.allow_loopback = allow_loopback
         self.limits = limits or Limits()
@@ -238,13 +331,10 @@ class EgressProxy:
         self._server.shutdown()
         self._server.server_close()
 
-    def _admit(self, path: str) -> None:
-        """Refuse what the guard never sends; count the request against its bounds."""
-        if not path.startswith("/"):
-            raise EgressRefused("egress-other-host", "Only paths of the declared endpoint are forwarded.")
-        base = self.target.base_path
-        if base and not (path == base or path.startswith(base + "/") or path.startswith(base + "?")):
-            raise EgressRefused("egress-path", f"{path} is not under the declared base path {base}.")
+    def _admit(self, path: str) -> str:
+        """The path to forward (confined under the base path); refuse what the guard never sends; count the request
+        against its bounds."""
+        path = confined_path(path, self.target.base_path)
         deadline = self._started + self.limits.max_duration_s
         if time.monotonic() > deadline:
             raise EgressRefused("egress-duration", "The spot-check's time is up.")
@@ -256,9 +346,23 @@ class EgressProxy:
             raise EgressRefused(
                 "egress-rate", "The endpoint's rate limit leaves no room before the deadline."
             )
+        return path
 
     def _handler_class(self) -> type[_GuardHandler]:
         return type("Handler", (_GuardHandler,), {"proxy": self})
+
+
+def _body_length(headers) -> int | None:
+    """The request body's length: 0 without Content-Length, None when it is not one plain number or the body is
+    chunked (the guard forwards only bodies of a stated length)."""
+    if headers.get("Transfer-Encoding") is not None:
+        return None
+    values = headers.get_all("Content-Length") or []
+    if not values:
+        return 0
+    if len(values) > 1 or not (values[0].isascii() and values[0].isdigit()) or len(values[0]) > 18:
+        return None
+    return int(values[0])
 
 
 class _GuardHandler(BaseHTTPRequestHandler):
@@ -294,8 +398,16 @@ class _GuardHandler(BaseHTTPRequestHandler):
 
     def _forward(self) -> None:
         proxy = self.proxy
+        length = _body_length(self.headers)
+        if length is None:
+            self._refuse(
+                400,
+                "egress-bad-request",
+                "The request's Content-Length is not one plain number, or it is chunked: send one body of a stated length.",
+            )
+            return
         try:
-            proxy._admit(self.path)
+            path = proxy._admit(self.path)
         except EgressRefused as exc:
             self._refuse(
                 429 if exc.code in ("egress-rate", "egress-request-count") else 403,
@@ -303,7 +415,6 @@ class _GuardHandler(BaseHTTPRequestHandler):
                 exc.detail,
             )
             return
-        length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY_BYTES:
             self._refuse(413, "egress-body", "The request body is too large.")
             return
@@ -315,7 +426,7 @@ class _GuardHandler(BaseHTTPRequestHandler):
             proxy.target, allow_loopback=proxy.allow_loopback, limits=proxy.limits
         )
         try:
-            response = self._upstream(connection, body=body, headers=headers)
+            response = self._upstream(connection, path=path, body=body, headers=headers)
             if response is None:
                 return
             http_status = response.getcode()
@@ -331,10 +442,12 @@ class _GuardHandler(BaseHTTPRequestHandler):
         finally:
             connection.close()
 
-    def _upstream(self, connection: _CheckedConnection, *, body, headers) -> http.client.HTTPResponse | None:
+    def _upstream(
+        self, connection: _CheckedConnection, *, path: str, body, headers
+    ) -> http.client.HTTPResponse | None:
         """The endpoint's answer to the request, or None once the client was told why there is none."""
         try:
-            connection.request(self.command, self.path, body=body, headers=headers)
+            connection.request(self.command, path, body=body, headers=headers)
             return connection.getresponse()
         except EgressRefused as exc:
             self._refuse(502, exc.code, exc.detail)

@@ -13,6 +13,7 @@ from typing import Any
 
 from celery import current_app
 from django.conf import settings
+from django.db import transaction
 
 from portal.env import EnvError
 
@@ -106,3 +107,15 @@ def route_task(name, args, kwargs, options, task=None, **kw):
     task = task or current_app.tasks.get(name)
     kind = getattr(task, "queue_kind", None) or "housekeeping"
     return {"queue": queue_name(kind, prefix=settings.PORTAL_QUEUE_PREFIX)}
+
+
+def task_send(task_name: str, *args: Any, **options: Any) -> None:
+    """Send a task by its registered name now (the broker's queue, or in-process without a broker): the one way
+    the portal queues work, so no service imports a tasks module (which imports the services back)."""
+    current_app.signature(task_name, args=list(args)).apply_async(**options)
+
+
+def task_send_on_commit(task_name: str, *args: Any) -> None:
+    """Send a task by name once the caller's transaction commits (never for a row a rollback takes back). A check
+    run's start goes through its outbox as well (submissions.checks.queue), which sends with `task_send`."""
+    transaction.on_commit(lambda: task_send(task_name, *args))

@@ -103,6 +103,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Compresses text answers last, after every other middleware has written them (portal.middleware).
+    "portal.middleware.CompressTextMiddleware",
     "portal.middleware.RequestIDMiddleware",
     "portal.middleware.RoleMemoMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -200,6 +202,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "audit.tasks.audit_checkpoint_task",
         "schedule": crontab(minute=5, hour=0),
     },
+    # The one reconciler of every job kind (portal.reconcile): check runs, spot-checks, previews.
     "check-runs-reconcile": {"task": "submissions.tasks.check_runs_reconcile_task", "schedule": 60.0},
     "uploads-cleanup": {"task": "submissions.tasks.uploads_cleanup_task", "schedule": 900.0},
     # Multipart uploads in the bucket that no open upload owns any more (submissions.direct_uploads).
@@ -212,8 +215,6 @@ CELERY_BEAT_SCHEDULE = {
     "rechecks-start-if-due": {"task": "leaderboard.tasks.rechecks_start_if_due_task", "schedule": 3600.0},
     # Spot-checks of published results whose endpoint stays up: only with PORTAL_SPOTCHECK_SCHEDULE.
     "spotchecks-schedule": {"task": "spotchecks.tasks.spotchecks_schedule_task", "schedule": 3600.0},
-    # A spot-check whose worker died mid-run is recorded as an error once its hard time limit is long past.
-    "spotchecks-reconcile": {"task": "spotchecks.tasks.spotchecks_reconcile_task", "schedule": 600.0},
     # One e-mail a day to each user who chose the digest (accounts.services.notifications.notifications_digest_send).
     "notifications-digest": {
         "task": "accounts.tasks.notifications_digest_task",
@@ -274,13 +275,22 @@ else:
             )
         },
     }
+# In production (docker-compose.yml sets it) static URLs carry their content's hash (portal.css ->
+# portal.3f2a9c1b.css), collectstatic writes .gz and .br beside each file, and whitenoise serves those with
+# Cache-Control max-age of ten years, immutable: a changed file gets a new URL. Off (the zero-config demo, the
+# tests), files are served from the source folders without collectstatic, cached 60 s.
+PORTAL_STATIC_MANIFEST = env_bool("PORTAL_STATIC_MANIFEST", False)
 STORAGES = {
     "default": _default_storage,
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if PORTAL_STATIC_MANIFEST
+        else "whitenoise.storage.CompressedStaticFilesStorage"
+    },
     "audit_checkpoints": _checkpoint_storage,
 }
-# Serve straight from the source folders too, so the demo works before collectstatic has run.
-WHITENOISE_USE_FINDERS = True
+# Without the manifest, serve straight from the source folders too, so the demo works before collectstatic has run.
+WHITENOISE_USE_FINDERS = not PORTAL_STATIC_MANIFEST
 WHITENOISE_ROOT = BASE_DIR / "static" / "root"  # /favicon.ico, served at the site's root like a browser asks
 WHITENOISE_AUTOREFRESH = DEBUG
 
@@ -445,8 +455,6 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "TAGS": SPECTACULAR_TAGS,  # one section per group of users (portal/api_tags.py)
@@ -508,6 +516,19 @@ PORTAL_EVIDENCE_DAYS = env_int("PORTAL_EVIDENCE_DAYS", 5, minimum=1)
 PORTAL_AUDIT_HMAC_KEY = env_secret("PORTAL_AUDIT_HMAC_KEY") or _generated_secret("audit_hmac_key")
 if len(PORTAL_AUDIT_HMAC_KEY) < 32:
     raise EnvError("PORTAL_AUDIT_HMAC_KEY is shorter than 32 characters: generate a long random value.")
+
+# --- Evidence packs and the public transparency log (docs/evidence.md) ------------------------------------
+# The Ed25519 key that signs every pack's statement and every checkpoint of the public log, as a signed-note signer
+# key line (PRIVATE+KEY+<name>+<id>+<base64>), from PORTAL_EVIDENCE_KEY or the file named by PORTAL_EVIDENCE_KEY_FILE;
+# never in the repository. Unset: generated once into VAR_DIR/evidence_signing_key (the demo's own key).
+PORTAL_EVIDENCE_KEY = env_secret("PORTAL_EVIDENCE_KEY")
+PORTAL_EVIDENCE_KEY_PATH = VAR_DIR / "evidence_signing_key"
+# Retired keys' public halves (verifier key lines), so what they signed stays verifiable after a rotation.
+PORTAL_EVIDENCE_RETIRED_KEYS_FILE = env_str("PORTAL_EVIDENCE_RETIRED_KEYS_FILE", "") or None
+# The log's name (its checkpoints' origin line, and the signing key's name).
+PORTAL_LOG_ORIGIN = env_str("PORTAL_LOG_ORIGIN", "") or (
+    PORTAL_SITE_URL.split("://", 1)[-1].rstrip("/") + "/log"
+).replace(":", "-")
 
 # --- Declared endpoints and re-measurement (docs/remeasurement.md) ----------------------------------------
 # Key of the Fernet encryption of a declared endpoint's credential (any long string; the Fernet key is its SHA-256).

@@ -45,6 +45,8 @@ class Preview(StatefulModel, models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     checked_at = models.DateTimeField(null=True, blank=True)
+    # When the current check was queued (the upload or the last re-check): the reconciler's clock.
+    checking_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -8,16 +8,17 @@ importers' `import-*`, `preview-file-name`, `preview-duplicate-name`), never a 5
 from __future__ import annotations
 
 import hashlib
+import logging
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import Membership
+from accounts.actors import SUBMITTER_ROLES
 from accounts.selectors import user_org_ids
 from catalog.models import Benchmark
 from checker.cli.import_pipeline import IMPORT_LIMITS, import_runs
@@ -25,11 +26,13 @@ from checker.read.inputs.archive import Budget, extract_archive, name_problem, s
 from checker.recompute.curve import curve_of
 from checker.report import Findings
 from portal.errors import ApplicationError, NotAllowedError
+from portal.queues import task_send_on_commit
 from previews.models import Preview
 from previews.workflow import PREVIEW
 from submissions.models import System
 
-SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
+logger = logging.getLogger(__name__)
+
 MiB = 1024 * 1024
 
 
@@ -81,15 +84,14 @@ def preview_create(*, actor, system: System, benchmark: Benchmark, name: str, fi
         name=name[:120],
         files=stored,
         created_by=actor,
+        checking_since=timezone.now(),
     )
     _queue(preview)
     return preview
 
 
 def _queue(preview: Preview) -> None:
-    from previews.tasks import preview_check_task
-
-    transaction.on_commit(lambda: preview_check_task.delay(preview.pk))
+    task_send_on_commit("previews.tasks.preview_check_task", preview.pk)
 
 
 def _size(upload) -> int:
@@ -149,10 +151,47 @@ def _lay_out(preview: Preview, root: Path, findings: Findings) -> None:
 
 
 def preview_check(preview_id: int) -> Preview | None:
-    """Read the files through the registry's importers and recompute every point (safe to run twice)."""
+    """Read the files through the registry's importers and recompute every point (safe to run twice). Whatever
+    goes wrong, the preview ends `failed` with a finding that says what to do: never `checking` for good."""
     preview = Preview.objects.filter(pk=preview_id).select_related("system", "benchmark").first()
     if preview is None or not PREVIEW.state_allows(preview, "finish"):
         return preview
+    try:
+        return _check(preview)
+    except Exception as exc:  # noqa: BLE001 - any error of the check ends the preview, reported, never stuck
+        logger.exception("preview %s: the check stopped", preview.pk)
+        return preview_give_up(
+            preview,
+            rule="preview-check-error",
+            message=f"The check stopped on an unexpected error ({exc.__class__.__name__}); the files are kept.",
+        )
+
+
+def preview_give_up(preview: Preview, *, rule: str, message: str) -> Preview:
+    """End a preview whose check cannot finish as `failed`, with one finding a user can act on (re-check or delete)."""
+    finding = {
+        "rule": rule,
+        "severity": "error",
+        "message": message,
+        "fix": "Re-check the preview; if it fails again, delete it and upload the tool's files exactly as it wrote "
+        "them.",
+    }
+    PREVIEW.advance(
+        Preview.objects,
+        preview,
+        "finish",
+        target=Preview.Status.FAILED,
+        result={},
+        curve={},
+        findings=[finding],
+        error_count=1,
+        checked_at=timezone.now(),
+    )
+    preview.refresh_from_db()
+    return preview
+
+
+def _check(preview: Preview) -> Preview:
     findings = Findings()
     with tempfile.TemporaryDirectory(prefix="preview-") as tmp:
         root = Path(tmp) / "files"
@@ -201,10 +240,39 @@ def preview_check(preview_id: int) -> Preview | None:
 
 def preview_recheck(*, actor, preview: Preview) -> Preview:
     PREVIEW.require(actor, preview, "recheck")
-    if PREVIEW.advance(Preview.objects, preview, "recheck", result={}, curve={}, findings=[], error_count=0):
+    if PREVIEW.advance(
+        Preview.objects,
+        preview,
+        "recheck",
+        result={},
+        curve={},
+        findings=[],
+        error_count=0,
+        checking_since=timezone.now(),
+    ):
         _queue(preview)
     preview.refresh_from_db()
     return preview
+
+
+def previews_reconcile(*, now=None) -> list[int]:
+    """Previews whose check was lost (no worker, a message lost, a worker killed mid-check): still `checking` past
+    the judge queue's hard time limit and ten minutes more end `failed`, saying so."""
+    now = now or timezone.now()
+    _soft, hard = settings.PORTAL_TASK_TIME_LIMITS["judge"]
+    stale_before = now - timedelta(seconds=hard + 600)
+    stale = Preview.objects.filter(Preview.states.q("checking"), checking_since__lt=stale_before)
+    ended = []
+    for preview in stale:
+        preview = preview_give_up(
+            preview,
+            rule="preview-check-lost",
+            message="The check's worker stopped before it finished (no worker on the judge queue, or it died "
+            "mid-check); the files are kept.",
+        )
+        if preview.in_state(Preview.Status.FAILED):
+            ended.append(preview.pk)
+    return ended
 
 
 def preview_delete(*, actor, preview: Preview) -> None:

@@ -3,24 +3,9 @@ it. A preview has no review, no audit and no publication: nothing in this table 
 
 from __future__ import annotations
 
-from accounts.models import Membership
-from accounts.selectors import user_org_ids
-from portal.policy import Actor, Policy, Rule
+from accounts.actors import MEMBER, SUBMITTER, WORKER
+from portal.policy import Policy, Rule
 from previews.models import Preview
-
-SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
-
-MEMBER = Actor(
-    "member",
-    "members of the preview's organisation",
-    lambda user, preview: preview.organisation_id in user_org_ids(user),
-)
-SUBMITTER = Actor(
-    "submitter",
-    "submitters and org admins of the preview's organisation",
-    lambda user, preview: preview.organisation_id in user_org_ids(user, roles=SUBMITTER_ROLES),
-)
-WORKER = Actor("worker", "the preview check", lambda user, obj: False, system=True)
 
 S = Preview.Status
 PREVIEW = Policy(

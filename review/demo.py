@@ -97,7 +97,7 @@ STAGES = (
 )
 
 
-def demo_submission(*, system: System, title: str, actor) -> Submission:
+def demo_submission(*, system: System, title: str, actor, model_id: str = DEMO_MODEL_ID) -> Submission:
     """The demo submission of that title (created as a draft through the service the first time)."""
     submission = Submission.objects.filter(
         organisation=system.organisation, system=system, title=title
@@ -106,7 +106,7 @@ def demo_submission(*, system: System, title: str, actor) -> Submission:
         submission = submission_create(
             actor=actor,
             system=system,
-            benchmark=Benchmark.objects.get(model_id=DEMO_MODEL_ID),
+            benchmark=Benchmark.objects.get(model_id=model_id),
             title=title,
         )
     return submission
@@ -222,6 +222,7 @@ def _reviewed_in_review(submission: Submission, submitter, reviewers: list, chai
 TEAMS = {
     "acmecompute": ("demo-submitter", ("demo-reviewer", "demo-reviewer2")),
     "nimbuscloud": ("demo-nimbus", ("demo-reviewer2", "demo-reviewer3")),
+    "zephyr-silicon": ("demo-zephyr", ("demo-reviewer", "demo-reviewer2")),  # not Tessera AI: in conflict
 }
 
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import Membership
-from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
+from accounts.actors import AUDITOR, CHAIR, MEMBER, SCHEDULE, SUBMITTER
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, ConflictError
 from portal.policy import Actor, AllowedAction, Policy, Ready, Rule
@@ -26,7 +25,6 @@ from submissions.selectors import check_run_latest, version_latest
 from submissions.workflow import SUBMISSION_FILE_RULES
 
 Status = Submission.Status
-SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
 
 __all__ = [
     "Ready",
@@ -36,7 +34,6 @@ __all__ = [
     "allowed_actions",
     "require",
     "allowed",
-    "can",
 ]
 
 
@@ -52,16 +49,6 @@ def _submission_of(obj) -> Submission:
     return obj.submission
 
 
-SUBMITTER = Actor(
-    "submitter",
-    "submitters and org admins of the submitting organisation",
-    lambda user, obj: _submission_of(obj).organisation_id in user_org_ids(user, roles=SUBMITTER_ROLES),
-)
-MEMBER = Actor(
-    "member",
-    "members of the submitting organisation",
-    lambda user, obj: _submission_of(obj).organisation_id in user_org_ids(user),
-)
 ASSIGNED_REVIEWER = Actor(
     "assigned_reviewer",
     "reviewers assigned to the submission who accepted and have no conflict of interest now",
@@ -75,10 +62,6 @@ ACTIVE_REVIEWER = Actor(
         and not selectors.user_is_conflicted(user, _submission_of(obj))
     ),
 )
-AUDITOR = Actor("auditor", "auditors", lambda user, obj: user_is_auditor(user))
-CHAIR = Actor("chair", "the chair", lambda user, obj: user_is_chair(user))
-SCHEDULE = Actor("schedule", "the publication schedule", lambda user, obj: False, system=True)
-DEADLINE = Actor("deadline", "the review deadline job", lambda user, obj: False, system=True)
 ASSIGNEE = Actor(
     "assignee",
     "the reviewer the assignment names, with no conflict of interest now",
@@ -391,7 +374,7 @@ ASSIGNMENT = Policy(
         Rule(
             "release",
             (A.INVITED, A.ACCEPTED),
-            (CHAIR, DEADLINE),
+            (CHAIR, SCHEDULE),
             "Release",
             target=A.RELEASED,
             done="released",
@@ -515,18 +498,6 @@ def require(user, submission: Submission, action: str, *, reason: str = "") -> R
 
 def allowed(user, submission: Submission, action: str) -> bool:
     return SUBMISSION.allowed(user, submission, action)
-
-
-def can(user, action: str, obj=None) -> bool:
-    """A role check in the policy's words, for the review's pages: "oversee" (auditor or chair), "chair",
-    "audit"; otherwise an action of the submission's table on `obj`."""
-    if action == "chair":
-        return CHAIR(user, obj)
-    if action == "audit":
-        return AUDITOR(user, obj)
-    if action == "oversee":
-        return CHAIR(user, obj) or AUDITOR(user, obj)
-    return obj is not None and allowed(user, obj, action)
 
 
 def transition_row(action: str) -> Rule:

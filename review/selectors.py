@@ -13,7 +13,8 @@ from accounts.models import Membership
 from accounts.selectors import request_memoized, user_is_auditor, user_is_chair, user_org_ids
 from review.models import Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from submissions.models import CheckRun, Finding, PointMetric, Submission, SubmissionVersion
-from submissions.selectors import check_run_latest
+from submissions.selectors import check_run_latest, check_run_official
+from submissions.verdicts import verdict
 
 
 def user_is_reviewer(user) -> bool:
@@ -286,28 +287,19 @@ def check_verdict(
     *,
     errors: list[Finding] | None = None,
     waived: int | None = None,
+    official: bool = False,
 ) -> dict:
-    """What a check run's verdict reads wherever it is shown: `passed`, `passed with N waived` (a failed run
-    whose every error finding has a granted waiver: a published result's check, never "failed"), or the run's
-    own status. `status` is the word an API answer carries (passed, passed_with_waivers, failed, ...)."""
+    """What a check run's verdict reads wherever it is shown, in the one vocabulary (submissions.verdicts): passed,
+    passed with N waived (a failed run whose every error finding has a granted waiver: a published result's check,
+    never "failed"), failed, not run and why. `status` is the word an API answer carries (passed,
+    passed_with_waivers, failed, ...). With `official` the official cross-check's words too ("official")."""
     if check_run is None:
-        return {"status": "none", "label": "not checked", "waived": 0, "errors": 0}
+        return verdict(None, **({"official": None} if official else {}))
     error_count = int((check_run.counts or {}).get("error") or 0)
     if waived is None:
         waived = waived_error_count(version, check_run, errors=errors)
-    if check_run.in_state("failed") and error_count and waived >= error_count:
-        return {
-            "status": "passed_with_waivers",
-            "label": f"passed with {waived} waived",
-            "waived": waived,
-            "errors": error_count,
-        }
-    return {
-        "status": check_run.status,
-        "label": check_run.status,
-        "waived": waived,
-        "errors": error_count,
-    }
+    extra = {"official": check_run_official(check_run)} if official else {}
+    return verdict(check_run.status, errors=error_count, waived=waived, **extra)
 
 
 def waivers_of(version: SubmissionVersion) -> QuerySet[Waiver]:

@@ -40,15 +40,17 @@ class RunOutput:
 
 
 def scenario(url: str, spec: LoadSpec, *, tokenizer: str) -> dict:
-    """GuideLLM's scenario for one point. `url` is the API's base (the declared path kept: a base ending in /v1
-    takes the routes without their /v1). No health probe (an API's base path rarely serves /health), no
+    """GuideLLM's scenario for one point. `url` is the API's base, the declared path kept: the routes carry that
+    path (GuideLLM drops a target's trailing /v1, so the target is the origin alone), and a base ending in /v1
+    takes the routes without their /v1. No health probe (an API's base path rarely serves /health), no
     redirect followed, HTTP/1.1 (what the guard speaks)."""
-    base_path = urlsplit(url).path.rstrip("/")
-    prefix = "" if base_path.endswith("/v1") else "v1/"
+    parts = urlsplit(url)
+    base_path = parts.path.strip("/")
+    prefix = f"{base_path}/" if base_path.rpartition("/")[2] == "v1" else f"{base_path}/v1/".lstrip("/")
     return {
         "backend": {
             "kind": "openai_http",
-            "target": url.rstrip("/"),
+            "target": f"{parts.scheme}://{parts.netloc}",
             "model": spec.model_name,
             "request_format": "/v1/chat/completions",
             "api_routes": {
@@ -74,6 +76,18 @@ def scenario(url: str, spec: LoadSpec, *, tokenizer: str) -> dict:
         "metrics": {"kind": "generative", "sample_size": 0},
         "outputs": [{"kind": "json", "path": "benchmarks.json"}],
     }
+
+
+def not_installed(guidellm_bin: str) -> str:
+    """Why re-measurement cannot run on this machine, with the command that adds it; "" when GuideLLM is there."""
+    path = Path(guidellm_bin)
+    if path.is_file() and os.access(path, os.X_OK):
+        return ""
+    return (
+        f"Re-measurement is not installed here: GuideLLM was not found at {guidellm_bin}. Add it with `make "
+        "guidellm` (GuideLLM 0.8.1 in .venv-guidellm, beside the portal's own venv), or point PORTAL_GUIDELLM_BIN "
+        "at a guidellm 0.8.1 executable, on the machine that runs the spot-check worker."
+    )
 
 
 def run_guidellm(url: str, spec: LoadSpec, *, guidellm_bin: str, tokenizer: str, workdir: Path) -> RunOutput:

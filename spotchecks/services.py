@@ -29,6 +29,7 @@ from leaderboard.models import Publication
 from leaderboard.services import challenge_raise_remeasured
 from portal.egress import EgressProxy, EgressRefused, Limits
 from portal.errors import ApplicationError, ConflictError
+from portal.queues import task_send_on_commit
 from review import lifecycle
 from spotchecks import runner
 from spotchecks.models import SpotCheck
@@ -52,6 +53,9 @@ def spotcheck_start(
         Submission.objects.select_for_update().select_related("system", "benchmark").get(pk=submission.pk)
     )
     lifecycle.require(actor, submission, "spot_check")  # who, state, a declared endpoint
+    missing = runner.not_installed(settings.PORTAL_GUIDELLM_BIN) if queue else ""
+    if missing:
+        raise ApplicationError(missing, code="remeasurement-not-installed")
     if SpotCheck.objects.filter(SpotCheck.states.q("active"), submission=submission).exists():
         raise ConflictError(
             "A spot-check of this submission is still measuring: wait for its verdict.", code="spotcheck-busy"
@@ -97,9 +101,7 @@ def spotcheck_start(
         },
     )
     if queue:
-        from spotchecks.tasks import spotcheck_run_task
-
-        transaction.on_commit(lambda: spotcheck_run_task.delay(spot_check.pk))
+        task_send_on_commit("spotchecks.tasks.spotcheck_run_task", spot_check.pk)
     return spot_check
 
 
@@ -124,6 +126,9 @@ def _limits() -> Limits:
 
 def _measure(spot_check: SpotCheck, endpoint: Endpoint, workdir: Path) -> dict:
     """Run GuideLLM through the guard and import its output: what `_finish` writes."""
+    missing = runner.not_installed(settings.PORTAL_GUIDELLM_BIN)
+    if missing:  # the worker's machine lacks it (the start is refused where the web process lacks it)
+        return {"status": S.ERROR, "detail": missing, "evidence": [], "egress": {}}
     spec = runner.LoadSpec(
         concurrency=spot_check.concurrency,
         duration_s=spot_check.duration_s,

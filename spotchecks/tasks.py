@@ -20,10 +20,3 @@ def spotchecks_schedule_task() -> list[int]:
     from spotchecks.services import spotchecks_schedule
 
     return spotchecks_schedule()
-
-
-@shared_task(**task_kind("housekeeping"))
-def spotchecks_reconcile_task() -> list[int]:
-    from spotchecks.services import spotchecks_reconcile
-
-    return spotchecks_reconcile()

@@ -4,16 +4,9 @@ endpoint, and the spot-check schedule. The worker moves it; nobody edits a verdi
 
 from __future__ import annotations
 
-from accounts.selectors import user_is_auditor, user_is_chair
-from portal.policy import Actor, Policy, Rule
+from accounts.actors import OVERSEER, WORKER
+from portal.policy import Policy, Rule
 from spotchecks.models import SpotCheck
-
-OVERSEER = Actor(
-    "overseer",
-    "auditors and the chair",
-    lambda user, spot_check: user_is_auditor(user) or user_is_chair(user),
-)
-WORKER = Actor("worker", "the spot-check worker", lambda user, obj: False, system=True)
 
 S = SpotCheck.Status
 SPOT_CHECK = Policy(

@@ -73,6 +73,18 @@ def extension_archive_files(*concurrencies: int) -> list[DemoFile]:
     return _archives(EXTENSION_DIR, "AX-8000-v1.1", concurrencies or None)
 
 
+AGENTIC_DIR = SAMPLES_DIR / "agentic" / "run_archives"
+AGENTIC_MODEL_ID = "qwen3_6-35b-a3b"
+
+
+def agentic_files() -> list[DemoFile]:
+    """Zephyr Silicon's real agentic coding curve of the ZX-2 (Qwen3.6-35B-A3B, r1, r2, r8; fixtures/agentic/)."""
+    return [
+        DemoFile(path.name, path.read_bytes())
+        for path in (AGENTIC_DIR / f"ZX-2_agentic_c{c}.tar.gz" for c in (1, 2, 8))
+    ]
+
+
 def second_system_files() -> list[DemoFile]:
     """NimbusCloud's seven Nimbus NB-2 run archives, sorted by concurrency."""
     return _archives(SECOND_SYSTEM_DIR, "NB-2")

@@ -27,7 +27,6 @@ import logging
 import math
 from datetime import timedelta
 
-from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.files.storage import default_storage
@@ -36,6 +35,7 @@ from django.utils import timezone
 
 from audit.services import audit_event_record
 from portal.errors import ApplicationError, ConflictError
+from portal.queues import task_send_on_commit
 from submissions.models import Upload
 from submissions.storage import COPY_CHUNK_BYTES, blob_key
 
@@ -225,10 +225,6 @@ def upload_direct_sign(*, upload: Upload, parts: list[dict], actor) -> list[dict
     return signed
 
 
-def _queue_verify(upload_id) -> None:
-    current_app.signature(UPLOAD_VERIFY_TASK, args=[str(upload_id)]).apply_async()
-
-
 @transaction.atomic
 def upload_direct_finish(
     *, upload: Upload, sha256: str, actor, create_version: bool, include_uploads, kind: str | None
@@ -251,7 +247,7 @@ def upload_direct_finish(
             extra={"expected_sha256": upload.sha256, "received_sha256": sha256},
         )
     if upload.in_state("verifying"):
-        transaction.on_commit(lambda: _queue_verify(upload.pk))
+        task_send_on_commit(UPLOAD_VERIFY_TASK, str(upload.pk))
         return upload
     if upload.in_state("finished"):
         return upload
@@ -299,7 +295,7 @@ def upload_direct_finish(
         "kind": kind,
     }
     upload.save(update_fields=["status", "finish_request", "updated_at"])
-    transaction.on_commit(lambda: _queue_verify(upload.pk))
+    task_send_on_commit(UPLOAD_VERIFY_TASK, str(upload.pk))
     return upload
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from urllib.parse import urlsplit
 
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
@@ -18,6 +17,7 @@ from django.db import transaction
 
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.services import audit_event_record
+from portal.egress import EgressRefused, Target, credential_refusal
 from portal.errors import ApplicationError
 from submissions.models import Endpoint, Submission
 from submissions.workflow import SUBMISSION_FILES
@@ -46,23 +46,12 @@ def endpoint_credential(endpoint: Endpoint) -> str | None:
 
 
 def _check_url(url: str) -> str:
+    """The URL as stored, checked by the egress guard's own reading of it (what a spot-check will connect to)."""
     url = (url or "").strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ApplicationError(
-            "The endpoint URL must be http(s)://host[:port][/path], e.g. https://api.example.com/v1.",
-            code="endpoint-url-invalid",
-        )
-    if parts.username or parts.password:
-        raise ApplicationError(
-            "Put the credential in its own field, not in the URL (the URL may be shown to auditors).",
-            code="endpoint-url-invalid",
-        )
-    if parts.query or parts.fragment:
-        raise ApplicationError(
-            "The endpoint URL takes no query or fragment: give the API's base URL.",
-            code="endpoint-url-invalid",
-        )
+    try:
+        Target.from_url(url)
+    except EgressRefused as exc:
+        raise ApplicationError(exc.detail, code="endpoint-url-invalid") from exc
     return url.rstrip("/")
 
 
@@ -85,6 +74,8 @@ def endpoint_declare(
     model_name = (model_name or "").strip()
     if not model_name:
         raise ApplicationError("Give the model name the endpoint serves.", code="endpoint-model-missing")
+    if credential and (problem := credential_refusal(credential)) is not None:
+        raise ApplicationError(problem, code="endpoint-credential-invalid")
     if credential is not None and len(credential) > MAX_CREDENTIAL_CHARS:
         raise ApplicationError(
             f"The credential is longer than {MAX_CREDENTIAL_CHARS} characters.",

@@ -21,6 +21,7 @@ from submissions.selectors import (
     check_run_point_metrics,
     check_run_report,
 )
+from submissions.verdicts import verdict
 
 SEVERITIES = [
     ("error", "Errors", "Each one fails the check: fix them and upload a new version."),
@@ -286,6 +287,7 @@ def check_section_context(submission: Submission, version) -> dict:
     context.update(
         {
             "official": official,
+            "official_verdict": verdict(check_run.status, official=official)["official"],
             "finding_groups": groups,
             "point_rows": rows,
             # The regions the table names, each official id with its readable label (REGION_LABELS order).

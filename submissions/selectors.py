@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from django.db.models import Case, Exists, IntegerField, OuterRef, Prefetch, Q, QuerySet, Value, When
 
-from accounts.models import Membership, Organisation
+from accounts.actors import SUBMITTER_ROLES
+from accounts.models import Organisation
 from accounts.selectors import user_is_chair, user_org_ids
 from submissions.models import CheckRun, Submission, SubmissionVersion, System
-
-SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
-
 
 # --- Systems ---------------------------------------------------------------------------------
 

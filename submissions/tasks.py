@@ -1,7 +1,7 @@
 """Celery tasks of the submissions app: the check pipeline (start -> one task per load point -> join).
 
 Convention: a task takes ids, calls one service, is safe to run twice, and is queued with
-transaction.on_commit / delay_on_commit. Each task names its kind (portal/queues.py): its queue
+by name after commit (portal.queues.task_send_on_commit). Each task names its kind (portal/queues.py): its queue
 and time limits. The pipeline tasks (unpack, point, judge) are acks_late with
 reject_on_worker_lost: a message whose worker died is delivered again, and the services'
 compare-and-set on (status, attempt) makes the repeat harmless.
@@ -14,8 +14,9 @@ import logging
 from celery import chord, shared_task
 
 from portal.queues import task_kind
+from portal.reconcile import jobs_reconcile
 from submissions.checks.queue import check_outbox_send
-from submissions.checks.recovery import check_run_attempt_failed, check_runs_reconcile
+from submissions.checks.recovery import check_run_attempt_failed
 from submissions.checks.steps import check_run_finish, check_run_point, check_run_start
 from submissions.direct_uploads import multipart_uploads_sweep, upload_verify
 from submissions.idempotency import idempotency_keys_expire
@@ -73,10 +74,11 @@ def check_run_finish_task(check_run_id: int, attempt: int) -> None:
 
 
 @shared_task(**task_kind("housekeeping"))
-def check_runs_reconcile_task() -> list[int]:
-    """Every minute (beat): re-queue or fail running checks whose heartbeat stopped, and queued checks that
-    never started (their start message was lost)."""
-    return check_runs_reconcile()
+def check_runs_reconcile_task() -> dict[str, list[int]]:
+    """Every minute (beat): the one reconciler of every job kind (portal.reconcile): re-queue or fail running checks
+    whose heartbeat stopped and queued checks that never started, end spot-checks and previews a lost worker left
+    unfinished."""
+    return jobs_reconcile()
 
 
 @shared_task(**task_kind("housekeeping", ignore_result=True))

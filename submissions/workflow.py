@@ -4,40 +4,19 @@ review.lifecycle.SUBMISSION, which takes these rows in as they are, so the two n
 
 from __future__ import annotations
 
-from accounts.models import Membership
-from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
+from accounts.actors import AUDITOR, CHAIR, SCHEDULE, SUBMITTER, WORKER
+from accounts.selectors import user_is_auditor
 from portal.errors import ConflictError
 from portal.policy import Actor, Policy, Ready, Rule
 from submissions.models import CheckRun, Endpoint, Submission, Upload
 
 Status = Submission.Status
-SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
 
-
-def _organisation_of(obj) -> int:
-    if isinstance(obj, Submission):
-        return obj.organisation_id
-    if isinstance(obj, Upload):
-        return obj.submission.organisation_id
-    return obj.version.submission.organisation_id  # a check run
-
-
-SUBMITTER = Actor(
-    "submitter",
-    "submitters and org admins of the submitting organisation",
-    lambda user, obj: _organisation_of(obj) in user_org_ids(user, roles=SUBMITTER_ROLES),
-)
-AUDITOR = Actor("auditor", "auditors", lambda user, obj: user_is_auditor(user))
-CHAIR = Actor("chair", "the chair", lambda user, obj: user_is_chair(user))
 # A draft is its organisation's own: auditors do not see it, so re-checking one is a question of who (403).
 AUDITOR_OF_SUBMITTED = Actor(
     "auditor",
     "auditors, on a submitted version",
     lambda user, submission: user_is_auditor(user) and not submission.in_state("draft"),
-)
-WORKER = Actor("worker", "the check pipeline", lambda user, obj: False, system=True)
-SPOTCHECK_SCHEDULE = Actor(
-    "spotcheck_schedule", "the spot-check schedule", lambda user, obj: False, system=True
 )
 
 # A draft, or a submission the reviewers sent back: its new version is what `resubmit` sends them.
@@ -68,10 +47,11 @@ SUBMISSION_FILE_RULES = (
     ),
     Rule(
         "recheck",
-        tuple(Status.values),
+        UPLOADABLE,
         (SUBMITTER,),
         "Re-check",
-        needs="the organisation re-checks its own versions (submissions.checks.queue.check_run_create)",
+        needs="while the submission is the organisation's own (a draft, or sent back for changes); from "
+        "submission on, the chair and auditors re-check (submissions.checks.queue.check_run_requeue)",
     ),
     Rule(
         "requeue_check",
@@ -97,7 +77,7 @@ SUBMISSION_FILE_RULES = (
     Rule(
         "spot_check",
         SPOT_CHECKABLE,
-        (AUDITOR, CHAIR, SPOTCHECK_SCHEDULE),
+        (AUDITOR, CHAIR, SCHEDULE),
         "Spot-check a point",
         precondition=_endpoint_declared,
         needs="a declared endpoint (409 `spotcheck-no-endpoint`) and a point of the latest check run or the "

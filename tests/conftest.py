@@ -147,3 +147,36 @@ def pytest_sessionfinish(session, exitstatus):
                 f"CI=true: {skipped} test(s) skipped; failing the run (see -ra above).", red=True
             )
         session.exitstatus = 1
+
+
+# What a test needs besides PostgreSQL and Redis, by the fixtures it uses (transitively) or the folder it lives in.
+# `make test-fast` leaves these out; `make test` and CI run everything (pyproject.toml lists the markers).
+_NEEDS = {
+    "browser": {"chromium"},
+    "worker": {"live_pipeline", "live_portal", "live_beat", "private_redis"},
+    "s3": {"seaweedfs"},
+    "server": {"served"},
+}
+_NEEDS_BY_FOLDER = {"browser": "browser"}
+# Modules that start a process of their own (a mock endpoint, the `portal` CLI against a live server, GuideLLM).
+_NEEDS_BY_MODULE = {
+    "tests/spotchecks/test_services.py": "server",
+    "tests/spotchecks/test_spotcheck_worker.py": "worker",
+    "tests/submissions/test_cli_submitter.py": "server",
+    "tests/checker/test_remeasure.py": "server",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks every test with what it starts (browser, worker, s3, server), so the fast loop can leave those out."""
+    root = config.rootpath
+    for item in items:
+        relative = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        needs = {marker for marker, fixtures in _NEEDS.items() if fixtures & set(item.fixturenames)}
+        parts = relative.split("/")
+        if len(parts) > 1 and parts[1] in _NEEDS_BY_FOLDER:
+            needs.add(_NEEDS_BY_FOLDER[parts[1]])
+        if relative in _NEEDS_BY_MODULE:
+            needs.add(_NEEDS_BY_MODULE[relative])
+        for marker in sorted(needs):
+            item.add_marker(marker)

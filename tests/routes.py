@@ -984,6 +984,42 @@ ROUTES: dict[str, Route] = {
         url=lambda w: f"/results/{w['public_id']}/files/0/",
         group="leaderboard",
     ),
+    # a published revision's (an annotation's, a retraction's) evidence pack: public once published (docs/evidence.md)
+    "results:evidence_pack": _g(
+        RESULT,
+        pk="public_pack",
+        access=Access.PUBLISHED,
+        url=lambda w: f"/results/{w['public_id']}/revisions/1/evidence-pack/",
+        group="leaderboard",
+    ),
+    "results:annotation_evidence_pack": _g(
+        RESULT,
+        pk="public_annotation_pack",
+        access=Access.PUBLISHED,
+        url=lambda w: f"/results/{w['public_id']}/annotations/{w['annotation_id']}/evidence-pack/",
+        group="leaderboard",
+    ),
+    # the public transparency log: public facts only, the same for everyone
+    "log:checkpoint": _g(PUBLIC, access=Access.PUBLIC, url=lambda w: "/log/checkpoint", group="log"),
+    "log:checkpoint_at": _g(
+        PUBLIC, pk="log", access=Access.PUBLIC, url=lambda w: "/log/checkpoints/1", group="log"
+    ),
+    "log:keys": _g(PUBLIC, access=Access.PUBLIC, url=lambda w: "/log/keys", group="log"),
+    "log:leaf": _g(PUBLIC, pk="log", access=Access.PUBLIC, url=lambda w: "/log/leaves/0", group="log"),
+    "log:proof_inclusion": _g(
+        PUBLIC,
+        query="?index=0&size=2",
+        access=Access.PUBLIC,
+        url=lambda w: "/log/proof/inclusion?index=0&size=2",
+        group="log",
+    ),
+    "log:proof_consistency": _g(
+        PUBLIC,
+        query="?old=1&new=2",
+        access=Access.PUBLIC,
+        url=lambda w: "/log/proof/consistency?old=1&new=2",
+        group="log",
+    ),
     # a published result's re-measurement evidence: public once published, when the endpoint is public
     "remeasurements:acceptance": _g(
         RESULT,

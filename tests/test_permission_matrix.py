@@ -167,7 +167,7 @@ def _build_world() -> World:
 
     from accounts.models import GlobalRole, Membership, Notification, Organisation
     from leaderboard.demo import AX8000_TITLE
-    from leaderboard.models import Challenge, Publication
+    from leaderboard.models import Annotation, Challenge, Publication
     from review.demo import Z9_TITLE
     from review.lifecycle import transition
     from review.models import Comment, Conflict, EvidenceRequest, ReviewAssignment, Waiver
@@ -326,6 +326,10 @@ def _build_world() -> World:
         if publication is not None:
             ids["public_id"] = {"public_id": publication.public_id}
             ids["public_file"] = {"public_id": publication.public_id, "position": 0}
+            ids["public_pack"] = {"public_id": publication.public_id, "number": 1}
+            annotation = Annotation.objects.filter(publication=publication).order_by("pk").first()
+            if annotation is not None:
+                ids["public_annotation_pack"] = {"public_id": publication.public_id, "pk": annotation.pk}
             subject.published = publication.status == Publication.Status.PUBLISHED
         ids["system_history"] = {"system_id": submission.system_id}
         subject.system_public = submission.system_id in public_systems
@@ -637,6 +641,9 @@ def _fixed_url(name: str, route: Route, world: World) -> str:
         return reverse(name, kwargs={"model_id": model_id}) + "?ids=" + ",".join(public_ids)
     if route.pk == "benchmark":
         return reverse(name, kwargs={"model_id": "llama3_1-8b"})
+    if route.pk == "log":  # the demo's publications made the log's first leaves
+        values = {"size": 1, "index": 0}
+        return reverse(name, kwargs={key: values[key] for key in _kwarg_names(name)}) + route.query
     if route.pk == "reset":
         return reverse(name, kwargs={"uidb64": "MQ", "token": "set-password"})
     if route.pk == "account":  # an organisation's, an invitation's or a global role's page (rolled back)
@@ -829,7 +836,7 @@ WRITE_ACTIONS: dict[str, tuple] = {
     "submissions:resubmit": _sub("resubmit"),
     "submissions:withdraw": _sub("withdraw"),
     "submissions:reject": _sub("reject"),
-    "submissions:recheck": _sub("recheck"),
+    "submissions:recheck": _sub("recheck", "requeue_check", "audit_recheck"),
     "submissions:endpoint": _sub("declare_endpoint"),
     "review:spotcheck_start": _sub("spot_check"),
     "api:submission-endpoint": _sub("declare_endpoint"),
@@ -920,6 +927,25 @@ def _state_permits(name: str, kwargs: dict, subject: Subject) -> tuple[bool, str
     return any(policy.state_allows(obj, action) for action in actions), policy.state_of(obj)
 
 
+def _table_allows(name: str, kwargs: dict, subject: Subject, user) -> bool:
+    """Does the route's table let `user` (who and state) take one of its actions on the object now?"""
+    lifecycle, submissions_workflow, leaderboard_workflow = _workflow()
+    table, actions, kind = WRITE_ACTIONS[name]
+    policy = {**vars(lifecycle), **vars(submissions_workflow), **vars(leaderboard_workflow)}[table]
+    obj = _object(kind, kwargs, subject)
+    if obj is None or user is None or (table == "PUBLICATION" and obj.submission_id != subject.pk):
+        return False
+    return any(policy.allowed(user, obj, action) for action in actions)
+
+
+def _refused_as_not_allowed(response) -> bool:
+    """The answer says who may not: a 403, or a page that redirects with the policy's refusal ("Only ... can")."""
+    if response.status_code == 403:
+        return True
+    queued = getattr(getattr(response.wsgi_request, "_messages", None), "_queued_messages", [])
+    return any(message.level_tag == "error" and "Only " in str(message) for message in queued)
+
+
 def _write_expectation(name, route, role, subject, user, world, kwargs, response, written) -> str:
     """'' when the write cell holds: a refusal (by code, or a page that wrote nothing) writes nothing; a write
     the table forbids in this state, or by a role the matrix does not allow, is refused and writes nothing;
@@ -946,6 +972,15 @@ def _write_expectation(name, route, role, subject, user, world, kwargs, response
     if (not permits or role not in route.who or not visible) and written:
         why = f"the table forbids it in {state}" if not permits else f"{role} may not"
         return f"{why}, but it answered {code} and wrote {written}"
+    if (
+        role in route.who
+        and visible
+        and _table_allows(name, kwargs, subject, user)
+        and _refused_as_not_allowed(response)
+    ):
+        # the other direction: the table lets this actor take the row in this state, so the service must not say
+        # who may not (a precondition's 409 or a body's 400 is the service's to give)
+        return f"the table lets {role} do it in {state}, but it answered {code} (not allowed)"
     if not permits and is_json and visible and role in route.who and code not in (400, 409):
         # the table forbids the state to everyone: the one the route lets in hears 409 (with the refusal's stable
         # code), or 400 when the body was refused first

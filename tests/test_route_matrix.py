@@ -596,11 +596,19 @@ HIDDEN_SYSTEM_NAME = "Unreleased-Z9"
 
 
 def _publication_world(role_users) -> dict:
-    """A published result of acme's system, and Unreleased-Z9 with a result scheduled for next week."""
-    from tests.factories import PublicationFactory, SystemFactory
+    """A published result of acme's system (with its revision's and an annotation's evidence packs), and
+    Unreleased-Z9 with a result scheduled for next week."""
+    from leaderboard.evidence import evidence_pack_build_annotation, evidence_pack_build_revision
+    from leaderboard.models import Annotation
+    from tests.factories import PublicationFactory, PublicationRevisionFactory, SystemFactory
 
     acme = role_users["organisations"]["acme"]
     published = PublicationFactory(submission__system=SystemFactory(organisation=acme))
+    evidence_pack_build_revision(revision=PublicationRevisionFactory(publication=published))
+    annotation = Annotation.objects.create(
+        publication=published, text="A note.", created_by=role_users["chair"]
+    )
+    evidence_pack_build_annotation(annotation=annotation)
     other = PublicationFactory(submission__benchmark=published.submission.benchmark)
     hidden_system = SystemFactory(organisation=acme, name=HIDDEN_SYSTEM_NAME)
     scheduled = PublicationFactory(
@@ -616,6 +624,7 @@ def _publication_world(role_users) -> dict:
     hidden_check = _spotcheck_of(scheduled.submission, auditor=role_users["auditor"], publication=scheduled)
     return {
         "shown": {
+            "annotation_id": annotation.pk,
             "spotcheck_id": shown_check.pk,
             "public_id": published.public_id,
             "system_id": published.submission.system_id,
@@ -623,6 +632,7 @@ def _publication_world(role_users) -> dict:
             "ids": f"{published.public_id},{other.public_id}",
         },
         "hidden": {
+            "annotation_id": annotation.pk,
             "spotcheck_id": hidden_check.pk,
             "public_id": scheduled.public_id,
             "system_id": hidden_system.pk,
@@ -668,6 +678,36 @@ def test_public_leaderboard_pages_never_name_an_unpublished_system(role_users, s
 PUBLISHED_ONLY = Access.PUBLISHED_ONLY
 PUBLIC_QUERY_ROUTES = _routes(group="public-query")
 ROUTES.update(PUBLIC_QUERY_ROUTES)
+
+
+# --- The public transparency log (leaderboard/urls_log.py, docs/evidence.md) ----------------------------------------
+# Public facts only, the same for everyone and every role: checkpoints (the empty log's too), keys, leaves, proofs.
+LOG_ROUTES = _routes(group="log")
+ROUTES.update(LOG_ROUTES)
+
+
+@pytest.mark.parametrize("name", sorted(LOG_ROUTES))
+def test_the_public_log_answers_everyone_alike(name, role_users):
+    from leaderboard.evidence import log_append
+
+    _, method, url = ROUTES[name]
+    log_append(b'{"payload": "first"}', "EP-T00001")
+    log_append(b'{"payload": "second"}', "EP-T00002")
+    bodies = set()
+    for user in (
+        None,
+        role_users["submitter"],
+        role_users["reviewer"],
+        role_users["auditor"],
+        role_users["chair"],
+    ):
+        response = _request(user, method, url({}))
+        assert response.status_code == 200, (name, user, response.status_code)
+        assert "public" in response["Cache-Control"], name
+        bodies.add(response.content)
+    assert len(bodies) == 1, name
+
+
 _SECRETS = ("Unreleased-Z9", "EP-EMBARGO1", "Audited-Secret", "Draft-Secret")
 
 

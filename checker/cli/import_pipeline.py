@@ -20,6 +20,7 @@ from typing import Any
 
 from checker.read import kinds
 from checker.read.inputs.limits import Limits, MiB
+from checker.read.kinds.base import brief_value, record_problem
 from checker.recompute.imported import Slo, portal_metrics, relative_difference
 from checker.report import Finding, Findings
 
@@ -171,6 +172,7 @@ def import_runs(
         return result
     largest: float | None = None
     for point in run.points:
+        _bound_point(point, findings)
         row, point_largest = _compare_point(point, findings, rel_tol=rel_tol, slo=slo)
         if point_largest is not None:
             largest = point_largest if largest is None else max(largest, point_largest)
@@ -178,6 +180,68 @@ def import_runs(
     result.points.sort(key=lambda p: (p["concurrency"] is None, p["concurrency"] or 0, p["label"], p["file"]))
     result.max_relative_difference = largest
     return result
+
+
+MAX_CONCURRENCY = 10**6
+MAX_DURATION_S = 1e9
+MAX_FIGURE = 1e18
+
+
+def _is_number(value: Any, bound: float) -> bool:
+    return (
+        not isinstance(value, bool) and isinstance(value, int | float) and abs(value) <= bound
+    )  # NaN fails too
+
+
+def _bound_point(point: kinds.ImportedPoint, findings: Findings) -> None:
+    """Every number of an imported point is hostile until checked: the concurrency, the window, each figure and
+    each request record must be a number of the right type in range. What is not is left out, with an
+    `import-number-out-of-range` or `import-record-out-of-range` finding naming the file and the field."""
+
+    def refuse(field_name: str, value: Any) -> None:
+        findings.error(
+            "import-number-out-of-range",
+            f"{point.label}: {field_name} is {brief_value(value)}, not a number in range; it was left out.",
+            file=point.file,
+            pointer=field_name,
+            fix="Import the files exactly as the tool wrote them.",
+        )
+
+    concurrency = point.concurrency
+    if concurrency is not None and not (
+        isinstance(concurrency, int)
+        and not isinstance(concurrency, bool)
+        and 0 < concurrency <= MAX_CONCURRENCY
+    ):
+        refuse("concurrency", concurrency)
+        point.concurrency = None
+    if point.duration_s is not None and not (
+        _is_number(point.duration_s, MAX_DURATION_S) and point.duration_s > 0
+    ):
+        refuse("duration_s", point.duration_s)
+        point.duration_s = None
+    for side, figures in (("reported", point.reported), ("recomputed", point.recomputed)):
+        for key, value in list(figures.items()):
+            if not _is_number(value, MAX_FIGURE):
+                refuse(f"{side} {key}", value)
+                del figures[key]
+    kept, refused, first = [], 0, None
+    for index, record in enumerate(point.requests):
+        problem = record_problem(record)
+        if problem is None:
+            kept.append(record)
+            continue
+        refused += 1
+        first = first or f"request {index + 1}: {problem}"
+    if refused:
+        findings.error(
+            "import-record-out-of-range",
+            f"{point.label}: {refused} of {len(point.requests)} request records hold a number out of range or of "
+            f"the wrong type (first: {first}); they were left out.",
+            file=point.file,
+            fix="Import the files exactly as the tool wrote them.",
+        )
+        point.requests = kept
 
 
 def _compare_point(

@@ -15,6 +15,7 @@ from checker.cli.pipeline import (
     open_version,
 )
 from checker.read.inputs import Limits
+from checker.recompute.chat_template import ChatTemplate, ChatTemplateError
 from checker.recompute.goodput import SloTarget, evaluate
 from checker.recompute.tokens import TokenCounter
 from checker.report import Report
@@ -41,6 +42,25 @@ def load_tokenizer(tokenizer: Any):
     return tokenizer
 
 
+def load_chat_template(tokenizer: Any) -> ChatTemplate | None:
+    """The chat template of a tokenizer folder (chat_template.jinja or tokenizer_config.json's chat_template),
+    or of the folder holding a tokenizer.json; None when there is none (message prompts then use the client's
+    fallback, with a finding)."""
+    if not isinstance(tokenizer, str | Path):
+        return None
+    path = Path(tokenizer)
+    try:
+        return ChatTemplate.from_folder(path if path.is_dir() else path.parent)
+    except ChatTemplateError as exc:
+        raise TokenizerError(str(exc)) from exc
+
+
+def token_counter(tokenizer: Any) -> TokenCounter | None:
+    """The counter of `portal check --tokenizer PATH`: the tokenizer and, in its folder, the chat template."""
+    loaded = load_tokenizer(tokenizer)
+    return TokenCounter(loaded, chat=load_chat_template(tokenizer)) if loaded is not None else None
+
+
 def check(
     paths: Iterable[str | Path],
     *,
@@ -61,8 +81,7 @@ def check(
     """
     limits = limits or Limits()
     notify = progress or (lambda *args: None)
-    loaded = load_tokenizer(tokenizer)
-    token_counter = TokenCounter(loaded) if loaded is not None else None
+    counter = token_counter(tokenizer)
     paths = [Path(p) for p in paths]
     notify("read", 0, len(paths), "reading inputs")
     with open_version(paths, limits=limits, workdir=workdir) as opened:
@@ -74,7 +93,7 @@ def check(
                 check_point(
                     opened.layout,
                     key,
-                    token_counter=token_counter,
+                    token_counter=counter,
                     limits=limits,
                     rel_tol=rel_tol,
                     progress=progress,

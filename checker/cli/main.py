@@ -1,12 +1,15 @@
 """The `portal` command line: `portal check` runs the checker locally (no Django, no network);
 `portal assemble` writes the bundle the portal builds from run archives; `portal import` reads another
-benchmark tool's output and recomputes its figures (checker.cli.import_pipeline)."""
+benchmark tool's output and recomputes its figures (checker.cli.import_pipeline); `portal verify` checks an
+evidence pack offline (checker.cli.verify)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+
+from checker.cli import verify
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -171,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--tokenizer",
         required=True,
         metavar="PATH",
-        help="the benchmark model's tokenizer.json (or the folder holding it)",
+        help="the benchmark model's tokenizer folder (tokenizer.json, tokenizer_config.json, chat template) or its tokenizer.json",
     )
     check.add_argument("--json", metavar="OUT", help="also write the JSON report to OUT")
     check.add_argument("--format", choices=("text", "json"), default="text", help="what to print")
@@ -218,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     assemble.set_defaults(func=cmd_assemble)
     _add_import_command(sub)
+    verify.add_command(sub)
     _add_remote_commands(sub)
     return parser
 

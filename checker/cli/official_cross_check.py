@@ -115,9 +115,22 @@ def run_official(root: Path, *, timeout_s: float = 900.0) -> tuple[dict[str, Any
 def compare(
     report: Report, official_results: list[dict[str, Any]], point_map: dict[str, str] | None = None
 ) -> None:
-    """One info finding `official-checker-disagreement` per (rule, severity, point) only one side reports."""
+    """One info finding `official-checker-disagreement` per (rule, severity, point) only one side reports.
+
+    Findings are paired at the official checker's location: a rule it files on the model folder (any of its results
+    for that rule has no point, e.g. agentic-accuracy-inline) is compared there, the portal's per-point findings of
+    that rule included, so one finding filed at two places is not two disagreements."""
     messages = _verdict_messages(official_results, point_map)
-    theirs, ours = set(messages), portal_keys(report)
+    folder_level = {
+        str(r.get("rule"))
+        for r in official_results
+        if isinstance(r, dict) and point_of(r.get("path")) is None
+    }
+    theirs = set(messages)
+    ours = {
+        (rule, severity, None if rule in folder_level else point)
+        for rule, severity, point in portal_keys(report)
+    }
     for rule, severity, point in sorted(theirs - ours, key=str):
         report.findings.info(
             "official-checker-disagreement",

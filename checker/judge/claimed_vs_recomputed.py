@@ -8,7 +8,7 @@ from typing import Any
 from checker.recompute.numbers import finite
 from checker.report import Findings
 
-# What a raw log can confirm; run_config, version and histograms are not recomputed.
+# What a raw log can confirm; run_config and version are not recomputed.
 COMPARED_TOP_KEYS = (
     "n_samples_issued",
     "n_samples_completed",
@@ -35,6 +35,7 @@ COMPARED_BLOCK_KEYS = (
     "std_dev",
     "percentiles",
     "early_stopping_percentiles",
+    "histogram",
 )
 
 
@@ -143,11 +144,33 @@ def differences(claimed: dict, recomputed: dict, *, rel_tol: float = 1e-9) -> li
                     for p, value in g.items():
                         if p in w:
                             compare(f"{key}.{sub}.{p!r}", w[p], value)
+                elif sub == "histogram":
+                    _compare_histogram(compare, key, want[sub], got[sub])
                 else:
                     compare(f"{key}.{sub}", want[sub], got[sub])
             continue
         compare(key, want, got)
     return found
+
+
+def _compare_histogram(compare, key: str, want: Any, got: dict) -> None:
+    """Bucket edges (floats) and counts (exactly), bucket by bucket; a different number of buckets is one difference."""
+    if not isinstance(want, dict) or not all(isinstance(want.get(k), list) for k in ("buckets", "counts")):
+        compare(f"{key}.histogram", want, got)
+        return
+    for part in ("buckets", "counts"):
+        w, g = want[part], got[part]
+        if len(w) != len(g):
+            compare(f"{key}.histogram.{part}", f"{len(w)} entries", f"{len(g)} entries")
+            continue
+        for i, (a, b) in enumerate(zip(w, g, strict=True)):
+            if part == "counts":
+                compare(f"{key}.histogram.counts.{i}", a, b)
+            elif isinstance(a, list) and len(a) == 2:
+                compare(f"{key}.histogram.buckets.{i}.0", a[0], b[0])
+                compare(f"{key}.histogram.buckets.{i}.1", a[1], b[1])
+            else:
+                compare(f"{key}.histogram.buckets.{i}", a, b)
 
 
 def _show(value: Any) -> str:

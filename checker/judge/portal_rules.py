@@ -51,10 +51,13 @@ def check_raw_log_reuse(layout: Layout, *, scope: SubmissionScope, findings: Fin
         findings.error(
             "raw-log-reused",
             f"{display} of {reused.point} is also the raw log of {reused.elsewhere}, of another system: one run "
-            f"cannot stand for two systems.",
+            f"cannot stand for two systems. Upload the raw log of the run made on {scope.system} for this point "
+            f"(run the point again on it if you have none); if it is the same machine, submit under the system "
+            f"those results were registered as.",
             file=display,
             point=reused.point,
-            fix=f"Upload the raw log of the run made on {scope.system} for this point.",
+            fix=f"Upload the raw log of the run made on {scope.system} for this point; if it is the same machine, "
+            "submit under the system those results were registered as.",
         )
 
 

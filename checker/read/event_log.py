@@ -4,7 +4,6 @@ and the run archives' per-request reader, checker.read.kinds._events, both count
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from io import BufferedIOBase
 from pathlib import Path
@@ -61,43 +60,16 @@ def iter_lines(stream: Readable, *, max_line_bytes: int, on_too_long) -> Iterato
 
 
 def output_texts(data: Any) -> tuple[str, str]:
-    """(full output text, text after the first streamed chunk) of a TextModelOutput payload.
-
-    Mirrors the client: reasoning then output, chunks joined with no separator, tool calls
-    appended as compact JSON; the first streamed chunk is reasoning[0] when reasoning streamed,
-    else output[0].
-    """
+    """(full output text, text after the first streamed chunk) of a plain-text TextModelOutput payload: the chunks
+    joined with no separator, the first streamed chunk being output[0] (the client's __str__ and
+    text_after_first_chunk). An answer with reasoning or tool calls is counted through the chat template instead
+    (checker.recompute.chat_template.structured_output)."""
     if not isinstance(data, list) or len(data) < 2:
         return "", ""
     output = data[1]
-    reasoning = data[2] if len(data) > 2 else None
-    tool_calls = data[3] if len(data) > 3 else None
-    full: list[str] = []
-    after: list[str] = []
-    if reasoning:
-        if isinstance(reasoning, str):
-            full.append(reasoning)
-        elif isinstance(reasoning, list):
-            full.extend(_strings(reasoning))
-            after.extend(_strings(reasoning[1:]))
-    if output:
-        if isinstance(output, str):
-            full.append(output)
-            if reasoning and isinstance(reasoning, list):
-                after.append(output)
-        elif isinstance(output, list):
-            chunks = _strings(output)
-            full.extend(chunks)
-            if reasoning:
-                after.extend(chunks)
-            else:
-                after.extend(chunks[1:])
-    if tool_calls:
-        encoded = json.dumps(tool_calls, separators=(",", ":"), ensure_ascii=False)
-        full.append(encoded)
-        after.append(encoded)
-    return "".join(full), "".join(after)
-
-
-def _strings(items: list) -> list[str]:
-    return [s for s in items if isinstance(s, str)]
+    if isinstance(output, str):
+        return output, ""
+    if isinstance(output, list):
+        chunks = [s for s in output if isinstance(s, str)]
+        return "".join(chunks), "".join(chunks[1:])
+    return "", ""

@@ -28,6 +28,7 @@ from checker.read.event_log import (
     output_texts,
 )
 from checker.read.raw_logs import CorruptStream
+from checker.recompute.chat_template import AssistantParts, message_prompt, structured_output
 from checker.recompute.goodput import SampleSeries
 from checker.recompute.numbers import finite
 from checker.recompute.stats import summarize
@@ -101,6 +102,12 @@ class PointReplay:
         self.osl = array("q")
         self.tpot_elapsed = array("q")  # complete - recv_first, for samples that have recv_first
         self.tpot_tokens = array("q")  # tokens after the first chunk, filled after tokenizing
+        self.osl_latency = array("q")  # per osl entry: its turn's issue-to-complete time (e2e_interactivity)
+        self.turns = 0  # tracked samples that are a conversation's turn (agentic_inference)
+        self.untracked: set[str] = (
+            set()
+        )  # turns issued outside tracking, in flight (their OSL is full-run only)
+        self.untracked_osl = array("q")  # OSL of the answered untracked turns (agentic-osl-range, full run)
         # per tracked sample, in issue order (checker.recompute.goodput): where its numbers sit in the series above
         self.sample_ttft_ns = array("q")  # -1 until its first chunk arrives
         self.sample_osl_at = array("q")  # index into osl, -1 when it has no output text
@@ -136,6 +143,16 @@ class PointReplay:
                 file=self.display,
                 point=self.point,
             )
+
+    def _fallback(self, number: int, what: str, instead: str, why: str) -> None:
+        self._finding(
+            "tokenizer-chat-template",
+            "warning",
+            f"Line {number}: {what} were counted from {instead}, the client's own fallback, because {why}; "
+            "the counts match a client that had the same problem, not the model's real prompt.",
+            number,
+            "Check with the model's tokenizer folder (tokenizer.json, tokenizer_config.json, chat_template.jinja).",
+        )
 
     def _queue_isl(self, prompt: str) -> None:
         cached = self.ledger.prompt_cache.get(prompt)
@@ -268,7 +285,7 @@ class PointReplay:
                 )
             return
         if kind == "sample.issued":
-            self._issued(number, uuid, ts, event.get("data"))
+            self._issued(number, uuid, ts, event.get("data"), event.get("turn"))
         elif kind == "sample.recv_first":
             row = self.inflight.get(uuid)
             if row is None:
@@ -318,7 +335,7 @@ class PointReplay:
         elif kind == "session.ended":
             self.ended = True
 
-    def _issued(self, number: int, uuid: str, ts: int, data: Any) -> None:
+    def _issued(self, number: int, uuid: str, ts: int, data: Any, turn: Any = None) -> None:
         if uuid in self.inflight or uuid in self.done:
             self._finding(
                 "raw-log-duplicate-event",
@@ -331,8 +348,12 @@ class PointReplay:
         if not self.tracking:
             if not self.blocks:
                 self.warmup_issued += 1
+            elif turn is not None:
+                self.untracked.add(uuid)
             return
         self.n_issued += 1
+        if turn is not None:
+            self.turns += 1
         self.inflight[uuid] = [ts, None, len(self.blocks) - 1, len(self.sample_ok)]
         self.sample_ttft_ns.append(-1)
         self.sample_osl_at.append(-1)
@@ -346,15 +367,26 @@ class PointReplay:
         declared = self.declared_concurrency
         if declared is not None and in_flight > declared and self.over_declared_line is None:
             self.over_declared_line = number
+        # The client's IslTrigger: token ids, else a non-empty text, else the messages through the chat template;
+        # an aborted turn (every field null) has no ISL.
         if isinstance(data, list) and len(data) > 1:
             token_ids = data[2] if len(data) > 2 else None
             if isinstance(token_ids, list):
                 self.isl.append(len(token_ids))
-            elif isinstance(data[1], str):
+            elif isinstance(data[1], str) and data[1]:
                 self._queue_isl(data[1])
+            elif (prompt := message_prompt(data)) is not None:
+                text, why = self.counter.prompt_text(prompt)
+                if why is not None:
+                    self._fallback(number, "the input tokens of a message prompt", "its JSON text", why)
+                self._queue_isl(text)
 
     def _complete(self, number: int, uuid: str, ts: int, event: dict) -> None:
         row = self.inflight.pop(uuid, None)
+        if row is None and uuid in self.untracked:
+            self.untracked.discard(uuid)
+            self._untracked_osl(event.get("data"))
+            return
         if row is None:
             if uuid in self.done:
                 self._finding(
@@ -385,6 +417,19 @@ class PointReplay:
         if data is None:
             return  # a failed request: latency counts, no tokens
         self.sample_ok[sample] = 0 if self.sample_error[sample] else 1
+        if recv_first_ns is not None and ts < recv_first_ns:
+            self._finding(
+                "raw-log-negative-duration",
+                "warning",
+                f"Line {number}: sample {uuid} completed {recv_first_ns - ts:,} ns before its first chunk arrived; "
+                "this negative time was left out of TPOT.",
+                number,
+            )
+            recv_first_ns = None
+        structured = structured_output(data)
+        if structured is not None:
+            self._complete_structured(number, sample, issued_ns, ts, recv_first_ns, *structured)
+            return
         full, after = output_texts(data)
         tpot = None
         if recv_first_ns is not None and after:
@@ -398,6 +443,7 @@ class PointReplay:
             return
         self.sample_osl_at[sample] = len(self.osl)
         self.osl.append(0)
+        self.osl_latency.append(ts - issued_ns)
         osl = (self.osl, len(self.osl) - 1)
         cut = len(full) - len(after)
         if after and (cut == 0 or self.counter.splits_at(full, cut)) and full.endswith(after):
@@ -414,6 +460,49 @@ class PointReplay:
             self.ledger.count_into(full, [osl])
             if tpot is not None:
                 self.ledger.count_into(after, [tpot])
+
+    def _untracked_osl(self, data: Any) -> None:
+        """The OSL of a turn answered after tracking stopped: no statistic of the window, only the full-run mean."""
+        if data is None:
+            return
+        structured = structured_output(data)
+        if structured is not None:
+            text, frame, _ = self.counter.answer_text(structured[0])
+        else:
+            text, frame = output_texts(data)[0], 0
+            if not text:
+                return
+        self.untracked_osl.append(-frame)
+        self.ledger.count_into(text, [(self.untracked_osl, len(self.untracked_osl) - 1)])
+
+    def _complete_structured(
+        self,
+        number: int,
+        sample: int,
+        issued_ns: int,
+        ts: int,
+        recv_first_ns: int | None,
+        whole: AssistantParts,
+        after: AssistantParts,
+    ) -> None:
+        """An answer with reasoning or tool calls, counted as the client's MessageInput: the assistant message through
+        the chat template minus its frame (the slot starts at -frame; summary() clamps at 0 as the client does)."""
+        text, frame, why = self.counter.answer_text(whole)
+        if why is not None:
+            self._fallback(
+                number, "the output tokens of an answer with reasoning or tool calls", "its joined parts", why
+            )
+        self.sample_osl_at[sample] = len(self.osl)
+        self.osl.append(-frame)
+        self.osl_latency.append(ts - issued_ns)
+        self.ledger.count_into(text, [(self.osl, len(self.osl) - 1)])
+        if recv_first_ns is None:
+            return
+        text, frame, _ = self.counter.answer_text(after)
+        self.sample_tpot_at[sample] = len(self.tpot_tokens)
+        self.tpot_elapsed.append(ts - recv_first_ns)
+        self.tpot_tokens.append(-frame)
+        self.ledger.count_into(text, [(self.tpot_tokens, len(self.tpot_tokens) - 1)])
 
     # -- result -----------------------------------------------------------------------------
     def summary(self) -> dict:
@@ -440,13 +529,14 @@ class PointReplay:
             latest - start for start, latest in self.blocks if latest is not None and start is not None
         )
         seconds = duration_ns / 1e9
-        osl = _int64s(self.osl)
+        osl = np.maximum(
+            _int64s(self.osl), 0
+        )  # a templated answer can count below its frame: 0, as the client
         isl = _int64s(self.isl)
         tokens_after = _int64s(self.tpot_tokens)
         elapsed = _int64s(self.tpot_elapsed)
         keep = tokens_after > 0
         tpot = elapsed[keep].astype(np.float64) / tokens_after[keep].astype(np.float64)
-        osl = osl[osl > 0]
         total_output_tokens = int(osl.sum())
         out: dict[str, Any] = {
             "n_samples_issued": self.n_issued,
@@ -475,13 +565,25 @@ class PointReplay:
             "raw_log_sha256": self.log_digest.hexdigest(),
             "tracked_sequence_sha256": self.sequence_digest.hexdigest() if self.n_issued else None,
         }
+        if self.turns:
+            # agentic: the output tokens of the answered turns over the seconds those turns took (docs/agentic.md)
+            turn_seconds = float(_int64s(self.osl_latency).sum()) / 1e9
+            out["e2e_interactivity"] = total_output_tokens / turn_seconds if turn_seconds > 0 else None
+            # every answered turn of the run, tracked or not: what agentic-osl-range gates (docs/agentic.md)
+            full = np.concatenate([osl, np.maximum(_int64s(self.untracked_osl), 0)])
+            out["output_sequence_lengths_full_run"] = {
+                "output_sequence_lengths": {
+                    "n": int(len(full)),
+                    "avg": float(full.mean()) if len(full) else None,
+                }
+            }
         return out
 
     def samples(self) -> SampleSeries:
         """The per-sample arrays of the tracked samples (checker.recompute.goodput), after summary() has flushed the
         token counts."""
         self.ledger.flush()
-        osl = _int64s(self.osl)
+        osl = np.maximum(_int64s(self.osl), 0)
         osl_at = _int64s(self.sample_osl_at)
         output_tokens = np.where(osl_at >= 0, osl[np.clip(osl_at, 0, None)] if len(osl) else 0, 0)
         tokens_after = _int64s(self.tpot_tokens)
@@ -535,6 +637,10 @@ def derive_official(summary: dict, *, concurrency: int | None) -> dict:
         "ttft_p90_ms": ttft_p90 / 1e6 if _finite(ttft_p90) else None,
         "concurrency": concurrency,
     }
+    if "e2e_interactivity" in summary:
+        derived["e2e_interactivity"] = (
+            summary["e2e_interactivity"] if _finite(summary["e2e_interactivity"]) else None
+        )
     return derived
 
 

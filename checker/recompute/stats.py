@@ -123,8 +123,29 @@ def _plain(value) -> int | float:
     return float(value)
 
 
+HISTOGRAM_BUCKETS = 30  # the client's --n-histogram-buckets default
+
+
+def histogram(ordered: np.ndarray, n_buckets: int = HISTOGRAM_BUCKETS) -> dict:
+    """The client's histogram of a sorted series (metrics_aggregator/registry.py, _log_spaced_edges and the COMPLETE
+    path): n_buckets log-spaced buckets from max(min, 1) to max(max, 10 x that), the values clipped into that range so
+    every value lands in a bucket."""
+    if not len(ordered):
+        return {"buckets": [], "counts": []}
+    low = max(float(ordered[0]), 1.0)
+    high = max(float(ordered[-1]), low * 10.0)
+    log_lo, log_hi = math.log(low), math.log(high)
+    step = (log_hi - log_lo) / n_buckets
+    edges = [math.exp(log_lo + i * step) for i in range(n_buckets + 1)]
+    counts, _ = np.histogram(np.clip(ordered, edges[0], edges[-1]), bins=edges)
+    return {
+        "buckets": [[float(edges[i]), float(edges[i + 1])] for i in range(n_buckets)],
+        "counts": [int(c) for c in counts],
+    }
+
+
 def summarize(values: np.ndarray, *, early_stopping: bool) -> dict:
-    """The client's statistics block for one series (histogram left out)."""
+    """The client's statistics block for one series."""
     n = len(values)
     block: dict[str, Any]
     if n == 0:
@@ -139,6 +160,7 @@ def summarize(values: np.ndarray, *, early_stopping: bool) -> dict:
         }
         if early_stopping:
             block["early_stopping_percentiles"] = {percentile_key(p): None for p in EARLY_STOPPING_GRID}
+        block["histogram"] = histogram(values)
         return block
     ordered = np.sort(values, kind="stable")
     total: int | float
@@ -161,4 +183,5 @@ def summarize(values: np.ndarray, *, early_stopping: bool) -> dict:
         block["early_stopping_percentiles"] = {
             percentile_key(p): early_stopping_estimate(ordered, p) for p in EARLY_STOPPING_GRID
         }
+    block["histogram"] = histogram(ordered)
     return block

@@ -6,6 +6,15 @@ import json
 import logging
 import re
 
+from checker.read.event_log import output_texts
+from checker.recompute.chat_template import (
+    PREFIX_USER,
+    AssistantParts,
+    ChatTemplate,
+    MessagePrompt,
+    normalize_messages,
+    structured_output,
+)
 from checker.recompute.fastcount import FastCounter, build
 from checker.recompute.pre_tokenizers import GPT2_PATTERN, LLAMA3_SPLIT_PATTERN, pre_tokenizer_pattern
 
@@ -106,8 +115,12 @@ class TokenCounter:
     `fast_reason` why the fast counter is not used for this tokenizer.
     """
 
-    def __init__(self, tokenizer, *, fast: bool = True) -> None:
+    def __init__(self, tokenizer, *, fast: bool = True, chat: ChatTemplate | None = None) -> None:
         self.tokenizer = tokenizer
+        self.chat = (
+            chat  # the model's chat template: message prompts and structured answers (docs/agentic.md)
+        )
+        self._frame: int | None = None
         self._encode = getattr(tokenizer, "encode_batch_fast", None) or tokenizer.encode_batch
         self.calls = 0
         self.texts = 0
@@ -147,6 +160,73 @@ class TokenCounter:
         fast_counts = iter(fast.counts(mine))
         slow_counts = iter([len(e) for e in self._encode(rest, add_special_tokens=False)] if rest else [])
         return [next(fast_counts) if ok else next(slow_counts) for ok in flags]
+
+    # -- structured texts (checker.recompute.chat_template) --------------------------------------------------
+    def prompt_text(self, prompt: MessagePrompt) -> tuple[str, str | None]:
+        """(the text whose tokens are the ISL of a message prompt, why the client's fallback was used or None)."""
+        if self.chat is None:
+            return prompt.fallback_text(), "the tokenizer has no chat template"
+        kwargs = dict(prompt.kwargs)
+        if prompt.tool_choice is not None:
+            kwargs["tool_choice"] = prompt.tool_choice
+        try:
+            text = self.chat.render(
+                normalize_messages(prompt.messages),
+                tools=list(prompt.tools) if prompt.tools is not None else None,
+                add_generation_prompt=True,
+                override=prompt.template,
+                **kwargs,
+            )
+        except (
+            Exception
+        ) as exc:  # a template's own error (raise_exception, bad data): the client falls back too
+            return (
+                prompt.fallback_text(),
+                f"the chat template failed ({type(exc).__name__}: {str(exc)[:200]})",
+            )
+        return text, None
+
+    def answer_text(self, parts: AssistantParts) -> tuple[str, int, str | None]:
+        """(text, tokens to subtract, fallback reason) of an answer with reasoning or tool calls: the assistant
+        message rendered after an empty user message, minus that prefix and the empty assistant frame."""
+        if self.chat is None:
+            return parts.fallback_text(), 0, "the tokenizer has no chat template"
+        try:
+            text = self.chat.render([PREFIX_USER, parts.message()], add_generation_prompt=False)
+        except Exception as exc:
+            return (
+                parts.fallback_text(),
+                0,
+                f"the chat template failed ({type(exc).__name__}: {str(exc)[:200]})",
+            )
+        return text, self.frame_tokens(), None
+
+    def output_tokens(self, data) -> int:
+        """One answer's OSL, counted alone as the replay counts it: through the chat template minus the assistant
+        frame when it carries reasoning or tool calls, else the tokens of its text (docs/agentic.md)."""
+        structured = structured_output(data)
+        if structured is not None:
+            text, frame, _ = self.answer_text(structured[0])
+            return max(0, self.count([text])[0] - frame)
+        full, _after = output_texts(data)
+        return self.count([full])[0] if full else 0
+
+    def frame_tokens(self) -> int:
+        """Tokens of [empty user] plus those of an empty assistant turn after it (the client's _prefix_len +
+        _baseline); 0 when the template cannot render them, as in the client."""
+        if self._frame is None:
+            try:
+                assert self.chat is not None
+                self.chat.render(
+                    [PREFIX_USER], add_generation_prompt=False
+                )  # the client needs both to render
+                framed = self.chat.render(
+                    [PREFIX_USER, {"role": "assistant", "content": ""}], add_generation_prompt=False
+                )
+                self._frame = self.count([framed])[0]  # prefix + (framed - prefix)
+            except Exception:
+                self._frame = 0
+        return self._frame
 
     @property
     def engine(self) -> str:

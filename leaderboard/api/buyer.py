@@ -13,8 +13,10 @@ from access.visibility import benchmarks_visible_to
 from catalog.models import Benchmark
 from leaderboard import exports, selectors
 from leaderboard.api.results import (
+    CITED_FIELDS,
     FORMAT_PARAMETER,
     PROVENANCE_FIELDS,
+    STANDING_FIELDS,
     PublicViewSet,
     public_publications,
 )
@@ -42,6 +44,8 @@ SloRowOut = inline_serializer(
             help_text="The result's level: fully recomputed, partly, claimed."
         ),
         "point_verification": serializers.CharField(help_text="The point's: recomputed or claimed."),
+        **STANDING_FIELDS,
+        **CITED_FIELDS,
         "point": serializers.CharField(),
         "basis": serializers.CharField(),
         "concurrency": serializers.FloatField(),
@@ -102,13 +106,16 @@ ProcurementRowOut = inline_serializer(
         "system_tps": serializers.FloatField(),
         "system_tps_per_kw": serializers.FloatField(allow_null=True),
         "power_kw": serializers.FloatField(allow_null=True),
+        **STANDING_FIELDS,
+        **CITED_FIELDS,
         "meets_delivery": serializers.BooleanField(),
         "meets_expansion": serializers.BooleanField(allow_null=True),
         "accelerator_label": serializers.CharField(help_text='The count beside the type: "8 × AX GPU".'),
         "point_url": serializers.CharField(help_text="The delivery evidence's point on the result page."),
         "delivery": serializers.JSONField(
             help_text="The delivery phase's evidence: meets, point, concurrency, point_url, ttft_p90_ms, "
-            "tpot_p90_ms, interactivity, system_tps, system_tps_per_kw, power_kw."
+            "tpot_p90_ms, interactivity, system_tps, system_tps_per_kw, power_kw, and the point's own evidence: "
+            "measured_in_revision, bundle_sha256, archive, archive_sha256, archive_url, raw_log_path, raw_log_sha256."
         ),
         "expansion": serializers.JSONField(
             allow_null=True,

@@ -111,6 +111,35 @@ PROVENANCE_FIELDS = {
         help_text="SHA-256 of the published bundle the numbers come from."
     ),
 }
+STANDING_FIELDS = {
+    "ruleset": serializers.CharField(help_text="The rule set the result was checked under."),
+    "preview": serializers.BooleanField(
+        help_text="True under a preview rule set (or none known): not an official result."
+    ),
+    "standing": serializers.CharField(help_text='"official" or "preview, not official".'),
+    "revision": serializers.IntegerField(help_text="The revision of the result this answer is about."),
+    "evidence_pack_url": serializers.CharField(help_text="That revision's evidence pack."),
+}
+CITED_FIELDS = {  # leaderboard.slo.CITED: where the point's raw log is
+    "measured_in_revision": serializers.IntegerField(
+        help_text="The revision whose version holds its raw log."
+    ),
+    "bundle_sha256": serializers.CharField(help_text="SHA-256 of that revision's bundle."),
+    "archive": serializers.CharField(allow_null=True, help_text="The archive (file) holding the raw log."),
+    "archive_sha256": serializers.CharField(allow_null=True),
+    "archive_url": serializers.CharField(allow_null=True, help_text="Downloads that archive."),
+    "raw_log_path": serializers.CharField(
+        allow_null=True, help_text="The raw log's path inside the archive."
+    ),
+    "raw_log_sha256": serializers.CharField(allow_null=True),
+}
+POINT_CITATION_FIELDS = {
+    **CITED_FIELDS,
+    "version": serializers.IntegerField(allow_null=True, help_text="That revision's version number."),
+    "check": serializers.CharField(help_text="The verdict of the check run that measured it."),
+    "waivers": serializers.ListField(child=serializers.CharField(), help_text="Rules waived on this point."),
+    "standing": serializers.CharField(help_text='The result\'s: "official" or "preview, not official".'),
+}
 BenchmarkOut = inline_serializer(
     "PublicBenchmark",
     {
@@ -139,6 +168,7 @@ _RESULT_FIELDS = {
         help_text="Only fully recomputed, not retracted results rank by default."
     ),
     "check": serializers.CharField(help_text='The check\'s verdict: "passed" or "passed with N waived".'),
+    **STANDING_FIELDS,
     "published_at": serializers.DateTimeField(),
     "retracted": serializers.BooleanField(),
     "retracted_at": serializers.DateTimeField(allow_null=True),
@@ -178,6 +208,8 @@ _POINT_FIELDS = {
         allow_null=True, help_text="system_power_kw x 1000 / system_tps"
     ),
     "tokens_per_s_per_kw": serializers.FloatField(allow_null=True, help_text="system_tps / system_power_kw"),
+    "ruleset": serializers.CharField(help_text="The rule set of the check run that measured it."),
+    **POINT_CITATION_FIELDS,
 }
 PointOut = inline_serializer("PublicPoint", _POINT_FIELDS)
 ResultDetailOut = inline_serializer(
@@ -203,7 +235,10 @@ ResultDetailOut = inline_serializer(
             },
             many=True,
         ),
-        "official": serializers.CharField(allow_null=True),
+        "official": serializers.JSONField(allow_null=True, help_text="The official checker's kept verdict."),
+        "official_verdict": serializers.JSONField(
+            help_text="The official cross-check in the portal's words: status (passed, failed, not_run), label, why."
+        ),
         "ruleset": serializers.CharField(allow_null=True),
         "annotations": inline_serializer(
             "PublicAnnotation",

@@ -343,11 +343,15 @@ def slo(request):
                 SLO_FIELD_LABELS.get(name, name): " ".join(str(e) for e in errs)
                 for name, errs in query.errors.items()
             }
+            context["error_fields"] = list(
+                query.errors
+            )  # marked aria-invalid on the page (static/js/access.js)
         else:
             try:
                 answer = slo_answer(query.validated_data, benchmarks=benchmarks)
             except ApplicationError as error:
                 context["errors"] = {SLO_FIELD_LABELS["benchmark"]: error.detail}
+                context["error_fields"] = ["benchmark"]
             else:
                 params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
                 page = _page_of(request, len(answer["rows"]))
@@ -420,6 +424,7 @@ def procurement(request):
             answer = procurement_answer(request.GET)
         except RequirementsError as error:
             context["errors"] = error.labelled
+            context["error_fields"] = [name for name, _, _ in error.problems]
         else:
             params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
             names = {b.model_id: b.display_name for b in benchmarks}

@@ -19,6 +19,7 @@ from leaderboard import rechecks
 from leaderboard.workflow import RECHECK_RESULT
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
+from review.selectors import check_verdicts_prime
 
 
 class StartForm(forms.Form):
@@ -57,6 +58,7 @@ def recheck_list(request):
     results = list(rechecks.campaign_results(campaign)) if campaign is not None else []
     for result in results:
         result.actions = RECHECK_RESULT.allowed_actions(request.user, result)
+    check_verdicts_prime([result.check_run for result in results])
     outdated = rechecks.recheck_targets()
     return render(
         request,

@@ -10,12 +10,23 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
 from leaderboard import selectors
-from leaderboard.exports import result_url
+from leaderboard.exports import point_citation, result_url, standing
 from leaderboard.models import Publication
 from leaderboard.views.public import POINT_COLUMNS
 from portal import csv_safe
 from portal.downloads import stored_download
 from submissions.uploads import version_file_chunks
+
+# What each point row of the CSV cites of its own evidence (leaderboard.exports.point_citation).
+CITATION_COLUMNS = (
+    "version",
+    "archive",
+    "archive_sha256",
+    "archive_url",
+    "raw_log_path",
+    "raw_log_sha256",
+    "check",
+)
 
 
 def _data_rows(publication: Publication) -> list[dict]:
@@ -41,12 +52,12 @@ def result_data(request, public_id: str, fmt: str):
             "retracted": publication.is_retracted,
             "retraction_reason": publication.retraction_reason or None,
             "bundle_sha256": publication.record.bundle_sha256,
+            **standing(publication),
             "verification": publication.record.verification.as_dict(),
             "check": publication.record.check,
-            "revision": (publication.curve or {}).get("revision") or 1,
             "headline": publication.headline,
             "pareto": (publication.curve or {}).get("pareto") or {},
-            "points": rows,
+            "points": [{**row, "evidence": point_citation(publication, row)} for row in rows],
         }
         response = HttpResponse(json.dumps(body, indent=2), content_type="application/json")
     else:
@@ -56,23 +67,31 @@ def result_data(request, public_id: str, fmt: str):
             [
                 "public_id",
                 "system",
+                "standing",
+                "ruleset",
                 "bundle_sha256",
                 *(key for key, _ in POINT_COLUMNS),
                 "point",
                 "revision",
                 "stack",
+                *CITATION_COLUMNS,
             ]
         )
+        what = standing(publication)
         for row in rows:
+            citation = point_citation(publication, row)
             writer.writerow(
                 [
                     publication.public_id,
                     publication.record.system_name,
-                    publication.record.bundle_sha256,
+                    what["standing"],
+                    citation["ruleset"],
+                    citation["bundle_sha256"],
                     *("" if row.get(key) is None else row.get(key) for key, _ in POINT_COLUMNS),
                     row.get("point", ""),
                     row.get("revision") or 1,
                     row.get("stack") or "",
+                    *("" if citation[key] is None else citation[key] for key in CITATION_COLUMNS),
                 ]
             )
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")

@@ -15,7 +15,6 @@ from django.views.decorators.http import require_GET
 
 from access.permissions import can
 from access.visibility import challenges_visible_to
-from accounts.selectors import user_org_ids
 from leaderboard import selectors
 from leaderboard.cache import public_cached, public_page
 from leaderboard.charts import (
@@ -25,8 +24,10 @@ from leaderboard.charts import (
     interactivity_metric,
     result_charts,
     series_of,
+    series_style,
 )
 from leaderboard.cliffs import CLIFF_RULE, points_past_a_cliff
+from leaderboard.exports import standing
 from leaderboard.models import Challenge, Publication
 from leaderboard.normalised import (
     PRICE_FIELDS,
@@ -37,6 +38,7 @@ from leaderboard.normalised import (
     points_goodput,
 )
 from leaderboard.slo import node_count
+from leaderboard.workflow import PUBLICATION
 from portal.parsers import parse_positive
 from spotchecks.selectors import endpoint_url_shown, remeasurements_public, spotcheck_rows
 
@@ -172,7 +174,7 @@ def _board_row(rank: int, publication: Publication, *, ranked: bool, measured: d
         "rank": rank + 1,
         "ranked": ranked,
         "rank_label": str(rank + 1) if ranked else "unranked",
-        "colour": colour(rank),
+        **series_style(rank),  # colour, marker, dash: the picker draws a curve it loads as the chart would
         "sid": publication.public_id,
         "label": _label(publication),
         "href": _result_url(publication),
@@ -315,6 +317,7 @@ def _compare_context(model_id: str, ids: list[str], inputs: BuyerInputs | None =
         rows.append(
             {
                 "publication": p,
+                "standing": standing(p),
                 "colour": colour(i),
                 "buyer": buyer_context(p, points, measured.get(p.public_id) or {}, inputs, hidden=hidden),
             }
@@ -460,6 +463,27 @@ def _remeasurements(publication: Publication) -> list[dict]:
     ]
 
 
+def _sources(record, points: list[dict]) -> list[dict]:
+    """The revisions whose points make the curve shown, newest first, each with the concurrencies it measured and
+    its archives behind the curve (those holding a point shown; a revision's re-measured points' archives are
+    left to its own page)."""
+    measured: dict[int, list] = {}
+    held: dict[int, set] = {}
+    for point in points:
+        evidence = point.get("evidence")
+        if evidence:
+            measured.setdefault(evidence["revision"], []).append(point.get("concurrency"))
+            if evidence.get("file"):
+                held.setdefault(evidence["revision"], set()).add(evidence["file"]["position"])
+    rows = []
+    for source in reversed(record.sources):
+        positions = held.get(source.get("revision"))
+        files = source.get("files") or []
+        archives = [f for f in files if f["position"] in positions] if positions else files
+        rows.append({**source, "points": measured.get(source.get("revision"), []), "archives": archives})
+    return rows
+
+
 def _result_context(public_id: str, revision: int | None = None, query=None) -> dict:
     newest = selectors.publication_public(public_id)
     publication = selectors.publication_at_revision(newest, revision)
@@ -467,7 +491,14 @@ def _result_context(public_id: str, revision: int | None = None, query=None) -> 
     provenance = selectors.publication_provenance(publication)
     submission = publication.submission
     x = interactivity_metric(submission.benchmark)
-    points = sorted((publication.curve or {}).get("points") or [], key=lambda p: p.get("concurrency") or 0)
+    evidence = publication.record.point_evidence
+    points = sorted(
+        (
+            {**p, "evidence": evidence.get(p.get("point"))}
+            for p in (publication.curve or {}).get("points") or []
+        ),
+        key=lambda p: p.get("concurrency") or 0,
+    )
     shown = revision or (revisions[-1].number if revisions else 1)
     buyer = buyer_context(
         publication,
@@ -493,6 +524,7 @@ def _result_context(public_id: str, revision: int | None = None, query=None) -> 
         "cliff_points": points_past_a_cliff(points, metric=x),
         "cliff_rule": CLIFF_RULE,
         "provenance": provenance,
+        "sources": _sources(publication.record, points),
         "measured_rows": _measured_rows(points, provenance.measured_power),
         "buyer": buyer,
         "page_status": 400 if buyer["errors"] else 200,
@@ -523,11 +555,20 @@ def result(request, public_id: str):
         )
         meta = fragment["meta"]
         user = request.user
-        member = bool(user.is_authenticated and user_org_ids(user))
-        challenges = (
-            list(challenges_visible_to(user).filter(publication_id=meta["pk"]).select_related("organisation"))
-            if user.is_authenticated
-            else []
+        # Who may challenge is the publication's table (an organisation's member, not the result's own, and the
+        # chair); a retracted result is not challenged again.
+        can_challenge = (
+            user.is_authenticated
+            and not meta["retracted"]
+            and PUBLICATION.allowed(
+                user, Publication.objects.select_related("submission").get(pk=meta["pk"]), "challenge"
+            )
+        )
+        challenges = list(
+            challenges_visible_to(user)
+            .filter(publication_id=meta["pk"])
+            .select_related("organisation")
+            .order_by("created_at", "pk")
         )
         return render_fragment(
             request,
@@ -535,7 +576,7 @@ def result(request, public_id: str):
             after="leaderboard/_challenges.html",
             context={
                 "public_id": meta["public_id"],
-                "can_challenge": member and not meta["retracted"],
+                "can_challenge": can_challenge,
                 "is_chair": can(user, "chair"),
                 "challenges": challenges,
                 "outcomes": [c for c in Challenge.Status.choices if c[0] != Challenge.Status.OPEN],

@@ -12,6 +12,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from accounts.actors import SUBMITTER_ROLES
 from accounts.permissions import TokenScopeAllows
 from accounts.selectors import user_org_ids
 from catalog.models import Benchmark
@@ -19,7 +20,6 @@ from portal.errors import ApplicationError
 from portal.parsers import PARSER_CLASSES
 from previews import selectors, services
 from previews.models import Preview
-from previews.workflow import SUBMITTER_ROLES
 from submissions.models import System
 
 NOT_MLPERF = "Not an MLPerf result: a preview recomputed by the portal for its organisation only."

@@ -11,12 +11,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from accounts.actors import SUBMITTER_ROLES
 from accounts.selectors import user_org_ids
 from portal.errors import ApplicationError
 from previews import comparison, selectors, services
 from previews.forms import PreviewUploadForm
 from previews.models import Preview
-from previews.workflow import PREVIEW, SUBMITTER_ROLES
+from previews.workflow import PREVIEW
 
 
 @login_required

@@ -18,12 +18,13 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 
+from access.permissions import can
 from access.visibility import conflicts_visible_to, review_assignments_visible_to, submissions_visible_to
 from accounts.models import Organisation
 from accounts.permissions import TokenScopeAllows
 from portal.errors import ApplicationError, ConflictError
 from portal.parsers import parse_id
-from review import lifecycle, selectors
+from review import selectors
 from review.models import Conflict, ReviewAssignment
 from review.services.assignments import assignment_create, assignment_release, assignments_draw
 from review.services.conflicts import conflict_declare, conflict_remove
@@ -57,7 +58,7 @@ class ReleaseReasonSerializer(serializers.Serializer):
 
 
 def _chair_only(user) -> None:
-    if not lifecycle.can(user, "chair"):
+    if not can(user, "chair"):
         raise PermissionDenied("Only the chair assigns reviewers.")
 
 

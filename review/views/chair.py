@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from access.permissions import can
 from access.visibility import conflicts_visible_to, get_visible_or_404
 from accounts.models import Membership, Organisation
 from accounts.selectors import user_org_ids
@@ -52,13 +53,13 @@ class ConflictForm(forms.Form):
 
 def conflict_organisations_for(user):
     """The organisations the user declares conflicts for: all of them (chair) or those they administer."""
-    if lifecycle.can(user, "chair"):
+    if can(user, "chair"):
         return Organisation.objects.all()
     return Organisation.objects.filter(pk__in=user_org_ids(user, roles=(Membership.Role.ORG_ADMIN,)))
 
 
 def _require_chair(user) -> None:
-    if not lifecycle.can(user, "chair"):
+    if not can(user, "chair"):
         raise PermissionDenied("Only the chair has this page.")
 
 
@@ -114,11 +115,13 @@ def chair_submission(request, pk: int):
                     "waiver": waivers.get((finding.rule, finding.point or "", finding.file or "")),
                 }
             )
+    shown = verdicts(check_run)
     context = {
         "submission": submission,
         "version": version,
         "check_run": check_run,
-        "verdicts": verdicts(check_run),
+        "verdicts": shown,
+        "waived_errors": (shown["ours"] or {}).get("waived", 0),  # the badge's "passed with N waived"
         "assignments": list(
             ReviewAssignment.objects.filter(submission=submission).select_related(
                 "reviewer", "organisation", "assigned_by"
@@ -212,9 +215,7 @@ def _conflicts_page(request, form: ConflictForm | None = None):
     administered = user_org_ids(user, roles=(Membership.Role.ORG_ADMIN,))
     rows = []
     for conflict in conflicts_visible_to(user).select_related("declared_by"):
-        removable = lifecycle.can(user, "chair") or (
-            not conflict.pinned and conflict.organisation_id in administered
-        )
+        removable = can(user, "chair") or (not conflict.pinned and conflict.organisation_id in administered)
         rows.append({"conflict": conflict, "removable": removable})
     return render(
         request,
@@ -222,7 +223,7 @@ def _conflicts_page(request, form: ConflictForm | None = None):
         {
             "rows": rows,
             "form": form or (ConflictForm(user=user) if declarable.exists() else None),
-            "is_chair": lifecycle.can(user, "chair"),
+            "is_chair": can(user, "chair"),
         },
         status=400 if form is not None and form.errors else 200,
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from django.urls import reverse
 from django.utils import timezone
 
+from access.permissions import can
 from access.visibility import (
     attestations_visible_to,
     evidence_requests_visible_to,
@@ -16,14 +17,12 @@ from access.visibility import (
     reviews_of,
     thread_of,
 )
-from accounts.models import Membership
+from accounts.actors import SUBMITTER_ROLES
 from accounts.selectors import user_org_ids
 from review import lifecycle, selectors
 from review.models import Comment, Review
 from submissions.models import Submission
 from submissions.selectors import check_run_latest, version_latest
-
-SUBMITTER_ROLES = (Membership.Role.SUBMITTER, Membership.Role.ORG_ADMIN)
 
 
 @dataclass
@@ -101,7 +100,7 @@ def review_panel(user, submission: Submission) -> dict | None:
     if user is None or not user.is_authenticated:
         return None
     own_org = submission.organisation_id in user_org_ids(user)
-    oversees = lifecycle.can(user, "oversee")
+    oversees = can(user, "oversee")
     if not (own_org or oversees):
         if selectors.assignment_active(user, submission) is not None:
             return {"reviewer_link": reverse("review:review_page", args=[submission.pk])}

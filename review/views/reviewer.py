@@ -21,6 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from access.permissions import can
 from access.visibility import (
     review_assignments_visible_to,
     review_submissions_visible_to,
@@ -357,7 +358,7 @@ def review_page(request, pk: int):
         "point_keys": [row.key for row in check.get("point_rows", [])],
         "anchor_file": request.GET.get("anchor_file", "")[:500],
         "anchor_line": anchor_line if parse_id(anchor_line) is not None else "",
-        "oversees": lifecycle.can(user, "oversee"),
+        "oversees": can(user, "oversee"),
         "now": timezone.now(),
     }
     return render(request, "review/review_page.html", context)

@@ -25,6 +25,7 @@ from access.visibility import (
     thread_of,
     versions_visible_to,
 )
+from accounts.actors import SUBMITTER_ROLES
 from accounts.selectors import user_org_ids
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
@@ -33,7 +34,6 @@ from review.services import attestations as attestations_services
 from review.services import thread as thread_services
 from review.services import waivers as waivers_services
 from review.services.waivers import waivers_request_group
-from review.views.panels import SUBMITTER_ROLES
 from submissions.models import Submission
 
 Status = Submission.Status

@@ -63,6 +63,8 @@ def spotcheck_panel(request, pk: int):
     """The spot-check panel of the audit page, polled every 3 s while a spot-check is queued or measuring."""
     submission = overseen(request, pk)
     context = audit_panel_context(request.user, submission)
+    if request.headers.get("X-Requested-With") != "poll":  # opened directly: the panel in a styled page
+        return render(request, "spotchecks/panel_page.html", {**context, "submission": submission})
     response = render(request, "spotchecks/_audit_panel.html", context)
     if not context["spotcheck_active"]:
         response["X-Poll-Stop"] = "1"

@@ -1,7 +1,10 @@
 /* Leaderboard charts: our own SVG, no library, no network. Each [data-chart] element names a JSON spec
    (leaderboard/charts.py) and gets a step chart through measured points only (the vertices come from the
    server: nothing is interpolated here), hover/tap details of the nearest point with every metric, series
-   toggles and log axes. The table beside each chart carries the same numbers without JavaScript. */
+   toggles and log axes. By keyboard the chart is one tab stop: arrow keys move between its points (Left/Right
+   along a series, Up/Down across series, Home/End), each point's details are shown and announced on focus, Escape
+   closes them. Series differ by marker shape and dash as well as colour (leaderboard/charts.py series_style). The
+   table under each chart carries every plotted number without JavaScript. */
 (function () {
   "use strict";
   var SVG = "http://www.w3.org/2000/svg";
@@ -11,6 +14,49 @@
     for (var key in attrs) node.setAttribute(key, attrs[key]);
     if (parent) parent.appendChild(node);
     return node;
+  }
+
+  // Marker shapes of leaderboard/charts.py SERIES_MARKERS: an SVG path of radius r around (x, y).
+  function polygon(x, y, r, corners, turn, inner) {
+    var d = "";
+    var count = inner ? corners * 2 : corners;
+    for (var i = 0; i < count; i++) {
+      var radius = inner && i % 2 ? r * inner : r;
+      var angle = turn + (i * 2 * Math.PI) / count;
+      d += (i ? "L" : "M") + (x + radius * Math.sin(angle)).toFixed(1) + "," + (y - radius * Math.cos(angle)).toFixed(1);
+    }
+    return d + "Z";
+  }
+  function cross(x, y, r, turn) {  // a thick plus (or x) as one outline
+    var w = r * 0.38, d = "";
+    [[-w, -r], [w, -r], [w, -w], [r, -w], [r, w], [w, w], [w, r], [-w, r], [-w, w], [-r, w], [-r, -w], [-w, -w]].forEach(function (v, i) {
+      var px = v[0] * Math.cos(turn) - v[1] * Math.sin(turn), py = v[0] * Math.sin(turn) + v[1] * Math.cos(turn);
+      d += (i ? "L" : "M") + (x + px).toFixed(1) + "," + (y + py).toFixed(1);
+    });
+    return d + "Z";
+  }
+  var MARKERS = {
+    circle: function (x, y, r) { return "M" + (x - r) + "," + y + "a" + r + "," + r + " 0 1,0 " + 2 * r + ",0a" + r + "," + r + " 0 1,0 " + -2 * r + ",0Z"; },
+    square: function (x, y, r) { return polygon(x, y, r * 1.2, 4, Math.PI / 4); },
+    triangle: function (x, y, r) { return polygon(x, y, r * 1.3, 3, 0); },
+    diamond: function (x, y, r) { return polygon(x, y, r * 1.3, 4, 0); },
+    "triangle-down": function (x, y, r) { return polygon(x, y, r * 1.3, 3, Math.PI); },
+    plus: function (x, y, r) { return cross(x, y, r * 1.25, 0); },
+    star: function (x, y, r) { return polygon(x, y, r * 1.45, 5, 0, 0.5); },
+    hexagon: function (x, y, r) { return polygon(x, y, r * 1.15, 6, 0); },
+    cross: function (x, y, r) { return cross(x, y, r * 1.25, Math.PI / 4); },
+    bar: function (x, y, r) { var w = r * 1.5, h = r * 0.7; return "M" + (x - w) + "," + (y - h) + "H" + (x + w) + "V" + (y + h) + "H" + (x - w) + "Z"; }
+  };
+  function markerPath(shape, x, y, r) {
+    return (MARKERS[shape] || MARKERS.circle)(+x.toFixed(1), +y.toFixed(1), r);
+  }
+
+  // The series' marker as a small SVG for a legend: the same shape, dash and colour as on the chart.
+  function swatch(style) {
+    var svg = el("svg", { width: 26, height: 14, viewBox: "0 0 26 14", "aria-hidden": "true", class: "series-swatch" });
+    el("line", { x1: 1, x2: 25, y1: 7, y2: 7, stroke: style.colour, "stroke-width": 2, "stroke-dasharray": style.dash || "" }, svg);
+    el("path", { d: markerPath(style.marker, 13, 7, 4), fill: style.colour, stroke: style.colour }, svg);
+    return svg;
   }
 
   function fmt(value) {
@@ -84,6 +130,8 @@
     this.logY = false;
     this.canvas = root.querySelector(".chart-canvas");
     this.tip = root.querySelector(".chart-tip");
+    this.rows = root.querySelector("[data-chart-rows]");
+    this.focusKey = null;  // the point that has the keyboard focus, kept across redraws
     var self = this;
     root.querySelectorAll("[data-log]").forEach(function (box) {
       box.checked = box.dataset.log === "x" ? self.logX : self.logY;
@@ -100,6 +148,9 @@
       if (count) count.textContent = self.visible().length;
     };
     picker.querySelectorAll("[data-series-toggle]").forEach(function (box) {
+      var style = self.styleOf(box.dataset.seriesToggle, box.dataset);
+      var dot = box.parentNode.querySelector(".swatch");
+      if (style && dot) dot.replaceWith(swatch(style));
       box.addEventListener("change", function () {
         var id = box.dataset.seriesToggle;
         self.hidden[id] = !box.checked;
@@ -118,6 +169,30 @@
 
   Chart.prototype.has = function (id) {
     return this.spec.series.some(function (s) { return s.id === id; });
+  };
+
+  // A series' colour, marker and dash: from the spec, else from the picker's data-series-* of a curve not loaded yet.
+  Chart.prototype.styleOf = function (id, meta) {
+    var known = this.spec.series.filter(function (s) { return s.id === id; })[0];
+    if (known) return known;
+    return meta.seriesColour ? { colour: meta.seriesColour, marker: meta.seriesMarker, dash: meta.seriesDash } : null;
+  };
+
+  // The rows of the chart's table for a series loaded after the page (the page's own series are rendered there).
+  Chart.prototype.addRows = function (s) {
+    if (!this.rows) return;
+    var spec = this.spec, byConcurrency = spec.x.key === "concurrency", rows = this.rows;
+    s.points.forEach(function (p) {
+      var cells = [s.label, fmt(p.concurrency)];
+      if (!byConcurrency) cells.push(fmt(p.x));
+      cells.push(fmt(p.y));
+      if (!byConcurrency) cells.push(p.on_front ? "yes" : "no");
+      cells.push(p.verification);
+      var tr = document.createElement("tr");
+      cells.forEach(function (text) { var td = document.createElement("td"); td.textContent = text; tr.appendChild(td); });
+      tr.dataset.series = s.id;
+      rows.appendChild(tr);
+    });
   };
 
   function number(value) {
@@ -148,8 +223,8 @@
     var steps = (front.steps || []).filter(function (v) {
       return Array.isArray(v) && v.length === 2 && number(v[0]) !== null && number(v[1]) !== null;
     }).map(function (v) { return [v[0], v[1]]; });
-    return { id: meta.seriesToggle, label: meta.seriesLabel, colour: meta.seriesColour, href: meta.seriesHref,
-      points: points, steps: steps };
+    return { id: meta.seriesToggle, label: meta.seriesLabel, colour: meta.seriesColour, marker: meta.seriesMarker,
+      dash: meta.seriesDash, href: meta.seriesHref, points: points, steps: steps };
   };
 
   Chart.prototype.load = function (box, status, done) {
@@ -162,7 +237,11 @@
         return response.json();
       })
       .then(function (detail) {
-        if (!self.has(box.dataset.seriesToggle)) self.spec.series.push(self.seriesFrom(detail, box.dataset));
+        if (!self.has(box.dataset.seriesToggle)) {
+          var loaded = self.seriesFrom(detail, box.dataset);
+          self.spec.series.push(loaded);
+          self.addRows(loaded);
+        }
         if (status) status.textContent = "";
       })
       .catch(function (error) {
@@ -189,8 +268,9 @@
     var m = { left: narrow ? 50 : 68, right: 14, top: 14, bottom: narrow ? 46 : 52 };
     this.canvas.textContent = "";
     var series = this.visible();
-    var svg = el("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img",
-      "aria-label": spec.title + " (the table beside the chart has every value)", class: "step-chart" }, this.canvas);
+    var svg = el("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "group",
+      "aria-label": spec.title + ": arrow keys move between the points, Escape closes their details; the table " +
+      "under the chart has every value", "aria-roledescription": "chart", class: "step-chart" }, this.canvas);
     var xs = [], ys = [];
     series.forEach(function (s) {
       s.points.forEach(function (p) { xs.push(p[xKey]); ys.push(p[yKey]); });
@@ -233,18 +313,24 @@
       var steps = s.steps.filter(function (v) { return ok(v[0], v[1]); });
       if (steps.length >= 2) {
         var d = steps.map(function (v, i) { return (i ? "L" : "M") + sx(v[0]).toFixed(1) + "," + sy(v[1]).toFixed(1); }).join(" ");
-        el("path", { d: d, class: "step-line", stroke: s.colour, "data-series": s.id }, layer);
+        el("path", { d: d, class: "step-line", stroke: s.colour, "stroke-dasharray": s.dash || "", "data-series": s.id }, layer);
       }
     });
+    var rows = [];  // per series, its targets in x order: what the arrow keys walk
     series.forEach(function (s) {
-      s.points.forEach(function (p) {
+      var row = [];
+      s.points.slice().sort(function (a, b) { return a[xKey] - b[xKey]; }).forEach(function (p) {
         if (!ok(p[xKey], p[yKey])) return;
         var cx = sx(p[xKey]), cy = sy(p[yKey]);
-        el("circle", { cx: cx.toFixed(1), cy: cy.toFixed(1), r: narrow ? 4 : 5, stroke: s.colour,
+        var node = el("path", { d: markerPath(s.marker, cx, cy, narrow ? 4 : 5), stroke: s.colour,
           fill: p.on_front ? s.colour : "#ffffff", class: "marker" + (p.on_front ? "" : " off-front"),
-          "data-series": s.id, "data-point": p.key }, layer);
-        targets.push({ x: cx, y: cy, point: p, series: s });
+          "data-series": s.id, "data-point": p.key, tabindex: "-1", role: "img",
+          "aria-label": self.describe(p, s) }, layer);
+        var target = { x: cx, y: cy, point: p, series: s, node: node };
+        targets.push(target);
+        row.push(target);
       });
+      if (row.length) rows.push(row);
     });
     series.forEach(function (s) {  // the first point past a performance cliff: a dashed line and "cliff"
       s.points.forEach(function (p) {
@@ -259,6 +345,47 @@
       });
     });
     var ring = el("circle", { r: 9, class: "hover-ring", visibility: "hidden" }, svg);
+    var show = function (target) {
+      ring.setAttribute("cx", target.x.toFixed(1));
+      ring.setAttribute("cy", target.y.toFixed(1));
+      ring.setAttribute("stroke", target.series.colour);
+      ring.setAttribute("visibility", "visible");
+      self.showTip(target, width);
+    };
+    // One tab stop (the focused point, else the first); arrow keys move the focus from point to point.
+    var current = targets.filter(function (t) { return t.point.key === self.focusKey; })[0] || targets[0];
+    if (current) current.node.setAttribute("tabindex", "0");
+    var moveTo = function (target) {
+      if (!target) return;
+      targets.forEach(function (t) { t.node.setAttribute("tabindex", t === target ? "0" : "-1"); });
+      target.node.focus();
+    };
+    targets.forEach(function (t) {
+      t.node.addEventListener("focus", function () {
+        self.focusKey = t.point.key;
+        ring.classList.add("focus-ring");
+        show(t);
+      });
+      t.node.addEventListener("blur", function () { ring.classList.remove("focus-ring"); self.hideTip(ring); });
+    });
+    svg.addEventListener("keydown", function (event) {
+      var at = -1, row = -1;
+      rows.forEach(function (r, i) { var j = r.indexOf(targets.filter(function (t) { return t.node === document.activeElement; })[0]); if (j >= 0) { row = i; at = j; } });
+      if (row < 0) return;
+      var next = null;
+      if (event.key === "ArrowRight") next = rows[row][at + 1];
+      else if (event.key === "ArrowLeft") next = rows[row][at - 1];
+      else if (event.key === "Home") next = rows[row][0];
+      else if (event.key === "End") next = rows[row][rows[row].length - 1];
+      else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        var other = rows[row + (event.key === "ArrowDown" ? 1 : -1)];
+        if (other) next = other[Math.min(at, other.length - 1)];
+      } else if (event.key === "Escape") { self.hideTip(ring); event.preventDefault(); return; }
+      else if (event.key === "Enter" || event.key === " ") { show(rows[row][at]); event.preventDefault(); return; }
+      else return;
+      event.preventDefault();
+      moveTo(next);
+    });
     var hover = function (event) {
       var box = svg.getBoundingClientRect();
       var px = (event.touches ? event.touches[0].clientX : event.clientX) - box.left;
@@ -269,24 +396,28 @@
         if (d < bestD) { bestD = d; best = t; }
       });
       if (!best) { self.hideTip(ring); return; }
-      ring.setAttribute("cx", best.x.toFixed(1));
-      ring.setAttribute("cy", best.y.toFixed(1));
-      ring.setAttribute("stroke", best.series.colour);
-      ring.setAttribute("visibility", "visible");
-      self.showTip(best, width);
+      show(best);
     };
+    this.escape = function () { self.hideTip(ring); };
     svg.addEventListener("mousemove", hover);
     svg.addEventListener("click", hover);
     svg.addEventListener("touchstart", hover, { passive: true });
     svg.addEventListener("mouseleave", function () { self.hideTip(ring); });
   };
 
+  // What a screen reader says of a point: its series and every metric, as the tooltip shows them.
+  Chart.prototype.describe = function (p, s) {
+    var parts = this.spec.tooltip.map(function (metric) { return metric.label + " " + fmt(p[metric.key]); });
+    return s.label + ": " + parts.join(", ") + "; " + (p.verification_text || "") +
+      (p.on_front ? "" : "; not on the Pareto front") + (p.past_cliff ? "; " + p.cliff_text : "");
+  };
+
   Chart.prototype.showTip = function (target, width) {
     var tip = this.tip, p = target.point, s = target.series;
     tip.textContent = "";
     var head = document.createElement("strong");
-    head.textContent = s.label;
-    head.style.color = s.colour;
+    head.appendChild(swatch(s));
+    head.appendChild(document.createTextNode(" " + s.label));
     tip.appendChild(head);
     var list = document.createElement("dl");
     this.spec.tooltip.forEach(function (metric) {
@@ -304,10 +435,15 @@
       (p.region ? " · " + p.region.replace(/_/g, " ") : "");
     tip.appendChild(foot);
     tip.hidden = false;
-    var left = target.x + 14;
-    if (left + tip.offsetWidth > width) left = Math.max(0, target.x - tip.offsetWidth - 14);
+    // Beside the point where there is room, else above it (below near the top): never over the point itself.
+    var left = target.x + 14, top = Math.max(0, target.y - 20);
+    if (left + tip.offsetWidth > width) left = target.x - tip.offsetWidth - 14;
+    if (left < 0) {
+      left = Math.max(0, Math.min(width - tip.offsetWidth, target.x - tip.offsetWidth / 2));
+      top = target.y - tip.offsetHeight - 16 >= 0 ? target.y - tip.offsetHeight - 16 : target.y + 16;
+    }
     tip.style.left = left + "px";
-    tip.style.top = Math.max(0, target.y - 20) + "px";
+    tip.style.top = top + "px";
     tip.setAttribute("data-point", p.key);
   };
 
@@ -318,6 +454,11 @@
 
   function start() {
     document.querySelectorAll("[data-chart]").forEach(function (root) { root.chart = new Chart(root); });
+    // Escape closes any chart's details, wherever the focus is (WCAG 1.4.13: content on hover is dismissable).
+    document.addEventListener("keydown", function (event) {
+      if (event.key !== "Escape") return;
+      document.querySelectorAll("[data-chart]").forEach(function (root) { if (root.chart.escape) root.chart.escape(); });
+    });
     var compare = document.querySelector("[data-compare-form]");
     if (compare) {
       var update = function () {

@@ -139,6 +139,10 @@ class SubmissionFilter(django_filters.FilterSet):
     benchmark = django_filters.CharFilter(field_name="benchmark__model_id")
     system = django_filters.CharFilter(field_name="system__name")
     organisation = django_filters.CharFilter(field_name="organisation__slug")
+    result = django_filters.CharFilter(
+        field_name="publication__public_id",
+        help_text="The submission published as this result, e.g. EP-000003.",
+    )
 
     class Meta:
         model = Submission

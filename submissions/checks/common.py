@@ -14,7 +14,7 @@ from django.conf import settings
 from django.utils import timezone
 from tokenizers import Tokenizer
 
-from catalog.selectors import benchmark_tokenizer_json
+from catalog.selectors import benchmark_chat_template, benchmark_tokenizer_json
 from checker.judge.portal_rules import SubmissionScope
 from checker.read.inputs import Limits
 from checker.recompute.tokens import TokenCounter
@@ -77,7 +77,10 @@ def _tokenizer_from_text(text: str):
 
 
 def token_counter_for(version: SubmissionVersion) -> TokenCounter:
-    return TokenCounter(_tokenizer_from_text(benchmark_tokenizer_json(version.submission.benchmark)))
+    benchmark = version.submission.benchmark
+    return TokenCounter(
+        _tokenizer_from_text(benchmark_tokenizer_json(benchmark)), chat=benchmark_chat_template(benchmark)
+    )
 
 
 def scope_of(submission) -> SubmissionScope:

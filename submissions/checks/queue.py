@@ -7,7 +7,6 @@ import functools
 import logging
 from datetime import timedelta
 
-from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -16,6 +15,7 @@ from django.utils import timezone
 from accounts.selectors import user_is_auditor
 from audit.services import audit_event_record
 from portal.errors import NotAllowedError
+from portal.queues import task_send
 from submissions.models import CheckOutbox, CheckRun, SubmissionVersion
 from submissions.workflow import CHECK_RUN, SUBMISSION_FILES
 
@@ -42,9 +42,8 @@ def queue_start(check_run: CheckRun) -> None:
 
 
 def _send_start(run_id: int, attempt: int) -> None:
-    current_app.signature(CHECK_RUN_START_TASK, args=[run_id, attempt]).apply_async(
-        retry=False
-    )  # unpack queue
+    # unpack queue; no retry: a broker that is down leaves the row to the outbox's next pass
+    task_send(CHECK_RUN_START_TASK, run_id, attempt, retry=False)
 
 
 def check_outbox_send(*, ids: list[int] | None = None, now=None) -> int:
@@ -112,18 +111,35 @@ def check_run_create(
     return check_run
 
 
+# The rows of the submission's table that re-check a version, one per kind of actor (submissions.workflow).
+RECHECK_ACTIONS = ("recheck", "requeue_check", "audit_recheck")
+
+
+def recheck_action(actor, submission) -> str:
+    """The row under which `actor` may re-check a version of `submission` now, or '' (pages ask it for the
+    button, check_run_requeue for the guard)."""
+    return next((a for a in RECHECK_ACTIONS if SUBMISSION_FILES.allowed(actor, submission, a)), "")
+
+
 @transaction.atomic
 def check_run_requeue(*, version: SubmissionVersion, actor) -> CheckRun:
-    """The chair or an auditor re-checks a version (after a checker or rule-set change, or to audit the frozen
-    version): a new run, history kept."""
+    """A new check run of a version, history kept: its organisation's submitters while the submission is theirs
+    (a draft, or sent back for changes), the chair on any version, an auditor on a submitted one (after a checker
+    or rule-set change, or to audit the frozen version)."""
     submission = version.submission
-    if not SUBMISSION_FILES.allowed(actor, submission, "requeue_check"):  # the chair re-checks any version
-        if not user_is_auditor(actor):
-            raise NotAllowedError("Only the chair or an auditor can re-check a version.")
-        if not SUBMISSION_FILES.allowed(actor, submission, "audit_recheck"):  # an auditor: submitted only
+    if not recheck_action(actor, submission):
+        if user_is_auditor(actor):
             raise NotAllowedError(
                 "Auditors re-check submitted versions only (a draft is its organisation's own)."
             )
+        if SUBMISSION_FILES.rule("recheck").actor_may(actor, submission):
+            raise NotAllowedError(
+                "Your organisation re-checks its versions while the submission is a draft or sent back for "
+                "changes; from submission on, ask the chair or an auditor."
+            )
+        raise NotAllowedError(
+            "Only the submitting organisation, the chair or an auditor can re-check a version."
+        )
     check_run = check_run_create(version=version, actor=actor)
     audit_event_record(
         actor=actor,

@@ -14,6 +14,7 @@ from audit.services import audit_event_record
 from submissions.checks.common import storable_text
 from submissions.checks.queue import queue_start
 from submissions.models import CheckOutbox, CheckRun, Finding, PointMetric
+from submissions.signals import check_run_ended
 from submissions.workflow import CHECK_RUN
 
 
@@ -72,6 +73,7 @@ def check_run_attempt_failed(
             audit_event_record(
                 actor=None, action="check.errored", obj=check_run, data={"attempt": attempt, "reason": reason}
             )
+            check_run_ended.send(sender=CheckRun, check_run=check_run)
     return check_run
 
 

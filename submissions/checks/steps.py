@@ -28,6 +28,7 @@ from checker.cli.pipeline import (
 from checker.judge.extension import ExtensionScope, PublishedRevision, finding_identity
 from checker.judge.portal_rules import ReusedRawLog
 from checker.read.inputs import Limits
+from checker.read.loaders import load_descriptor_quietly
 from checker.report import PointResult, Report
 from submissions.checks.common import (
     Beat,
@@ -43,6 +44,7 @@ from submissions.checks.common import (
 from submissions.checks.samples import point_samples_save
 from submissions.models import CheckRun, Finding, PointMetric, Submission, SubmissionVersion
 from submissions.selectors import check_run_latest, published_revisions
+from submissions.signals import check_run_ended
 from submissions.workflow import CHECK_RUN
 
 
@@ -74,6 +76,7 @@ def _end_inflated(check_run: CheckRun, attempt: int, findings, *, inputs: list[s
             obj=check_run,
             data={"version": check_run.version_id, "status": "failed", "attempt": attempt, "counts": counts},
         )
+        check_run_ended.send(sender=CheckRun, check_run=check_run)
 
 
 def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
@@ -167,6 +170,7 @@ def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:
             outcome = check_point(
                 opened.layout, point_key, token_counter=token_counter, limits=limits, progress=beat
             )
+            source = point_source(opened.layout, point_key, files, limits=limits)
     result = outcome.result
     samples_key, samples_sha256 = point_samples_save(samples=outcome.samples)
     with transaction.atomic():
@@ -183,7 +187,7 @@ def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:
             source=result.source,
             claimed=json_storable(result.claimed),
             recomputed=json_storable(result.recomputed),
-            extra=json_storable(result.extra),
+            extra=json_storable({**result.extra, "source": source}),
             raw_log_sha256=_digest_of(result.recomputed, "raw_log_sha256"),
             tracked_sequence_sha256=_digest_of(result.recomputed, "tracked_sequence_sha256"),
             samples_key=samples_key,
@@ -193,6 +197,27 @@ def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:
         done = PointMetric.objects.filter(check_run_id=check_run_id).count()
         heartbeat(check_run_id, attempt, progress_done=done)
     return True
+
+
+def point_source(layout, point_key: str, files: list[tuple[int, Any]], *, limits: Limits) -> dict[str, Any]:
+    """Where a point was read from, kept with its metrics so a publication cites it (leaderboard.snapshot): the
+    position of the version file holding its folder, the raw log's path inside that file, and the system
+    description the point carries (what it was measured on; None when it has none or it is unreadable)."""
+    point = next(candidate for candidate in layout.points if candidate.key == point_key)
+    position, inside = None, ""
+    display = point.displays.get("events") or point.display
+    for file_position, path in files:
+        prefix = f"{path.name}:"
+        if display.startswith(prefix):
+            position, inside = file_position, display[len(prefix) :]
+            break
+    description = load_descriptor_quietly(point.files.get("system_desc.json"), limits=limits)
+    return {
+        "position": position,
+        "path": inside,
+        "raw_log": "events" in point.files,
+        "system_desc": description if isinstance(description, dict) else None,
+    }
 
 
 def _digest_of(recomputed: Any, key: str) -> str:
@@ -378,4 +403,5 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
             obj=check_run,
             data={"version": check_run.version_id, "status": status, "attempt": attempt, "counts": counts},
         )
+        check_run_ended.send(sender=CheckRun, check_run=check_run)
     return status

@@ -36,7 +36,7 @@ from review import lifecycle
 from review.selectors import waived_error_count, waived_error_counts
 from review.views.panels import review_panel
 from submissions import services, uploads
-from submissions.checks.queue import check_run_requeue
+from submissions.checks.queue import check_run_requeue, recheck_action
 from submissions.endpoints import endpoint_declare, endpoint_view, endpoint_visible_to
 from submissions.forms import (
     EndpointForm,
@@ -180,7 +180,8 @@ def submission_detail(request, pk: int):
         # A draft, or a new version with the changes the reviewers asked for (the table's `upload` row).
         "can_upload": lifecycle.allowed(request.user, submission, "upload")
         and user_can_submit_for(request.user, submission.organisation),
-        "is_chair": lifecycle.can(request.user, "chair"),
+        # The table's re-check rows (the organisation on its draft, the chair, an auditor once submitted).
+        "can_recheck": bool(recheck_action(request.user, submission)),
         # No worker (the demo): the upload's last request runs the whole check, and the page says so meanwhile.
         "inline_check": bool(settings.CELERY_TASK_ALWAYS_EAGER),
         # The review as the submitter lives it (review.views.panels): reviewers, thread, waivers, evidence.

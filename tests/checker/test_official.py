@@ -57,3 +57,23 @@ def test_real_official_checker_on_the_sample_bundle(tmp_path):
     stored = {(r["rule"], r["severity"]) for r in json.loads(OFFICIAL_VERDICT.read_text())["results"]}
     assert {(r["rule"], r["severity"]) for r in report.official["results"]} == stored
     assert any(f.rule == "official-checker-disagreement" for f in report.findings)
+
+
+def test_a_rule_the_official_checker_files_on_the_model_folder_is_paired_there():
+    """agentic-accuracy-inline: the official checker files it on the model folder, the portal on each point; the same
+    finding is not reported as two disagreements (real Zephyr ZX-2 bundle and its real official verdict)."""
+    agentic = BUNDLE.parents[2] / "agentic"
+    report = Report()
+    run_rules(
+        layout_of(agentic / "bundle" / "Zephyr_Silicon" / "zephyr-2026-12-C0-endpoints-001"),
+        report,
+        ruleset="endpoints-v1.0",
+    )
+    assert {
+        f.point for f in report.findings if f.rule == "agentic-accuracy-inline" and f.severity == "error"
+    } >= {"Zephyr_ZX-2/qwen3_6-35b-a3b/r1"}
+    compare(
+        report, json.loads((agentic / "checker" / "official-checker-verdict.json").read_text())["results"]
+    )
+    msgs = [f.message for f in report.findings if f.rule == "official-checker-disagreement"]
+    assert not [m for m in msgs if "agentic-accuracy-inline" in m]

@@ -13,8 +13,11 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from accounts.selectors import user_org_ids
+from leaderboard import services
 from leaderboard.cache import public_cache_bump
 from leaderboard.models import Challenge, Publication
+from portal.errors import NotAllowedError
 from tests.factories import (
     AttestationFactory,
     BenchmarkFactory,
@@ -131,7 +134,7 @@ def test_the_board_ranks_curves_and_filters(world):
 
 
 def test_agentic_boards_use_end_to_end_interactivity(role_users, storage_dir):
-    benchmark = BenchmarkFactory(workload="agentic")
+    benchmark = BenchmarkFactory(workload="agentic_coding")
     publish(benchmark=benchmark)
     spec = _client().get(f"/leaderboard/{benchmark.model_id}/").context["spec"]
     assert spec["x"]["key"] == "e2e_interactivity"
@@ -277,8 +280,25 @@ def test_a_member_challenges_and_the_chair_retracts_from_the_page(
     url = f"/results/{publication.public_id}/"
     assert "Challenge this result" not in _client().get(url).content.decode()
     assert "Challenge this result" in _client(role_users["reviewer"]).get(url).content.decode()
-    _client(role_users["reviewer"]).post(f"{url}challenge/", {"reason": "The c64 point does not reproduce."})
+    # The chair opens one from any result page; nobody challenges their own organisation's result, whatever
+    # the page shows: the service refuses it.
+    assert "Challenge this result" in _client(role_users["chair"]).get(url).content.decode()
+    owner = role_users["submitter"]
+    assert publication.submission.organisation_id in user_org_ids(owner)
+    assert "Challenge this result" not in _client(owner).get(url).content.decode()
+    _client(owner).post(f"{url}challenge/", {"reason": "Our own result."})
+    with pytest.raises(NotAllowedError):
+        services.challenge_raise(publication=publication, actor=owner, reason="Our own result.")
+    assert not Challenge.objects.filter(publication=publication).exists()
+    with django_capture_on_commit_callbacks(execute=True):  # a new generation of the public pages
+        _client(role_users["reviewer"]).post(
+            f"{url}challenge/", {"reason": "The c64 point does not reproduce."}
+        )
     challenge = Challenge.objects.get(publication=publication)
+    # In public: an anonymous visitor reads the challenge, who raised it, and then its resolution.
+    anonymous = _client().get(url).content.decode()
+    assert "The c64 point does not reproduce." in anonymous and "Open" in anonymous
+    assert challenge.organisation.name in anonymous
     chair_page = _client(role_users["chair"]).get(url).content.decode()
     assert "Resolve challenge" in chair_page
     assert "Resolve challenge" not in _client(role_users["reviewer"]).get(url).content.decode()
@@ -294,7 +314,9 @@ def test_a_member_challenges_and_the_chair_retracts_from_the_page(
         )
     publication.refresh_from_db()
     assert publication.is_retracted
-    assert "Retracted on" in _client().get(url).content.decode()
+    anonymous = _client().get(url).content.decode()
+    assert "Retracted on" in anonymous
+    assert "Resolution: Not reproducible." in anonymous
     board = _client().get(f"/leaderboard/{world['benchmark'].model_id}/").context["spec"]
     assert publication.public_id not in [s["id"] for s in board["series"]]
 

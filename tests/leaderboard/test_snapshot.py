@@ -174,15 +174,18 @@ def test_every_edit_of_a_published_system_leaves_the_public_record_byte_identica
 
 
 def test_the_backfill_freezes_a_result_published_before_snapshots(role_users, published):
-    """The data migration's function on a result with no snapshot gives what publishing gives."""
+    """The data migrations' functions on a result with no snapshot give what publishing gives."""
     from importlib import import_module
 
     from django.apps import apps
 
     migration = import_module("leaderboard.migrations.0003_publication_snapshot")
+    evidence = import_module("leaderboard.migrations.0006_snapshot_point_evidence")
     frozen = Publication.objects.get(pk=published.pk).snapshot
+    assert frozen["schema"] == 2 and frozen["points"] and frozen["sources"]
     Publication.objects.filter(pk=published.pk).update(snapshot={})
     published.revisions.update(snapshot={})
-    migration.snapshot_published(apps, None)
+    migration.snapshot_published(apps, None)  # schema 1, then its upgrade to per-point evidence
+    evidence.point_evidence(apps, None)
     assert Publication.objects.get(pk=published.pk).snapshot == frozen
     assert published.revisions.get().snapshot == frozen

@@ -110,6 +110,11 @@ def test_schema_and_docs_are_served_from_our_own_assets(client):
     docs = client.get("/api/docs/")
     assert docs.status_code == 200
     html = docs.content.decode()
-    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html
-    for cdn in ("cdn.jsdelivr", "unpkg.com", "cdnjs", "googleapis"):
+    # The portal's own reference page: every operation of the schema, grouped, in the portal's layout.
+    assert '<html lang="en">' in html
+    assert '<code class="break-all">/api/v1/public/results/{public_id}/</code>' in html
+    assert html.count('<details class="api-op"') == schema.content.decode().count("operationId:")
+    for cdn in ("cdn.jsdelivr", "unpkg.com", "cdnjs", "googleapis", "swagger-ui"):
         assert cdn not in html
+    redoc = client.get("/api/redoc/").content.decode()
+    assert "/static/drf_spectacular_sidecar/redoc/" in redoc

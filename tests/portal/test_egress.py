@@ -4,17 +4,20 @@ replaced at the DNS boundary (portal.egress.getaddrinfo) only, to play names tha
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import socket
 import threading
 import urllib.error
 import urllib.request
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from portal import egress
-from portal.egress import EgressProxy, EgressRefused, Limits, address_refusal, resolve_checked
+from portal.egress import EgressProxy, EgressRefused, Limits, Target, address_refusal, resolve_checked
+from portal.special_addresses import SPECIAL_BLOCKS
 
 
 class _Upstream:
@@ -90,33 +93,99 @@ def _resolver(*answers: list[str]):
     return getaddrinfo
 
 
+def _ends(block) -> list[str]:
+    return [str(block.network_address), str(block.broadcast_address)]
+
+
 @pytest.mark.parametrize(
-    ("address", "reason"),
+    "entry", SPECIAL_BLOCKS, ids=[f"{entry.block} {entry.name}" for entry in SPECIAL_BLOCKS]
+)
+def test_every_special_purpose_registry_entry_is_refused_at_both_ends(entry):
+    for address in _ends(entry.block):
+        reason = address_refusal(address, allow_loopback=False)
+        assert reason is not None, address
+        # the most specific entry holding it, or the IPv4 address a form carries
+        ip = ipaddress.ip_address(address)
+        holding = [
+            str(other.block)
+            for other in SPECIAL_BLOCKS
+            if other.block.version == ip.version and ip in other.block
+        ]
+        assert any(block in reason for block in holding) or " of " in reason, reason
+
+
+def test_the_table_holds_both_registries_whole():
+    registries = Counter(entry.registry for entry in SPECIAL_BLOCKS)
+    assert registries["iana-ipv4-special-registry"] == 26
+    assert registries["iana-ipv6-special-registry"] == 25
+    assert {str(entry.block) for entry in SPECIAL_BLOCKS} >= {"224.0.0.0/4", "ff00::/8", "::/96"}
+
+
+# The attack's 33 forms: private, metadata, NAT64 and 6to4, and the other forms an IPv4 address hides in.
+HIDDEN_FORMS = [
+    ("10.1.2.3", "Private-Use"),
+    ("172.16.0.9", "Private-Use"),
+    ("192.168.1.20", "Private-Use"),
+    ("169.254.169.254", "Link Local"),  # the cloud metadata service
+    ("127.0.0.1", "Loopback"),
+    ("127.255.255.254", "Loopback"),
+    ("::1", "Loopback Address"),
+    ("0.0.0.0", "This host on this network"),
+    ("::", "Unspecified Address"),
+    ("224.0.0.251", "Multicast"),
+    ("ff02::fb", "Multicast"),
+    ("240.0.0.1", "Reserved"),
+    ("255.255.255.255", "Limited Broadcast"),
+    ("100.64.0.1", "Shared Address Space"),
+    ("192.0.0.170", "NAT64/DNS64 Discovery"),
+    ("198.18.0.1", "Benchmarking"),
+    ("fe80::1", "Link-Local Unicast"),
+    ("fe80::1%eth0", "Link-Local Unicast"),
+    ("fc00::5", "Unique-Local"),
+    ("fd00:ec2::254", "Unique-Local"),  # the IPv6 metadata service
+    ("::ffff:127.0.0.1", "IPv4-mapped of 127.0.0.1"),
+    ("::ffff:10.0.0.1", "IPv4-mapped of 10.0.0.1"),
+    ("::ffff:169.254.169.254", "IPv4-mapped of 169.254.169.254"),
+    ("::169.254.169.254", "IPv4-compatible of 169.254.169.254"),
+    ("::127.0.0.1", "IPv4-compatible of 127.0.0.1"),
+    ("64:ff9b::a9fe:a9fe", "NAT64 of 169.254.169.254"),
+    ("64:ff9b::7f00:1", "NAT64 of 127.0.0.1"),
+    ("64:ff9b:1:a9fe:a9:fe00::", "NAT64 local-use of 169.254.169.254"),
+    ("64:ff9b:1:0a00:0:0100::", "NAT64 local-use of 10.0.0.1"),
+    ("2002:a9fe:a9fe::", "6to4 of 169.254.169.254"),  # the issue's: is_global was true
+    ("2002:7f00:1::", "6to4 of 127.0.0.1"),
+    ("2002:c0a8:0101::1", "6to4 of 192.168.1.1"),
+    ("2001:0:4136:e378:8000:63bf:5601:5601", "Teredo of 169.254.169.254"),  # a Teredo client, bits inverted
+]
+
+
+@pytest.mark.parametrize(("address", "reason"), HIDDEN_FORMS)
+def test_private_metadata_and_tunnelled_forms_are_refused(address, reason):
+    refusal = address_refusal(address, allow_loopback=False)
+    assert refusal is not None and refusal.startswith(reason), refusal
+
+
+@pytest.mark.parametrize(
+    "address",
     [
-        ("10.1.2.3", "private"),
-        ("172.16.0.9", "private"),
-        ("192.168.1.20", "private"),
-        ("169.254.169.254", "link-local"),  # the cloud metadata service
-        ("127.0.0.1", "loopback"),
-        ("::1", "loopback"),
-        ("::ffff:127.0.0.1", "loopback"),  # IPv4-mapped loopback is loopback
-        ("::ffff:10.0.0.1", "private"),
-        ("0.0.0.0", "unspecified"),
-        ("224.0.0.251", "multicast"),
-        ("240.0.0.1", "private"),  # reserved (Python counts 240/4 as private too)
-        ("fe80::1", "link-local"),
-        ("fc00::5", "private"),
-        ("100.64.0.1", "not-global"),  # carrier-grade NAT
+        "8.8.8.8",
+        "1.1.1.1",
+        "2001:4860:4860::8888",
+        "2a00:1450:4001::1",
+        "2002:808:808::1",
+        "64:ff9b::808:808",
     ],
 )
-def test_non_global_addresses_are_refused(address, reason):
-    assert address_refusal(address, allow_loopback=False) == reason
+def test_public_addresses_and_forms_carrying_a_public_ipv4_address_are_allowed(address):
+    assert address_refusal(address, allow_loopback=False) is None
 
 
 def test_loopback_is_allowed_only_by_the_setting_and_private_never():
     assert address_refusal("127.0.0.1", allow_loopback=True) is None
     assert address_refusal("::1", allow_loopback=True) is None
-    assert address_refusal("10.0.0.1", allow_loopback=True) == "private"
+    assert address_refusal("10.0.0.1", allow_loopback=True).startswith("Private-Use")
+    # the setting reaches this machine's own loopback, never one carried inside a tunnel form
+    assert address_refusal("2002:7f00:1::", allow_loopback=True) is not None
     assert address_refusal("8.8.8.8", allow_loopback=False) is None
 
 
@@ -218,3 +287,100 @@ def test_an_endpoint_that_is_down_is_reported_unreachable():
             status, body = _get(proxy.url + "/v1/models")
     assert status == 502 and body["error"]["code"] == "egress-unreachable"
     assert proxy.record.upstream_errors == 1
+
+
+def test_a_6to4_address_carrying_the_metadata_address_is_never_connected_to(upstream, monkeypatch):
+    monkeypatch.setattr(egress, "getaddrinfo", _resolver(["2002:a9fe:a9fe::"]))
+    with EgressProxy(f"http://endpoint.test:{upstream.port}", credential="sk", allow_loopback=True) as proxy:
+        status, body = _get(proxy.url + "/v1/models")
+    assert status == 502 and body["error"]["code"] == "egress-address-refused"
+    assert "6to4 of 169.254.169.254" in body["error"]["message"]
+    assert upstream.seen == []
+
+
+def _raw(proxy_url: str, request: bytes) -> str:
+    host, port = proxy_url.split("//")[1].split("/")[0].split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(request)
+        sock.settimeout(10)
+        chunks = []
+        while chunk := sock.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/../admin",
+        "/v1/./../admin",
+        "/v1/..%2f..%2fadmin",
+        "/v1/%2e%2e/admin",
+        "/v1/%2E%2E/%2E%2E/admin",
+        "/v1%2f..%2fadmin",
+        "/v1/..\\admin",
+        "/v1/models/..",
+        "//v1/../admin",
+        "/admin",
+        "/v1admin",
+    ],
+)
+def test_a_path_leaving_the_base_path_is_refused_and_never_forwarded(upstream, path):
+    with EgressProxy(
+        f"http://127.0.0.1:{upstream.port}/v1", credential="sk-secret", allow_loopback=True
+    ) as proxy:
+        answer = _raw(proxy.url, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    assert answer.startswith("HTTP/1.1 403") and "egress-path" in answer, answer
+    assert upstream.seen == []  # nothing forwarded, the credential least of all
+
+
+def test_paths_under_the_base_are_normalised_and_forwarded(upstream):
+    with EgressProxy(f"http://127.0.0.1:{upstream.port}/v1", allow_loopback=True) as proxy:
+        answer = _raw(proxy.url, b"GET /v1//models?x=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert answer.startswith("HTTP/1.1 200")
+    assert [seen["path"] for seen in upstream.seen] == ["/v1/models?x=1"]
+
+
+@pytest.mark.parametrize(
+    "length_headers",
+    [
+        b"Content-Length: abc\r\n",
+        b"Content-Length: -5\r\n",
+        b"Content-Length: 1e3\r\n",
+        b"Content-Length: \xd9\xa1\r\n",  # an Arabic-Indic digit one: int() reads it, HTTP does not
+        b"Content-Length: 99999999999999999999999\r\n",
+        b"Content-Length: 2\r\nContent-Length: 3\r\n",
+        b"Transfer-Encoding: chunked\r\n",
+    ],
+)
+def test_a_bad_content_length_gets_400_from_the_guard(upstream, length_headers):
+    with EgressProxy(f"http://127.0.0.1:{upstream.port}", allow_loopback=True) as proxy:
+        answer = _raw(
+            proxy.url, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + length_headers + b"\r\nab"
+        )
+    assert answer.startswith("HTTP/1.1 400") and "egress-bad-request" in answer, answer
+    assert upstream.seen == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[::1/",
+        "http://[x]/",
+        "http://h:0/",
+        "http://h:99999/",
+        "http://h/v1/../x",
+        "http://h/a%2fb",
+        "http://u@h/",
+    ],
+)
+def test_the_guard_refuses_a_bad_url_with_its_code(url):
+    with pytest.raises(EgressRefused) as refused:
+        Target.from_url(url)
+    assert refused.value.code == "egress-url"
+
+
+def test_a_credential_with_a_line_break_is_never_sent(upstream):
+    with pytest.raises(EgressRefused) as refused:
+        EgressProxy(f"http://127.0.0.1:{upstream.port}", credential="sk\r\nX-Evil: 1", allow_loopback=True)
+    assert refused.value.code == "egress-credential"

@@ -34,7 +34,6 @@ EXPECTED_KINDS = {
     # the only task that reaches outside, through the egress guard, on workers of its own (docs/remeasurement.md)
     "spotchecks.tasks.spotcheck_run_task": "spotcheck",
     "spotchecks.tasks.spotchecks_schedule_task": "housekeeping",
-    "spotchecks.tasks.spotchecks_reconcile_task": "housekeeping",
 }
 
 

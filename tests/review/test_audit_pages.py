@@ -90,11 +90,15 @@ def test_attestation_page_shows_readiness_verdicts_and_waiver_forms(role_users, 
     body = _client(role_users["auditor"]).get(f"/review/audit/{failing.pk}/").content.decode()
     assert 'data-readiness="missing"' in body
     assert 'data-verdict="portal"' in body and 'data-verdict="official"' in body
-    assert "Official checker <small>6.0.1</small>" in body and "Fails" in body
+    assert "Official checker <small>6.0.1</small>" in body and "Failed" in body
+    assert "2 errors on the same files" in body  # the one vocabulary (submissions.verdicts), with why
     assert f"/review/waivers/{audit_world['waiver'].pk}/decide/" in body
     assert 'data-form="attest"' in body and 'data-form="evidence"' in body and 'data-form="reject"' in body
     ready = _client(role_users["auditor"]).get(f"/review/audit/{audit_world['ready'].pk}/").content.decode()
     assert 'data-readiness="ready"' in ready and "Not run" in ready
+    assert (
+        "PORTAL_CHECK_OFFICIAL" not in ready and "without the cross-check with the official checker" in ready
+    )
 
 
 def test_attestation_page_of_a_draft_is_404_and_refused_to_the_submitter(role_users, audit_world):

@@ -163,11 +163,15 @@ def test_stuck_runs_are_requeued_then_failed_with_a_reason(role_users, draft, se
     assert detail["error_message"] == "worker lost; failed after 3 attempts"
 
 
-def test_only_the_chair_rechecks_and_history_is_kept(role_users, draft, settings):
+def test_the_organisation_rechecks_its_draft_then_only_oversight_and_history_is_kept(
+    role_users, draft, settings
+):
     settings.PORTAL_QUEUE_PREFIX = f"test-void-{uuid.uuid4().hex}."
     version, first = _version_with_run(draft, role_users["submitter"], CheckRun.Status.PASSED)
-    with pytest.raises(NotAllowedError):
-        check_run_requeue(version=version, actor=role_users["submitter"])
+    with pytest.raises(NotAllowedError):  # a draft is its organisation's own
+        check_run_requeue(version=version, actor=role_users["auditor"])
+    own = check_run_requeue(version=version, actor=role_users["submitter"])  # the table's `recheck` row
+    assert own.requested_by == role_users["submitter"]
     Submission.objects.filter(pk=draft.pk).update(status=Submission.Status.SUBMITTED)
     from portal.celery import app
 
@@ -177,10 +181,14 @@ def test_only_the_chair_rechecks_and_history_is_kept(role_users, draft, settings
     finally:
         app.conf.task_always_eager = was
     assert response.status_code == 201, response.json()
-    assert list(version.check_runs.order_by("id").values_list("status", flat=True)) == ["passed", "queued"]
-    assert AuditEvent.objects.filter(action="check.requeued").count() == 1
-    denied = api_client(role_users["submitter"]).post(f"/api/v1/versions/{version.pk}/recheck/")
+    runs = list(version.check_runs.order_by("id").values_list("status", flat=True))
+    assert runs == ["passed", "passed", "queued"]  # the organisation's ran in-process here
+    assert AuditEvent.objects.filter(action="check.requeued").count() == 2
+    denied = api_client(role_users["submitter"]).post(
+        f"/api/v1/versions/{version.pk}/recheck/"
+    )  # submitted now
     assert denied.status_code == 403 and denied.json()["code"] == "permission_denied"
+    assert "chair or an auditor" in denied.json()["detail"]
 
 
 # --- The table, role x action x state -----------------------------------------------------------

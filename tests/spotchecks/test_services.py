@@ -197,3 +197,33 @@ def test_a_spot_check_a_dead_worker_left_is_recorded_as_an_error_once_its_time_i
     assert stuck.status == "error" and "worker stopped" in stuck.detail and stuck.finished_at is not None
     assert services.spotchecks_reconcile(now=later) == []
     assert AuditEvent.objects.filter(action="spotcheck.finished", data__verdict="error").count() == 1
+
+
+def test_without_guidellm_the_start_says_re_measurement_is_not_installed_and_how_to_add_it(
+    role_users, settings, client
+):
+    publication = _published(role_users["organisations"]["acme"])
+    submission = publication.submission
+    settings.PORTAL_GUIDELLM_BIN = "/nonexistent/.venv-guidellm/bin/guidellm"
+    with pytest.raises(ApplicationError) as refused:
+        services.spotcheck_start(submission=submission, actor=role_users["auditor"], concurrency=2)
+    assert refused.value.code == "remeasurement-not-installed"
+    assert "Re-measurement is not installed here" in refused.value.detail
+    assert "make guidellm" in refused.value.detail
+    assert not SpotCheck.objects.exists()
+    # A worker without it (the web process had it) records the same sentence as the spot-check's error.
+    spot_check = SpotCheckFactory(publication=publication)
+    ended = services.spotcheck_run(spot_check.pk)
+    assert ended.status == "error" and ended.detail.startswith("Re-measurement is not installed here")
+    assert "Traceback" not in ended.detail and "FileNotFoundError" not in ended.detail
+
+
+def test_the_spot_check_panel_opened_directly_is_a_styled_page(role_users, client):
+    submission = _published(role_users["organisations"]["acme"]).submission
+    client.force_login(role_users["chair"])
+    url = f"/review/audit/{submission.pk}/spotchecks/"
+    page = client.get(url).content.decode()
+    assert "<!doctype html>" in page.lower() and "css/review_staff.css" in page
+    assert f"Re-measurement of submission #{submission.pk}" in page
+    fragment = client.get(url, headers={"X-Requested-With": "poll"}).content.decode()
+    assert "<!doctype" not in fragment.lower()

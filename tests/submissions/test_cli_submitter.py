@@ -87,10 +87,19 @@ def test_submit_asks_for_the_system_only_when_the_files_name_several(portal_env)
     assert "the files name 2 systems (Acme_AX-4000, Acme_AX-8000): give --system NAME" in ambiguous.stderr
     assert "--benchmark" not in ambiguous.stderr.split("(or --submission")[0]  # one benchmark: not asked
     assert not Submission.objects.exists()
-    chosen = _portal("submit", str(BUNDLE), "--system", "Acme_AX-8000", env=portal_env)
-    assert chosen.returncode == 0, chosen.stderr
+    chosen = _portal("submit", str(BUNDLE), "--system", "Acme_AX-8000", "--wait", env=portal_env)
     assert "Acme_AX-8000 on llama3_1-8b (read from the files)" in chosen.stderr
-    assert Submission.objects.get().system.name == "Acme_AX-8000"
+    assert (
+        "uploading the Acme_AX-8000/llama3_1-8b curve only (leaving out Acme_AX-4000/llama3_1-8b)"
+        in chosen.stdout
+    )
+    submission = Submission.objects.get()
+    assert submission.system.name == "Acme_AX-8000"
+    # Only that curve went up: its seven points, and not one submission-scope error for the other system's.
+    run = CheckRun.objects.get(version__submission=submission)
+    assert run.in_state("finished"), run.error_message
+    assert set(run.point_metrics.values_list("system", flat=True)) == {"Acme_AX-8000"}
+    assert not run.findings.filter(rule="submission-scope").exists()
 
 
 def test_submit_names_an_unregistered_system_read_from_the_files(portal_env):
@@ -198,3 +207,36 @@ def test_submit_wait_shows_the_checks_progress_from_a_real_worker(
     assert any("recomputing load points" in line or "waiting for a worker" in line for line in lines), lines
     assert f"check run {run.pk}: {run.status}" in result.stdout
     assert f"/submissions/{run.version.submission_id}/?version=1#check" in result.stdout
+
+
+def test_submit_extends_a_published_result_with_new_points(portal_env, role_users):
+    from catalog.models import Benchmark
+    from leaderboard.models import Publication
+    from submissions.models import System
+    from tests.leaderboard.extension_support import published_result
+
+    # portal_env's catalog: the sample system and benchmark
+    system = System.objects.get(name="Acme_AX-8000")
+    benchmark = Benchmark.objects.filter(model_id="llama3_1-8b").first()
+    publication = published_result(role_users["submitter"], system, benchmark, list(RUN_ARCHIVES))
+    extension_archive = ROOT / "tests/checker/fixtures/extension/AX-8000-v1.1_c48.tar.gz"
+    needs_stack = _portal(
+        "submit", str(extension_archive), "--extends", publication.public_id, env=portal_env
+    )
+    assert needs_stack.returncode == 2 and "--extends needs --stack TEXT" in needs_stack.stderr
+    opened = _portal(
+        "submit",
+        str(extension_archive),
+        "--extends",
+        publication.public_id,
+        "--stack",
+        "acme-serve 1.1",
+        "--software",
+        "acme-serve 0.9 -> 1.1",
+        env=portal_env,
+    )
+    assert opened.returncode == 0, opened.stderr
+    extension = Submission.objects.get(extends=publication.submission)
+    assert f"extension of {publication.public_id} opened: draft #{extension.pk}" in opened.stderr
+    assert extension.stack == "acme-serve 1.1" and extension.versions.count() == 1
+    assert Publication.objects.count() == 1

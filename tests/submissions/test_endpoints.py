@@ -146,3 +146,61 @@ def test_the_page_form_and_the_api_never_show_the_credential(client):
         content_type="application/json",
     )
     assert bad.status_code == 400 and bad.json()["code"] == "endpoint-url-invalid"
+
+
+HOSTILE_URLS = [
+    "http://[::1/",  # an unclosed IPv6 bracket: urlsplit raises
+    "http://[x]/",  # not an IPv6 address in brackets
+    "http://api.example.com:0/v1",  # port 0
+    "http://api.example.com:99999/v1",  # beyond 65535
+    "http://api.example.com:-1/",
+    "http://api.example.com:http/",
+    "http://api.example.com/v1/../admin",  # a dot segment in the base path
+    "http://api.example.com/v1/%2e%2e/admin",
+    "http://api.example.com/v1%2f..%2fadmin",  # an encoded slash
+    "http://api.exa mple.com/",
+    "http://api.example.com\r\nX-Injected: 1/",
+    "http://api_example.com@evil.test/",
+    "http://exa\u00admple.com/",  # a soft hyphen: not ASCII
+]
+
+
+@pytest.mark.parametrize("url", HOSTILE_URLS)
+def test_a_hostile_url_gets_a_clear_400_in_the_api_and_a_message_on_the_page(client, url):
+    submission = SubmissionFactory(draft=True)
+    client.force_login(submitter_of(submission.organisation))
+    answer = client.post(
+        f"/api/v1/submissions/{submission.pk}/endpoint/",
+        {"url": url, "model_name": "m"},
+        content_type="application/json",
+    )
+    assert answer.status_code == 400, answer.content
+    assert answer.json()["code"] == "endpoint-url-invalid" and answer.json()["detail"]
+    page = client.post(
+        f"/submissions/{submission.pk}/endpoint/", {"url": url, "model_name": "m"}, follow=True
+    )
+    assert page.status_code == 200
+    assert "Endpoint not saved" in page.content.decode()
+    assert not Endpoint.objects.exists()
+
+
+@pytest.mark.parametrize("credential", ["sk-1\r\nX-Evil: 1", "sk-1\nHost: evil", "sk\x00", "sk\x7f"])
+def test_a_credential_with_a_line_break_or_a_control_character_is_refused(client, credential):
+    submission = SubmissionFactory(draft=True)
+    client.force_login(submitter_of(submission.organisation))
+    answer = client.post(
+        f"/api/v1/submissions/{submission.pk}/endpoint/",
+        {"url": "https://api.example.com/v1", "model_name": "m", "credential": credential},
+        content_type="application/json",
+    )
+    assert answer.status_code == 400
+    assert answer.json()["code"] in ("endpoint-credential-invalid", "text-unstorable")
+    assert not Endpoint.objects.exists()
+
+
+def test_an_ipv6_literal_and_a_port_are_accepted():
+    submission = SubmissionFactory(draft=True)
+    endpoint = _declare(
+        submission, submitter_of(submission.organisation), url="http://[2001:4860::8888]:8443/v1"
+    )
+    assert endpoint.url == "http://[2001:4860::8888]:8443/v1"

@@ -23,7 +23,7 @@ def add_commands(sub) -> None:
     submit.add_argument(
         "--system",
         help="your registered system's name (default: the one the files name; register it on the "
-        "portal's Systems page first)",
+        "portal's Systems page first); of a bundle with several, only this system's curve is uploaded",
     )
     submit.add_argument(
         "--benchmark", help="the benchmark's model id, e.g. llama3_1-8b (default: the one the files name)"
@@ -35,6 +35,19 @@ def add_commands(sub) -> None:
     )
     submit.add_argument(
         "--new-draft", action="store_true", help="start a new draft (the default; kept for scripts)"
+    )
+    submit.add_argument(
+        "--extends",
+        metavar="EP-ID",
+        help="open an extension of this published result of yours (new or re-measured load points) and upload "
+        "the files to it (docs/extensions.md)",
+    )
+    submit.add_argument(
+        "--stack", help="with --extends: the software stack the new points carry, e.g. 'acme-serve 1.1'"
+    )
+    submit.add_argument("--software", help="with --extends: what changed in the serving stack (versions)")
+    submit.add_argument(
+        "--configuration", help="with --extends: configuration changes (batch size, parallelism…)"
     )
     submit.add_argument("--wait", action="store_true", help="wait for the checks and print the findings")
     submit.add_argument(

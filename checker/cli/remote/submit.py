@@ -2,6 +2,7 @@
 `portal status` is checker.cli.remote.status.
 
     portal submit PATH... --url URL --token TOKEN [--system NAME] [--benchmark ID] [--submission ID]
+                  [--extends EP-ID --stack TEXT [--software TEXT] [--configuration TEXT]]
                   [--wait] [--json] [--timeout S]
     portal status SUBMISSION_ID --url URL --token TOKEN
 
@@ -9,7 +10,10 @@ PORTAL_URL and PORTAL_TOKEN may replace --url and --token. Where it goes: --subm
 submission (a draft, or one with changes requested); otherwise a new draft is created for the system and
 benchmark the files name (every load point names both) unless --system/--benchmark say them, and it says so
 before uploading, naming the caller's drafts of that system and benchmark already open. It asks for
---system/--benchmark only when the files name several (or none). It prints the submission's web address. What is uploaded:
+--system/--benchmark only when the files name several (or none); given, they select that curve out of a bundle that
+holds others (only its results/<system>/<model>/ folders are uploaded). --extends EP-ID opens an extension of that
+published result (docs/extensions.md) and uploads the files as its first version. It prints the submission's web
+address. What is uploaded:
   * one archive file: as is;
   * a folder (a bundle, or a run folder): packed into a .tar.gz made in a temporary folder;
   * several paths: each becomes one file of the same version (a set of run archives), each file its
@@ -102,11 +106,10 @@ class Ambiguous(Exception):
     """The target cannot be chosen without the user: the message says which option to give."""
 
 
-def choose_target(args, paths: list[Path]) -> tuple[str, str, str]:
-    """(system, benchmark, how they were found) from the options, else from what the files name."""
+def choose_target(args, paths: list[Path], pairs: list[tuple[str, str]]) -> tuple[str, str, str]:
+    """(system, benchmark, how they were found) from the options, else from what the files name (`pairs`)."""
     if args.system and args.benchmark:
         return args.system, args.benchmark, "given"
-    pairs = files_target(paths)
     systems = sorted({system for system, _ in pairs})
     models = sorted({model for _, model in pairs})
     system = args.system or (systems[0] if len(systems) == 1 else None)
@@ -161,14 +164,33 @@ def cmd_submit(args) -> int:
         client = client_from_args(args)
         submission = args.submission
         start_fields: dict = {}
+        pairs = files_target(paths)
+        curve = None
+        if submission is None and args.extends:
+            submission = _extension_opened(args, client, base_url)
+            if submission is None:
+                return EXIT_USAGE
         if submission is None:
-            new_draft = _new_draft_fields(args, client, paths, base_url)
+            new_draft = _new_draft_fields(args, client, paths, base_url, pairs)
             if new_draft is None:
                 return EXIT_USAGE
             start_fields = new_draft
+            curve = (new_draft["system"], new_draft["benchmark"])
+        elif args.system and args.benchmark:
+            curve = (args.system, args.benchmark)
+        elif args.system and len({model for _, model in pairs}) == 1:
+            curve = (args.system, pairs[0][1])
+        if curve is not None and set(pairs) <= {curve}:
+            curve = None  # nothing else in the files: upload them as they are
+        elif curve is not None and not args.quiet:
+            others = ", ".join(f"{system}/{model}" for system, model in pairs if (system, model) != curve)
+            print(
+                f"portal submit: uploading the {curve[0]}/{curve[1]} curve only (leaving out {others})",
+                file=info,
+            )
         run_key = uuid.uuid4().hex
         with tempfile.TemporaryDirectory(prefix="portal-submit-") as workdir:
-            files = pack(paths, Path(workdir))
+            files = pack(paths, Path(workdir), curve=curve)
             include: list[str] = []
             finished: dict | None = None
             for position, path in enumerate(files):
@@ -225,11 +247,43 @@ def cmd_submit(args) -> int:
         return _refused(exc, args, base_url)
 
 
-def _new_draft_fields(args, client: Client, paths: list[Path], base_url: str) -> dict | None:
+def _extension_opened(args, client: Client, base_url: str) -> int | None:
+    """`--extends EP-…`: open an extension of that published result (docs/extensions.md) and return its draft's
+    id, said on stderr; None (the reason printed) when the result is not the caller's or cannot be extended."""
+    if not args.stack:
+        print(
+            "portal submit: --extends needs --stack TEXT, the software stack the new points carry on the curve "
+            "(e.g. --stack 'acme-serve 1.1'; say what changed with --software)",
+            file=sys.stderr,
+        )
+        return None
+    found = client.request("GET", "submissions/?" + urllib.parse.urlencode({"result": args.extends}))
+    rows = found.get("results", []) if isinstance(found, dict) else (found or [])
+    if not rows:
+        print(
+            f"portal submit: {args.extends} is not a published result of your organisation "
+            f"(see {base_url.rstrip('/')}/results/{args.extends}/)",
+            file=sys.stderr,
+        )
+        return None
+    fields = {"stack": args.stack, "software": args.software or "", "configuration": args.configuration or ""}
+    opened = client.request("POST", f"submissions/{rows[0]['id']}/extend/", body=fields)
+    if not args.quiet:
+        print(
+            f"portal submit: extension of {args.extends} opened: draft #{opened['id']} ({args.stack}); its points "
+            "are checked with the published curve",
+            file=sys.stderr,
+        )
+    return int(opened["id"])
+
+
+def _new_draft_fields(
+    args, client: Client, paths: list[Path], base_url: str, pairs: list[tuple[str, str]]
+) -> dict | None:
     """The system and benchmark of the new draft, said on stderr with the caller's drafts already open; None
     (the reason printed) when they cannot be chosen or the portal has no such system."""
     try:
-        system, benchmark, how = choose_target(args, paths)
+        system, benchmark, how = choose_target(args, paths, pairs)
     except Ambiguous as exc:
         print(f"portal submit: {exc}", file=sys.stderr)
         return None

@@ -4,6 +4,7 @@ portal, or straight to its bucket when the portal offers it), every part retried
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import re
@@ -13,6 +14,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,32 +25,79 @@ from checker.cli.remote.client import (
 )
 
 
-def pack(paths: list[Path], workdir: Path) -> list[Path]:
-    """The files to upload: archives as they are, folders packed into <name>.tar.gz in workdir."""
+def pack(paths: list[Path], workdir: Path, *, curve: tuple[str, str] | None = None) -> list[Path]:
+    """The files to upload: archives as they are, folders packed into <name>.tar.gz in workdir. With `curve`
+    (system, model), a bundle that holds other curves too is packed with that curve's results only (a folder, or a
+    .tar/.tar.gz bundle repacked): `portal submit bundle/ --system S` uploads S's curve, not the whole bundle."""
     files = []
     for path in paths:
         if path.is_dir():
             target = workdir / f"{path.resolve().name or 'bundle'}.tar.gz"
             # Same folder, same bytes (sorted members, no owner, gzip mtime 0): a re-run can resume the upload.
-            with (
-                open(target, "wb") as raw,
-                gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz,
-                tarfile.open(fileobj=gz, mode="w") as tar,
-            ):
-                tar.add(path, arcname=path.resolve().name, filter=_plain_members)
+            with _packed(target) as tar:
+                tar.add(path, arcname=path.resolve().name, filter=lambda info: _kept(info, curve))
             files.append(target)
+        elif curve is not None and path.name.endswith((".tar", ".tar.gz", ".tgz")):
+            files.append(_repacked(path, workdir, curve))
         else:
             files.append(path)
     return files
 
 
-def _plain_members(info: tarfile.TarInfo):
+@contextlib.contextmanager
+def _packed(target: Path) -> Iterator[tarfile.TarFile]:
+    """A reproducible .tar.gz being written (no owner, gzip mtime 0)."""
+    with (
+        open(target, "wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
+        yield tar
+
+
+def _repacked(path: Path, workdir: Path, curve: tuple[str, str]) -> Path:
+    """A bundle archive with only `curve`'s results (members copied as they are, other curves left out); the
+    archive itself when it holds nothing else."""
+    with tarfile.open(path, mode="r:*") as source:
+        members = source.getmembers()
+        kept = [info for info in members if _kept(info, curve, quiet=True) is not None]
+        if len(kept) == len(members):
+            return path
+        stem = path.name.split(".tar")[0].removesuffix(".tgz")
+        target = workdir / f"{stem}-{curve[0]}.tar.gz"
+        with _packed(target) as tar:
+            for info in kept:
+                tar.addfile(info, source.extractfile(info) if info.isreg() else None)
+    return target
+
+
+def _other_curve(name: str, curve: tuple[str, str] | None) -> bool:
+    """The member is under results/<system>/<model>/ of another system or model than `curve`'s."""
+    if curve is None:
+        return False
+    parts = Path(name).parts
+    if "results" not in parts:
+        return False
+    at = parts.index("results")
+    below = parts[at + 1 :]
+    if not below:
+        return False
+    if below[0] != curve[0]:
+        return True
+    # results/<system>/<file> (system_power.json) stays; a model folder other than curve's goes.
+    return len(below) >= 2 and below[1] != curve[1] and (len(below) > 2 or "." not in below[1])
+
+
+def _kept(info: tarfile.TarInfo, curve: tuple[str, str] | None = None, *, quiet: bool = False):
     # Only regular files and folders: the portal refuses links anyway, so leave them out with a note.
+    if _other_curve(info.name, curve):
+        return None
     if info.isreg() or info.isdir():
         info.uid = info.gid = 0
         info.uname = info.gname = ""
         return info
-    print(f"portal submit: leaving out {info.name} (not a regular file)", file=sys.stderr)
+    if not quiet:
+        print(f"portal submit: leaving out {info.name} (not a regular file)", file=sys.stderr)
     return None
 
 

@@ -12,7 +12,6 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from checker.read.event_log import output_texts
 from checker.read.kinds.base import RequestRecord
 from checker.read.raw_logs import CorruptStream, open_events
 
@@ -20,7 +19,8 @@ from checker.read.raw_logs import CorruptStream, open_events
 def read_requests(
     path: Path, *, token_counter=None, max_line_bytes: int | None = None
 ) -> Iterator[RequestRecord]:
-    """The tracked samples of the raw log at `path`; output tokens counted only when a token counter is given."""
+    """The tracked samples of the raw log at `path`; output tokens counted only when a token counter is given
+    (checker.recompute.tokens.TokenCounter.output_tokens: an answer's OSL as the replay counts it)."""
     tracking = False
     inflight: dict[str, list] = {}  # uuid -> [issued_ns, first_ns, failed, turn]
     try:
@@ -57,8 +57,7 @@ def read_requests(
                 data = event.get("data")
                 tokens = None
                 if token_counter is not None and data is not None:
-                    full, _after = output_texts(data)
-                    tokens = token_counter.count([full])[0] if full else 0
+                    tokens = token_counter.output_tokens(data)
                 yield RequestRecord(
                     issued_s=issued_ns / 1e9,
                     first_token_s=None if first_ns is None else first_ns / 1e9,

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from checker.read.inputs.limits import Limits
-from checker.read.kinds._json import dig, head, number, read_object
+from checker.read.kinds._json import bounded_numbers, dig, head, number, read_object
 from checker.read.kinds.base import ImportedPoint, ImportedRun, RequestRecord
 from checker.read.raw_logs import CorruptStream, open_events
 from checker.report import Findings
@@ -160,7 +160,7 @@ class AIPerfKind:
                             fix="Import profile_export.jsonl exactly as AIPerf wrote it.",
                         )
                     continue
-                records.append(row)
+                records.append(bounded_numbers(row, display=display, findings=findings, line=number_))
         except CorruptStream as exc:
             findings.error(
                 "import-record-invalid",

@@ -28,6 +28,33 @@ class RequestRecord:
     turn: int | None = None
 
 
+# What a record's numbers may be: clock readings within +-4e9 s (any two a difference of under 2^63 ns, what
+# the portal's per-sample arrays hold), token counts up to a billion.
+MAX_CLOCK_S = 4e9
+MAX_OUTPUT_TOKENS = 10**9
+
+
+def record_problem(record: RequestRecord) -> str | None:
+    """The first field of a record that is not a number of its kind in range (None: every field is)."""
+    for name in ("issued_s", "first_token_s", "end_s"):
+        value = getattr(record, name)
+        if value is None and name != "issued_s":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not abs(value) <= MAX_CLOCK_S:
+            return f"{name} = {brief_value(value)}"
+    tokens = record.output_tokens
+    if tokens is not None and (
+        isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= MAX_OUTPUT_TOKENS
+    ):
+        return f"output_tokens = {brief_value(tokens)}"
+    return None
+
+
+def brief_value(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+
+
 @dataclass
 class ImportedPoint:
     """One load point of another tool's output: its own figures, the same recomputed, and its requests."""

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from checker.read.inputs.limits import Limits
-from checker.read.kinds._json import dig, head, number
+from checker.read.kinds._json import bounded_numbers, dig, head, number, read_object
 from checker.read.kinds.base import ImportedPoint, ImportedRun, RequestRecord
 from checker.read.loaders import load_json, load_yaml
 from checker.report import Findings
@@ -134,13 +134,17 @@ class InferencePerfKind:
         if summary_path is None:
             return None
         display = f"{shown}/{summary_path.name}"
-        summary = load_json(summary_path, display=display, findings=findings, limits=limits)
-        rows = load_json(
-            names[PER_REQUEST],
+        summary = read_object(summary_path, display=display, findings=findings, limits=limits)
+        rows = bounded_numbers(
+            load_json(
+                names[PER_REQUEST],
+                display=f"{shown}/{PER_REQUEST}",
+                findings=findings,
+                limits=limits,
+                expect_object=False,
+            ),
             display=f"{shown}/{PER_REQUEST}",
             findings=findings,
-            limits=limits,
-            expect_object=False,
         )
         if not isinstance(summary, dict):
             return None

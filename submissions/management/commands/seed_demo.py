@@ -33,6 +33,8 @@ from accounts.demo import seed_demo_accounts
 from audit.models import AuditEvent
 from audit.services import audit_event_record
 from leaderboard.demo import seed_demo_publications
+from leaderboard.evidence import public_keys
+from leaderboard.models import EvidencePack
 from review.demo import Z9_TITLE, seed_demo_review, seed_demo_z9
 from spotchecks.demo import seed_demo_spotcheck
 from submissions.demo import DEMO_USERS, seed_demo
@@ -41,7 +43,7 @@ from submissions.models import Submission
 CONSOLE_BACKEND = "django.core.mail.backends.console.EmailBackend"
 LOCMEM_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # Bump when the demo's data or story changes: a database seeded with another version is rebuilt.
-DEMO_DATA_VERSION = "2026-12-02 real extension runs, Nimbus NB-2, preview rule set, Z9 seeded last, r48 label, NB-2 spot-check"
+DEMO_DATA_VERSION = "2026-12-02 real extension runs, Nimbus NB-2, preview rule set, Z9 seeded last, r48 label, NB-2 spot-check, per-point evidence"
 STARTED, FINISHED = "demo.seeding_started", "demo.seeding_finished"
 
 
@@ -201,6 +203,7 @@ class Command(BaseCommand):
             link = site + reverse("submissions:detail", args=[submission.pk])
             self.stdout.write(f"  {submission.status:<18} {link:<44} {submission.title}")
         self.stdout.write(f"Public leaderboard: {site}{reverse('leaderboard:index')}")
+        self._evidence_summary(site)
         self.stdout.write("Demo logins (local demo only):")
         for spec in DEMO_USERS:
             self.stdout.write(f"  {spec.username:<16} password: {spec.password:<22} {spec.description}")
@@ -216,6 +219,20 @@ class Command(BaseCommand):
         if "invitation" in accounts:
             self.stdout.write(
                 f"Pending invitation (new-member@example.com, AcmeCompute): {site}{accounts['invitation']}"
+            )
+
+    def _evidence_summary(self, site: str) -> None:
+        """Where the demo's evidence packs and public log are, and the key that signs them (docs/evidence.md)."""
+        pack = EvidencePack.objects.filter(revision__isnull=False).order_by("leaf__index").first()
+        key_source = (
+            "PORTAL_EVIDENCE_KEY" if settings.PORTAL_EVIDENCE_KEY else str(settings.PORTAL_EVIDENCE_KEY_PATH)
+        )
+        self.stdout.write(f"Evidence packs signed by {public_keys()[0]} (private key: {key_source})")
+        self.stdout.write(f"  public log: {site}/log/checkpoint, keys: {site}/log/keys")
+        if pack is not None:
+            self.stdout.write(
+                f"  a pack: {site}/results/{pack.publication.public_id}/revisions/{pack.revision.number}/"
+                "evidence-pack/ (check it with `portal verify PACK --key KEY`)"
             )
 
 
