@@ -182,7 +182,7 @@ def _trail(publication: Publication, revisions: dict[int, PublicationRevision]) 
 
 
 def _challenges(publication: Publication, upto: datetime | None) -> list[dict[str, Any]]:
-    rows = Challenge.objects.filter(publication=publication).exclude(status=Challenge.Status.OPEN)
+    rows = Challenge.objects.filter(publication=publication).exclude(Challenge.states.q("open"))
     if upto is not None:
         rows = rows.filter(resolved_at__lte=upto)
     return [

@@ -23,7 +23,7 @@ urlpatterns = [
         name="evidence_pack",
     ),
     path(
-        "results/<str:public_id>/annotations/<int:pk>/evidence-pack/",
+        "results/<str:public_id>/annotations/<int:annotation_id>/evidence-pack/",
         evidence_views.evidence_pack_annotation,
         name="annotation_evidence_pack",
     ),

@@ -11,6 +11,8 @@ its name inside the archive, never by a path on disk; names that could point out
 from __future__ import annotations
 
 import gzip
+import json
+import re
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -21,6 +23,7 @@ import zstandard
 from django.core.cache import cache
 
 from checker.read.inputs.archive import name_problem
+from checker.recompute.chat_template import merge_tool_calls
 from portal.errors import ApplicationError
 from submissions.storage import storage_open_stream
 
@@ -28,6 +31,9 @@ MiB = 1024 * 1024
 LINES_PER_PAGE = 200
 LINES_PER_PAGE_MAX = 1000
 LINE_BYTES_MAX = 4000  # a longer line is cut (and marked) on the page; download the file for all of it
+# A conversation's events are read whole to say what each carried (an agentic prompt holds the whole history), then
+# shown cut like any line; a page of a conversation holds at most LINES_PER_PAGE of them.
+CONVERSATION_LINE_BYTES_MAX = 512 * 1024
 MEMBERS_LISTED_MAX = 5000
 SCAN_BYTES_MAX = 8 * 1024 * MiB  # decompressed bytes read to reach a member or a page
 RATIO_MAX = 1000.0  # decompressed / compressed, as checker.read.inputs.Limits
@@ -76,6 +82,7 @@ class Line:
     number: int
     text: str
     cut: bool = False
+    turn: dict | None = None  # in a conversation: what the event carried (turn_row), read from the whole line
 
 
 @dataclass
@@ -86,12 +93,17 @@ class MemberPage:
     lines: list[Line] = field(default_factory=list)
     has_next: bool = False
     binary: bool = False
+    conversation: str = (
+        ""  # only the raw log's lines of this conversation (agentic runs), with their own numbers
+    )
     decompressed: str = (
         ""  # "zstd" / "gzip" when a compressed member (events.jsonl.zst) is shown decompressed
     )
 
     @property
     def first_line(self) -> int:
+        if self.conversation:
+            return self.lines[0].number if self.lines else 0
         return (self.page - 1) * self.per_page + 1
 
     @property
@@ -270,8 +282,8 @@ def _list_zip(open_stream: Opener) -> MemberListing:
 # --- One member, page by page ---------------------------------------------------------------------
 
 
-def _lines(reader: Any) -> Iterator[tuple[bytes, bool]]:
-    """(line without its newline, cut) from a read()-able stream: at most LINE_BYTES_MAX bytes of each line
+def _lines(reader: Any, keep_max: int = LINE_BYTES_MAX) -> Iterator[tuple[bytes, bool]]:
+    """(line without its newline, cut) from a read()-able stream: at most keep_max bytes of each line
     are kept, the rest is read past, never held."""
     kept = b""
     cut = False
@@ -285,7 +297,7 @@ def _lines(reader: Any) -> Iterator[tuple[bytes, bool]]:
         while True:
             newline = chunk.find(b"\n", start)
             piece = chunk[start:] if newline < 0 else chunk[start:newline]
-            room = LINE_BYTES_MAX - len(kept)
+            room = keep_max - len(kept)
             if len(piece) > room:
                 kept += piece[:room]
                 cut = True
@@ -298,21 +310,109 @@ def _lines(reader: Any) -> Iterator[tuple[bytes, bool]]:
             start = newline + 1
 
 
-def _page_of(reader: Any, *, member: str, page: int, per_page: int, decompressed: str = "") -> MemberPage:
-    result = MemberPage(member=member, page=page, per_page=per_page, decompressed=decompressed)
+def _of_conversation(raw: bytes, wanted: bytes) -> bool:
+    """The event line's conversation_id is `wanted` (a JSON string's bytes, quotes included)."""
+    at = raw.find(b'"conversation_id"')
+    if at < 0:
+        return False
+    rest = raw[at + len(b'"conversation_id"') :].lstrip(b" ")
+    return rest.startswith(b":") and rest[1:].lstrip(b" ").startswith(wanted)
+
+
+def _page_of(
+    reader: Any, *, member: str, page: int, per_page: int, decompressed: str = "", conversation: str = ""
+) -> MemberPage:
+    result = MemberPage(
+        member=member, page=page, per_page=per_page, decompressed=decompressed, conversation=conversation
+    )
     first = (page - 1) * per_page + 1
     last = first + per_page - 1
-    for number, (raw, cut) in enumerate(_lines(reader), start=1):
+    wanted = json.dumps(conversation).encode() if conversation else b""
+    position = 0  # of the lines shown: every line, or those of the conversation
+    keep = CONVERSATION_LINE_BYTES_MAX if conversation else LINE_BYTES_MAX
+    for number, (raw, cut) in enumerate(_lines(reader, keep), start=1):
         if number == 1 and b"\x00" in raw:
             result.binary = True
             return result
-        if number < first:
+        if wanted and not _of_conversation(raw, wanted):
             continue
-        if number > last:
+        position += 1
+        if position < first:
+            continue
+        if position > last:
             result.has_next = True
             break
-        result.lines.append(Line(number, raw.decode("utf-8", errors="replace").rstrip("\r"), cut))
+        text = raw.decode("utf-8", errors="replace").rstrip("\r")
+        if not conversation:
+            result.lines.append(Line(number, text, cut))
+            continue
+        row = turn_row(number, text, cut)  # from the whole line (a prompt's history is long), shown cut
+        shown = raw[:LINE_BYTES_MAX].decode("utf-8", errors="replace").rstrip("\r")
+        result.lines.append(Line(number, shown, cut or len(raw) > LINE_BYTES_MAX, turn=row))
     return result
+
+
+_FIELD = re.compile(r'"(event_type|conversation_id)"\s*:\s*"((?:[^"\\]|\\.){0,200})"|"turn"\s*:\s*(\d+)')
+
+
+def _fields(text: str) -> dict:
+    """event_type, conversation_id and turn of an event line, read even from a line cut at LINE_BYTES_MAX."""
+    found: dict = {}
+    for match in _FIELD.finditer(text):
+        if match.group(3) is not None:
+            found.setdefault("turn", int(match.group(3)))
+        else:
+            found.setdefault(match.group(1), match.group(2))
+    return found
+
+
+def conversations_on(lines: list[Line]) -> list[str]:
+    """The conversations (agentic runs) whose events are on these raw-log lines, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for line in lines:
+        conversation = _fields(line.text).get("conversation_id")
+        if conversation:
+            seen.setdefault(conversation, None)
+    return list(seen)
+
+
+def turn_row(number: int, text: str, cut: bool) -> dict:
+    """One event of a conversation: line, turn, event and what it carried (the prompt's messages, the answer's
+    text or tool calls, the error), so a reviewer reads the turns and their tool calls together."""
+    fields = _fields(text)
+    try:
+        event = json.loads(text) if not cut else None
+    except ValueError:
+        event = None
+    data = event.get("data") if isinstance(event, dict) else None
+    kind = fields.get("event_type", "")
+    detail, calls = "", []
+    if kind == "sample.issued":
+        if isinstance(data, list) and len(data) > 3 and isinstance(data[3], list):
+            choice = data[7] if len(data) > 7 and data[7] else None
+            detail = f"prompt of {len(data[3])} messages" + (f", tool_choice {choice}" if choice else "")
+        elif isinstance(data, list) and all(x is None for x in data[1:]):
+            detail = "aborted turn: no prompt"
+        else:
+            detail = "prompt (a line too long to read here: see it below)" if cut else ""
+    elif kind == "sample.complete":
+        if isinstance(event, dict) and data is None:
+            detail = "no answer (the request failed or the turn was aborted)"
+        elif isinstance(data, list) and len(data) > 1:
+            reason = event.get("finish_reason") if isinstance(event, dict) else None
+            output = (
+                data[1]
+                if isinstance(data[1], str)
+                else "".join(x for x in data[1] or [] if isinstance(x, str))
+            )
+            calls = [
+                f"{(c.get('function') or {}).get('name', '?')}({(c.get('function') or {}).get('arguments', '')})"
+                for c in merge_tool_calls(data[3] if len(data) > 3 else None) or []
+            ]
+            detail = f"{reason or 'answer'}: {output[:160]}" if output else f"{reason or 'answer'}"
+    elif kind.startswith("error.") and isinstance(data, list):
+        detail = " ".join(str(x) for x in data[1:3])[:200]
+    return {"line": number, "turn": fields.get("turn"), "event": kind, "detail": detail, "calls": calls}
 
 
 def _member_reader(src: Any, name: str) -> tuple[Any, str]:
@@ -326,7 +426,13 @@ def _member_reader(src: Any, name: str) -> tuple[Any, str]:
 
 
 def member_page(
-    open_stream: Opener, filename: str, member: str, *, page: int = 1, per_page: int = LINES_PER_PAGE
+    open_stream: Opener,
+    filename: str,
+    member: str,
+    *,
+    page: int = 1,
+    per_page: int = LINES_PER_PAGE,
+    conversation: str = "",
 ) -> MemberPage:
     """Lines ((page-1)*per_page+1 ...) of one member, read as a stream up to that page."""
     member = member_name_checked(member)
@@ -337,7 +443,7 @@ def member_page(
     try:
         kind, sniffed = _sniff(stream)
         if kind == "zip":
-            return _zip_page(open_stream, wanted, page=page, per_page=per_page)
+            return _zip_page(open_stream, wanted, page=page, per_page=per_page, conversation=conversation)
         data = _decompressed(kind, _Counting(sniffed))
         try:
             tar = tarfile.open(fileobj=data, mode="r|", tarinfo=_GuardedTarInfo)  # type: ignore[call-overload]
@@ -350,7 +456,9 @@ def member_page(
             try:
                 single_kind, single_sniffed = _sniff(single)
                 reader = _decompressed(single_kind, _Counting(single_sniffed))
-                return _page_of(reader, member=wanted, page=page, per_page=per_page)
+                return _page_of(
+                    reader, member=wanted, page=page, per_page=per_page, conversation=conversation
+                )
             finally:
                 single.close()
         try:
@@ -363,7 +471,12 @@ def member_page(
                 src = tar.extractfile(info)
                 reader, decompressed = _member_reader(src, wanted)
                 return _page_of(
-                    reader, member=wanted, page=page, per_page=per_page, decompressed=decompressed
+                    reader,
+                    member=wanted,
+                    page=page,
+                    per_page=per_page,
+                    decompressed=decompressed,
+                    conversation=conversation,
                 )
         except (tarfile.TarError, EOFError, zstandard.ZstdError, gzip.BadGzipFile) as exc:
             raise ArchiveUnreadable(f"{filename} cannot be read up to {member} ({exc}).") from None
@@ -372,7 +485,9 @@ def member_page(
         stream.close()
 
 
-def _zip_page(open_stream: Opener, wanted: str, *, page: int, per_page: int) -> MemberPage:
+def _zip_page(
+    open_stream: Opener, wanted: str, *, page: int, per_page: int, conversation: str = ""
+) -> MemberPage:
     with open_stream() as stream, zipfile.ZipFile(stream) as archive:  # type: ignore[arg-type]
         for info in archive.infolist():
             if _clean(info.filename) != wanted or info.is_dir():
@@ -384,7 +499,12 @@ def _zip_page(open_stream: Opener, wanted: str, *, page: int, per_page: int) -> 
                 capped = _Counting(src, compressed=_Known(max(info.compress_size, RATIO_FLOOR_BYTES)))
                 reader, decompressed = _member_reader(capped, wanted)
                 return _page_of(
-                    reader, member=wanted, page=page, per_page=per_page, decompressed=decompressed
+                    reader,
+                    member=wanted,
+                    page=page,
+                    per_page=per_page,
+                    decompressed=decompressed,
+                    conversation=conversation,
                 )
     raise MemberNotFound(f"The archive holds no file {wanted}.")
 
@@ -411,7 +531,7 @@ def version_file_members(version_file) -> MemberListing:
 
 
 def version_file_page(
-    version_file, member: str, *, page: int = 1, per_page: int = LINES_PER_PAGE
+    version_file, member: str, *, page: int = 1, per_page: int = LINES_PER_PAGE, conversation: str = ""
 ) -> MemberPage:
 
     return member_page(
@@ -420,4 +540,5 @@ def version_file_page(
         member,
         page=page,
         per_page=per_page,
+        conversation=conversation,
     )

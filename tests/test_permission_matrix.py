@@ -329,7 +329,10 @@ def _build_world() -> World:
             ids["public_pack"] = {"public_id": publication.public_id, "number": 1}
             annotation = Annotation.objects.filter(publication=publication).order_by("pk").first()
             if annotation is not None:
-                ids["public_annotation_pack"] = {"public_id": publication.public_id, "pk": annotation.pk}
+                ids["public_annotation_pack"] = {
+                    "public_id": publication.public_id,
+                    "annotation_id": annotation.pk,
+                }
             subject.published = publication.status == Publication.Status.PUBLISHED
         ids["system_history"] = {"system_id": submission.system_id}
         subject.system_public = submission.system_id in public_systems

@@ -39,10 +39,12 @@ def evidence_pack_revision(request, public_id: str, number: int):
 
 
 @require_GET
-def evidence_pack_annotation(request, public_id: str, pk: int):
+def evidence_pack_annotation(request, public_id: str, annotation_id: int):
     """The evidence pack of one public annotation or retraction of a result."""
     publication = selectors.publication_public(public_id)
-    pack = get_object_or_404(EvidencePack.objects.visible_to(None), publication=publication, annotation_id=pk)
+    pack = get_object_or_404(
+        EvidencePack.objects.visible_to(None), publication=publication, annotation_id=annotation_id
+    )
     return _pack_response(pack)
 
 

@@ -475,16 +475,19 @@ def file_browser(request, pk: int, number: int, position: int):
     version_file = get_object_or_404(version.files, position=position)
     listing = bundle_files.version_file_members(version_file)
     member = request.GET.get("member", "")
+    conversation = request.GET.get("conversation", "")[:200]  # one conversation of an agentic raw log
     page = None
     error = ""
     status = 200
     if member:
         page_number = _optional_int(request.GET.get("page", "")) or 1
         line = _optional_int(request.GET.get("line", ""))
-        if line:
+        if line and not conversation:
             page_number = bundle_files.page_of_line(line)
         try:
-            page = bundle_files.version_file_page(version_file, member, page=page_number)
+            page = bundle_files.version_file_page(
+                version_file, member, page=page_number, conversation=conversation
+            )
         except ApplicationError as exc:
             error, status = exc.detail, exc.status_code
     elif len(listing.members) == 1:
@@ -506,10 +509,16 @@ def file_browser(request, pk: int, number: int, position: int):
         "anchor_file": f"{version_file.original_filename}:{page.member}" if page else "",
     }
     if page is not None:
-        context["prev_url"] = (
-            f"{base}?{urlencode({'member': page.member, 'page': page.page - 1})}" if page.page > 1 else ""
-        )
-        context["next_url"] = (
-            f"{base}?{urlencode({'member': page.member, 'page': page.page + 1})}" if page.has_next else ""
-        )
+        keep = {"member": page.member, **({"conversation": conversation} if conversation else {})}
+        context["prev_url"] = f"{base}?{urlencode({**keep, 'page': page.page - 1})}" if page.page > 1 else ""
+        context["next_url"] = f"{base}?{urlencode({**keep, 'page': page.page + 1})}" if page.has_next else ""
+        if page.member.rsplit("/", 1)[-1].startswith("events.jsonl"):
+            context["conversation"] = conversation
+            context["turns"] = [line.turn for line in page.lines if line.turn is not None]
+            context["conversations"] = [] if conversation else bundle_files.conversations_on(page.lines)
+            context["conversation_urls"] = [
+                (c, f"{base}?{urlencode({'member': page.member, 'conversation': c})}")
+                for c in context["conversations"]
+            ]
+            context["all_lines_url"] = f"{base}?{urlencode({'member': page.member})}"
     return render(request, "review/file_browser.html", context, status=status)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from checker.judge.claimed_vs_recomputed import differences
 from checker.read.event_log import output_texts
+from checker.recompute.chat_template import structured_output
 from checker.recompute.replay import derive_official, recompute_point
 from checker.recompute.stats import (
     EARLY_STOPPING_GRID,
@@ -150,8 +151,9 @@ def test_early_stopping_estimate_is_conservative():
 def test_output_texts_follow_the_client():
     assert output_texts(["TextModelOutput", ["Hel", "lo there"], None, None]) == ("Hello there", "lo there")
     assert output_texts(["TextModelOutput", "plain", None, None]) == ("plain", "")
-    # streamed reasoning: its first chunk is the first chunk, all output counts after it
-    assert output_texts(["TextModelOutput", ["A", "B"], ["r1", "r2"], None]) == ("r1r2AB", "r2AB")
+    # streamed reasoning: counted through the chat template (the client's MessageInput), its first chunk the first
+    whole, after = structured_output(["TextModelOutput", ["A", "B"], ["r1", "r2"], None])
+    assert (whole.content, whole.reasoning, after.content, after.reasoning) == ("AB", "r1r2", "AB", "r2")
     assert output_texts(["TextModelOutput", "", None, None]) == ("", "")
 
 

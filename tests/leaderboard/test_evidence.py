@@ -149,6 +149,25 @@ def test_a_downloaded_pack_verifies_offline_and_with_its_raw_logs_recomputed(pub
     } <= names
     assert record["revision"] == 2 and record["snapshot"] == published["publication"].snapshot
     assert len(record["curve"]["points"]) == 7
+    _bagit_validates(pack, tmp_path, published["client"])
+
+
+def _bagit_validates(pack: Path, tmp_path: Path, client: Client) -> None:
+    """The Library of Congress's `bagit` reads the pack as a valid BagIt bag once fetch.txt's files are fetched."""
+    import bagit
+
+    with zipfile.ZipFile(pack) as archive_file:
+        archive_file.extractall(tmp_path / "unzipped")
+    (folder,) = (tmp_path / "unzipped").iterdir()
+    fetch = _http_fetch(client)
+    for line in (folder / "fetch.txt").read_text().splitlines():
+        url, size, path = line.split(" ", 2)
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(fetch(url, int(size)))
+    bag = bagit.Bag(str(folder))
+    bag.validate()
+    listed = (folder / "manifest-sha256.txt").read_text().splitlines()
+    assert len(bag.payload_entries()) == len(listed) and any("  data/raw/" in line for line in listed)
 
 
 def test_a_tampered_pack_fails_naming_the_cause(published, tmp_path):

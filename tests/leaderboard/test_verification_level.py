@@ -92,7 +92,7 @@ def test_the_demo_shows_one_level_per_result_on_every_surface():
         assert set(point_cells) == ({"claimed"} if level == CLAIMED else {"recomputed"})
         assert re.search(r"check <a href=\"#waivers\" data-check-verdict>passed with \d+ waived</a>", page)
         assert 'id="waivers"' in page and "data-waiver" in page
-        assert "check: failed" not in page and ">failed<" not in page.split("Official checker")[0]
+        assert "check: failed" not in page and ">failed<" not in page.split("Official cross-check")[0]
         # The chart's tooltip data and legend.
         specs = [
             json.loads(s)
