@@ -21,7 +21,7 @@ from catalog.models import Benchmark, ruleset_is_preview
 from checker.judge.verification import FULLY_RECOMPUTED
 from leaderboard.cache import public_cached
 from leaderboard.models import Annotation, Publication
-from leaderboard.procurement import ModelRequirement, procurement_report
+from leaderboard.procurement import Costing, ModelRequirement, procurement_report
 from leaderboard.slo import (
     CITED,
     SloIndex,
@@ -31,6 +31,7 @@ from leaderboard.slo import (
     number,
 )
 from leaderboard.systems import newest_per_system
+from leaderboard.tender import joules_per_token, point_power, tokens_per_s_per_kw
 from portal import csv_safe
 from submissions.models import Submission
 from submissions.verdicts import verdict
@@ -148,8 +149,10 @@ def result_row(publication: Publication) -> dict[str, Any]:
     }
 
 
-def _point_row(publication: Publication, point: dict) -> dict[str, Any]:
+def _point_row(publication: Publication, point: dict, measured: dict | None = None) -> dict[str, Any]:
     record = publication.record
+    power_kw, power_source = point_power(point, measured)
+    system_tps = number(point.get("system_tps"))
     citation = point_citation(publication, point)
     row = {
         "public_id": publication.public_id,
@@ -165,11 +168,24 @@ def _point_row(publication: Publication, point: dict) -> dict[str, Any]:
         row[name] = value if name in ("point", "basis", "verification", "region") else number(value)
     row["revision"] = point.get("revision") or 1
     row["stack"] = point.get("stack") or ""
+    # the tender desk's energy figures (leaderboard.tender): measured power where a trace exists, else provisioned
+    row["accelerators"] = record.accelerator_count
+    row["nodes"] = node_count(record.description)
+    row["power_source"] = power_source
+    row["system_power_kw"] = power_kw
+    row["joules_per_token"] = joules_per_token(power_kw, system_tps)
+    row["tokens_per_s_per_kw"] = tokens_per_s_per_kw(power_kw, system_tps)
     return {**row, **citation, "standing": standing(publication)["standing"]}
 
 
-def point_rows(publication: Publication) -> list[dict[str, Any]]:
-    return [_point_row(publication, point) for point in (publication.curve or {}).get("points") or []]
+def point_rows(publication: Publication, measured: dict[int, dict] | None = None) -> list[dict[str, Any]]:
+    """The published points of a result; `measured` (per concurrency, selectors.measured_power_of_results) gives
+    the power of the points with a trace."""
+    measured = measured or {}
+    return [
+        _point_row(publication, point, measured.get(point.get("concurrency")))
+        for point in (publication.curve or {}).get("points") or []
+    ]
 
 
 def curve_rows(publication: Publication) -> list[dict[str, Any]]:
@@ -362,12 +378,20 @@ class SloRows:
 
 
 def procurement_query(
-    publications: QuerySet[Publication], requirements: list[ModelRequirement]
+    publications: QuerySet[Publication],
+    requirements: list[ModelRequirement],
+    *,
+    measured_by_model: dict[str, dict[str, dict[int, dict]]] | None = None,
+    costing: Costing | None = None,
 ) -> list[dict]:
+    """The procurement report; `measured_by_model` (per model, selectors.measured_power_of_benchmark) gives the
+    evidence's measured power where a trace exists, `costing` the buyer's prices and PUE."""
     models = sorted({r.model for r in requirements})
     workloads = dict(Benchmark.objects.filter(model_id__in=models).values_list("model_id", "workload"))
     results = {model: snapshot_results_cached(publications, model) for model in workloads}
-    return procurement_report(requirements, results, workloads)
+    return procurement_report(
+        requirements, results, workloads, measured_by_model=measured_by_model, costing=costing
+    )
 
 
 def procurement_rows(report: list[dict]) -> list[dict]:
@@ -385,7 +409,8 @@ def procurement_rows(report: list[dict]) -> list[dict]:
             for phase in ("delivery", "expansion"):
                 evidence = system.get(phase) or {}
                 for key in ("meets", "point", "concurrency", "point_url", "ttft_p90_ms", "tpot_p90_ms",
-                            "interactivity", "system_tps", "system_tps_per_kw", *CITED):  # fmt: skip
+                            "interactivity", "system_tps", "system_tps_per_kw", "power_source",
+                            "system_power_kw", "joules_per_token", "cost_per_million_tokens", *CITED):  # fmt: skip
                     flat[f"{phase}_{key}"] = evidence.get(key)
             rows.append({**requirements, **flat, "model": section["model"]})
     return rows

@@ -24,6 +24,7 @@ from leaderboard.slo import (
     number,
     point_power_kw,
 )
+from leaderboard.tender import DEFAULT_PUE, TenderPrices, point_energy_and_cost
 
 MAX_MODELS = 6
 VERIFIED_BASIS = POINT_RECOMPUTED  # only points recomputed from their raw log (checker.judge.verification)
@@ -136,6 +137,8 @@ def phase_evidence(
     result_url: str,
     interactivity_metric: str,
     accelerators=None,
+    measured: dict[int, dict] | None = None,
+    costing: Costing | None = None,
 ) -> dict | None:
     """A system's evidence for one phase: its verified point with the highest system_tps among those meeting the
     phase's latency (TTFT P90, interactivity), with that point's figures and whether it reaches the phase's
@@ -151,6 +154,14 @@ def phase_evidence(
     tps = point["system_tps"]
     interactivity = number(point.get(interactivity_metric))
     power_kw = point_power_kw(point)
+    costing = costing or Costing()
+    energy = point_energy_and_cost(
+        point,
+        accelerators=accelerators,
+        measured=(measured or {}).get(point.get("concurrency")),
+        prices=costing.prices,
+        pue=costing.pue,
+    )
     return {
         "meets": phase.system_tps_min is None or tps >= phase.system_tps_min,
         "point": point.get("point"),
@@ -162,12 +173,19 @@ def phase_evidence(
         "system_tps": tps,
         "system_tps_per_kw": number(point.get("system_tps_per_kw")),
         "power_kw": round(power_kw, 3) if power_kw is not None else None,
+        # the tender desk's energy and cost (leaderboard.tender): measured power where the point has a trace
+        **energy,
         **cited(point),
     }
 
 
 def requirement_rows(
-    requirement: ModelRequirement, results: list[dict], *, interactivity_metric: str
+    requirement: ModelRequirement,
+    results: list[dict],
+    *,
+    interactivity_metric: str,
+    measured: dict[str, dict[int, dict]] | None = None,
+    costing: Costing | None = None,
 ) -> list[dict]:
     """The systems with evidence for the delivery phase (what a tender requires), each with its evidence for the
     expansion phase beside it (`expansion`, null without one; its `meets` says whether the expansion is covered
@@ -187,6 +205,8 @@ def requirement_rows(
                 result_url=url,
                 interactivity_metric=interactivity_metric,
                 accelerators=result.get("accelerators"),
+                measured=(measured or {}).get(result["public_id"]),
+                costing=costing,
             ),
             "expansion": None,
         }
@@ -199,6 +219,8 @@ def requirement_rows(
                 result_url=url,
                 interactivity_metric=interactivity_metric,
                 accelerators=result.get("accelerators"),
+                measured=(measured or {}).get(result["public_id"]),
+                costing=costing,
             )
         shown = evidence["delivery"]
         rows.append(
@@ -233,7 +255,12 @@ def requirement_rows(
 
 
 def procurement_report(
-    requirements: list[ModelRequirement], results_by_model: dict[str, list[dict]], workloads: dict[str, str]
+    requirements: list[ModelRequirement],
+    results_by_model: dict[str, list[dict]],
+    workloads: dict[str, str],
+    *,
+    measured_by_model: dict[str, dict[str, dict[int, dict]]] | None = None,
+    costing: Costing | None = None,
 ) -> list[dict]:
     """One section per requirement, in the buyer's order: the model, its phases' requirements and the rows meeting
     them. `workloads` maps a model to its workload (agentic ones are judged on end-to-end interactivity)."""
@@ -241,7 +268,13 @@ def procurement_report(
     for requirement in requirements:
         metric = interactivity_metric_for(workloads.get(requirement.model, ""))
         results = [r for r in results_by_model.get(requirement.model, []) if not r.get("retracted")]
-        systems = requirement_rows(requirement, results, interactivity_metric=metric)
+        systems = requirement_rows(
+            requirement,
+            results,
+            interactivity_metric=metric,
+            measured=(measured_by_model or {}).get(requirement.model),
+            costing=costing,
+        )
         expansion = requirement.expansion()
         report.append(
             {
@@ -280,6 +313,48 @@ def procurement_report(
             }
         )
     return report
+
+
+@dataclass(frozen=True)
+class Costing:
+    """The buyer's prices and PUE for the evidence's cost per million output tokens (leaderboard.tender)."""
+
+    prices: TenderPrices = TenderPrices()
+    pue: float = DEFAULT_PUE
+
+
+COSTING_FIELDS = (
+    ("price_per_accelerator_hour", "Price per accelerator-hour"),
+    ("price_per_kwh", "Energy price per kWh"),
+    ("pue", "PUE"),
+)
+
+
+def costing_from_query(query) -> Costing:
+    """The report's optional prices and PUE (one for the whole tender); raises RequirementsError naming each bad
+    one (prices from 0 to 10^9, PUE from 1 to 5)."""
+    values, problems = {}, []
+    for name, label in COSTING_FIELDS:
+        raw = (query.get(name) or "").strip()
+        if not raw:
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        low, high = (1.0, 5.0) if name == "pue" else (0.0, 1e9)
+        if not math.isfinite(value) or not low <= value <= high:
+            problems.append((name, label, f"enter a number from {low:g} to {high:g}, not '{raw[:20]}'."))
+            continue
+        values[name] = value
+    if problems:
+        raise RequirementsError(problems)
+    return Costing(
+        prices=TenderPrices(
+            per_accelerator_hour=values.get("price_per_accelerator_hour"), per_kwh=values.get("price_per_kwh")
+        ),
+        pue=values.get("pue", DEFAULT_PUE),
+    )
 
 
 class RequirementsError(ValueError):

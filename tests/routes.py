@@ -110,6 +110,16 @@ def _p(kind, **kw):
 # The public query pages' queries (the SLO finder, the procurement report): every published result qualifies.
 _SLO_QUERY = "benchmark=llama3_1-8b&ttft_p90_ms_max=100000&interactivity_min=0"
 _PROCUREMENT_QUERY = "model_1=llama3_1-8b&ttft_p90_ms_max_1=100000"
+_SIZING_QUERY = "benchmark=llama3_1-8b&users=100&ttft_p90_ms_max=100000&interactivity_min=0"
+_CLAIMS_QUERY = "benchmark=llama3_1-8b&concurrency=64&system_tps=1000&system="
+_TENDER_QUERY = "model_1=llama3_1-8b&ttft_p90_ms_max_1=100000&criterion_1=system_tps&weight_1=100"
+_LEVELS_QUERY = "benchmark=llama3_1-8b&levels=0.001"
+
+
+def _claims_url(path: str, w: dict) -> str:
+    """The claims check names the system by its result's public id: the world's shown result is judged."""
+    return f"{path}?{_CLAIMS_QUERY}{w['shown'].public_id if 'shown' in w else 'Acme_AX-8000'}"
+
 
 ROUTES: dict[str, Route] = {
     "home": _g(PUBLIC, access=Access.PUBLIC, url=lambda w: "/"),
@@ -838,6 +848,62 @@ ROUTES: dict[str, Route] = {
         url=lambda w: f"/leaderboard/procurement/?{_PROCUREMENT_QUERY}",
         group="public-query",
     ),
+    "leaderboard:sizing": _g(
+        PUBLIC,
+        query="?benchmark=llama3_1-8b&users=100&ttft_p90_ms_max=1000000&interactivity_min=0",
+        access=Access.PUBLIC,
+        url=lambda w: f"/leaderboard/sizing/?{_SIZING_QUERY}",
+        group="public-query",
+    ),
+    "api:public-sizing-list": _g(
+        PUBLIC,
+        query="?benchmark=llama3_1-8b&users=100&ttft_p90_ms_max=1000000&interactivity_min=0",
+        access=Access.PUBLIC,
+        url=lambda w: f"/api/v1/public/sizing/?{_SIZING_QUERY}",
+        group="public-query",
+    ),
+    "leaderboard:claims": _g(
+        PUBLIC,
+        query="?benchmark=llama3_1-8b&system=Acme_AX-8000&concurrency=64&system_tps=1000",
+        access=Access.PUBLIC,
+        url=lambda w: _claims_url("/leaderboard/claims/", w),
+        group="public-query",
+    ),
+    "api:public-claims-list": _g(
+        PUBLIC,
+        query="?benchmark=llama3_1-8b&system=Acme_AX-8000&concurrency=64&system_tps=1000",
+        access=Access.PUBLIC,
+        url=lambda w: _claims_url("/api/v1/public/claims/", w),
+        group="public-query",
+    ),
+    "leaderboard:tender_score": _g(
+        PUBLIC,
+        query="?model_1=llama3_1-8b&ttft_p90_ms_max_1=100000&criterion_1=system_tps&weight_1=100",
+        access=Access.PUBLIC,
+        url=lambda w: f"/leaderboard/tender/?{_TENDER_QUERY}",
+        group="public-query",
+    ),
+    "api:public-tender-score-list": _g(
+        PUBLIC,
+        query="?model_1=llama3_1-8b&ttft_p90_ms_max_1=100000&criterion_1=system_tps&weight_1=100",
+        access=Access.PUBLIC,
+        url=lambda w: f"/api/v1/public/tender-score/?{_TENDER_QUERY}",
+        group="public-query",
+    ),
+    "leaderboard:levels": _g(
+        PUBLIC,
+        query="?benchmark=llama3_1-8b&levels=0.001",
+        access=Access.PUBLIC,
+        url=lambda w: f"/leaderboard/levels/?{_LEVELS_QUERY}",
+        group="public-query",
+    ),
+    "api:public-levels-list": _g(
+        PUBLIC,
+        query="?benchmark=llama3_1-8b&levels=0.001",
+        access=Access.PUBLIC,
+        url=lambda w: f"/api/v1/public/levels/?{_LEVELS_QUERY}",
+        group="public-query",
+    ),
     "api:public-benchmark-list": _g(
         PUBLIC, access=Access.PUBLIC, url=lambda w: "/api/v1/public/benchmarks/", group="public-query"
     ),
@@ -955,6 +1021,13 @@ ROUTES: dict[str, Route] = {
         group="log",
     ),
     # a published result's re-measurement evidence: public once published, when the endpoint is public
+    "remeasurements:acceptance": _g(
+        RESULT,
+        pk="public_id",
+        access=Access.PUBLISHED,
+        url=lambda w: f"/results/{w['public_id']}/acceptance/",
+        group="leaderboard",
+    ),
     "remeasurements:evidence": _g(
         RESULT,
         pk="public_spotcheck",

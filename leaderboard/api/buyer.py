@@ -11,7 +11,7 @@ from rest_framework.routers import BaseRouter
 
 from access.visibility import benchmarks_visible_to
 from catalog.models import Benchmark
-from leaderboard import exports
+from leaderboard import exports, selectors
 from leaderboard.api.results import (
     CITED_FIELDS,
     FORMAT_PARAMETER,
@@ -22,9 +22,10 @@ from leaderboard.api.results import (
 )
 from leaderboard.goodput.index import GoodputRows
 from leaderboard.goodput.tables import goodput_index, goodput_ranking
-from leaderboard.goodput.targets import CONVENTIONS, GoodputTargets, Prices
-from leaderboard.procurement import MAX_MODELS, requirements_from_query
+from leaderboard.goodput.targets import CONVENTIONS, GoodputTargets, Prices, normalised
+from leaderboard.procurement import COSTING_FIELDS, MAX_MODELS, costing_from_query, requirements_from_query
 from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
+from leaderboard.tender import DEFAULT_PUE, TenderPrices, point_energy_and_cost
 from portal.errors import ApplicationError
 
 SloRowOut = inline_serializer(
@@ -55,6 +56,18 @@ SloRowOut = inline_serializer(
         "system_tps_per_kw": serializers.FloatField(allow_null=True),
         "power_kw": serializers.FloatField(
             allow_null=True, help_text="Provisioned kW of the point's configuration"
+        ),
+        "power_source": serializers.CharField(
+            allow_null=True, help_text="measured (the point has a power trace) or provisioned"
+        ),
+        "system_power_kw": serializers.FloatField(
+            allow_null=True, help_text="The point's power, from power_source"
+        ),
+        "joules_per_token": serializers.FloatField(
+            allow_null=True, help_text="system_power_kw x 1000 / system_tps"
+        ),
+        "cost_per_million_tokens": serializers.FloatField(
+            required=False, allow_null=True, help_text="With a price: hourly / (system_tps x 3600) x 10^6"
         ),
         # per-request mode only (ttft_ms, tpot_ms or interactivity given): docs/buyers.md
         "result": serializers.CharField(required=False, help_text="Per request: the result's public id."),
@@ -187,19 +200,19 @@ class SloQuery(serializers.Serializer):
         min_value=0,
         required=False,
         allow_null=True,
-        help_text="Per request: your price per accelerator-hour.",
+        help_text="Your price per accelerator-hour (both modes).",
     )
     price_per_node_hour = serializers.FloatField(
-        min_value=0, required=False, allow_null=True, help_text="Per request: your price per node-hour."
+        min_value=0, required=False, allow_null=True, help_text="Your price per node-hour (both modes)."
     )
     price_per_system_hour = serializers.FloatField(
-        min_value=0, required=False, allow_null=True, help_text="Per request: your price per system-hour."
+        min_value=0, required=False, allow_null=True, help_text="Your price per system-hour (both modes)."
     )
     energy_price_per_kwh = serializers.FloatField(
         min_value=0,
         required=False,
         allow_null=True,
-        help_text="Per request: your energy price per kWh (on the point's provisioned power).",
+        help_text="Your energy price per kWh (on the point's provisioned power; both modes).",
     )
 
     def validate(self, attrs):
@@ -253,18 +266,15 @@ def slo_answer(query: dict, *, benchmarks: list[Benchmark] | None = None) -> dic
             power_kw_max=query.get("power_kw_max"),
             accelerators_max=query.get("accelerators_max"),
         )
-        prices = Prices(
-            per_accelerator_hour=query.get("price_per_accelerator_hour"),
-            per_node_hour=query.get("price_per_node_hour"),
-            per_system_hour=query.get("price_per_system_hour"),
-            per_kwh=query.get("energy_price_per_kwh"),
-        )
+        prices = prices_of(query)
         index = goodput_index(public_publications(), benchmark.model_id)
+        measured = selectors.measured_power_of_benchmark(benchmark.model_id)
 
         def decorate(row: dict) -> None:
             row["result_url"] = exports.result_url(row["public_id"])
             # the count beside the type
             row["accelerator_label"] = index.result(row["public_id"]).get("accelerator_label") or ""
+            row.update(point_energy(row, measured))
 
         # the rows are built when read: the page shows 25, the API a page of them
         rows = GoodputRows(
@@ -286,12 +296,50 @@ def slo_answer(query: dict, *, benchmarks: list[Benchmark] | None = None) -> dic
         accelerators_max=query.get("accelerators_max"),
         interactivity_metric=metric,
     )
+    prices = prices_of(query)
+    measured = selectors.measured_power_of_benchmark(benchmark.model_id)
+    nodes = {
+        result["public_id"]: result.get("nodes")
+        for result in exports.snapshot_results_cached(public_publications(), benchmark.model_id)
+    }
+    rows = []
+    for row in exports.slo_query(public_publications(), benchmark, targets):
+        # the buyer's prices (as the per-request mode prices its rows: leaderboard.goodput.targets.normalised) and
+        # the point's energy per token, measured where a trace exists
+        priced = normalised(
+            row, accelerators=row.get("accelerators"), nodes=nodes.get(row["public_id"]), prices=prices
+        )
+        rows.append({**row, **priced, **point_energy(row, measured)})
     return {
         "benchmark": benchmark,
         "mode": "percentile",
         "interactivity_metric": metric,
-        "rows": exports.slo_query(public_publications(), benchmark, targets),
+        "priced": prices.given,
+        "rows": rows,
     }
+
+
+def prices_of(query: dict) -> Prices:
+    """The buyer's prices among validated query values (both modes)."""
+    return Prices(
+        per_accelerator_hour=query.get("price_per_accelerator_hour"),
+        per_node_hour=query.get("price_per_node_hour"),
+        per_system_hour=query.get("price_per_system_hour"),
+        per_kwh=query.get("energy_price_per_kwh"),
+    )
+
+
+def point_energy(row: dict, measured: dict[str, dict[int, dict]]) -> dict:
+    """A row's point power (measured where its point has a trace, else provisioned, and which) and energy per output
+    token (leaderboard.tender), for both modes of the finder."""
+    figures = point_energy_and_cost(
+        row,
+        accelerators=row.get("accelerators"),
+        measured=(measured.get(row["public_id"]) or {}).get(row.get("concurrency")),
+        prices=TenderPrices(),
+        pue=DEFAULT_PUE,
+    )
+    return {name: figures[name] for name in ("power_source", "system_power_kw", "joules_per_token")}
 
 
 class PublicSloViewSet(PublicViewSet):
@@ -343,7 +391,11 @@ def _procurement_parameters() -> list[OpenApiParameter]:
         "expansion_tpot_ms_max": "Expansion phase: TPOT P90 at most (ms; default: the delivery's)",
         "expansion_interactivity_min": "Expansion phase: interactivity at least (default: the delivery's)",
     }
-    return [
+    costing = [
+        OpenApiParameter(name, OpenApiTypes.NUMBER, description=f"{label} (optional; PUE 1.3 by default)")
+        for name, label in COSTING_FIELDS
+    ]
+    return costing + [
         OpenApiParameter(
             f"{name}_{index}",
             OpenApiTypes.STR if name == "model" else OpenApiTypes.NUMBER,
@@ -355,6 +407,17 @@ def _procurement_parameters() -> list[OpenApiParameter]:
     ]
 
 
+def procurement_answer(query) -> list[dict]:
+    """The procurement report for a query string (the page and the API share it): the requirements, the optional
+    prices and PUE, and the evidence's measured power where a trace exists. Raises RequirementsError."""
+    requirements = requirements_from_query(query)
+    costing = costing_from_query(query)
+    measured = {r.model: selectors.measured_power_of_benchmark(r.model) for r in requirements}
+    return exports.procurement_query(
+        public_publications(), requirements, measured_by_model=measured, costing=costing
+    )
+
+
 class PublicProcurementViewSet(PublicViewSet):
     """The procurement report: per model, the systems whose verified points meet the requirements; as CSV one
     row per model and system."""
@@ -364,10 +427,9 @@ class PublicProcurementViewSet(PublicViewSet):
     @extend_schema(parameters=[*_procurement_parameters(), FORMAT_PARAMETER], responses=ProcurementOut)
     def list(self, request, **kwargs):
         try:
-            requirements = requirements_from_query(request.query_params)
+            report = procurement_answer(request.query_params)
         except ValueError as error:
             raise ApplicationError(str(error), code="invalid") from None
-        report = exports.procurement_query(public_publications(), requirements)
         if self.wants_csv():
             return Response(exports.procurement_rows(report))
         return Response({"note": NO_INTERPOLATION, "models": report})

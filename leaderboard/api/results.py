@@ -196,6 +196,18 @@ _POINT_FIELDS = {
     "region": serializers.CharField(allow_null=True),
     "revision": serializers.IntegerField(help_text="The result revision that published this measurement."),
     "stack": serializers.CharField(help_text="The software stack it was measured with."),
+    "accelerators": serializers.IntegerField(allow_null=True),
+    "nodes": serializers.IntegerField(allow_null=True),
+    "power_source": serializers.CharField(
+        allow_null=True, help_text="measured (a power trace was submitted) or provisioned"
+    ),
+    "system_power_kw": serializers.FloatField(
+        allow_null=True, help_text="The point's power, from power_source."
+    ),
+    "joules_per_token": serializers.FloatField(
+        allow_null=True, help_text="system_power_kw x 1000 / system_tps"
+    ),
+    "tokens_per_s_per_kw": serializers.FloatField(allow_null=True, help_text="system_tps / system_power_kw"),
     "ruleset": serializers.CharField(help_text="The rule set of the check run that measured it."),
     **POINT_CITATION_FIELDS,
 }
@@ -374,8 +386,11 @@ class PublicPointViewSet(PublicViewSet):
 
     @extend_schema(responses=PointOut.__class__(many=True), parameters=[*FILTER_PARAMETERS, FORMAT_PARAMETER])
     def list(self, request, **kwargs):
-        queryset = _filtered(request, exports.published_only(public_publications()))
-        return self.paginated([row for p in queryset for row in exports.point_rows(p)])
+        publications = list(_filtered(request, exports.published_only(public_publications())))
+        measured = selectors.measured_power_of_results([p.public_id for p in publications])
+        return self.paginated(
+            [row for p in publications for row in exports.point_rows(p, measured.get(p.public_id))]
+        )
 
 
 class PublicCurveViewSet(PublicViewSet):

@@ -17,20 +17,18 @@ from django.utils.safestring import SafeString, mark_safe
 
 from access.visibility import benchmarks_visible_to
 from leaderboard import selectors
-from leaderboard.api.buyer import SloQuery, slo_answer
-from leaderboard.api.results import public_publications
+from leaderboard.api.buyer import SloQuery, procurement_answer, slo_answer
 from leaderboard.cache import cached_response, public_generation
 from leaderboard.cliffs import CLIFF_RULE
-from leaderboard.exports import procurement_query
 from leaderboard.goodput.targets import CONVENTIONS
 from leaderboard.procurement import (
+    COSTING_FIELDS,
     MAX_MODELS,
     PHASE_FIELDS,
     PHASE_LABELS,
     PHASES,
     RequirementsError,
     parameter_name,
-    requirements_from_query,
 )
 from leaderboard.slo import NO_INTERPOLATION
 from portal.errors import ApplicationError
@@ -78,7 +76,9 @@ _row_cells: dict[tuple, str] = {}
 _row_cells_generation: list[int | None] = [None]
 
 
-def _slo_rows_html(rows: list[dict], metric: str, generation: int | None) -> list[SafeString]:
+def _slo_rows_html(
+    rows: list[dict], metric: str, generation: int | None, *, priced: bool = False
+) -> list[SafeString]:
     """The SLO table's rows. A point's cells (all but its rank) are the same in every answer of one public
     generation, so they are rendered once per process and generation: formatting a hundred rows of numbers was
     most of an answer's time. `generation` is read before the answer is computed, so cells of older data are
@@ -95,12 +95,23 @@ def _slo_rows_html(rows: list[dict], metric: str, generation: int | None) -> lis
         cells = _row_cells.get(key)
         if cells is None:
             cells = _row_cells[key] = template.render({"row": row, "metric": metric}).split("\n", 1)[1]
+        # the price is the buyer's, not the point's: its cell is written per answer, after the point's cells
+        cost = row.get("cost_per_million_tokens")
+        priced_cell = (
+            format_html(
+                '        <td class="num" data-metric="cost_per_million_tokens">{}</td>\n',
+                "—" if cost is None else floatformat(cost, 3),
+            )
+            if priced
+            else ""
+        )
         html.append(
             format_html(
-                '\n      <tr data-public-id="{}">\n        <td>{}</td>\n{}      </tr>',
+                '\n      <tr data-public-id="{}">\n        <td>{}</td>\n{}{}      </tr>',
                 row["public_id"],
                 row["rank"] if row.get("rank") is not None else "unranked",
                 mark_safe(cells),
+                priced_cell,
             )
         )
     return html
@@ -367,7 +378,7 @@ def slo(request):
                     )
                 else:
                     context["shown_rows_html"] = _slo_rows_html(
-                        shown, answer["interactivity_metric"], generation
+                        shown, answer["interactivity_metric"], generation, priced=answer["priced"]
                     )
     status = 400 if context.get("errors") else 200
     return render(request, "leaderboard/slo.html", context, status=status)
@@ -401,20 +412,23 @@ def procurement(request):
         }
         for i in range(1, shown + 1)
     ]
-    context = {"benchmarks": benchmarks, "rows": rows, "note": NO_INTERPOLATION, "asked": bool(filled)}
+    context = {
+        "benchmarks": benchmarks,
+        "rows": rows,
+        "note": NO_INTERPOLATION,
+        "asked": bool(filled),
+        "costing": [(name, label, request.GET.get(name, "")[:32]) for name, label in COSTING_FIELDS],
+    }
     if filled:
         try:
-            requirements = requirements_from_query(request.GET)
+            answer = procurement_answer(request.GET)
         except RequirementsError as error:
             context["errors"] = error.labelled
             context["error_fields"] = [name for name, _, _ in error.problems]
         else:
             params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
             names = {b.model_id: b.display_name for b in benchmarks}
-            report = [
-                {**section, "display_name": names.get(section["model"], "")}
-                for section in procurement_query(public_publications(), requirements)
-            ]
+            report = [{**section, "display_name": names.get(section["model"], "")} for section in answer]
             context.update(
                 report=report,
                 json_url="/api/v1/public/procurement/?" + urlencode(params),

@@ -1,0 +1,240 @@
+"""The tender desk's figures (DESIGN.md, "Tender desk"): a point's power (measured where a trace exists, else
+provisioned, and which), its energy per output token and cost per million output tokens, and the sizing of a site
+for U concurrent users per phase from each system's sizing point. Plain functions over published snapshots (no
+Django), like leaderboard.slo and leaderboard.procurement, whose point selection they reuse; nothing is
+interpolated and a system that no measured point lets meet the SLO is "cannot meet", never a guess."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from leaderboard.slo import SloTargets, number, point_meets, point_power_kw
+
+HOURS_PER_YEAR = 8760
+DEFAULT_PUE = 1.3
+PHASES = (("delivery", "users"), ("expansion", "users_expansion"))
+MEASURED, PROVISIONED = "measured", "provisioned"
+
+
+@dataclass(frozen=True)
+class TenderPrices:
+    """What the buyer pays (the portal prices nothing): per accelerator-hour and, optionally, per kWh of facility
+    energy (IT power x PUE)."""
+
+    per_accelerator_hour: float | None = None
+    per_kwh: float | None = None
+
+    @property
+    def given(self) -> bool:
+        return self.per_accelerator_hour is not None or self.per_kwh is not None
+
+
+def point_power(point: dict, measured: dict | None) -> tuple[float | None, str | None]:
+    """(kW, "measured" | "provisioned") of a point: the measured average power over its window where a power trace
+    was submitted (docs/power.md), else the provisioned power of its configuration; (None, None) without either."""
+    avg_w = number((measured or {}).get("avg_power_w"))
+    if avg_w is not None and avg_w > 0:
+        return avg_w / 1000.0, MEASURED
+    provisioned = point_power_kw(point)
+    return (provisioned, PROVISIONED) if provisioned is not None else (None, None)
+
+
+def joules_per_token(power_kw: float | None, system_tps: float | None) -> float | None:
+    """P x 1000 / system_tps: the joules one output token takes at the point's power (IT power, no PUE)."""
+    return power_kw * 1000.0 / system_tps if power_kw is not None and system_tps else None
+
+
+def tokens_per_s_per_kw(power_kw: float | None, system_tps: float | None) -> float | None:
+    return system_tps / power_kw if power_kw and system_tps is not None else None
+
+
+def cost_per_million_tokens(
+    *,
+    accelerators: int | None,
+    system_tps: float | None,
+    power_kw: float | None,
+    prices: TenderPrices,
+    pue: float = DEFAULT_PUE,
+) -> float | None:
+    """accelerators x price per accelerator-hour / (system_tps x 3600) x 10^6, plus with an energy price
+    P x PUE x price per kWh / (system_tps x 3600) x 10^6. None without a price, or when a figure a given price
+    needs (accelerator count, power, throughput) is unknown."""
+    if not prices.given or not system_tps:
+        return None
+    tokens_per_hour = system_tps * 3600.0
+    total = 0.0
+    if prices.per_accelerator_hour is not None:
+        if not accelerators:
+            return None
+        total += accelerators * prices.per_accelerator_hour / tokens_per_hour * 1e6
+    if prices.per_kwh is not None:
+        if power_kw is None:
+            return None
+        total += power_kw * pue * prices.per_kwh / tokens_per_hour * 1e6
+    return total
+
+
+def point_energy_and_cost(
+    point: dict, *, accelerators: int | None, measured: dict | None, prices: TenderPrices, pue: float
+) -> dict:
+    """A point's power (and its source), joules per output token, tokens/s per kW and cost per million output
+    tokens, as every buyer view shows them."""
+    power_kw, source = point_power(point, measured)
+    tps = number(point.get("system_tps"))
+    return {
+        "power_source": source,
+        "system_power_kw": power_kw,
+        "joules_per_token": joules_per_token(power_kw, tps),
+        "tokens_per_s_per_kw": tokens_per_s_per_kw(power_kw, tps),
+        "cost_per_million_tokens": cost_per_million_tokens(
+            accelerators=accelerators, system_tps=tps, power_kw=power_kw, prices=prices, pue=pue
+        ),
+    }
+
+
+# --- Sizing ---------------------------------------------------------------------------------------------------
+
+
+def percentile_meets(targets: SloTargets) -> Callable[[dict, dict], bool]:
+    """Percentile mode: ttft_p90_ms <= X and interactivity >= Y (leaderboard.slo.point_meets)."""
+    return lambda result, point: point_meets(point, targets, accelerators=result.get("accelerators"))
+
+
+def sizing_point(points: list[dict], meets: Callable[[dict], bool]) -> dict | None:
+    """The point meeting the SLO with the largest concurrency (ties: higher system_tps); None when none does."""
+    meeting = [p for p in points if number(p.get("concurrency")) and number(p.get("system_tps")) and meets(p)]
+    if not meeting:
+        return None
+    return max(meeting, key=lambda p: (number(p["concurrency"]), number(p["system_tps"])))
+
+
+def replicas_for(users: int, headroom: float, concurrency: float) -> int:
+    """ceil(U x (1 + h) / C), taken to 1e-9 first so that 5000 x 1.1 users are 5500, not 5500.000000000001."""
+    return math.ceil(round(users * (1 + headroom) / concurrency, 9))
+
+
+@dataclass(frozen=True)
+class SiteAsk:
+    """What the buyer sizes: users per phase (the expansion optional), PUE, headroom and prices."""
+
+    users: int
+    users_expansion: int | None = None
+    pue: float = DEFAULT_PUE
+    headroom: float = 0.0
+    prices: TenderPrices = TenderPrices()
+
+    def phases(self) -> list[tuple[str, int]]:
+        out = [("delivery", self.users)]
+        if self.users_expansion is not None:
+            out.append(("expansion", self.users_expansion))
+        return out
+
+
+def size_system(
+    result: dict, point: dict | None, *, phase: str, users: int, ask: SiteAsk, measured: dict | None
+) -> dict:
+    """One row of the sizing: a system sized at its sizing point for one phase, or `meets: false` and no sizing."""
+    row = {
+        "phase": phase,
+        "users": users,
+        "system": result.get("system"),
+        "organisation": result.get("organisation"),
+        "result": result["public_id"],
+        "result_url": f"/results/{result['public_id']}/",
+        "accelerator_label": result.get("accelerator_label") or "",
+        "meets": point is not None,
+    }
+    if point is None:
+        return row
+    concurrency = number(point["concurrency"])
+    tps = number(point["system_tps"])
+    accelerators, nodes = result.get("accelerators"), result.get("nodes")
+    replicas = replicas_for(users, ask.headroom, concurrency)
+    figures = point_energy_and_cost(
+        point, accelerators=accelerators, measured=measured, prices=ask.prices, pue=ask.pue
+    )
+    power_kw = figures["system_power_kw"]
+    it_kw = replicas * power_kw if power_kw is not None else None
+    facility_kw = it_kw * ask.pue if it_kw is not None else None
+    energy_mwh = facility_kw * HOURS_PER_YEAR / 1000.0 if facility_kw is not None else None
+    site_accelerators = replicas * accelerators if accelerators else None
+    cost_per_year = None
+    if ask.prices.given:
+        parts = []
+        if ask.prices.per_accelerator_hour is not None:
+            parts.append(
+                site_accelerators * ask.prices.per_accelerator_hour * HOURS_PER_YEAR
+                if site_accelerators
+                else None
+            )
+        if ask.prices.per_kwh is not None:
+            parts.append(energy_mwh * 1000.0 * ask.prices.per_kwh if energy_mwh is not None else None)
+        cost_per_year = None if None in parts else sum(parts)
+    url = f"/results/{result['public_id']}/#point-r{point.get('concurrency')}"
+    row.update(
+        {
+            "point": point.get("point"),
+            "point_concurrency": point.get("concurrency"),
+            "point_url": url,
+            "evidence": url,
+            "system_tps": tps,
+            "ttft_p90_ms": number(point.get("ttft_p90_ms")),
+            "replicas": replicas,
+            "accelerators": site_accelerators,
+            "nodes": replicas * nodes if nodes else None,
+            "power_source": figures["power_source"],
+            "system_power_kw": power_kw,
+            "it_power_kw": it_kw,
+            "facility_power_kw": facility_kw,
+            "facility_power_mw": facility_kw / 1000.0 if facility_kw is not None else None,
+            "energy_mwh_per_year": energy_mwh,
+            "cost_per_year": cost_per_year,
+            "cost_per_million_tokens": figures["cost_per_million_tokens"],
+            "joules_per_token": figures["joules_per_token"],
+            "tokens_per_s_per_kw": figures["tokens_per_s_per_kw"],
+        }
+    )
+    return row
+
+
+def size_site(
+    results: list[dict],
+    ask: SiteAsk,
+    *,
+    meets: Callable[[dict, dict], bool],
+    measured: dict[str, dict[int, dict]],
+) -> list[dict]:
+    """Per phase, one row per system (the results given: published, fully recomputed, newest per system), sized at
+    its sizing point; systems that meet first, by fewest accelerators, then by system name; those that cannot
+    meet the SLO after them with `meets: false`. `meets(result, point)` is the SLO in the buyer's mode."""
+    rows = []
+    chosen = {
+        result["public_id"]: sizing_point(result.get("points") or [], lambda p, r=result: meets(r, p))
+        for result in results
+    }
+    for phase, users in ask.phases():
+        sized = [
+            size_system(
+                result,
+                chosen[result["public_id"]],
+                phase=phase,
+                users=users,
+                ask=ask,
+                measured=(measured.get(result["public_id"]) or {}).get(
+                    (chosen[result["public_id"]] or {}).get("concurrency")
+                ),
+            )
+            for result in results
+        ]
+        sized.sort(
+            key=lambda row: (
+                not row["meets"],
+                row.get("accelerators") if row.get("accelerators") is not None else math.inf,
+                row.get("system") or "",
+                row["result"],
+            )
+        )
+        rows.extend(sized)
+    return rows
