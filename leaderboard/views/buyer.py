@@ -343,9 +343,8 @@ def slo(request):
                 SLO_FIELD_LABELS.get(name, name): " ".join(str(e) for e in errs)
                 for name, errs in query.errors.items()
             }
-            context["error_fields"] = list(
-                query.errors
-            )  # marked aria-invalid on the page (static/js/access.js)
+            # the fields marked aria-invalid on the page (static/js/access.js)
+            context["error_fields"] = list(query.errors)
         else:
             try:
                 answer = slo_answer(query.validated_data, benchmarks=benchmarks)

@@ -10,6 +10,9 @@ axe-core is the copy `axe-playwright-python` installs (pyproject's dev extra): n
 
 from __future__ import annotations
 
+import re
+from urllib.parse import urlsplit
+
 import pytest
 from django.core.management import call_command
 
@@ -135,3 +138,79 @@ def test_every_page_of_every_role_has_no_serious_axe_violation(chromium, live_se
     assert not failures, (
         f"{len(failures)} serious or critical violations on {len(kinds)} pages:\n" + "\n".join(failures)
     )
+
+
+# Each role's journey by keyboard alone: sign in, then follow links (Tab until the link whose address matches, Enter)
+# to where the role works, and reach what they act with there. Nothing is clicked.
+JOURNEYS = {
+    "buyer": (None, [r"/leaderboard/$", r"/leaderboard/llama3_1-8b/$", r"/results/EP-\d+/$"], ".marker"),
+    "submitter": ("demo-submitter", [r"/dashboard/$", r"/submissions/\d+/$"], "main button[type=submit]"),
+    "reviewer": ("demo-reviewer", [r"/review/$", r"/review/submissions/\d+/$"], "main textarea"),
+    "auditor": ("demo-auditor", [r"/review/audit/$", r"/review/audit/\d+/$"], "main button[type=submit]"),
+    "chair": (
+        "demo-chair",
+        [r"/review/chair/$", r"/review/chair/submissions/\d+/$"],
+        "main button[type=submit]",
+    ),
+}
+
+
+def _tab_until(page, test: str, arg, limit: int = 250) -> None:
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate(test, arg):
+            return
+    raise AssertionError(f"Tab never reached {arg} on {page.url}")
+
+
+LINK_MATCHES = """(pattern) => { const a = document.activeElement;
+  return a.tagName === 'A' && !a.getAttribute('href').startsWith('#') && new RegExp(pattern).test(new URL(a.href).pathname); }"""
+FIELD_IS = "(name) => document.activeElement.name === name"
+ELEMENT_MATCHES = "(selector) => document.activeElement.matches(selector)"
+# A focused element must show it: an outline or a ring (the browser's default counts), never outline: none alone.
+FOCUS_SHOWN = """() => { const a = document.activeElement, s = getComputedStyle(a);
+  return (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0) || s.boxShadow !== 'none'
+    || a.classList.contains('marker'); }"""
+
+
+def _sign_in_by_keyboard(page, base: str, username: str) -> None:
+    from tests.accounts.support import totp_code, totp_device_for
+
+    page.goto(f"{base}/accounts/login/")
+    _tab_until(page, FIELD_IS, "username")
+    page.keyboard.type(username)
+    _tab_until(page, FIELD_IS, "password")
+    page.keyboard.type(f"{username}-pass")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    if "/login/verify/" in page.url:
+        from django.contrib.auth import get_user_model
+
+        _tab_until(page, FIELD_IS, "code")
+        page.keyboard.type(totp_code(totp_device_for(get_user_model().objects.get(username=username))))
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+    assert "/accounts/login/" not in page.url, f"{username} could not sign in by keyboard"
+
+
+def test_each_roles_journey_by_keyboard_alone(chromium, live_server, demo_world):
+    base = live_server.url
+    for role, (username, links, control) in JOURNEYS.items():
+        context = chromium.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        if username:
+            _sign_in_by_keyboard(page, base, username)
+        else:
+            page.goto(f"{base}/")
+        for pattern in links:
+            _tab_until(page, LINK_MATCHES, pattern)
+            assert page.evaluate(FOCUS_SHOWN), f"{role}: the focus on the link to {pattern} is not shown"
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            assert re.search(pattern, urlsplit(page.url).path), (
+                f"{role}: Enter on {pattern} led to {page.url}"
+            )
+        _tab_until(page, ELEMENT_MATCHES, control)
+        assert page.evaluate(FOCUS_SHOWN), f"{role}: the focus on {control} is not shown"
+        context.close()

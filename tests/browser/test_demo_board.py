@@ -35,7 +35,7 @@ def test_the_demo_board_compares_two_real_systems_and_the_extended_result(chromi
     assert "Acme_AX-8000" in board and "Nimbus_NB-2" in board
     assert "preview rule set" in board and "endpoints-v1.0-preview" in board
     for series in (ax8000.public_id, nb2.public_id):
-        assert page.locator(f'#chart-board circle.marker[data-series="{series}"]').count() == 7
+        assert page.locator(f'#chart-board .marker[data-series="{series}"]').count() == 7
     page.screenshot(path=str(SHOTS / "demo-board.png"), full_page=True)
 
     # The extended AX-8000: revision 2's real r16 and r32 (acme-serve 1.1), not a relabelled run.

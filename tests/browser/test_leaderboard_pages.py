@@ -157,7 +157,7 @@ def test_public_pages_in_chromium(chromium, live_server, plain_http, scene):
         coords = [tuple(map(float, c[1:].split(","))) for c in d.split()]
         # a step function: every segment is horizontal or vertical, never a slanted (interpolated) line
         assert all(a[0] == b[0] or a[1] == b[1] for a, b in zip(coords, coords[1:], strict=False)), d
-    marker = page.locator(f'#chart-board circle.marker[data-series="{scene["ax8000"].public_id}"]').nth(3)
+    marker = page.locator(f'#chart-board .marker[data-series="{scene["ax8000"].public_id}"]').nth(3)
     marker.hover()
     tip = page.locator("#chart-board .chart-tip")
     tip.wait_for(state="visible")
@@ -171,7 +171,7 @@ def test_public_pages_in_chromium(chromium, live_server, plain_http, scene):
     page.goto(f"{live_server.url}/leaderboard/{model}/?level=all")
     row = page.locator(".results-table tr", has_text="Zephyr ZS-1")
     assert "unranked" in row.inner_text() and "claimed" in row.inner_text()
-    page.locator(f'#chart-board circle.marker[data-series="{scene["claimed"].public_id}"]').nth(2).hover()
+    page.locator(f'#chart-board .marker[data-series="{scene["claimed"].public_id}"]').nth(2).hover()
     page.locator("#chart-board .chart-tip").wait_for(state="visible")
     assert (
         "claimed: no raw log (waived), not recomputed" in page.locator("#chart-board .chart-tip").inner_text()
@@ -221,7 +221,7 @@ def test_public_pages_in_chromium(chromium, live_server, plain_http, scene):
     assert box["width"] <= 390
     page.screenshot(path=str(SHOTS / "public-leaderboard-phone.png"), full_page=True)
     page.goto(f"{live_server.url}/results/{scene['ax8000'].public_id}/")
-    page.locator("#chart-front circle.marker").nth(2).tap()
+    page.locator("#chart-front .marker").nth(2).tap()
     page.locator("#chart-front .chart-tip").wait_for(state="visible")
     page.screenshot(path=str(SHOTS / "public-result-phone.png"), full_page=True)
     phone.close()
@@ -255,7 +255,7 @@ def test_the_board_loads_more_curves_from_the_public_api(
     d = page.locator(f'#chart-board path.step-line[data-series="{sid}"]').get_attribute("d")
     coords = [tuple(map(float, c[1:].split(","))) for c in d.split()]
     assert all(a[0] == b[0] or a[1] == b[1] for a, b in zip(coords, coords[1:], strict=False)), d
-    page.locator(f'#chart-board circle.marker[data-series="{sid}"]').nth(1).hover()
+    page.locator(f'#chart-board .marker[data-series="{sid}"]').nth(1).hover()
     tip = page.locator("#chart-board .chart-tip")
     tip.wait_for(state="visible")
     assert "Concurrency" in tip.inner_text() and "TTFT P90" in tip.inner_text()
