@@ -188,9 +188,15 @@ def system_desc_facts(description: dict | None) -> dict[str, Any]:
         )
         if value
     ]
+    # Shown on pages: the words, not system_desc.json's field names.
     parallel = {
-        key: description.get(key)
-        for key in ("tensor_parallel", "pipeline_parallel", "expert_parallel", "data_parallel")
+        label: description.get(key)
+        for key, label in (
+            ("tensor_parallel", "Tensor parallel"),
+            ("pipeline_parallel", "Pipeline parallel"),
+            ("expert_parallel", "Expert parallel"),
+            ("data_parallel", "Data parallel"),
+        )
         if description.get(key) is not None
     }
     return {

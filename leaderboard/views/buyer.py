@@ -40,6 +40,12 @@ from portal.parsers import parse_positive
 PAGE_ROWS = 25
 
 
+def _absolute(path: str) -> str:
+    """A download link that still works pasted into a script or a spreadsheet: on the portal's own address
+    (PORTAL_SITE_URL), never on whatever Host a request carried."""
+    return settings.PORTAL_SITE_URL.rstrip("/") + path
+
+
 def _with_measured_power(rows: list[dict], model_id: str) -> list[dict]:
     """The shown rows, each with its point's tokens/s per measured kW where a power trace was submitted (read once
     per public generation for the benchmark; the API's rows carry the provisioned figures)."""
@@ -361,11 +367,13 @@ def slo(request):
                 context.update(
                     answer=answer,
                     page=page,
-                    json_url="/api/v1/public/slo/?" + urlencode(params),
+                    json_url=_absolute("/api/v1/public/slo/?" + urlencode(params)),
                     # the whole answer, whichever rows the page shows
-                    csv_url="/api/v1/public/slo/?"
-                    + urlencode(
-                        {**page["asked"], "format": "csv", "limit": settings.PORTAL_API_MAX_PAGE_SIZE}
+                    csv_url=_absolute(
+                        "/api/v1/public/slo/?"
+                        + urlencode(
+                            {**page["asked"], "format": "csv", "limit": settings.PORTAL_API_MAX_PAGE_SIZE}
+                        )
                     ),
                 )
                 if answer["mode"] == "per_request":
@@ -430,8 +438,8 @@ def procurement(request):
             report = [{**section, "display_name": names.get(section["model"], "")} for section in answer]
             context.update(
                 report=report,
-                json_url="/api/v1/public/procurement/?" + urlencode(params),
-                csv_url="/api/v1/public/procurement/?" + urlencode({**params, "format": "csv"}),
+                json_url=_absolute("/api/v1/public/procurement/?" + urlencode(params)),
+                csv_url=_absolute("/api/v1/public/procurement/?" + urlencode({**params, "format": "csv"})),
             )
     status = 400 if context.get("errors") else 200
     return render(request, "leaderboard/procurement.html", context, status=status)

@@ -112,9 +112,12 @@ def render_fragment(
 
 def home_context() -> dict:
     """What the home page and the leaderboard index show: benchmarks with their counts, the latest results."""
+    benchmarks = selectors.benchmarks_with_counts()
     return {
-        "benchmarks": selectors.benchmarks_with_counts(),
+        "benchmarks": benchmarks,
         "latest": selectors.publications_latest(),
+        # The SLO form starts on a benchmark with results (most first), never on one that can only answer "none".
+        "slo_benchmark": max(benchmarks, key=lambda b: b.published_count).model_id if benchmarks else "",
     }
 
 

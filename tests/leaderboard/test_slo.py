@@ -8,6 +8,7 @@ import math
 import re
 
 import pytest
+from django.conf import settings as django_settings
 from django.test import Client
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -156,6 +157,10 @@ def test_the_page_shows_the_same_ranking_and_says_there_is_no_interpolation(worl
     positions = [html.index(f'data-public-id="{public_id}"') for public_id, _, _ in expected]
     assert positions == sorted(positions) and expected
     assert "Unreleased-Z9" not in html
+    # The downloads are absolute links on the portal's address: they work pasted into a script or a spreadsheet.
+    site = django_settings.PORTAL_SITE_URL.rstrip("/")
+    assert response.context["csv_url"].startswith(f"{site}/api/v1/public/slo/?")
+    assert f'href="{site}/api/v1/public/slo/?' in html
     bad = Client().get("/leaderboard/slo/", {"benchmark": "slo-model", "ttft_p90_ms_max": "x"})
     assert bad.status_code == 400
 
