@@ -8,6 +8,8 @@ objector) live beside the submission's table in review.lifecycle, each once too.
 
 from __future__ import annotations
 
+from django.core.exceptions import FieldDoesNotExist
+
 from accounts.models import Membership
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from portal.policy import Actor
@@ -24,12 +26,22 @@ def owner_organisation_id(obj) -> int | None:
     for path in OWNER_PATHS:
         value = obj
         for name in path:
-            value = getattr(value, name, None)
+            value = _forward(value, name)
             if value is None:
                 break
         else:
             return value
     return None
+
+
+def _forward(obj, name: str):
+    """`obj.name` when it is a field the row holds (never a reverse relation, which would cost a query and name
+    another row: a submission's publication)."""
+    try:
+        field = obj._meta.get_field(name)
+    except (AttributeError, FieldDoesNotExist):
+        return None
+    return getattr(obj, name, None) if field.concrete else None
 
 
 OWNER_PATHS = (

@@ -202,7 +202,11 @@ def submission_detail(request, pk: int):
                 "submissions/_check_section.html", {"check": check_section_context(submission, selected)}
             ),
         )
-        context["waived_errors"] = waived_error_count(selected, run)
+        panel = context["review"] or {}
+        # the review panel read this run's error findings already (its waiver rows): counted from them
+        same_run = getattr(panel.get("check_run"), "pk", None) == run.pk
+        errors = [row.finding for row in panel["error_rows"]] if same_run else None
+        context["waived_errors"] = waived_error_count(selected, run, errors=errors)
     elif selected is not None:
         check = context["check"] = check_section_context(submission, selected)
         groups = check.get("finding_groups")  # a finished run's findings: no need to read its errors again

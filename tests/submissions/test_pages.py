@@ -341,12 +341,12 @@ def test_auditor_cannot_withdraw_what_they_can_see(client, people):
     assert submission.status == "submitted"
 
 
-def test_only_the_chair_and_auditors_can_recheck(client, people, settings):
+def test_once_submitted_only_the_chair_and_auditors_can_recheck(client, people, settings):
     settings.CELERY_TASK_ALWAYS_EAGER = False  # queue only; the check itself is not under test here
     submission = make_submission(people, status="submitted")
     client.force_login(people["submitter"])
     refused = client.post(f"/submissions/{submission.pk}/versions/1/recheck/", follow=True)
-    assert "Not re-checked: Only the chair or an auditor" in _messages(refused)
+    assert "from submission on, ask the chair or an auditor" in _messages(refused)
     assert CheckRun.objects.filter(version__submission=submission).count() == 1
     client.force_login(people["chair"])
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
