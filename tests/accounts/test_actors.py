@@ -1,6 +1,7 @@
 """The owning organisation the shared actors judge by: the row's submission's, never a challenger's or a reviewer's
 own organisation, and never through a reverse relation (which would cost a query)."""
 
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -11,6 +12,7 @@ from review.models import ReviewAssignment, Waiver
 from submissions.models import CheckRun, Submission, SubmissionVersion, Upload
 
 
+@pytest.mark.django_db  # to count queries (none is expected)
 def test_every_kind_of_row_is_owned_by_its_submissions_organisation_without_a_query():
     submission = Submission(organisation_id=3)
     version = SubmissionVersion(submission=submission)
