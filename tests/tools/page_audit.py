@@ -16,10 +16,10 @@ from urllib.parse import urldefrag, urlsplit
 
 WCAG_AA_TAGS = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa")
 BLOCKING = ("serious", "critical")
-# Not pages of ours to walk into: static files, downloads, sign-out, Django's admin, the API's JSON (its browsable
-# pages are DRF's), raw files of a submission.
+# Not pages of ours to walk into: static files, downloads (and every link marked `download`), sign-out, Django's
+# admin, the API's JSON (its browsable pages are DRF's), raw files of a submission, the public log's plain text.
 SKIP = re.compile(
-    r"^/(admin|static|media|api/v1|api/schema|healthz|audit/head|accounts/(logout|sign-out)|logout)\b"
+    r"^/(admin|static|media|api/v1|api/schema|healthz|audit/head|accounts/(logout|sign-out)|logout|log)\b"
     r"|/(download|export|files|raw)s?/|\.(zip|gz|npz|csv|json|txt|pdf)$"
 )
 
@@ -117,7 +117,7 @@ class Crawl:
     pages: dict[str, str] = field(default_factory=dict)  # kind -> the first path of that kind
 
     def links(self, page) -> list[str]:
-        hrefs = page.eval_on_selector_all("a[href]", "links => links.map(a => a.getAttribute('href'))")
+        hrefs = page.eval_on_selector_all("a[href]:not([download])", "links => links.map(a => a.getAttribute('href'))")
         out = []
         for href in hrefs:
             link = urldefrag(href)[0]
