@@ -117,7 +117,9 @@ class Crawl:
     pages: dict[str, str] = field(default_factory=dict)  # kind -> the first path of that kind
 
     def links(self, page) -> list[str]:
-        hrefs = page.eval_on_selector_all("a[href]:not([download])", "links => links.map(a => a.getAttribute('href'))")
+        hrefs = page.eval_on_selector_all(
+            "a[href]:not([download])", "links => links.map(a => a.getAttribute('href'))"
+        )
         out = []
         for href in hrefs:
             link = urldefrag(href)[0]
