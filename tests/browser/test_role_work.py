@@ -97,7 +97,7 @@ def test_the_chair_and_the_auditor_see_their_open_work(chromium, live_server, pl
     assert auditor.url == f"{base}/review/audit/"
     waiver_row = auditor.locator("#waivers tbody tr").first
     assert "accuracy-sample-count" in waiver_row.inner_text()
-    waiver_row.get_by_role("link", name="Decide").click()
+    waiver_row.get_by_role("link", name="one by one").click()  # beside the group's "Grant all"
     auditor.wait_for_url(f"**/review/audit/{review_world['submission'].pk}/#waivers-heading")
     assert auditor.locator("#waivers-heading").is_visible()
     _shot(auditor, "role-auditor-waivers.png")
