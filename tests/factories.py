@@ -48,6 +48,9 @@ from catalog.models import Benchmark
 from leaderboard.models import (
     Annotation,
     Challenge,
+    EvidencePack,
+    LogCheckpoint,
+    LogLeaf,
     Publication,
     PublicationRevision,
     RecheckCampaign,
@@ -896,6 +899,49 @@ class RecheckResultFactory(_Factory):
     published_run = factory.LazyAttribute(lambda r: r.revision.version.check_runs.order_by("-id").first())
     check_run = factory.LazyAttribute(lambda r: CheckRunFactory(version=r.revision.version, passed=True))
     ruleset = factory.LazyAttribute(lambda r: r.revision.submission.benchmark.ruleset_version)
+
+
+class LogLeafFactory(_Factory):
+    """A leaf appended to the public log through the log's own service, which also signs its checkpoint."""
+
+    class Meta:
+        model = LogLeaf
+
+    envelope = factory.Sequence(lambda n: json.dumps({"payloadType": "test", "n": n}).encode())
+    public_id = factory.Sequence(lambda n: f"EP-T{n:05d}")
+
+    @classmethod
+    def _create(cls, model_class, *args, envelope, public_id, **kwargs):
+        from leaderboard.evidence import log_append
+
+        return log_append(envelope, public_id)[0]
+
+
+class LogCheckpointFactory(_Factory):
+    """The signed checkpoint the log wrote when a leaf was appended (the newest size)."""
+
+    class Meta:
+        model = LogCheckpoint
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        leaf = LogLeafFactory()
+        return model_class.objects.get(size=leaf.index + 1)
+
+
+class EvidencePackFactory(_Factory):
+    """The signed, logged pack of a published revision, built as publishing builds it."""
+
+    class Meta:
+        model = EvidencePack
+
+    revision = factory.SubFactory(PublicationRevisionFactory)
+
+    @classmethod
+    def _create(cls, model_class, *args, revision, **kwargs):
+        from leaderboard.evidence import evidence_pack_build_revision
+
+        return evidence_pack_build_revision(revision=revision)
 
 
 # --- previews and declared endpoints --------------------------------------------------------------
