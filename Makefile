@@ -55,6 +55,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy checker
 	$(BIN)/lint-imports
+	$(BIN)/python manage.py layout_doc
 
 # Full suite against PostgreSQL + Redis (DATABASE_URL / REDIS_URL, defaulting to the local services); GuideLLM for
 # the spot-check tests (tests/spotchecks: a real worker runs it against `guidellm mock-server`).
@@ -63,6 +64,7 @@ test: install guidellm
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy checker
 	$(BIN)/lint-imports
+	$(BIN)/python manage.py layout_doc
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \
 		$(BIN)/python manage.py makemigrations --check --dry-run
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \
