@@ -64,7 +64,6 @@ test: install guidellm
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy checker
 	$(BIN)/lint-imports
-	$(BIN)/python manage.py layout_doc
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \
 		$(BIN)/python manage.py makemigrations --check --dry-run
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \
