@@ -119,8 +119,8 @@ def test_no_template_compares_a_status():
         for line, what in template_comparisons(path.read_text(encoding="utf-8"))
     ]
     assert not offenders, (
-        "ask the policy (`{% allowed obj \"action\" as may %}`) for a form or a button, the model's named states "
-        "(`obj|in_state:\"running\"`) for wording (submissions/templatetags/workflow.py):\n" + "\n".join(offenders)
+        'ask the policy (`{% allowed obj "action" as may %}`) for a form or a button, the model\'s named states '
+        '(`obj|in_state:"running"`) for wording (access/templatetags/workflow.py):\n' + "\n".join(offenders)
     )
 
 
@@ -138,7 +138,7 @@ def test_the_template_scan_sees_each_form_of_comparison():
             '{% if run|in_state:"running" %}',  # the named states: fine
             "{% if c.objection_status %}",  # only whether it has one
             '<span class="badge status-{{ run.status }}">',  # shown, not compared
-            '{% if response.status_code == 200 %}',  # not a state
+            "{% if response.status_code == 200 %}",  # not a state
         ]
     )
     assert [line for line, _ in template_comparisons(source)] == [1, 2, 3, 4, 5, 6, 7, 9]
