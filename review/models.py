@@ -1,6 +1,6 @@
 """Review and audit records: conflicts of interest, assignments, the discussion thread, reviews, waivers,
 attestations and evidence requests. The submission's status itself changes only through
-review.lifecycle.transition(); these rows say who did what on the way.
+the tables' `take` (portal.policy); these rows say who did what on the way.
 
 Attestations and evidence requests live here rather than in audit/: the audit app is the append-only event
 log under every app (its core imports none), and an attestation points at a submission version.

@@ -57,7 +57,7 @@ class _Request:
 
     def __init__(self, row: dict, status: str) -> None:
         timings = dig(row, "info", "timings") or {}
-        self.status = status
+        self.status = status  # states: a GuideLLM request's own outcome, not a portal state
         request_start = number(timings.get("request_start"))
         self.start = request_start if request_start is not None else number(timings.get("resolve_start"))
         request_end = number(timings.get("request_end"))
