@@ -66,7 +66,8 @@ class ReviewAssignment(StatefulModel, models.Model):
         RELEASED = "released", "Released"
 
     ACTIVE_STATUSES = (Status.INVITED, Status.ACCEPTED)
-    states = States(Status, active=ACTIVE_STATUSES)
+    # Declined by the reviewer or released (by the chair or the schedule): no longer asked to review.
+    states = States(Status, active=ACTIVE_STATUSES, ended=(Status.DECLINED, Status.RELEASED))
 
     submission = models.ForeignKey(
         "submissions.Submission", on_delete=models.PROTECT, related_name="review_assignments"

@@ -165,3 +165,66 @@ def test_the_write_scan_sees_each_form_of_write():
         6,
         7,
     ]
+
+
+# --- Templates ask the policy (actions) or the model's named states (wording), never compare a status ---------
+
+# `{% if ... %}` / `{% elif ... %}`, possibly across lines.
+IF_TAG = re.compile(r"\{%-?\s*(?:if|elif)\b(.*?)-?%\}", re.DOTALL)
+# A status-like name (`x.status`, `c.objection_status`, a bare `objection_status`) beside ==, !=, in or not in.
+TEMPLATE_STATE = r"(?:[\w.]+\.)?\w*status\b"
+TEMPLATE_OPERAND = r"(?:\"[^\"]*\"|'[^']*'|[\w.]+)"
+TEMPLATE_COMPARISON = re.compile(
+    rf"{TEMPLATE_STATE}\s*(?:==|!=|\bnot\s+in\b|\bin\b)\s*{TEMPLATE_OPERAND}"
+    rf"|{TEMPLATE_OPERAND}\s*(?:==|!=|\bnot\s+in\b|\bin\b)\s*{TEMPLATE_STATE}"
+)
+
+
+def template_comparisons(source: str) -> list[tuple[int, str]]:
+    """(line, condition) of every status comparison inside an `{% if %}` or `{% elif %}` of one template."""
+    found = []
+    for tag in IF_TAG.finditer(source):
+        for match in TEMPLATE_COMPARISON.finditer(tag.group(1)):
+            line = source.count("\n", 0, tag.start(1) + match.start()) + 1
+            found.append((line, match.group(0)))
+    return found
+
+
+def template_files():
+    for pattern in ("templates/**/*.html", "*/templates/**/*.html"):
+        for path in sorted(ROOT.glob(pattern)):
+            relative = path.relative_to(ROOT).as_posix()
+            if not relative.startswith(SKIPPED_DIRS):
+                yield relative, path
+
+
+def test_no_template_compares_a_status():
+    offenders = [
+        f"{relative}:{line}: {what}"
+        for relative, path in template_files()
+        for line, what in template_comparisons(path.read_text(encoding="utf-8"))
+    ]
+    assert not offenders, (
+        'ask the policy (`{% allowed obj "action" as may %}`) for a form or a button, the model\'s named states '
+        '(`obj|in_state:"running"`) for wording (access/templatetags/workflow.py):\n' + "\n".join(offenders)
+    )
+
+
+def test_the_template_scan_sees_each_form_of_comparison():
+    source = "\n".join(
+        [
+            '{% if submission.status == "draft" %}',
+            "{% elif waiver.status != 'requested' %}",
+            '{% if is_chair and challenge.status in "open answered" %}',
+            "{% if run.status not in finished %}",
+            '{% if c.objection_status == "open" and c.answer_due_at %}',
+            '{% if objection_status == "open" %}',
+            '{% if "open" == e.status %}',
+            '{% if a and\n   a.status == "invited" %}',
+            '{% if run|in_state:"running" %}',  # the named states: fine
+            "{% if c.objection_status %}",  # only whether it has one
+            '<span class="badge status-{{ run.status }}">',  # shown, not compared
+            "{% if response.status_code == 200 %}",  # not a state
+        ]
+    )
+    assert [line for line, _ in template_comparisons(source)] == [1, 2, 3, 4, 5, 6, 7, 9]
