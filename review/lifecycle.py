@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from accounts.actors import AUDITOR, CHAIR, MEMBER, SCHEDULE, SUBMITTER
+from accounts.actors import AUDITOR, CHAIR, MEMBER, QUORUM, SCHEDULE, SUBMITTER
 from portal.errors import ApplicationError, ConflictError
 from portal.policy import Actor, AllowedAction, Policy, Ready, Rule
 from review import selectors
@@ -229,7 +229,7 @@ SUBMISSION = Policy(
             action="complete_review",
             sources=(Status.IN_REVIEW,),
             target=Status.PEER_REVIEWED,
-            actors=(ASSIGNED_REVIEWER, CHAIR),
+            actors=(QUORUM,),
             label="Approve",
             done="peer reviewed",
             event="submission.peer_reviewed",

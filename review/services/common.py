@@ -48,11 +48,12 @@ def submission_locked(submission: Submission) -> Submission:
 
 
 def review_complete_if_quorum(submission: Submission, actor) -> bool:
-    """Move to peer_reviewed when the quorum holds (called after every approval and objection closed)."""
+    """Move to peer_reviewed when the quorum holds (called after every approval and objection closed, whose own
+    row already judged `actor`): the portal takes the row, the event names `actor`."""
     if not SUBMISSION.state_allows(submission, "complete_review"):
         return False
     try:  # the row's precondition is the quorum: judged once, by the take
-        SUBMISSION.take(actor, submission, "complete_review")
+        SUBMISSION.take(None, submission, "complete_review", caused_by=actor)
     except ConflictError as exc:
         if exc.code not in ("quorum-not-reached", "objection-open"):
             raise
