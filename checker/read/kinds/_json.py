@@ -125,7 +125,8 @@ class FieldReader:
     file has lines (JSON Lines: set `line` per record) and the field's JSON pointer, and the value reads as missing
     (None). A field that is absent or null reads as None without a finding, as it always did. The same field
     wrong in many places (every request's TTFT a string) is one finding that counts the others, and a file gets
-    at most MAX_NUMBER_FINDINGS such findings, then one with the count of the rest.
+    at most MAX_NUMBER_FINDINGS such findings, then one with the count of the rest. An importer reads each value
+    once (a value read twice would be counted twice).
     """
 
     def __init__(self, file: str, findings: Findings, *, writer: str) -> None:
@@ -134,7 +135,6 @@ class FieldReader:
         self.writer = writer  # who wrote the file, for the sentence: "vLLM", "GuideLLM", ...
         self.line: int | None = None
         self._repeats: dict[tuple[str, str], tuple[Finding, str, list[int]]] = {}
-        self._named: set[tuple[int | None, str]] = set()  # a value read twice is named once
         self._overflow: Finding | None = None
         self._overflow_count = 0
 
@@ -172,9 +172,10 @@ class FieldReader:
         if abs(value) > MAX_MAGNITUDE:
             return None  # bounded_numbers named it when the file was read
         if not minimum <= value <= maximum:
-            self._out_of_range(
-                value, self._pointer(at, keys), f"a whole number from {minimum:,} to {maximum:,}"
-            )
+            expected = f"a whole number of at least {minimum:,}"
+            if maximum < MAX_MAGNITUDE:
+                expected = f"a whole number from {minimum:,} to {maximum:,}"
+            self._out_of_range(value, self._pointer(at, keys), expected)
             return None
         return value
 
@@ -208,14 +209,11 @@ class FieldReader:
         self._finding(
             "import-number-out-of-range",
             pointer,
-            f"{_shown(value) if isinstance(value, int) else repr(value)} where {self.writer} writes {expected}",
+            f"{_shown(value) if abs(value) > 10**15 else repr(value)} where {self.writer} writes {expected}",
             f"Import the file exactly as {self.writer} wrote it.",
         )
 
     def _finding(self, rule: str, pointer: str, what: str, fix: str) -> None:
-        if (self.line, pointer) in self._named:
-            return
-        self._named.add((self.line, pointer))
         pattern = re.sub(r"/\d+(?=/|$)", "/*", pointer)
         repeated = self._repeats.get((rule, pattern))
         if repeated is not None:  # the same field of another request: counted in the first finding

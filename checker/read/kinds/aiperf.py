@@ -55,19 +55,18 @@ def _milliseconds(row: dict, tag: str, fields: FieldReader) -> float | None:
 
 
 class _Row:
-    """One record of profile_export.jsonl with its line and the typed reader of its file."""
+    """One record of profile_export.jsonl, its numbers read once by its file's typed reader (set to its line)."""
 
-    __slots__ = ("data", "fields", "line")
+    __slots__ = ("failed", "ms", "phase", "start_ns", "tokens", "turn")
 
-    def __init__(self, data: dict, line: int, fields: FieldReader) -> None:
-        self.data = data
-        self.line = line
-        self.fields = fields
-
-    def read(self) -> FieldReader:
-        """The file's reader, set to this record's line (findings name it)."""
-        self.fields.line = self.line
-        return self.fields
+    def __init__(self, data: dict, fields: FieldReader) -> None:
+        metadata = data["metadata"]
+        self.phase = metadata.get("benchmark_phase", "profiling")
+        self.failed = bool(data.get("error"))
+        self.start_ns = fields.number(metadata, "request_start_ns", at="/metadata")
+        self.ms = {tag: _milliseconds(data, tag, fields) for tag in SERIES.values()}
+        self.tokens = fields.count(data, "metrics", "output_sequence_length", "value")
+        self.turn = fields.count(metadata, "turn_index", at="/metadata")
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -177,8 +176,10 @@ class AIPerfKind:
                             fix="Import profile_export.jsonl exactly as AIPerf wrote it.",
                         )
                     continue
-                row = bounded_numbers(row, display=display, findings=findings, line=number_)
-                records.append(_Row(row, number_, fields))
+                fields.line = number_
+                records.append(
+                    _Row(bounded_numbers(row, display=display, findings=findings, line=number_), fields)
+                )
         except CorruptStream as exc:
             findings.error(
                 "import-record-invalid",
@@ -201,11 +202,9 @@ class AIPerfKind:
         concurrency = fields.count(
             phases, profiling_index, "concurrency", at="/input_config/phases", minimum=1
         )
-        profiling_rows = [
-            r for r in records if r.data["metadata"].get("benchmark_phase", "profiling") == "profiling"
-        ]
-        valid = [r for r in profiling_rows if not r.data.get("error")]
-        failed = [r for r in profiling_rows if r.data.get("error")]
+        profiling_rows = [r for r in records if r.phase == "profiling"]
+        valid = [r for r in profiling_rows if not r.failed]
+        failed = [r for r in profiling_rows if r.failed]
         reported: dict[str, float | int] = {}
         recomputed: dict[str, float | int] = {}
         for prefix, tag in SERIES.items():
@@ -214,7 +213,7 @@ class AIPerfKind:
                 value = fields.number(block, stat, at=f"/{tag}", minimum=0.0)
                 if value is not None and dig(block, "unit") == "ms":
                     reported[f"{prefix}_{key}"] = value
-            values = [v for v in (_milliseconds(r.data, tag, r.read()) for r in valid) if v is not None]
+            values = [v for v in (r.ms[tag] for r in valid) if v is not None]
             if values:
                 for key, value in _stats(values).items():
                     recomputed[f"{prefix}_{key}"] = value
@@ -235,13 +234,11 @@ class AIPerfKind:
             reported["requests_failed"] = 0  # AIPerf writes error_request_count only when a request failed
         recomputed["requests_completed"] = len(valid)
         recomputed["requests_failed"] = len(failed)
-        starts_ns = [r.read().number(r.data, "metadata", "request_start_ns") for r in valid]
+        starts_ns = [r.start_ns for r in valid]
         ends_ns = [
-            start + latency * 1e6
-            for start, latency in zip(
-                starts_ns, (_milliseconds(r.data, "request_latency", r.read()) for r in valid), strict=True
-            )
-            if start is not None and latency is not None
+            r.start_ns + latency * 1e6
+            for r in valid
+            if r.start_ns is not None and (latency := r.ms["request_latency"]) is not None
         ]
         first_start = min((s for s in starts_ns if s is not None), default=None)
         if ends_ns and first_start is not None:
@@ -249,8 +246,9 @@ class AIPerfKind:
         window = _window_s(summary)
         if window is not None:
             recomputed["request_throughput"] = len(valid) / window
-            tokens = [r.read().count(r.data, "metrics", "output_sequence_length", "value") for r in valid]
-            recomputed["output_token_throughput"] = sum(t for t in tokens if t is not None) / window
+            recomputed["output_token_throughput"] = (
+                sum(r.tokens for r in valid if r.tokens is not None) / window
+            )
         return ImportedPoint(
             concurrency=concurrency,
             label=f"concurrency@{concurrency}" if concurrency else files["summary"].parent.name,
@@ -279,20 +277,17 @@ def _refuse_constant(name: str) -> float:
 
 
 def _record(row: _Row) -> RequestRecord | None:
-    fields = row.read()
-    start_ns = fields.number(row.data, "metadata", "request_start_ns")
-    if start_ns is None:
+    if row.start_ns is None:
         return None
-    issued = start_ns / 1e9
-    ttft = _milliseconds(row.data, "time_to_first_token", fields)
-    latency = _milliseconds(row.data, "request_latency", fields)
+    issued = row.start_ns / 1e9
+    ttft, latency = row.ms["time_to_first_token"], row.ms["request_latency"]
     return RequestRecord(
         issued_s=issued,
         first_token_s=None if ttft is None else issued + ttft / 1000.0,
         end_s=None if latency is None else issued + latency / 1000.0,
-        output_tokens=fields.count(row.data, "metrics", "output_sequence_length", "value"),
-        ok=not row.data.get("error"),
-        turn=fields.count(row.data, "metadata", "turn_index"),
+        output_tokens=row.tokens,
+        ok=not row.failed,
+        turn=row.turn,
     )
 
 

@@ -316,17 +316,18 @@ class GuideLLMKind:
                     fix="Import the benchmarks.json that `guidellm run --output kind=json` wrote.",
                 )
                 continue
+            fields = FieldReader(path.name, findings, writer="GuideLLM")
             for index, benchmark in enumerate(benchmarks):
-                point = self._point(benchmark, index, path.name, findings)
+                point = self._point(benchmark, index, fields)
                 if point is not None:
                     points.append(point)
         if not points:
             return None
         return ImportedRun(tool=self.name, tool_version=version, points=points)
 
-    def _point(self, benchmark: Any, index: int, file: str, findings: Findings) -> ImportedPoint | None:
+    def _point(self, benchmark: Any, index: int, fields: FieldReader) -> ImportedPoint | None:
         pointer = f"/benchmarks/{index}"
-        fields = FieldReader(file, findings, writer="GuideLLM")
+        file, findings = fields.file, fields.findings
         metrics = dig(benchmark, "metrics")
         start = fields.number(benchmark, "scheduler_metrics", "measure_start_time", at=pointer)
         end = fields.number(benchmark, "scheduler_metrics", "measure_end_time", at=pointer)
