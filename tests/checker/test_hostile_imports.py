@@ -126,6 +126,28 @@ def test_a_string_where_vllm_writes_a_number_is_named_in_portal_import_output(tm
     assert "Fix: Import the file exactly as vLLM wrote it" in printed
 
 
+def test_aiperf_records_are_named_by_line_and_a_negative_count_is_out_of_range(tmp_path):
+    folder, _ = BASES["aiperf"]
+    lines = (folder / "profile_export.jsonl").read_text().splitlines()
+    third = json.loads(lines[2])
+    third["metadata"]["request_start_ns"] = str(third["metadata"]["request_start_ns"])
+    lines[2] = json.dumps(third)
+    (tmp_path / "profile_export.jsonl").write_text("\n".join(lines) + "\n")
+    summary = json.loads((folder / "profile_export_aiperf.json").read_text())
+    summary["request_count"]["avg"] = -8
+    (tmp_path / "profile_export_aiperf.json").write_text(json.dumps(summary))
+    code, _ = _import(tmp_path, tmp_path / "report.json")
+    findings = json.loads((tmp_path / "report.json").read_text())["findings"]
+    assert code == 1
+    where = {(f["rule"], f["file"].split("/")[-1], f["line"], f["pointer"]) for f in findings}
+    assert ("import-field-type", "profile_export.jsonl", 3, "/metadata/request_start_ns") in where
+    assert ("import-number-out-of-range", "profile_export_aiperf.json", None, "/request_count/avg") in where
+    refused = next(f for f in findings if f["pointer"] == "/request_count/avg")
+    assert refused["message"].endswith(
+        "-8 where AIPerf writes a whole number of at least 0; it was read as missing."
+    )
+
+
 @pytest.mark.django_db
 def test_previews_of_hostile_outputs_all_finish(
     corpus, role_users, sample_catalog, storage_dir, django_capture_on_commit_callbacks

@@ -100,22 +100,6 @@ def dig(obj: Any, *keys: str | int) -> Any:
     return obj
 
 
-def number(value: Any) -> float | None:
-    """A finite float from a JSON number (bools and strings are not numbers), silently None otherwise: for a value
-    the importer only sniffs; a field it reads goes through a FieldReader, which says what was wrong."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or abs(value) > MAX_MAGNITUDE:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def count(value: Any) -> int | None:
-    """A non-negative integer from a JSON number."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_MAGNITUDE:
-        return None
-    return value
-
-
 class FieldReader:
     """Typed reads of the fields an importer takes from one file: every value hostile until checked.
 
