@@ -16,6 +16,7 @@ lowest app, imported at the write).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -174,8 +175,8 @@ class Policy:
 
     def event_of(self, rule: Rule) -> str:
         """The audit action a row writes: its own `event`, else "<object>.<done>"."""
-        noun = self.event_name or self.name.replace("-", "_").replace(" ", "_")
-        return rule.event or f"{noun}.{(rule.done or rule.action).replace(' ', '_')}"
+        noun = self.event_name or re.sub(r"[^a-z0-9]+", "_", self.name.lower())
+        return rule.event or f"{noun}.{re.sub(r'[^a-z0-9]+', '_', (rule.done or rule.action).lower())}"
 
     def take(
         self,

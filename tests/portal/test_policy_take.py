@@ -104,3 +104,25 @@ def test_create_refuses_a_row_that_moves_and_take_a_row_that_creates(chair):
         OBJECTION.create(chair, Comment(), "resolve")
     with pytest.raises(ValueError):
         OBJECTION.take(chair, Comment(), "raise")
+
+
+def test_every_row_names_an_event_the_audit_log_accepts():
+    """Every audited row of every table writes an action the audit log takes (`<object>.<what>`), so no take
+    fails at its last step."""
+    import re
+
+    from portal.policy import registered_policies
+
+    names = {
+        f"{policy.name}.{rule.action}": policy.event_of(rule)
+        for policy in registered_policies()
+        for rule in policy.rules
+        if rule.audited
+    }
+    bad = {
+        row: event
+        for row, event in names.items()
+        if not re.fullmatch(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+", event)
+    }
+    assert not bad, bad
+    assert names["preview.recheck"] == "preview.re_checked" and names["waiver.grant"] == "waiver.granted"
