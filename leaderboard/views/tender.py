@@ -292,6 +292,15 @@ def tender_saved_csv(request, pk):
     return response
 
 
+def _not_saved(request, error: RequirementsError) -> None:
+    """The scoring page names the definition's bad fields itself (it reads the same parameters); the message says
+    the tender was not saved, and names only what the page cannot (the name)."""
+    named = [sentence for (parameter, _, _), sentence in zip(error.problems, error.labelled, strict=True)
+             if parameter == "name"]
+    messages.error(request, " ".join(["The tender was not saved.", *named]) if named else
+                   "The tender was not saved: correct the fields named below.")
+
+
 def _refused(request, error: ApplicationError) -> None:
     messages.error(request, error.detail)
 
@@ -309,8 +318,7 @@ def tender_save(request):
             organisation_id=int(organisation) if organisation and organisation.isdigit() else None,
         )
     except RequirementsError as error:
-        for sentence in error.labelled:
-            messages.error(request, sentence)
+        _not_saved(request, error)
         return redirect("/leaderboard/tender/?" + urlencode(tender_parameters(request.POST)))
     except ApplicationError as error:
         _refused(request, error)
@@ -327,8 +335,7 @@ def tender_saved_edit(request, pk):
     try:
         services.tender_edit(actor=request.user, tender=tender, query=request.POST, name=request.POST.get("name"))
     except RequirementsError as error:
-        for sentence in error.labelled:
-            messages.error(request, sentence)
+        _not_saved(request, error)
         return redirect(
             "/leaderboard/tender/?" + urlencode({**tender_parameters(request.POST), "tender": str(tender.uuid)})
         )
