@@ -40,7 +40,7 @@ from leaderboard.normalised import (
 from leaderboard.slo import node_count
 from leaderboard.workflow import PUBLICATION
 from portal.parsers import parse_positive
-from spotchecks.selectors import endpoint_url_shown, remeasurements_public, spotcheck_rows
+from spotchecks.selectors import acceptance_at_90, endpoint_url_shown, remeasurements_public, spotcheck_rows
 
 POINT_COLUMNS = [
     ("concurrency", "Concurrency"),
@@ -461,6 +461,7 @@ def _remeasurements(publication: Publication) -> list[dict]:
             "spot_check": spot_check,
             "figures": spotcheck_rows(spot_check),
             "endpoint_url": endpoint_url_shown(None, spot_check),
+            "acceptance": acceptance_at_90(spot_check),
         }
         for spot_check in remeasurements_public(publication)
     ]
