@@ -142,7 +142,11 @@ def criteria_problems(query) -> tuple[list[Criterion], list[tuple[str, str, str]
             weight = math.nan
         if not math.isfinite(weight) or weight <= 0 or weight > 1e6:
             problems.append(
-                (f"weight_{index}", f"Criterion {index} · Weight", f"enter a weight above 0 (e.g. 40), not '{raw[:20]}'.")
+                (
+                    f"weight_{index}",
+                    f"Criterion {index} · Weight",
+                    f"enter a weight above 0 (e.g. 40), not '{raw[:20]}'.",
+                )
             )
             continue
         direction = (query.get(f"direction_{index}") or "").strip() or CRITERIA[name][1]
@@ -158,7 +162,11 @@ def criteria_problems(query) -> tuple[list[Criterion], list[tuple[str, str, str]
         criteria.append(Criterion(name=name, weight=weight, direction=direction))
     if not criteria and not problems:
         problems.append(
-            ("criterion_1", "Criterion 1", "give at least one criterion (criterion_1=system_tps&weight_1=60).")
+            (
+                "criterion_1",
+                "Criterion 1",
+                "give at least one criterion (criterion_1=system_tps&weight_1=60).",
+            )
         )
     return criteria, problems
 

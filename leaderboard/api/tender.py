@@ -99,7 +99,9 @@ class SizingQuery(serializers.Serializer):
         try:
             attrs["costing"] = costing_of(attrs)
         except RequirementsError as error:
-            raise serializers.ValidationError({name: sentence for name, _, sentence in error.problems}) from None
+            raise serializers.ValidationError(
+                {name: sentence for name, _, sentence in error.problems}
+            ) from None
         if attrs.get("ttft_ms") is not None or attrs.get("tpot_ms") is not None:
             attrs["mode"] = "per_request"
             return attrs

@@ -295,10 +295,17 @@ def tender_saved_csv(request, pk):
 def _not_saved(request, error: RequirementsError) -> None:
     """The scoring page names the definition's bad fields itself (it reads the same parameters); the message says
     the tender was not saved, and names only what the page cannot (the name)."""
-    named = [sentence for (parameter, _, _), sentence in zip(error.problems, error.labelled, strict=True)
-             if parameter == "name"]
-    messages.error(request, " ".join(["The tender was not saved.", *named]) if named else
-                   "The tender was not saved: correct the fields named below.")
+    named = [
+        sentence
+        for (parameter, _, _), sentence in zip(error.problems, error.labelled, strict=True)
+        if parameter == "name"
+    ]
+    messages.error(
+        request,
+        " ".join(["The tender was not saved.", *named])
+        if named
+        else "The tender was not saved: correct the fields named below.",
+    )
 
 
 def _refused(request, error: ApplicationError) -> None:
@@ -323,7 +330,9 @@ def tender_save(request):
     except ApplicationError as error:
         _refused(request, error)
         return redirect("/leaderboard/tender/?" + urlencode(tender_parameters(request.POST)))
-    messages.success(request, f"Tender “{tender.name}” saved: private to {tender.organisation.name} until shared.")
+    messages.success(
+        request, f"Tender “{tender.name}” saved: private to {tender.organisation.name} until shared."
+    )
     return redirect("leaderboard:tender_saved", pk=tender.uuid)
 
 
@@ -333,11 +342,14 @@ def tender_saved_edit(request, pk):
     """Replace a saved tender's definition (and name) with the scoring form's; its address stays."""
     tender = _saved(request, pk)
     try:
-        services.tender_edit(actor=request.user, tender=tender, query=request.POST, name=request.POST.get("name"))
+        services.tender_edit(
+            actor=request.user, tender=tender, query=request.POST, name=request.POST.get("name")
+        )
     except RequirementsError as error:
         _not_saved(request, error)
         return redirect(
-            "/leaderboard/tender/?" + urlencode({**tender_parameters(request.POST), "tender": str(tender.uuid)})
+            "/leaderboard/tender/?"
+            + urlencode({**tender_parameters(request.POST), "tender": str(tender.uuid)})
         )
     except ApplicationError as error:
         _refused(request, error)

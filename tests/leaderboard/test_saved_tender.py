@@ -39,7 +39,9 @@ def world(storage_dir, role_users):
     nb = publish_sample_run(benchmark=benchmark, system_name="Nimbus_NB-2", accelerators=2)
     public_cache_bump()
     colleague = MembershipFactory(
-        user=UserFactory(username="colleague"), organisation=role_users["organisations"]["acme"], role="reviewer"
+        user=UserFactory(username="colleague"),
+        organisation=role_users["organisations"]["acme"],
+        role="reviewer",
     ).user
     return {**role_users, "ax": ax, "nb": nb, "colleague": colleague}
 
@@ -55,7 +57,9 @@ def _expected_totals(query: dict) -> dict[str, float]:
     """The tender's totals from the public points API and DESIGN.md's scoring: each system's phase evidence is its
     point with the highest system_tps meeting TTFT P90 <= 200 ms and interactivity >= 90; score = 60 x tps / best
     tps + 40 x best TTFT / TTFT, best over the eligible systems."""
-    points = _client().get("/api/v1/public/points/", {"benchmark": "saved-model", "limit": 1000}).json()["results"]
+    points = (
+        _client().get("/api/v1/public/points/", {"benchmark": "saved-model", "limit": 1000}).json()["results"]
+    )
     evidence = {}
     for point in points:
         if point["ttft_p90_ms"] <= float(query["ttft_p90_ms_max_1"]) and point["tps_per_user"] >= 90:
@@ -84,7 +88,9 @@ def test_a_member_saves_the_scoring_pages_tender_and_its_address_shows_the_score
     assert "Save this tender" in page
     assert "Save this tender" not in _client().get("/leaderboard/tender/", TENDER).content.decode()
 
-    response = _client(submitter).post("/leaderboard/tender/save/", {**TENDER, "name": "  EuroHPC  AIGF-2026 "})
+    response = _client(submitter).post(
+        "/leaderboard/tender/save/", {**TENDER, "name": "  EuroHPC  AIGF-2026 "}
+    )
     tender = SavedTender.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/leaderboard/tender/{tender.uuid}/"
     assert tender.name == "EuroHPC AIGF-2026" and tender.in_state("private")
@@ -100,7 +106,7 @@ def test_a_member_saves_the_scoring_pages_tender_and_its_address_shows_the_score
         assert f'data-public-id="{public_id}"' in html
         row = html.split(f'data-public-id="{public_id}"', 1)[1]
         assert f"data-total>{total:.3f}<" in row.split("</tr>", 1)[0]
-    assert f'/results/{world["ax"].public_id}/revisions/1/evidence-pack/' in html
+    assert f"/results/{world['ax'].public_id}/revisions/1/evidence-pack/" in html
 
     # the CSV: one row per system of the delivery phase, totals equal to the formula, each row's evidence pack
     download = _client(submitter).get(f"/leaderboard/tender/{tender.uuid}/score-sheet.csv")
@@ -117,7 +123,10 @@ def test_a_member_saves_the_scoring_pages_tender_and_its_address_shows_the_score
     # the scoring page lists the organisation's saved tenders, for its members only
     listed = _client(world["colleague"]).get("/leaderboard/tender/").content.decode()
     assert f"/leaderboard/tender/{tender.uuid}/" in listed
-    assert f"/leaderboard/tender/{tender.uuid}/" not in _client(world["reviewer"]).get("/leaderboard/tender/").content.decode()
+    assert (
+        f"/leaderboard/tender/{tender.uuid}/"
+        not in _client(world["reviewer"]).get("/leaderboard/tender/").content.decode()
+    )
 
 
 @pytest.mark.parametrize("suffix", ["", "print/", "score-sheet.csv"])
@@ -198,5 +207,8 @@ def test_a_bad_tender_is_not_saved_and_each_field_is_named(world):
     nameless = _client(world["submitter"]).post("/leaderboard/tender/save/", TENDER, follow=True)
     assert "Name: give the tender a name" in nameless.content.decode() and not SavedTender.objects.exists()
     # a signed-in user of no organisation has nothing to save it for
-    assert _client(world["auditor"]).post("/leaderboard/tender/save/", {**TENDER, "name": "x"}).status_code == 302
+    assert (
+        _client(world["auditor"]).post("/leaderboard/tender/save/", {**TENDER, "name": "x"}).status_code
+        == 302
+    )
     assert not SavedTender.objects.exists()
