@@ -19,11 +19,11 @@ from leaderboard.api.results import FORMAT_PARAMETER, PublicViewSet, public_publ
 from leaderboard.claims import CLAIM_FIGURES, Claim, check_claim
 from leaderboard.levels import levels_from_query, levels_table
 from leaderboard.normalised import points_goodput
-from leaderboard.scoring import score_phase
-from leaderboard.tender_inputs import TenderDefinition, costing_of, tender_from_query
-from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
 from leaderboard.procurement import RequirementsError
+from leaderboard.scoring import score_phase
+from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
 from leaderboard.tender import SiteAsk, percentile_meets, size_site
+from leaderboard.tender_inputs import TenderDefinition, costing_of, tender_from_query
 from portal.errors import ApplicationError
 
 SIZING_NOTE = (

@@ -32,6 +32,7 @@ from leaderboard.api.tender import (
     sizing_answer,
 )
 from leaderboard.claims import CLAIM_FIGURES
+from leaderboard.models import SavedTender
 from leaderboard.procurement import (
     COSTING_FIELDS,
     PHASE_FIELDS,
@@ -40,12 +41,11 @@ from leaderboard.procurement import (
     RequirementsError,
     parameter_name,
 )
-from leaderboard.models import SavedTender
 from leaderboard.scoring import CRITERIA, MAX_CRITERIA
 from leaderboard.tender import DEFAULT_PUE
 from leaderboard.tender_inputs import tender_parameters
-from leaderboard.workflow import TENDER
 from leaderboard.views.buyer import _public_page
+from leaderboard.workflow import TENDER
 from portal.errors import ApplicationError
 
 

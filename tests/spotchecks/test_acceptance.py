@@ -5,9 +5,9 @@ published result judges its re-measurements with the arithmetic; a result not ye
 from __future__ import annotations
 
 import pytest
-from django.utils.html import escape
 from django.test import Client
 from django.utils import timezone
+from django.utils.html import escape
 
 from spotchecks.acceptance import AcceptancePlan, acceptance_verdict
 from spotchecks.models import SpotCheck
