@@ -492,3 +492,21 @@ def saved_tenders_of(user) -> QuerySet[SavedTender]:
     if not getattr(user, "is_authenticated", False):
         return SavedTender.objects.none()
     return SavedTender.objects.filter(organisation_id__in=user_org_ids(user)).select_related("organisation")
+
+
+def point_token_counts(publication: Publication) -> dict[str, dict]:
+    """Per point key of a published result, its recomputed input and output token totals (the raw log's prompts and
+    answers as the checker counted them), from the check run its numbers come from: the cost per million output
+    tokens with a price per million input tokens reads them (leaderboard.normalised.point_rows). A point without a
+    recomputation is absent."""
+    if publication.check_run_id is None:
+        return {}
+    out = {}
+    rows = PointMetric.objects.filter(check_run_id=publication.check_run_id).values_list("key", "recomputed")
+    for key, recomputed in rows.order_by():
+        summary = recomputed or {}
+        inputs = (summary.get("input_sequence_lengths") or {}).get("total")
+        outputs = (summary.get("output_sequence_lengths") or {}).get("total")
+        if inputs is not None and outputs is not None:
+            out[key] = {"input_tokens": inputs, "output_tokens": outputs}
+    return out

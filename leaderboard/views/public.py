@@ -412,6 +412,7 @@ def buyer_context(
         "hidden": list(hidden),
         "errors": inputs.errors,
         "priced": inputs.prices.given,
+        "input_priced": inputs.prices.given and inputs.prices.per_million_input_tokens is not None,
         "target": target,
         "targets_ignored": inputs.target is not None and not goodput,
         "has_goodput": bool(rates),
@@ -422,6 +423,9 @@ def buyer_context(
             measured=measured or {},
             prices=inputs.prices,
             goodput=rates,
+            tokens=selectors.point_token_counts(publication)
+            if inputs.prices.per_million_input_tokens is not None
+            else None,
         ),
         "accelerators": record.accelerator_count,
         "accelerator_label": record.accelerator_label,
