@@ -43,7 +43,7 @@ from leaderboard.procurement import (
 )
 from leaderboard.scoring import CRITERIA, MAX_CRITERIA
 from leaderboard.tender import DEFAULT_PUE
-from leaderboard.tender_inputs import tender_parameters
+from leaderboard.tender_inputs import TENDER_PARAMETERS, tender_parameters
 from leaderboard.views.buyer import _public_page
 from leaderboard.workflow import TENDER
 from portal.errors import ApplicationError
@@ -246,6 +246,9 @@ def _saved_context(request, tender: SavedTender) -> dict:
     context = {
         "tender": tender,
         "shared": tender.in_state("shared"),
+        "parameters": [
+            (name, tender.definition[name]) for name in TENDER_PARAMETERS if name in tender.definition
+        ],
         "note": SCORING_NOTE,
         "actions": TENDER.allowed_actions(request.user, tender),
         "edit_url": "/leaderboard/tender/?" + urlencode({**tender.definition, "tender": str(tender.uuid)}),

@@ -77,7 +77,9 @@ def _phone(chromium, url: str, wait: str, shot: str, cookies=None) -> None:
     phone.close()
 
 
-def test_an_evaluator_saves_shares_and_prints_a_tender_in_chromium(chromium, live_server, plain_http, published):
+def test_an_evaluator_saves_shares_and_prints_a_tender_in_chromium(
+    chromium, live_server, plain_http, published
+):
     SHOTS.mkdir(parents=True, exist_ok=True)
     context = chromium.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()
@@ -118,7 +120,9 @@ def test_an_evaluator_saves_shares_and_prints_a_tender_in_chromium(chromium, liv
     assert not errors, errors
 
 
-def test_the_board_draws_one_front_per_accelerator_count_in_chromium(chromium, live_server, plain_http, published):
+def test_the_board_draws_one_front_per_accelerator_count_in_chromium(
+    chromium, live_server, plain_http, published
+):
     SHOTS.mkdir(parents=True, exist_ok=True)
     context = chromium.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()
@@ -128,6 +132,8 @@ def test_the_board_draws_one_front_per_accelerator_count_in_chromium(chromium, l
     page.locator('select[name="group"]').select_option("accelerators")
     page.locator('select[name="per"]').select_option("accelerator")
     page.locator("[data-board-view] button").click()
+    page.wait_for_selector("#chart-board-a2 svg")
+    page.locator("#chart-board-a8").scroll_into_view_if_needed()
     page.wait_for_selector("#chart-board-a8 svg")
     assert "group=accelerators" in page.url and "per=accelerator" in page.url
     assert page.locator("[data-board-groups] figure.chart").count() == 2
@@ -178,7 +184,9 @@ def test_cost_cells_with_an_input_token_price_and_the_90_percent_verdict_in_chro
     page.screenshot(path=str(SHOTS / "result-input-price.png"), full_page=True)
     _phone(chromium, page.url, '[data-metric="input_tokens_per_output_token"]', "result-input-price-390.png")
 
-    verdicts = page.locator("[data-acceptance-90]").evaluate_all("els => els.map(e => e.dataset.acceptance90)")
+    verdicts = page.locator("[data-acceptance-90]").evaluate_all(
+        "els => els.map(e => e.getAttribute('data-acceptance-90'))"
+    )
     assert sorted(verdicts) == ["fail", "pass"]
     page.locator("#remeasurement-heading").scroll_into_view_if_needed()
     page.locator(".remeasurements").screenshot(path=str(SHOTS / "remeasurement-acceptance.png"))

@@ -66,6 +66,7 @@ def test_the_board_draws_one_front_per_accelerator_count(world, per):
             round(v / divisor, 6) for v in published.values()
         }
     assert 'name="group"' in html and "All on one chart" in html
+    assert "data-picker=" not in html  # each group's chart has its own legend, no board picker
 
 
 def test_the_default_board_keeps_one_chart_and_its_picker(world):

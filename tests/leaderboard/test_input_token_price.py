@@ -32,10 +32,11 @@ def world(storage_dir):
 def _expected(publication, accelerators: int) -> dict[int, tuple[float, float, float]]:
     """Per concurrency (tps from the public points API; the input/output token totals the checker recomputed from
     the raw log): (input tokens per output token r, input cost 0.4 x r, 8 x 2.5 / (tps x 3600) x 10^6 + 0.4 x r)."""
-    rows = Client().get("/api/v1/public/points/", {"benchmark": "price-model", "limit": 1000}).json()["results"]
+    rows = (
+        Client().get("/api/v1/public/points/", {"benchmark": "price-model", "limit": 1000}).json()["results"]
+    )
     counted = {
-        m.concurrency: m.recomputed
-        for m in PointMetric.objects.filter(check_run_id=publication.check_run_id)
+        m.concurrency: m.recomputed for m in PointMetric.objects.filter(check_run_id=publication.check_run_id)
     }
     out = {}
     for p in rows:
@@ -80,7 +81,10 @@ def test_the_compare_page_prices_each_result_alike(world):
         start = html.index(f"Every measured point of {world[key].public_id} normalised")
         costs = _cells(html, "cost_per_million_tokens", start)
         for concurrency, (_, input_cost, total) in _expected(world[key], accelerators).items():
-            assert costs[concurrency].startswith(f"{total:,.4f}") and f"incl. {input_cost:,.4f}" in costs[concurrency]
+            assert (
+                costs[concurrency].startswith(f"{total:,.4f}")
+                and f"incl. {input_cost:,.4f}" in costs[concurrency]
+            )
     assert "price_per_million_input_tokens=0.4" in html  # the answer's link keeps every input
 
 
