@@ -41,7 +41,9 @@ from leaderboard.models import (
     PublicationRevision,
     RecheckCampaign,
     RecheckResult,
+    SavedTender,
 )
+from leaderboard.selectors import saved_tenders_visible_to
 from previews.models import Preview
 from previews.selectors import previews_visible_to
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
@@ -506,6 +508,7 @@ VISIBLE_TO: dict[type[Model], Callable[[object], QuerySet]] = {
     Invitation: invitations_visible_to,
     SpotCheck: spotchecks_visible_to,  # docs/remeasurement.md
     Preview: previews_visible_to,  # its organisation's members only, like a draft, forever (docs/previews.md)
+    SavedTender: saved_tenders_visible_to,  # its organisation's while private, everyone's once shared
     SignIn: sign_ins_visible_to,
     VerifiedAddress: verified_addresses_visible_to,
     AuditEvent: audit_events_visible_to,

@@ -53,6 +53,7 @@ METRICS = {
     "e2e_interactivity": ("End-to-end interactivity", "tokens/s per user"),
     "ttft_p90_ms": ("TTFT P90", "ms"),
     "system_tps_per_kw": ("Throughput per kW (provisioned)", "tokens/s/kW"),
+    "system_tps_per_accelerator": ("System throughput per accelerator", "tokens/s"),
 }
 # What hovering a point shows, in order (the point's every official metric).
 TOOLTIP_METRICS = [
@@ -178,6 +179,43 @@ def series_of(
         "points": points,
         "steps": steps,
     }
+
+
+def per_accelerator(series: dict, count: int) -> dict:
+    """A drawn series (series_of, y = system_tps) divided by the system's accelerator count: each point's
+    `system_tps_per_accelerator` and y, and the step vertices' y. Measured values divided, nothing interpolated."""
+    points = []
+    for point in series["points"]:
+        value = point["system_tps"] / count if point.get("system_tps") is not None else None
+        points.append({**point, "system_tps_per_accelerator": value, "y": value})
+    steps = [[v[0], v[1] / count] for v in series["steps"]]
+    return {**series, "points": [p for p in points if p["y"] is not None], "steps": steps}
+
+
+def board_groups(drawn: list[tuple[int | None, dict]], *, x: str, title: str, per: bool) -> list[dict]:
+    """The board's Pareto fronts grouped by accelerator count (one chart per count, fewest first; a system without
+    a count on its own chart last), each series keeping its colour; `per`: throughput per accelerator."""
+    groups: dict[int | None, list[dict]] = {}
+    for count, series in drawn:
+        groups.setdefault(count, []).append(series)
+    out = []
+    for count in sorted(groups, key=lambda c: (c is None, c or 0)):
+        series = groups[count]
+        if per and count:
+            series = [per_accelerator(s, count) for s in series]
+        name = f"{count} accelerator{'s' if count != 1 else ''}" if count else "Accelerator count not given"
+        spec = chart_spec(
+            f"chart-board-a{count or 0}",
+            f"{name}: {title}",
+            x=x,
+            y="system_tps_per_accelerator" if per and count else "system_tps",
+            series=series,
+            note="Official step functions through each system's Pareto front of measured points"
+            + (", divided by its accelerator count" if per and count else "")
+            + "; nothing is interpolated.",
+        )
+        out.append({"count": count, "name": name, "spec": spec})
+    return out
 
 
 def chart_spec(

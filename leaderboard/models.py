@@ -8,6 +8,8 @@ a retraction (the result keeps its page, marked retracted, and leaves the rankin
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 
@@ -402,3 +404,35 @@ class EvidencePack(_AppendOnly):
 
     def __str__(self) -> str:
         return self.original_filename
+
+
+class SavedTender(StatefulModel, models.Model):
+    """A tender the evaluator defined once (docs/tender-desk.md): its name and definition (the model, both phases'
+    requirements, prices and PUE, the criteria with their weights and directions, as the canonical query of
+    leaderboard.tender_inputs), at a stable address. Private to its author's organisation until one of its members
+    shares it; it is scored from published evidence only, whenever its page is opened."""
+
+    objects = VisibleManager()
+
+    class Status(models.TextChoices):
+        PRIVATE = "private", "Private to the organisation"
+        SHARED = "shared", "Shared (public)"
+
+    states = States(Status)
+
+    uuid = models.UUIDField(unique=True, default=uuid.uuid4, editable=False, help_text="Its stable address.")
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.PROTECT, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    name = models.CharField(max_length=120)
+    definition = models.JSONField(
+        default=dict, help_text="The tender's canonical query (leaderboard.tender_inputs.TENDER_PARAMETERS)."
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PRIVATE)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["organisation_id", "name", "id"]
+
+    def __str__(self) -> str:
+        return f"tender {self.name!r} ({self.status})"

@@ -19,7 +19,8 @@ HOURLY_PRICE_FIELDS = (
     ("price_per_node_hour", "Price per node-hour"),
     ("price_per_system_hour", "Price per system-hour"),
 )
-PRICE_FIELDS = (*HOURLY_PRICE_FIELDS, ("energy_price_per_kwh", "Energy price per kWh"))
+INPUT_PRICE_FIELD = ("price_per_million_input_tokens", "Price per million input tokens")
+PRICE_FIELDS = (*HOURLY_PRICE_FIELDS, ("energy_price_per_kwh", "Energy price per kWh"), INPUT_PRICE_FIELD)
 # per-request targets (the SLO finder's labels): with one, every point gets its goodput and the cost per good token
 TARGET_FIELDS = (
     ("ttft_ms", "TTFT per request ≤ (ms)"),
@@ -73,11 +74,17 @@ def prices_from_query(query) -> tuple[Prices, dict[str, str], list[str]]:
             f"{hourly[1]}: give one hourly price (per accelerator-hour, per node-hour or per system-hour), "
             f"not {hourly[0].lower()} as well."
         )
+    if INPUT_PRICE_FIELD[0] in values and not hourly:
+        errors.append(
+            f"{INPUT_PRICE_FIELD[1]}: give an hourly price too (per accelerator-hour, per node-hour or per "
+            "system-hour); the input tokens are priced on top of it."
+        )
     prices = Prices(
         per_accelerator_hour=numbers.get("price_per_accelerator_hour"),
         per_node_hour=numbers.get("price_per_node_hour"),
         per_system_hour=numbers.get("price_per_system_hour"),
         per_kwh=numbers.get("energy_price_per_kwh"),
+        per_million_input_tokens=numbers.get(INPUT_PRICE_FIELD[0]),
     )
     return prices, values, errors
 
@@ -124,6 +131,12 @@ def _per_million(hourly: float | None, tokens_per_s: float | None) -> float | No
     return hourly / (tokens_per_s * 3600) * 1e6 if hourly is not None and tokens_per_s else None
 
 
+def input_per_output(counted: dict) -> float | None:
+    """Input tokens per output token of a point: its recomputed input token total / output token total."""
+    inputs, outputs = _figure(counted.get("input_tokens")), _figure(counted.get("output_tokens"))
+    return inputs / outputs if inputs is not None and outputs else None
+
+
 def point_rows(
     points: list[dict],
     *,
@@ -132,10 +145,15 @@ def point_rows(
     measured: dict,
     prices: Prices,
     goodput: dict[int, dict] | None = None,
+    tokens: dict[str, dict] | None = None,
 ) -> list[dict]:
     """Per point: system tokens/s per accelerator, per node, per provisioned kW, per measured kW, and with a price
     the cost per hour and per million output tokens (None where a count, the power or the rate is unknown); with
-    `goodput` (points_goodput) the point's token goodput, attainment and cost per million good tokens."""
+    `goodput` (points_goodput) the point's token goodput, attainment and cost per million good tokens. With a price
+    per million input tokens, `tokens` (per point key, its recomputed input and output token totals) gives each
+    point's input tokens per output token r, and the cost per million output tokens adds price x r (None where the
+    point's token counts are unknown: never guessed)."""
+    tokens = tokens or {}
     nodes = node_count(description)
     goodput = goodput or {}
     rows = []
@@ -175,5 +193,18 @@ def point_rows(
             row["cost_per_hour"] = hourly
             row["cost_per_million_tokens"] = _per_million(hourly, tps)
             row["cost_per_million_good_tokens"] = _per_million(hourly, good_tps)
+            if prices.per_million_input_tokens is not None:
+                # the input tokens the point's requests sent, per hour at its throughput, priced on top
+                ratio = input_per_output(tokens.get(point.get("point")) or {})
+                input_hourly = (
+                    prices.per_million_input_tokens * ratio * tps * 3600 / 1e6
+                    if ratio is not None and tps is not None
+                    else None
+                )
+                row["input_tokens_per_output_token"] = ratio
+                row["input_cost_per_million_tokens"] = _per_million(input_hourly, tps)
+                both = hourly + input_hourly if hourly is not None and input_hourly is not None else None
+                row["cost_per_million_tokens"] = _per_million(both, tps)
+                row["cost_per_million_good_tokens"] = _per_million(both, good_tps)
         rows.append(row)
     return rows

@@ -118,16 +118,22 @@ def score_phase(rows: list[dict], phase: str, criteria: list[Criterion]) -> dict
     }
 
 
-def criteria_from_query(query) -> list[Criterion]:
-    """criterion_N, weight_N (> 0) and direction_N (higher | lower; the criterion's own by default), N = 1..8.
-    Raises ValueError with a sentence per bad field, naming its parameter."""
+def criteria_problems(query) -> tuple[list[Criterion], list[tuple[str, str, str]]]:
+    """criterion_N, weight_N (> 0) and direction_N (higher | lower; the criterion's own by default), N = 1..8: the
+    criteria read, and a (parameter, label, sentence) per bad field (leaderboard.procurement.RequirementsError's)."""
     criteria, problems = [], []
     for index in range(1, MAX_CRITERIA + 1):
         name = (query.get(f"criterion_{index}") or "").strip()
         if not name:
             continue
         if name not in CRITERIA:
-            problems.append(f"criterion_{index}: choose one of {', '.join(CRITERIA)}, not '{name[:40]}'.")
+            problems.append(
+                (
+                    f"criterion_{index}",
+                    f"Criterion {index}",
+                    f"choose one of {', '.join(CRITERIA)}, not '{name[:40]}'.",
+                )
+            )
             continue
         raw = (query.get(f"weight_{index}") or "").strip()
         try:
@@ -135,15 +141,39 @@ def criteria_from_query(query) -> list[Criterion]:
         except ValueError:
             weight = math.nan
         if not math.isfinite(weight) or weight <= 0 or weight > 1e6:
-            problems.append(f"weight_{index}: enter a weight above 0 (e.g. 40), not '{raw[:20]}'.")
+            problems.append(
+                (
+                    f"weight_{index}",
+                    f"Criterion {index} · Weight",
+                    f"enter a weight above 0 (e.g. 40), not '{raw[:20]}'.",
+                )
+            )
             continue
         direction = (query.get(f"direction_{index}") or "").strip() or CRITERIA[name][1]
         if direction not in (HIGHER, LOWER):
-            problems.append(f"direction_{index}: enter higher or lower, not '{direction[:20]}'.")
+            problems.append(
+                (
+                    f"direction_{index}",
+                    f"Criterion {index} · Better when",
+                    f"enter higher or lower, not '{direction[:20]}'.",
+                )
+            )
             continue
         criteria.append(Criterion(name=name, weight=weight, direction=direction))
+    if not criteria and not problems:
+        problems.append(
+            (
+                "criterion_1",
+                "Criterion 1",
+                "give at least one criterion (criterion_1=system_tps&weight_1=60).",
+            )
+        )
+    return criteria, problems
+
+
+def criteria_from_query(query) -> list[Criterion]:
+    """The criteria of a query string; raises ValueError with a sentence per bad field, naming its parameter."""
+    criteria, problems = criteria_problems(query)
     if problems:
-        raise ValueError(" ".join(problems))
-    if not criteria:
-        raise ValueError("criterion_1: give at least one criterion (criterion_1=system_tps&weight_1=60).")
+        raise ValueError(" ".join(f"{parameter}: {sentence}" for parameter, _, sentence in problems))
     return criteria

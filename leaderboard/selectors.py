@@ -13,14 +13,15 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.http import Http404
 
+from accounts.selectors import user_org_ids
 from catalog.models import Benchmark, ruleset_is_preview
 from catalog.selectors import benchmark_list
 from checker.judge.verification import CLAIMED, FULLY_RECOMPUTED, PARTLY_RECOMPUTED, Verification
 from leaderboard.cache import public_cached
-from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
+from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision, SavedTender
 from leaderboard.systems import newest_per_system
 from review.models import Attestation, Review
 from review.selectors import check_verdict
@@ -472,3 +473,40 @@ def challenges_open() -> list[Challenge]:
         .select_related("publication__submission__system", "organisation", "raised_by")
         .order_by("created_at", "pk")
     )
+
+
+def saved_tenders_visible_to(user) -> QuerySet[SavedTender]:
+    """A saved tender is its organisation's members' while it is private, and everyone's (read-only) once shared
+    (docs/tender-desk.md); auditors and the chair see no other organisation's private tender: it is no
+    submission, there is nothing to oversee."""
+    visible = SavedTender.states.q("shared")
+    if getattr(user, "is_authenticated", False):
+        organisations = user_org_ids(user)
+        if organisations:
+            visible |= Q(organisation_id__in=organisations)
+    return SavedTender.objects.filter(visible).select_related("organisation")
+
+
+def saved_tenders_of(user) -> QuerySet[SavedTender]:
+    """The saved tenders of the user's organisations (private and shared), for the scoring page's list."""
+    if not getattr(user, "is_authenticated", False):
+        return SavedTender.objects.none()
+    return SavedTender.objects.filter(organisation_id__in=user_org_ids(user)).select_related("organisation")
+
+
+def point_token_counts(publication: Publication) -> dict[str, dict]:
+    """Per point key of a published result, its recomputed input and output token totals (the raw log's prompts and
+    answers as the checker counted them), from the check run its numbers come from: the cost per million output
+    tokens with a price per million input tokens reads them (leaderboard.normalised.point_rows). A point without a
+    recomputation is absent."""
+    if publication.check_run_id is None:
+        return {}
+    out = {}
+    rows = PointMetric.objects.filter(check_run_id=publication.check_run_id).values_list("key", "recomputed")
+    for key, recomputed in rows.order_by():
+        summary = recomputed or {}
+        inputs = (summary.get("input_sequence_lengths") or {}).get("total")
+        outputs = (summary.get("output_sequence_lengths") or {}).get("total")
+        if inputs is not None and outputs is not None:
+            out[key] = {"input_tokens": inputs, "output_tokens": outputs}
+    return out

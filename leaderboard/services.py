@@ -18,10 +18,11 @@ from checker.judge.verification import curve_with_verification
 from leaderboard.cache import public_cache_invalidate_on_commit
 from leaderboard.evidence import evidence_pack_build_annotation, evidence_pack_build_revision
 from leaderboard.extensions import revision_number_next, revision_record
-from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
+from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision, SavedTender
 from leaderboard.names import published_name_like
 from leaderboard.snapshot import snapshot_build
-from leaderboard.workflow import CHALLENGE, PUBLICATION, REVISION
+from leaderboard.tender_inputs import tender_from_query, tender_name
+from leaderboard.workflow import CHALLENGE, PUBLICATION, REVISION, TENDER
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from review import lifecycle
 from submissions.models import Submission
@@ -465,3 +466,75 @@ def annotation_add(*, publication: Publication, actor, text: str) -> Annotation:
         actor=actor, action="publication.annotated", obj=annotation, data={"public_id": publication.public_id}
     )
     return annotation
+
+
+# --- Saved tenders (docs/tender-desk.md) ---------------------------------------------------------------------
+
+
+@transaction.atomic
+def tender_save(*, actor, query, name: str, organisation_id: int | None = None) -> SavedTender:
+    """Save a tender's definition (a query string, read as the scoring page reads it) under a name, private to the
+    author's organisation (the one given, else the author's first). Raises RequirementsError (a 400 naming each
+    bad field) and NotAllowedError for a user of no organisation or of another one."""
+    organisations = sorted(user_org_ids(actor)) if actor is not None else []
+    if not organisations:
+        raise NotAllowedError("Only members of an organisation can save a tender.")
+    if organisation_id is None:
+        organisation_id = organisations[0]
+    elif organisation_id not in organisations:
+        raise NotAllowedError("Only members of an organisation can save a tender for it.")
+    definition = tender_from_query(query)
+    tender = SavedTender(
+        organisation_id=organisation_id,
+        created_by=actor,
+        name=tender_name(name),
+        definition=definition.parameters,
+    )
+    return TENDER.create(
+        actor,
+        tender,
+        "save",
+        data={"uuid": str(tender.uuid), "name": tender.name, "definition": tender.definition},
+    )
+
+
+@transaction.atomic
+def tender_edit(*, actor, tender: SavedTender, query, name: str | None = None) -> SavedTender:
+    """Replace a saved tender's definition (and its name, when one is given); its address stays."""
+    definition = tender_from_query(query)
+    new_name = tender.name if name is None else tender_name(name)
+    TENDER.take(
+        actor,
+        tender,
+        "edit",
+        fields={"name": new_name, "definition": definition.parameters, "updated_at": timezone.now()},
+        data={"uuid": str(tender.uuid), "name": new_name, "definition": definition.parameters},
+    )
+    tender.refresh_from_db()
+    return tender
+
+
+@transaction.atomic
+def tender_transition(*, actor, tender: SavedTender, action: str) -> SavedTender:
+    """Share a saved tender (everyone may read it at its address) or make it private again."""
+    TENDER.take(
+        actor,
+        tender,
+        action,
+        fields={"updated_at": timezone.now()},
+        data={"uuid": str(tender.uuid), "name": tender.name},
+    )
+    tender.refresh_from_db()
+    return tender
+
+
+@transaction.atomic
+def tender_delete(*, actor, tender: SavedTender) -> None:
+    """Delete a saved tender: its address answers 404 from then on (the audit log keeps what it was)."""
+    TENDER.take(  # the guard and the event; then the row goes
+        actor,
+        tender,
+        "delete",
+        data={"uuid": str(tender.uuid), "name": tender.name, "definition": tender.definition},
+    )
+    SavedTender.objects.filter(pk=tender.pk).delete()

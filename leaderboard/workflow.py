@@ -5,8 +5,15 @@ the permission matrix."""
 
 from __future__ import annotations
 
-from accounts.actors import CHAIR, ORG_MEMBER, SCHEDULE, SPOTCHECK, SUBMITTER
-from leaderboard.models import Challenge, Publication, PublicationRevision, RecheckCampaign, RecheckResult
+from accounts.actors import CHAIR, MEMBER, ORG_MEMBER, SCHEDULE, SPOTCHECK, SUBMITTER
+from leaderboard.models import (
+    Challenge,
+    Publication,
+    PublicationRevision,
+    RecheckCampaign,
+    RecheckResult,
+    SavedTender,
+)
 from portal.errors import ConflictError
 from portal.policy import Policy, Ready, Rule
 from review import lifecycle as review_lifecycle
@@ -235,10 +242,43 @@ RECHECK_RESULT = Policy(
     ),
 )
 
+T = SavedTender.Status
+TENDER = Policy(
+    name="tender",
+    states=tuple(T.values),
+    description="A saved tender (docs/tender-desk.md): created `private` by a member of its author's organisation "
+    "from the scoring page (leaderboard.services.tender_save); nobody outside that organisation sees it until it is "
+    "shared, and then everyone does (read-only). Every write is audited.",
+    rules=(
+        Rule(
+            "save",
+            (),
+            (MEMBER,),
+            "Save this tender",
+            target=T.PRIVATE,
+            done="saved",
+            creates=True,
+            needs="a member of the organisation it is saved for; a definition the scoring page accepts",
+        ),
+        Rule(
+            "edit",
+            (T.PRIVATE, T.SHARED),
+            (MEMBER,),
+            "Save changes",
+            done="edited",
+            needs="a name and a definition the scoring page accepts (every bad field named)",
+        ),
+        Rule("share", (T.PRIVATE,), (MEMBER,), "Share (make public)", target=T.SHARED, done="shared"),
+        Rule("unshare", (T.SHARED,), (MEMBER,), "Make private", target=T.PRIVATE, done="unshared"),
+        Rule("delete", (T.PRIVATE, T.SHARED), (MEMBER,), "Delete", done="deleted"),
+    ),
+)
+
 POLICIES = (
     PUBLICATION,
     REVISION,
     CHALLENGE,
     RECHECK_CAMPAIGN,
     RECHECK_RESULT,
+    TENDER,
 )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from checker.judge.remeasure import TOLERANCES
 from leaderboard.models import Publication
+from spotchecks.acceptance import AcceptancePlan, acceptance_verdict
 from spotchecks.models import SpotCheck
 from submissions.endpoints import endpoint_visible_to
 from submissions.models import CheckRun, Submission
@@ -115,3 +116,36 @@ def endpoint_url_shown(user, spot_check: SpotCheck) -> str | None:
     if endpoint_visible_to(user, spot_check.submission) is None:
         return None
     return spot_check.endpoint_url
+
+
+def acceptance_at_90(spot_check: SpotCheck) -> dict | None:
+    """The 90 % acceptance verdict of a re-measurement of a published point (docs/tender-desk.md): the plan is the
+    published point at the spot-check's concurrency (required = 0.9 x its system_tps), judged on the measured
+    figures with the arithmetic. The SLO is the buyer's: without one, the throughput test alone (the acceptance
+    page, linked, takes the SLO). None when it measured no published point (before publication, or a point the
+    published curve does not have) or measured nothing."""
+    publication = spot_check.publication
+    if publication is None or not spot_check.measured:
+        return None
+    point = next(
+        (
+            p
+            for p in (publication.curve or {}).get("points") or []
+            if p.get("concurrency") == spot_check.concurrency and isinstance(p.get("system_tps"), int | float)
+        ),
+        None,
+    )
+    if point is None:
+        return None
+    plan = AcceptancePlan(
+        point=f"r{point['concurrency']}",
+        concurrency=int(point["concurrency"]),
+        published_system_tps=float(point["system_tps"]),
+        ttft_p90_ms_max=None,
+        interactivity_min=None,
+    )
+    return {
+        "plan": plan.as_dict(),
+        "verdict": acceptance_verdict(plan, concurrency=spot_check.concurrency, measured=spot_check.measured),
+        "url": f"/results/{publication.public_id}/acceptance/?point={plan.point}",
+    }

@@ -55,6 +55,7 @@ from leaderboard.models import (
     PublicationRevision,
     RecheckCampaign,
     RecheckResult,
+    SavedTender,
 )
 from previews.models import Preview
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
@@ -958,6 +959,45 @@ class PreviewFactory(_Factory):
     benchmark = factory.SubFactory(BenchmarkFactory, sample=True)
     name = factory.Sequence(lambda n: f"vLLM bench sweep {n}")
     created_by = factory.LazyAttribute(lambda p: MembershipFactory(organisation=p.organisation).user)
+
+
+class SavedTenderFactory(_Factory):
+    """A saved tender of an organisation (Llama 3.1 8B, TTFT P90 at most 200 ms, scored on throughput), made by
+    the portal's own service as a member saves it (with its audit event); `shared=True`: shared after saving."""
+
+    class Meta:
+        model = SavedTender
+
+    class Params:
+        shared = False
+
+    organisation = factory.SubFactory(OrganisationFactory)
+    created_by = factory.LazyAttribute(lambda t: MembershipFactory(organisation=t.organisation).user)
+    name = factory.Sequence(lambda n: f"Call for tender {n}")
+    definition = factory.LazyFunction(
+        lambda: {
+            "model_1": SAMPLE_MODEL_ID,
+            "ttft_p90_ms_max_1": "200",
+            "criterion_1": "system_tps",
+            "weight_1": "60",
+            "criterion_2": "ttft_p90_ms",
+            "weight_2": "40",
+        }
+    )
+
+    @classmethod
+    def _create(cls, model_class, *args, shared=False, **kwargs):
+        from leaderboard import services
+
+        tender = services.tender_save(
+            actor=kwargs["created_by"],
+            query=kwargs["definition"],
+            name=kwargs["name"],
+            organisation_id=kwargs["organisation"].pk,
+        )
+        if shared:
+            tender = services.tender_transition(actor=kwargs["created_by"], tender=tender, action="share")
+        return tender
 
 
 class EndpointFactory(_Factory):

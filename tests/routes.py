@@ -36,6 +36,10 @@ class Access:
     # overseers); everyone's once it is a finished re-measurement of a published curve. 404 for anyone else,
     # anonymous included.
     SPOTCHECK = "spotcheck"
+    # A saved tender (leaderboard/, docs/tender-desk.md): its organisation's members only while private (404 for
+    # everyone else, auditors and the chair included: it is no submission); everyone reads it once shared; only
+    # its organisation's members write it, whatever its state.
+    TENDER = "tender"
 
 
 # --- Roles (relative to each submission) -------------------------------------------------------------
@@ -66,7 +70,8 @@ OVERSIGHT = (AUDITOR, CHAIR)
 # evidence, notification, api_token, conflict, system).
 # One user's own rows (world.<pk>_of: user pk -> that user's row): the user's alone, whatever the submission.
 # A preview is its organisation's own (world.preview_of: user pk -> a preview of that user's organisation).
-OWN_ROW_PKS = ("notification", "api_token", "preview")
+# A saved tender likewise (world.tender_of: user pk -> the uuid of a private tender of that user's organisation).
+OWN_ROW_PKS = ("notification", "api_token", "preview", "tender")
 # evidence, notification, conflict, system, account: fixed ids of the accounts pages).
 PUBLIC, FLOW, LOGIN, ONLY, LIST, SUBJECT, SUBJECT_WRITE, RESULT = (
     "public",
@@ -890,6 +895,27 @@ ROUTES: dict[str, Route] = {
         url=lambda w: f"/api/v1/public/tender-score/?{_TENDER_QUERY}",
         group="public-query",
     ),
+    # Saved tenders: saving is any signed-in user's POST (a user of no organisation is refused with a sentence);
+    # each saved tender's page, printable page and CSV, and its writes, are its organisation's (Access.TENDER).
+    "leaderboard:tender_save": _p(LOGIN, access=Access.LOGIN, url=lambda w: "/leaderboard/tender/save/"),
+    **{
+        f"leaderboard:tender_saved{suffix}": (_g if method == "get" else _p)(
+            SUBJECT if method == "get" else SUBJECT_WRITE,
+            pk="tender",
+            who=(),
+            access=Access.TENDER,
+            url=lambda w, path=path: f"/leaderboard/tender/{w['tender'].uuid}/{path}",
+        )
+        for suffix, method, path in (
+            ("", "get", ""),
+            ("_print", "get", "print/"),
+            ("_csv", "get", "score-sheet.csv"),
+            ("_edit", "post", "edit/"),
+            ("_share", "post", "share/"),
+            ("_unshare", "post", "unshare/"),
+            ("_delete", "post", "delete/"),
+        )
+    },
     "leaderboard:levels": _g(
         PUBLIC,
         query="?benchmark=llama3_1-8b&levels=0.001",

@@ -393,12 +393,34 @@ def _build_world() -> World:
     from accounts.models import ApiToken
 
     world.preview_of = _previews_of(everyone)
+    world.tender_of = _tenders_of(everyone)
     world.api_token_of = {
         user.pk: ApiToken.objects.filter(user=user).values_list("pk", flat=True).first()
         for user in everyone
         if user
     }
     return world
+
+
+def _tenders_of(everyone) -> dict:
+    """user pk -> the uuid of a private saved tender of the user's (first) organisation, one per organisation of the
+    world, saved through the portal's own service (tests/factories.SavedTenderFactory)."""
+    from accounts.models import Membership
+    from leaderboard.models import SavedTender
+    from tests.factories import SavedTenderFactory
+
+    out = {}
+    for user in everyone:
+        if not user:
+            continue
+        membership = Membership.objects.filter(user=user).order_by("pk").first()
+        if membership is None:
+            continue
+        tender = SavedTender.objects.filter(
+            organisation=membership.organisation
+        ).first() or SavedTenderFactory(organisation=membership.organisation, created_by=user)
+        out[user.pk] = tender.uuid
+    return out
 
 
 def _previews_of(everyone) -> dict:
@@ -898,6 +920,12 @@ NO_STATUS_WRITES = {
     "previews:recheck",
     "previews:delete",
     "api:preview-recheck",
+    # A saved tender is its organisation's own row (OWN_ROW_PKS) too; its table (leaderboard.workflow.TENDER) is
+    # judged in tests/leaderboard/test_saved_tender.py.
+    "leaderboard:tender_saved_edit",
+    "leaderboard:tender_saved_share",
+    "leaderboard:tender_saved_unshare",
+    "leaderboard:tender_saved_delete",
 }
 WRITE_ROUTES = sorted(n for n in SUBJECT_ROUTES if ROUTES[n].method != "get")
 # The codes a refusal of the policy carries in the API (403 who, 409 state or a precondition), and DRF's own.

@@ -572,6 +572,34 @@ def test_a_preview_is_its_organisations_only(name, role_users, storage_dir, sett
     assert Preview.objects.filter(pk=world["preview"].pk).exists() or name.endswith("delete")
 
 
+TENDER_ROUTES = sorted(name for name, (kind, _, _) in ROUTES.items() if kind == Access.TENDER)
+
+
+@pytest.mark.parametrize("name", TENDER_ROUTES)
+def test_a_saved_tender_is_its_organisations_until_shared(name, role_users, storage_dir, settings):
+    from leaderboard.models import SavedTender
+    from tests.factories import SavedTenderFactory
+
+    world = _oversee_world(role_users, "published", settings)
+    world["tender"] = SavedTenderFactory(organisation=world["sub"].organisation, created_by=world["owner"])
+    _, method, url = ROUTES[name]
+    for user in (world["outsider"], world["auditor"], role_users["chair"], role_users["reviewer"]):
+        assert _request(user, method, url(world)).status_code == 404, (name, user)
+    anonymous = _request(None, method, url(world))
+    assert anonymous.status_code == 404 if method == "get" else _anonymous_refused(anonymous), name
+    assert _request(world["owner"], method, url(world)).status_code not in (403, 404), name
+    if not SavedTender.objects.filter(pk=world["tender"].pk).exists():
+        return  # deleted by its organisation
+    SavedTender.objects.filter(pk=world["tender"].pk).update(status="shared")
+    for user in (None, world["outsider"], world["auditor"], role_users["chair"]):
+        code = _request(user, method, url(world)).status_code
+        if method == "get":
+            assert code == 200, (name, user)
+        else:  # read-only for everyone else: refused (a page's redirect with the refusal, or the login page)
+            assert code in (302, 403), (name, user)
+    assert SavedTender.objects.filter(pk=world["tender"].pk, status="shared").exists(), name
+
+
 @pytest.mark.parametrize("name", OWN_ROUTES)
 def test_notifications_are_their_users_only(name, role_users, storage_dir, settings):
     world = _oversee_world(role_users, "peer_reviewed", settings)

@@ -17,8 +17,15 @@ from collections.abc import Mapping
 from django import template
 from django.contrib.auth.models import AnonymousUser
 
-from leaderboard.models import Challenge, Publication, PublicationRevision, RecheckCampaign, RecheckResult
-from leaderboard.workflow import CHALLENGE, PUBLICATION, RECHECK_CAMPAIGN, RECHECK_RESULT, REVISION
+from leaderboard.models import (
+    Challenge,
+    Publication,
+    PublicationRevision,
+    RecheckCampaign,
+    RecheckResult,
+    SavedTender,
+)
+from leaderboard.workflow import CHALLENGE, PUBLICATION, RECHECK_CAMPAIGN, RECHECK_RESULT, REVISION, TENDER
 from portal.policy import Policy
 from previews.models import Preview
 from previews.workflow import PREVIEW
@@ -45,6 +52,7 @@ TABLES: dict[type, Policy] = {
     Challenge: CHALLENGE,
     RecheckCampaign: RECHECK_CAMPAIGN,
     RecheckResult: RECHECK_RESULT,
+    SavedTender: TENDER,
     SpotCheck: SPOT_CHECK,
     Preview: PREVIEW,
 }

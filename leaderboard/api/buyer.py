@@ -410,8 +410,11 @@ def _procurement_parameters() -> list[OpenApiParameter]:
 def procurement_answer(query) -> list[dict]:
     """The procurement report for a query string (the page and the API share it): the requirements, the optional
     prices and PUE, and the evidence's measured power where a trace exists. Raises RequirementsError."""
-    requirements = requirements_from_query(query)
-    costing = costing_from_query(query)
+    return procurement_for(requirements_from_query(query), costing_from_query(query))
+
+
+def procurement_for(requirements: list, costing) -> list[dict]:
+    """The procurement report of requirements and prices already read (leaderboard.tender_inputs)."""
     measured = {r.model: selectors.measured_power_of_benchmark(r.model) for r in requirements}
     return exports.procurement_query(
         public_publications(), requirements, measured_by_model=measured, costing=costing

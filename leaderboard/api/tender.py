@@ -14,14 +14,16 @@ from catalog.models import Benchmark
 from checker.judge.verification import FULLY_RECOMPUTED
 from checker.recompute.goodput import SloTarget
 from leaderboard import exports, selectors
-from leaderboard.api.buyer import procurement_answer
+from leaderboard.api.buyer import procurement_for
 from leaderboard.api.results import FORMAT_PARAMETER, PublicViewSet, public_publications
 from leaderboard.claims import CLAIM_FIGURES, Claim, check_claim
 from leaderboard.levels import levels_from_query, levels_table
 from leaderboard.normalised import points_goodput
-from leaderboard.scoring import criteria_from_query, score_phase
+from leaderboard.procurement import RequirementsError
+from leaderboard.scoring import score_phase
 from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
-from leaderboard.tender import DEFAULT_PUE, SiteAsk, TenderPrices, percentile_meets, size_site
+from leaderboard.tender import SiteAsk, percentile_meets, size_site
+from leaderboard.tender_inputs import TenderDefinition, costing_of, tender_from_query
 from portal.errors import ApplicationError
 
 SIZING_NOTE = (
@@ -74,8 +76,10 @@ class SizingQuery(serializers.Serializer):
         allow_null=True,
         help_text="Per request, %; 95 by default.",
     )
-    pue = serializers.FloatField(
-        min_value=1, max_value=5, required=False, allow_null=True, help_text="Default 1.3."
+    # The prices and PUE are read by leaderboard.tender_inputs.costing_of, as every buyer view reads them (the same
+    # sentence for a bad one wherever it is typed).
+    pue = serializers.CharField(
+        required=False, allow_blank=True, allow_null=True, help_text="A number from 1 to 5; default 1.3."
     )
     headroom = serializers.FloatField(
         min_value=0,
@@ -84,12 +88,20 @@ class SizingQuery(serializers.Serializer):
         allow_null=True,
         help_text="0.2 = 20 % more users; default 0.",
     )
-    price_per_accelerator_hour = serializers.FloatField(
-        min_value=0, max_value=1e9, required=False, allow_null=True
+    price_per_accelerator_hour = serializers.CharField(
+        required=False, allow_blank=True, allow_null=True, help_text="A number from 0 to 10^9."
     )
-    price_per_kwh = serializers.FloatField(min_value=0, max_value=1e9, required=False, allow_null=True)
+    price_per_kwh = serializers.CharField(
+        required=False, allow_blank=True, allow_null=True, help_text="A number from 0 to 10^9."
+    )
 
     def validate(self, attrs):
+        try:
+            attrs["costing"] = costing_of(attrs)
+        except RequirementsError as error:
+            raise serializers.ValidationError(
+                {name: sentence for name, _, sentence in error.problems}
+            ) from None
         if attrs.get("ttft_ms") is not None or attrs.get("tpot_ms") is not None:
             attrs["mode"] = "per_request"
             return attrs
@@ -128,11 +140,9 @@ def sizing_answer(query: dict) -> dict:
     ask = SiteAsk(
         users=query["users"],
         users_expansion=query.get("users_expansion"),
-        pue=DEFAULT_PUE if query.get("pue") is None else query["pue"],
+        pue=query["costing"].pue,
         headroom=query.get("headroom") or 0.0,
-        prices=TenderPrices(
-            per_accelerator_hour=query.get("price_per_accelerator_hour"), per_kwh=query.get("price_per_kwh")
-        ),
+        prices=query["costing"].prices,
     )
     if query["mode"] == "per_request":
         target = SloTarget(ttft_ms=query.get("ttft_ms"), tpot_ms=query.get("tpot_ms"))
@@ -304,11 +314,17 @@ SCORING_NOTE = (
 
 
 def scoring_answer(query) -> dict:
-    """The score sheets of a tender defined in a query string: model_1 and its phases' requirements (the
-    procurement report's parameters), optional prices and PUE, and criterion_N, weight_N, direction_N. Raises
-    ValueError naming each bad parameter."""
-    criteria = criteria_from_query(query)
-    report = procurement_answer(query)
+    """The score sheets of a tender defined in a query string (or a saved tender's parameters): model_1 and its
+    phases' requirements (the procurement report's parameters), optional prices and PUE, and criterion_N,
+    weight_N, direction_N, all read by leaderboard.tender_inputs.tender_from_query. Raises RequirementsError naming
+    every bad parameter."""
+    return scoring_of(tender_from_query(query))
+
+
+def scoring_of(definition: TenderDefinition) -> dict:
+    """The score sheets of a tender's definition, over the published evidence as it is now."""
+    criteria = list(definition.criteria)
+    report = procurement_for([definition.requirement], definition.costing)
     section = report[0]
     phases = ["delivery"] + (["expansion"] if section["phases"]["expansion"] else [])
     return {

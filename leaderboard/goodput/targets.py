@@ -35,6 +35,9 @@ class Prices:
     per_node_hour: float | None = None
     per_system_hour: float | None = None
     per_kwh: float | None = None
+    # Optional, on top of an hourly price: what the buyer pays per million input (prompt) tokens, priced per output
+    # token at each point's own input/output token ratio (leaderboard.normalised.point_rows).
+    per_million_input_tokens: float | None = None
 
     @property
     def given(self) -> bool:

@@ -18,6 +18,7 @@ from leaderboard import selectors
 from leaderboard.cache import public_cached, public_page
 from leaderboard.charts import (
     axis_label,
+    board_groups,
     chart_spec,
     colour,
     interactivity_metric,
@@ -39,7 +40,7 @@ from leaderboard.normalised import (
 from leaderboard.slo import node_count
 from leaderboard.workflow import PUBLICATION
 from portal.parsers import parse_positive
-from spotchecks.selectors import endpoint_url_shown, remeasurements_public, spotcheck_rows
+from spotchecks.selectors import acceptance_at_90, endpoint_url_shown, remeasurements_public, spotcheck_rows
 
 POINT_COLUMNS = [
     ("concurrency", "Concurrency"),
@@ -191,7 +192,20 @@ def _board_row(rank: int, publication: Publication, *, ranked: bool, measured: d
     }
 
 
-def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> dict:
+BOARD_GROUPS = {"": "All systems on one chart", "accelerators": "One chart per accelerator count"}
+BOARD_PER = {"": "Per system", "accelerator": "Per accelerator"}
+
+
+def _board_view(query) -> tuple[str, str]:
+    """How the board draws its fronts (?group=accelerators, ?per=accelerator); anything else is the default."""
+    group = (query.get("group") or "").strip()
+    per = (query.get("per") or "").strip()
+    return (group if group in BOARD_GROUPS else "", per if per in BOARD_PER else "")
+
+
+def _board_context(
+    bench, filters: selectors.LeaderboardFilters, page: int, view: tuple[str, str] = ("", "")
+) -> dict:
     """The board's top BOARD_DRAWN curves (embedded), one page of the ranked table, and the picker: what the
     page carries does not grow with the number of results; other curves come from the public API on demand."""
     board = selectors.leaderboard_for(bench, filters, with_curves=False)
@@ -234,10 +248,26 @@ def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> d
         note="Official step functions through the Pareto front of measured points only; nothing is "
         "interpolated. Hollow markers are measured points off the front.",
     )
+    group, per = view
+    groups = []
+    if group or per:  # one chart per accelerator count (per accelerator: every count on its own chart too)
+        groups = board_groups(
+            [(p.record.accelerator_count, s) for p, s in zip(drawn, series, strict=True)],
+            x=x,
+            title=f"system throughput{' per accelerator' if per else ''} against {axis_label(x).lower()}",
+            per=bool(per),
+        )
     query = filters.as_query()
+    view_query = {k: v for k, v in (("group", group), ("per", per)) if v}
     return {
         "benchmark": bench,
         "board": board,
+        "groups": groups,
+        "group": group,
+        "per": per,
+        "group_choices": BOARD_GROUPS.items(),
+        "per_choices": BOARD_PER.items(),
+        "filter_query": sorted(query.items()),
         "rows": rows,
         "picker": picker,
         "spec": spec,
@@ -248,8 +278,8 @@ def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> d
         "pages": pages,
         "first_rank": start + 1,
         "last_rank": start + len(rows),
-        "previous_url": f"?{urlencode({**query, 'page': page - 1})}" if page > 1 else "",
-        "next_url": f"?{urlencode({**query, 'page': page + 1})}" if page < pages else "",
+        "previous_url": f"?{urlencode({**query, **view_query, 'page': page - 1})}" if page > 1 else "",
+        "next_url": f"?{urlencode({**query, **view_query, 'page': page + 1})}" if page < pages else "",
         "results_json": "/api/v1/public/results/?"
         + urlencode({"benchmark": bench.model_id, "retracted": "false"}),
         "results_csv": "/api/v1/public/results/?"
@@ -264,12 +294,13 @@ def benchmark(request, model_id: str):
     at a time; the body is cached under the public generation."""
     filters = selectors.LeaderboardFilters.from_query(request.GET)
     page = _page_number(request.GET.get("page"))
+    view = _board_view(request.GET)
 
     def respond():
         fragment = public_fragment(
-            f"page:board:{model_id}:{sorted(filters.as_query().items())}:{page}",
+            f"page:board:{model_id}:{sorted(filters.as_query().items())}:{page}:{view}",
             "leaderboard/benchmark.html",
-            lambda: _board_context(selectors.benchmark_public(model_id), filters, page),
+            lambda: _board_context(selectors.benchmark_public(model_id), filters, page, view),
         )
         return render_fragment(request, fragment)
 
@@ -380,6 +411,7 @@ def buyer_context(
         "hidden": list(hidden),
         "errors": inputs.errors,
         "priced": inputs.prices.given,
+        "input_priced": inputs.prices.given and inputs.prices.per_million_input_tokens is not None,
         "target": target,
         "targets_ignored": inputs.target is not None and not goodput,
         "has_goodput": bool(rates),
@@ -390,6 +422,9 @@ def buyer_context(
             measured=measured or {},
             prices=inputs.prices,
             goodput=rates,
+            tokens=selectors.point_token_counts(publication)
+            if inputs.prices.per_million_input_tokens is not None
+            else None,
         ),
         "accelerators": record.accelerator_count,
         "accelerator_label": record.accelerator_label,
@@ -460,6 +495,7 @@ def _remeasurements(publication: Publication) -> list[dict]:
             "spot_check": spot_check,
             "figures": spotcheck_rows(spot_check),
             "endpoint_url": endpoint_url_shown(None, spot_check),
+            "acceptance": acceptance_at_90(spot_check),
         }
         for spot_check in remeasurements_public(publication)
     ]

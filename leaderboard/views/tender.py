@@ -6,9 +6,16 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from django.shortcuts import render
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 
-from access.visibility import benchmarks_visible_to
+from access.visibility import benchmarks_visible_to, get_visible_or_404
+from accounts.selectors import user_organisations
+from leaderboard import exports, selectors, services
 from leaderboard.api.tender import (
     CLAIMS_LABELS,
     CLAIMS_NOTE,
@@ -20,10 +27,12 @@ from leaderboard.api.tender import (
     SizingQuery,
     claims_answer,
     levels_answer,
+    score_sheet_rows,
     scoring_answer,
     sizing_answer,
 )
 from leaderboard.claims import CLAIM_FIGURES
+from leaderboard.models import SavedTender
 from leaderboard.procurement import (
     COSTING_FIELDS,
     PHASE_FIELDS,
@@ -34,7 +43,9 @@ from leaderboard.procurement import (
 )
 from leaderboard.scoring import CRITERIA, MAX_CRITERIA
 from leaderboard.tender import DEFAULT_PUE
+from leaderboard.tender_inputs import TENDER_PARAMETERS, tender_parameters
 from leaderboard.views.buyer import _public_page
+from leaderboard.workflow import TENDER
 from portal.errors import ApplicationError
 
 
@@ -168,12 +179,19 @@ def tender_score(request):
         except ValueError as error:
             context["errors"] = [str(error)]
         else:
-            params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
+            params = tender_parameters(request.GET)
             context.update(
                 answer=answer,
                 json_url="/api/v1/public/tender-score/?" + urlencode(params),
                 csv_url="/api/v1/public/tender-score/?" + urlencode({**params, "format": "csv"}),
+                save_fields=sorted(params.items()),
             )
+    if request.user.is_authenticated:  # the saving part: never in the anonymous (cached) page
+        context["organisations"] = _organisations(request)
+        context["saved"] = list(selectors.saved_tenders_of(request.user))
+        editing = next((t for t in context["saved"] if str(t.uuid) == request.GET.get("tender", "")), None)
+        if editing is not None and TENDER.allowed(request.user, editing, "edit"):
+            context["editing"] = editing
     status = 400 if context.get("errors") else 200
     return render(request, "leaderboard/tender_score.html", context, status=status)
 
@@ -210,3 +228,170 @@ def levels(request):
             )
     status = 400 if context.get("errors") else 200
     return render(request, "leaderboard/levels.html", context, status=status)
+
+
+# --- Saved tenders ---------------------------------------------------------------------------------------------
+
+
+def _saved(request, pk) -> SavedTender:
+    """A saved tender the user may see: its organisation's while private, everyone's once shared; else 404."""
+    return get_visible_or_404(request.user, SavedTender, uuid=pk)
+
+
+def _organisations(request) -> list:
+    return user_organisations(request.user) if request.user.is_authenticated else []
+
+
+def _saved_context(request, tender: SavedTender) -> dict:
+    context = {
+        "tender": tender,
+        "shared": tender.in_state("shared"),
+        "parameters": [
+            (name, tender.definition[name]) for name in TENDER_PARAMETERS if name in tender.definition
+        ],
+        "note": SCORING_NOTE,
+        "actions": TENDER.allowed_actions(request.user, tender),
+        "edit_url": "/leaderboard/tender/?" + urlencode({**tender.definition, "tender": str(tender.uuid)}),
+        "query_url": "/leaderboard/tender/?" + urlencode(tender.definition),
+        "csv_url": reverse("leaderboard:tender_saved_csv", kwargs={"pk": tender.uuid}),
+        "print_url": reverse("leaderboard:tender_saved_print", kwargs={"pk": tender.uuid}),
+        "page_url": reverse("leaderboard:tender_saved", kwargs={"pk": tender.uuid}),
+    }
+    try:
+        context["answer"] = scoring_answer(tender.definition)
+    except RequirementsError as error:  # a benchmark retired since: say so, never a 500
+        context["errors"] = error.labelled
+    return context
+
+
+def tender_saved(request, pk):
+    """A saved tender at its stable address: its definition and score sheets from the published evidence as it is
+    now; its organisation's members edit, share, make private or delete it here."""
+    tender = _saved(request, pk)
+    return render(request, "leaderboard/tender_saved.html", _saved_context(request, tender))
+
+
+def tender_saved_print(request, pk):
+    """The printable score sheet of a saved tender (no forms, no navigation when printed)."""
+    tender = _saved(request, pk)
+    context = {**_saved_context(request, tender), "printable": True}
+    return render(request, "leaderboard/tender_saved.html", context)
+
+
+def tender_saved_csv(request, pk):
+    """The score sheet of a saved tender as CSV: a row per phase and system (the score-sheet API's columns)."""
+    tender = _saved(request, pk)
+    context = _saved_context(request, tender)
+    if "answer" not in context:
+        return HttpResponse(
+            "The tender cannot be scored: " + " ".join(context["errors"]) + "\n",
+            status=409,
+            content_type="text/plain; charset=utf-8",
+        )
+    response = HttpResponse(
+        exports.rows_to_csv(score_sheet_rows(context["answer"])), content_type="text/csv; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="tender-{tender.uuid}.csv"'
+    return response
+
+
+def _not_saved(request, error: RequirementsError) -> None:
+    """The scoring page names the definition's bad fields itself (it reads the same parameters); the message says
+    the tender was not saved, and names only what the page cannot (the name)."""
+    named = [
+        sentence
+        for (parameter, _, _), sentence in zip(error.problems, error.labelled, strict=True)
+        if parameter == "name"
+    ]
+    messages.error(
+        request,
+        " ".join(["The tender was not saved.", *named])
+        if named
+        else "The tender was not saved: correct the fields named below.",
+    )
+
+
+def _refused(request, error: ApplicationError) -> None:
+    messages.error(request, error.detail)
+
+
+@login_required
+@require_POST
+def tender_save(request):
+    """Save the tender of the scoring form under a name, private to the author's organisation."""
+    organisation = request.POST.get("organisation") or None
+    try:
+        tender = services.tender_save(
+            actor=request.user,
+            query=request.POST,
+            name=request.POST.get("name", ""),
+            organisation_id=int(organisation) if organisation and organisation.isdigit() else None,
+        )
+    except RequirementsError as error:
+        _not_saved(request, error)
+        return redirect("/leaderboard/tender/?" + urlencode(tender_parameters(request.POST)))
+    except ApplicationError as error:
+        _refused(request, error)
+        return redirect("/leaderboard/tender/?" + urlencode(tender_parameters(request.POST)))
+    messages.success(
+        request, f"Tender “{tender.name}” saved: private to {tender.organisation.name} until shared."
+    )
+    return redirect("leaderboard:tender_saved", pk=tender.uuid)
+
+
+@login_required
+@require_POST
+def tender_saved_edit(request, pk):
+    """Replace a saved tender's definition (and name) with the scoring form's; its address stays."""
+    tender = _saved(request, pk)
+    try:
+        services.tender_edit(
+            actor=request.user, tender=tender, query=request.POST, name=request.POST.get("name")
+        )
+    except RequirementsError as error:
+        _not_saved(request, error)
+        return redirect(
+            "/leaderboard/tender/?"
+            + urlencode({**tender_parameters(request.POST), "tender": str(tender.uuid)})
+        )
+    except ApplicationError as error:
+        _refused(request, error)
+        return redirect("leaderboard:tender_saved", pk=tender.uuid)
+    messages.success(request, "Tender saved.")
+    return redirect("leaderboard:tender_saved", pk=tender.uuid)
+
+
+def _transition(request, pk, action: str, said: str):
+    tender = _saved(request, pk)
+    try:
+        services.tender_transition(actor=request.user, tender=tender, action=action)
+    except ApplicationError as error:
+        _refused(request, error)
+    else:
+        messages.success(request, said)
+    return redirect("leaderboard:tender_saved", pk=tender.uuid)
+
+
+@login_required
+@require_POST
+def tender_saved_share(request, pk):
+    return _transition(request, pk, "share", "Tender shared: anyone with its address can read it.")
+
+
+@login_required
+@require_POST
+def tender_saved_unshare(request, pk):
+    return _transition(request, pk, "unshare", "Tender made private to your organisation again.")
+
+
+@login_required
+@require_POST
+def tender_saved_delete(request, pk):
+    tender = _saved(request, pk)
+    try:
+        services.tender_delete(actor=request.user, tender=tender)
+    except ApplicationError as error:
+        _refused(request, error)
+        return redirect("leaderboard:tender_saved", pk=tender.uuid)
+    messages.success(request, f"Tender “{tender.name}” deleted.")
+    return redirect("leaderboard:tender_score")

@@ -21,7 +21,11 @@ def audit_panel_context(user, submission: Submission) -> dict:
         "spotcheck_claim": claim,
         "spotcheck_points": claim.points,
         "spotcheck_rows": [
-            {"spot_check": spot_check, "figures": selectors.spotcheck_rows(spot_check)}
+            {
+                "spot_check": spot_check,
+                "figures": selectors.spotcheck_rows(spot_check),
+                "acceptance": selectors.acceptance_at_90(spot_check),
+            }
             for spot_check in spot_checks
         ],
         "spotcheck_active": any(s.in_state("active") for s in spot_checks),

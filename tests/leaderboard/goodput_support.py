@@ -11,6 +11,7 @@ from checker.cli.pipeline import check_point, judge_version, list_points, open_v
 from checker.read.inputs import Limits
 from checker.recompute.tokens import TokenCounter
 from leaderboard.services import headline_of
+from submissions.checks.common import json_storable
 from submissions.checks.samples import point_samples_save
 from tests.factories import PointMetricFactory, SystemFactory
 from tests.leaderboard.support import publish
@@ -23,9 +24,16 @@ RUNS = {
 TOKENIZER = FIXTURES / "tokenizer" / "tokenizer.json"
 
 
-@functools.cache
 def checked(system: str):
     """(curve, {point key: SampleSeries}) of one sample system's real runs, through the check pipeline."""
+    curve, samples, _ = checked_with_recomputation(system)
+    return curve, samples
+
+
+@functools.cache
+def checked_with_recomputation(system: str):
+    """(curve, {point key: SampleSeries}, {point key: its recomputed summary, as the check task stores it}) of one
+    sample system's real runs, through the check pipeline."""
     from tokenizers import Tokenizer
 
     counter = TokenCounter(Tokenizer.from_file(str(TOKENIZER)))
@@ -37,15 +45,20 @@ def checked(system: str):
         ]
         report = judge_version(opened, outcomes, limits=limits)
     (curve,) = report.curves
-    return curve, {o.result.key: o.samples for o in outcomes}
+    return (
+        curve,
+        {o.result.key: o.samples for o in outcomes},
+        {o.result.key: json_storable(o.result.recomputed) for o in outcomes},
+    )
 
 
 def publish_sample_run(
     *, benchmark, system_name: str, accelerators: int, days_ago: int = 0, organisation=None
 ):
     """A published result whose snapshot is the real curve of `system_name`'s sample runs (renamed points keep
-    their raw-log arrays), with a PointMetric per point linked to its stored per-sample arrays."""
-    curve, samples = checked(system_name)
+    their raw-log arrays), with a PointMetric per point linked to its stored per-sample arrays and holding its
+    recomputed summary."""
+    curve, samples, recomputed = checked_with_recomputation(system_name)
     system_kwargs = {
         "name": system_name,
         "description": {
@@ -78,6 +91,7 @@ def publish_sample_run(
             key=key,
             samples_key=samples_key,
             samples_sha256=sha256,
+            recomputed=recomputed[point["point"]],
         )
     publication.curve = {**curve, "model": benchmark.model_id, "points": points}
     publication.headline = headline_of(publication.curve)

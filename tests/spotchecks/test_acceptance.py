@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 from django.utils import timezone
+from django.utils.html import escape
 
 from spotchecks.acceptance import AcceptancePlan, acceptance_verdict
 from spotchecks.models import SpotCheck
@@ -70,3 +71,32 @@ def test_the_acceptance_page_judges_the_published_remeasurements(storage_dir):
     assert bad.status_code == 400 and "no published point" in bad.content.decode()
     embargoed = PublicationFactory(scheduled=True)
     assert Client().get(f"/results/{embargoed.public_id}/acceptance/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_a_remeasurement_of_a_published_point_says_pass_or_fail_at_90_percent_on_the_result_page(storage_dir):
+    publication = publish()
+    points = sorted(publication.curve["points"], key=lambda p: p["concurrency"])
+    point = points[-1]
+    done = {"status": SpotCheck.Status.WITHIN, "finished_at": timezone.now()}
+    passing = SpotCheckFactory(
+        publication=publication,
+        concurrency=point["concurrency"],
+        measured={"system_tps": point["system_tps"] * 0.9},  # exactly 90 %: passes
+        **done,
+    )
+    failing = SpotCheckFactory(
+        publication=publication,
+        concurrency=point["concurrency"],
+        measured={"system_tps": point["system_tps"] * 0.85},
+        **{**done, "status": SpotCheck.Status.OUTSIDE},
+    )
+    html = Client().get(f"/results/{publication.public_id}/").content.decode()
+    published, required = point["system_tps"], 0.9 * point["system_tps"]
+    for spot_check, verdict, sign, share in ((passing, "pass", "≥", 90.0), (failing, "fail", "<", 85.0)):
+        card = html.split(f'data-remeasurement="{spot_check.pk}"', 1)[1].split('class="card spotcheck"', 1)[0]
+        assert f'data-acceptance-90="{verdict}"' in card
+        measured = spot_check.measured["system_tps"]
+        arithmetic = f"{measured:.1f} {sign} 0.9 × {published:.1f} = {required:.1f} tokens/s ({share:.1f} % of the published)"
+        assert escape(arithmetic) in card
+        assert f"/results/{publication.public_id}/acceptance/?point=r{point['concurrency']}" in card
