@@ -392,7 +392,14 @@ def test_docs_show_every_table_the_code_has():
         line = next(line for line in submission.splitlines() if line.startswith(f"| `{row.action}`"))
         assert all(f"`{status}`" in line for status in EXPECTED[row.action][1])
     # every object with a status has its table, and each shows all of its model's states
-    from leaderboard.models import Challenge, Publication, PublicationRevision, RecheckCampaign, RecheckResult
+    from leaderboard.models import (
+        Challenge,
+        Publication,
+        PublicationRevision,
+        RecheckCampaign,
+        RecheckResult,
+        SavedTender,
+    )
     from previews.models import Preview
     from review.models import Comment, EvidenceRequest, ReviewAssignment, Waiver
     from spotchecks.models import SpotCheck
@@ -413,6 +420,7 @@ def test_docs_show_every_table_the_code_has():
         "re-check": RecheckCampaign.Status.values,
         "re-check result": RecheckResult.Status.values,
         "spot-check": SpotCheck.Status.values,
+        "tender": SavedTender.Status.values,
     }
     assert {policy.name for policy in POLICIES} == set(expected)
     for name, states in expected.items():
