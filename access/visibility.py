@@ -428,7 +428,7 @@ def challenges_visible_to(user) -> QuerySet[Challenge]:
 
 
 def recheck_campaigns_visible_to(user) -> QuerySet[RecheckCampaign]:
-    """The chair's: re-checks of what is published (leaderboard.rechecks)."""
+    """The chair's: re-checks of what is published (leaderboard.publishing.rechecks)."""
     return (
         RecheckCampaign.objects.all()
         if _signed_in(user) and user_is_chair(user)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from leaderboard.record import PublishedRecord
+from leaderboard.publishing.record import PublishedRecord
 from portal.states import StatefulModel, States
 from portal.visibility import VisibleManager
 
@@ -63,7 +63,7 @@ class Publication(StatefulModel, models.Model):
     snapshot = models.JSONField(
         default=dict,
         blank=True,
-        help_text="The published record beside the curve (leaderboard.snapshot): system, organisation, "
+        help_text="The published record beside the curve (leaderboard.publishing.snapshot): system, organisation, "
         "description, verification level, check verdict and provenance, frozen when published.",
     )
 
@@ -188,7 +188,9 @@ class PublicationRevision(StatefulModel, models.Model):
     curve = models.JSONField(default=dict, blank=True, help_text="The union curve this revision published.")
     headline = models.JSONField(default=dict, blank=True)
     snapshot = models.JSONField(
-        default=dict, blank=True, help_text="The published record of this revision (leaderboard.snapshot)."
+        default=dict,
+        blank=True,
+        help_text="The published record of this revision (leaderboard.publishing.snapshot).",
     )
     replaced = models.JSONField(
         default=list,
@@ -219,7 +221,7 @@ class PublicationRevision(StatefulModel, models.Model):
 
 
 class RecheckCampaign(StatefulModel, models.Model):
-    """A re-check of every published revision with the checker and rule sets of now (leaderboard.rechecks): started
+    """A re-check of every published revision with the checker and rule sets of now (leaderboard.publishing.rechecks): started
     by the chair, or by the beat schedule when PORTAL_RECHECK_AUTOMATIC is on; `reported` once every run ended and
     each result's changes are written. Nothing published changes: the chair decides per result."""
 

@@ -13,15 +13,15 @@ from access.visibility import benchmarks_visible_to
 from catalog.models import Benchmark
 from checker.judge.verification import FULLY_RECOMPUTED
 from checker.recompute.goodput import SloTarget
-from leaderboard import exports, selectors
 from leaderboard.api.buyer import procurement_answer
 from leaderboard.api.results import FORMAT_PARAMETER, PublicViewSet, public_publications
-from leaderboard.claims import CLAIM_FIGURES, Claim, check_claim
-from leaderboard.levels import levels_from_query, levels_table
-from leaderboard.normalised import points_goodput
-from leaderboard.scoring import criteria_from_query, score_phase
-from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
-from leaderboard.tender import DEFAULT_PUE, SiteAsk, TenderPrices, percentile_meets, size_site
+from leaderboard.board import exports, selectors
+from leaderboard.board.claims import CLAIM_FIGURES, Claim, check_claim
+from leaderboard.board.levels import levels_from_query, levels_table
+from leaderboard.board.normalised import points_goodput
+from leaderboard.board.scoring import criteria_from_query, score_phase
+from leaderboard.board.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
+from leaderboard.board.tender import DEFAULT_PUE, SiteAsk, TenderPrices, percentile_meets, size_site
 from portal.errors import ApplicationError
 
 SIZING_NOTE = (

@@ -23,8 +23,8 @@ from leaderboard.api.tender import (
     scoring_answer,
     sizing_answer,
 )
-from leaderboard.claims import CLAIM_FIGURES
-from leaderboard.procurement import (
+from leaderboard.board.claims import CLAIM_FIGURES
+from leaderboard.board.procurement import (
     COSTING_FIELDS,
     PHASE_FIELDS,
     PHASE_LABELS,
@@ -32,8 +32,8 @@ from leaderboard.procurement import (
     RequirementsError,
     parameter_name,
 )
-from leaderboard.scoring import CRITERIA, MAX_CRITERIA
-from leaderboard.tender import DEFAULT_PUE
+from leaderboard.board.scoring import CRITERIA, MAX_CRITERIA
+from leaderboard.board.tender import DEFAULT_PUE
 from leaderboard.views.buyer import _public_page
 from portal.errors import ApplicationError
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from leaderboard.slo import number
+from leaderboard.board.slo import number
 
 HIGHER, LOWER = "higher", "lower"
 MAX_CRITERIA = 8

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from checker.judge.verification import FULLY_RECOMPUTED, POINT_RECOMPUTED, point_verification
-from leaderboard.slo import (
+from leaderboard.board.slo import (
     STANDING,
     SloTargets,
     best_point,
@@ -24,7 +24,7 @@ from leaderboard.slo import (
     number,
     point_power_kw,
 )
-from leaderboard.tender import DEFAULT_PUE, TenderPrices, point_energy_and_cost
+from leaderboard.board.tender import DEFAULT_PUE, TenderPrices, point_energy_and_cost
 
 MAX_MODELS = 6
 VERIFIED_BASIS = POINT_RECOMPUTED  # only points recomputed from their raw log (checker.judge.verification)

@@ -15,12 +15,12 @@ from accounts.services.notifications import notify
 from audit.services import audit_event_record
 from catalog.cohorts import next_cohort
 from checker.judge.verification import curve_with_verification
-from leaderboard.cache import public_cache_invalidate_on_commit
-from leaderboard.evidence import evidence_pack_build_annotation, evidence_pack_build_revision
-from leaderboard.extensions import revision_number_next, revision_record
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
-from leaderboard.names import published_name_like
-from leaderboard.snapshot import snapshot_build
+from leaderboard.publishing.evidence import evidence_pack_build_annotation, evidence_pack_build_revision
+from leaderboard.publishing.extensions import revision_number_next, revision_record
+from leaderboard.publishing.names import published_name_like
+from leaderboard.publishing.signals import public_changed_on_commit
+from leaderboard.publishing.snapshot import snapshot_build
 from leaderboard.workflow import CHALLENGE, PUBLICATION, REVISION
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from review import lifecycle
@@ -96,7 +96,7 @@ def publication_schedule(
 
 
 def _require_own_name(submission: Submission) -> None:
-    """Refuse a result whose system would pass for another organisation's published one (leaderboard.names):
+    """Refuse a result whose system would pass for another organisation's published one (leaderboard.publishing.names):
     on the public board the first published keeps the name."""
     if submission.extends_id is not None:  # an extension keeps the name its result was published under
         return
@@ -201,7 +201,7 @@ def _publish_revision(revision: PublicationRevision, *, actor, now: datetime) ->
         check_run=check_run,
     )
     evidence_pack_build_revision(revision=published)
-    public_cache_invalidate_on_commit()
+    public_changed_on_commit()
     audit_event_record(
         actor=actor,
         action="publication.revised",
@@ -287,7 +287,7 @@ def _publish(publication: Publication, *, actor, now: datetime) -> bool:
         },
     )
     evidence_pack_build_revision(revision=first)
-    public_cache_invalidate_on_commit()  # the public tables and API answers change once this commits
+    public_changed_on_commit()  # the public tables and API answers change once this commits
     return True
 
 
@@ -350,7 +350,7 @@ def challenge_raise(*, publication: Publication, actor, reason: str) -> Challeng
     audit_event_record(
         actor=actor, action="challenge.raised", obj=challenge, data={"public_id": publication.public_id}
     )
-    public_cache_invalidate_on_commit()  # challenges are public: the result page shows it
+    public_changed_on_commit()  # challenges are public: the result page shows it
     notify(
         users=chairs(),
         kind="challenge.raised",
@@ -376,7 +376,7 @@ def challenge_raise_remeasured(*, publication: Publication, reason: str, data: d
         obj=challenge,
         data={"public_id": publication.public_id, "by": "spot-check", **data},
     )
-    public_cache_invalidate_on_commit()
+    public_changed_on_commit()
     notify(
         users=chairs(),
         kind="challenge.raised",
@@ -414,7 +414,7 @@ def challenge_resolve(*, challenge: Challenge, actor, outcome: str, text: str) -
         evidence_pack_build_annotation(annotation=annotation)
     elif outcome == Challenge.Status.RETRACTED:
         publication_retract(publication=publication, actor=actor, reason=text.strip(), challenge=challenge)
-    public_cache_invalidate_on_commit()  # the resolution is public, whatever the outcome
+    public_changed_on_commit()  # the resolution is public, whatever the outcome
     notify(
         users=[challenge.raised_by] if challenge.raised_by_id else [],
         kind=f"challenge.{outcome}",
@@ -442,7 +442,7 @@ def publication_retract(
         publication=publication, challenge=challenge, text=f"Retracted: {reason.strip()}", created_by=actor
     )
     evidence_pack_build_annotation(annotation=annotation, retraction=True)
-    public_cache_invalidate_on_commit()
+    public_changed_on_commit()
     audit_event_record(
         actor=actor,
         action="publication.retracted",
@@ -460,7 +460,7 @@ def annotation_add(*, publication: Publication, actor, text: str) -> Annotation:
         raise ApplicationError("An annotation needs a text.", code="invalid")
     annotation = Annotation.objects.create(publication=publication, text=text.strip(), created_by=actor)
     evidence_pack_build_annotation(annotation=annotation)
-    public_cache_invalidate_on_commit()
+    public_changed_on_commit()
     audit_event_record(
         actor=actor, action="publication.annotated", obj=annotation, data={"public_id": publication.public_id}
     )

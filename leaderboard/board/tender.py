@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from leaderboard.slo import SloTargets, number, point_meets, point_power_kw
+from leaderboard.board.slo import SloTargets, number, point_meets, point_power_kw
 
 HOURS_PER_YEAR = 8760
 DEFAULT_PUE = 1.3
