@@ -63,7 +63,7 @@ class Publication(StatefulModel, models.Model):
     snapshot = models.JSONField(
         default=dict,
         blank=True,
-        help_text="The published record beside the curve (leaderboard.publishing.snapshot): system, organisation, "
+        help_text="The published record beside the curve (leaderboard.snapshot): system, organisation, "
         "description, verification level, check verdict and provenance, frozen when published.",
     )
 
@@ -190,7 +190,7 @@ class PublicationRevision(StatefulModel, models.Model):
     snapshot = models.JSONField(
         default=dict,
         blank=True,
-        help_text="The published record of this revision (leaderboard.publishing.snapshot).",
+        help_text="The published record of this revision (leaderboard.snapshot).",
     )
     replaced = models.JSONField(
         default=list,

@@ -425,7 +425,7 @@ class CheckRun(StatefulModel, models.Model):
 
     class Purpose(models.TextChoices):
         SUBMISSION = "submission", "The version's own check"
-        RECHECK = "recheck", "A re-check of a published revision (leaderboard.publishing.rechecks)"
+        RECHECK = "recheck", "A re-check of a published revision (leaderboard.rechecks)"
 
     version = models.ForeignKey(SubmissionVersion, on_delete=models.PROTECT, related_name="check_runs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, editable=False)
