@@ -31,6 +31,7 @@ from accounts.models import (
 from accounts.selectors import user_is_auditor, user_is_chair, user_org_ids
 from audit.models import AuditEvent
 from catalog.models import Benchmark
+from leaderboard.board.selectors import saved_tenders_visible_to
 from leaderboard.models import (
     Annotation,
     Challenge,
@@ -43,7 +44,6 @@ from leaderboard.models import (
     RecheckResult,
     SavedTender,
 )
-from leaderboard.selectors import saved_tenders_visible_to
 from previews.models import Preview
 from previews.selectors import previews_visible_to
 from review.models import Attestation, Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
@@ -430,7 +430,7 @@ def challenges_visible_to(user) -> QuerySet[Challenge]:
 
 
 def recheck_campaigns_visible_to(user) -> QuerySet[RecheckCampaign]:
-    """The chair's: re-checks of what is published (leaderboard.rechecks)."""
+    """The chair's: re-checks of what is published (leaderboard.publishing.rechecks)."""
     return (
         RecheckCampaign.objects.all()
         if _signed_in(user) and user_is_chair(user)

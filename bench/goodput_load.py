@@ -7,7 +7,7 @@ gunicorn with the Redis cache, measured under 64 concurrent clients with locust 
         [--database NAME] [--var-dir DIR] [--keep] [--reuse] [--http-only] [--port 8770]
 
 First prints the storage per point and the in-process time of one query over 400 distinct targets, one thread
-(leaderboard.goodput.index.GoodputIndex.ranking; with the rows of one page, as a request builds them; with every row),
+(leaderboard.board.goodput.index.GoodputIndex.ranking; with the rows of one page, as a request builds them; with every row),
 and the first SLO query of a fresh web process; then the HTTP scenarios, each after its own warm-up:
 - the public API's SLO answer and the SLO page over distinct targets (drawn from 100,000 with 0.1 ms / 0.01 ms
   steps: practically every request misses the answer cache and the response cache, the worst case);
@@ -126,9 +126,9 @@ def in_process(queries: list[dict]) -> None:
     from django.conf import settings
 
     from leaderboard.api.results import public_publications
-    from leaderboard.goodput.index import GoodputRows
-    from leaderboard.goodput.tables import goodput_index
-    from leaderboard.goodput.targets import GoodputTargets
+    from leaderboard.board.goodput.index import GoodputRows
+    from leaderboard.board.goodput.tables import goodput_index
+    from leaderboard.board.goodput.targets import GoodputTargets
     from leaderboard.tasks import goodput_table_build_task
 
     started = time.perf_counter()
@@ -247,7 +247,7 @@ def main() -> None:
             )
         else:
             django.setup()
-        from leaderboard.cache import public_cache_bump
+        from leaderboard.board.cache import public_cache_bump
 
         public_cache_bump()
         rng = random.Random(7)

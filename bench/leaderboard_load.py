@@ -67,7 +67,7 @@ def load(results: int) -> list[str]:
     from accounts.models import Organisation
     from catalog.models import Benchmark
     from leaderboard.models import Publication
-    from leaderboard.services import headline_of
+    from leaderboard.publishing.services import headline_of
     from submissions.models import CheckRun, Submission, SubmissionVersion, System
 
     rng = random.Random(20261130)
@@ -162,10 +162,10 @@ def load(results: int) -> list[str]:
 
 
 def fill_snapshots() -> int:
-    """Freeze the record publishing writes (leaderboard.snapshot.snapshot_build) on every published result that has
+    """Freeze the record publishing writes (leaderboard.publishing.snapshot.snapshot_build) on every published result that has
     none: the result page reads the system and organisation from it. Returns how many were filled."""
     from leaderboard.models import Publication
-    from leaderboard.snapshot import snapshot_build
+    from leaderboard.publishing.snapshot import snapshot_build
 
     todo = list(
         Publication.objects.filter(snapshot={}).select_related(
@@ -267,7 +267,7 @@ def main() -> None:
             print(
                 f"loaded {len(public_ids)} published results in {time.time() - started:.1f} s into {database}"
             )
-        from leaderboard.cache import public_cache_bump
+        from leaderboard.board.cache import public_cache_bump
 
         public_cache_bump()  # nothing cached from an earlier run on this Redis db counts as warm
         from django.db import connection

@@ -3,9 +3,9 @@
 
     .venv/bin/python bench/slo_query.py [--results 1000] [--queries 400] [--repeat 3]
 
-(a) leaderboard.slo.SloIndex: build once per snapshot, then a vectorised mask per query (what the API and the
+(a) leaderboard.board.slo.SloIndex: build once per snapshot, then a vectorised mask per query (what the API and the
     page run since issue 10's tail work);
-(b) leaderboard.slo.slo_rank: the plain per-point loop, the definition, and what every miss ran before.
+(b) leaderboard.board.slo.slo_rank: the plain per-point loop, the definition, and what every miss ran before.
 Prints the build time, the per-query median and p99 of each, and the ratio (b)/(a); checks both give the
 same rows. A script, not a test: nothing asserts a time.
 """
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from leaderboard_load import _curve  # noqa: E402
 
-from leaderboard.slo import SloIndex, SloTargets, slo_rank  # noqa: E402
+from leaderboard.board.slo import SloIndex, SloTargets, slo_rank  # noqa: E402
 
 
 def results(count: int) -> list[dict]:

@@ -1,5 +1,5 @@
 """Admin of the leaderboard app: publications and their revisions, read-only. A published record is a snapshot
-(leaderboard.snapshot) and is never edited in place: a correction is a new reviewed revision (an extension) or a
+(leaderboard.publishing.snapshot) and is never edited in place: a correction is a new reviewed revision (an extension) or a
 public annotation, both through services."""
 
 from django.contrib import admin, messages

@@ -14,7 +14,7 @@
 The extension runs are the real acme-serve 1.1 runs of the AX-8000 (tests/checker/fixtures/extension/), uploaded as
 the client and the official builder wrote them; NB-2's are NimbusCloud's (fixtures/second-system/).
 
-Every step goes through review.services and leaderboard.services (waiver requests and grants, two approvals,
+Every step goes through review.services and leaderboard.publishing.services (waiver requests and grants, two approvals,
 evidence, attestation, publication_schedule, challenge_raise, challenge_resolve), in publication order, so the
 systems' histories read oldest first. Each step is skipped when it was already taken: safe to run again.
 Unreleased-Z9 stays in review, unpublished.
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from catalog.models import Benchmark
 from catalog.services import benchmark_create
-from leaderboard import extensions, services
 from leaderboard.models import Challenge, Publication
+from leaderboard.publishing import extensions, services
 from review.demo import (
     AUDITED_TITLE,
     TEAMS,

@@ -13,7 +13,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from leaderboard.record import PublishedRecord
+from leaderboard.publishing.record import PublishedRecord
 from portal.states import StatefulModel, States
 from portal.visibility import VisibleManager
 
@@ -65,7 +65,7 @@ class Publication(StatefulModel, models.Model):
     snapshot = models.JSONField(
         default=dict,
         blank=True,
-        help_text="The published record beside the curve (leaderboard.snapshot): system, organisation, "
+        help_text="The published record beside the curve (leaderboard.publishing.snapshot): system, organisation, "
         "description, verification level, check verdict and provenance, frozen when published.",
     )
 
@@ -190,7 +190,9 @@ class PublicationRevision(StatefulModel, models.Model):
     curve = models.JSONField(default=dict, blank=True, help_text="The union curve this revision published.")
     headline = models.JSONField(default=dict, blank=True)
     snapshot = models.JSONField(
-        default=dict, blank=True, help_text="The published record of this revision (leaderboard.snapshot)."
+        default=dict,
+        blank=True,
+        help_text="The published record of this revision (leaderboard.publishing.snapshot).",
     )
     replaced = models.JSONField(
         default=list,
@@ -221,7 +223,7 @@ class PublicationRevision(StatefulModel, models.Model):
 
 
 class RecheckCampaign(StatefulModel, models.Model):
-    """A re-check of every published revision with the checker and rule sets of now (leaderboard.rechecks): started
+    """A re-check of every published revision with the checker and rule sets of now (leaderboard.publishing.rechecks): started
     by the chair, or by the beat schedule when PORTAL_RECHECK_AUTOMATIC is on; `reported` once every run ended and
     each result's changes are written. Nothing published changes: the chair decides per result."""
 
@@ -409,7 +411,7 @@ class EvidencePack(_AppendOnly):
 class SavedTender(StatefulModel, models.Model):
     """A tender the evaluator defined once (docs/tender-desk.md): its name and definition (the model, both phases'
     requirements, prices and PUE, the criteria with their weights and directions, as the canonical query of
-    leaderboard.tender_inputs), at a stable address. Private to its author's organisation until one of its members
+    leaderboard.board.tender_inputs), at a stable address. Private to its author's organisation until one of its members
     shares it; it is scored from published evidence only, whenever its page is opened."""
 
     objects = VisibleManager()
@@ -425,7 +427,8 @@ class SavedTender(StatefulModel, models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     name = models.CharField(max_length=120)
     definition = models.JSONField(
-        default=dict, help_text="The tender's canonical query (leaderboard.tender_inputs.TENDER_PARAMETERS)."
+        default=dict,
+        help_text="The tender's canonical query (leaderboard.board.tender_inputs.TENDER_PARAMETERS).",
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PRIVATE)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -68,7 +68,7 @@ PUBLICATION = Policy(
             (P.PUBLISHED,),
             (ORG_MEMBER, CHAIR),
             "Challenge",
-            needs="a reason (leaderboard.services.challenge_raise; the chair's from a re-check's report)",
+            needs="a reason (leaderboard.publishing.services.challenge_raise; the chair's from a re-check's report)",
         ),
         Rule(
             "challenge_remeasured",
@@ -77,7 +77,7 @@ PUBLICATION = Policy(
             "Challenge (re-measurement)",
             automatic=True,
             event="challenge.raised",
-            needs="a spot-check of the published curve outside tolerance (leaderboard.services."
+            needs="a spot-check of the published curve outside tolerance (leaderboard.publishing.services."
             "challenge_raise_remeasured): raised by the portal, with the figures; for the chair to resolve",
         ),
         Rule(
@@ -180,7 +180,7 @@ RECHECK_CAMPAIGN = Policy(
     event_name="recheck",
     states=tuple(RC.values),
     description="Started `running` by the chair (or by the beat schedule with PORTAL_RECHECK_AUTOMATIC) with one "
-    "re-check run per published revision (leaderboard.rechecks.recheck_campaign_start); nothing published changes.",
+    "re-check run per published revision (leaderboard.publishing.rechecks.recheck_campaign_start); nothing published changes.",
     rules=(
         Rule(
             "report",
@@ -229,14 +229,14 @@ RECHECK_RESULT = Policy(
                 RR.ANNOTATED,
                 "Annotate",
                 "annotated",
-                "the report written; a public text (leaderboard.services.annotation_add)",
+                "the report written; a public text (leaderboard.publishing.services.annotation_add)",
             ),
             (
                 "challenge",
                 RR.CHALLENGED,
                 "Open a challenge",
                 "challenged",
-                "the report written; a reason (leaderboard.services.challenge_raise)",
+                "the report written; a reason (leaderboard.publishing.services.challenge_raise)",
             ),
         )
     ),
@@ -247,7 +247,7 @@ TENDER = Policy(
     name="tender",
     states=tuple(T.values),
     description="A saved tender (docs/tender-desk.md): created `private` by a member of its author's organisation "
-    "from the scoring page (leaderboard.services.tender_save); nobody outside that organisation sees it until it is "
+    "from the scoring page (leaderboard.board.saved_tenders.tender_save); nobody outside that organisation sees it until it is "
     "shared, and then everyone does (read-only). Every write is audited.",
     rules=(
         Rule(

@@ -209,7 +209,7 @@ CELERY_BEAT_SCHEDULE = {
     "multipart-uploads-sweep": {"task": "submissions.tasks.multipart_uploads_sweep_task", "schedule": 3600.0},
     "review-deadlines": {"task": "review.tasks.review_deadlines_task", "schedule": 900.0},
     "publications-publish-due": {"task": "leaderboard.tasks.publications_publish_due_task", "schedule": 60.0},
-    # Re-checks of what is published after a checker or rule-set change (leaderboard.rechecks): the report of a
+    # Re-checks of what is published after a checker or rule-set change (leaderboard.publishing.rechecks): the report of a
     # campaign whose runs ended; the start only with PORTAL_RECHECK_AUTOMATIC (otherwise the chair starts one).
     "rechecks-advance": {"task": "leaderboard.tasks.rechecks_advance_task", "schedule": 60.0},
     "rechecks-start-if-due": {"task": "leaderboard.tasks.rechecks_start_if_due_task", "schedule": 3600.0},
@@ -598,7 +598,7 @@ CELERY_BEAT_SCHEDULE["check-outbox-send"] = {
     "options": {"expires": float(PORTAL_CHECK_OUTBOX_EVERY_S) * 3},
 }
 # The beat schedule starts a re-check of every published revision by itself when the checker or a rule set changed
-# version (leaderboard.rechecks); off, the chair starts one from /review/chair/rechecks/.
+# version (leaderboard.publishing.rechecks); off, the chair starts one from /review/chair/rechecks/.
 PORTAL_RECHECK_AUTOMATIC = env_bool("PORTAL_RECHECK_AUTOMATIC", False)
 # A running check whose heartbeat is older than this is re-queued (or failed after the last attempt).
 PORTAL_CHECK_HEARTBEAT_TIMEOUT_S = env_int("PORTAL_CHECK_HEARTBEAT_TIMEOUT_S", 300, minimum=5)
@@ -613,7 +613,7 @@ PORTAL_CHECK_QUEUED_TIMEOUT_S = env_int("PORTAL_CHECK_QUEUED_TIMEOUT_S", 3600, m
 PORTAL_CHECK_CACHE_DIR = Path(env_str("PORTAL_CHECK_CACHE_DIR", str(VAR_DIR / "check-cache")))
 if not PORTAL_CHECK_CACHE_DIR.is_absolute():
     PORTAL_CHECK_CACHE_DIR = BASE_DIR / PORTAL_CHECK_CACHE_DIR
-# The goodput tables of the SLO finder (leaderboard.goodput): written by the publish worker after a publication,
+# The goodput tables of the SLO finder (leaderboard.board.goodput): written by the publish worker after a publication,
 # memory-mapped read-only by the web processes. Web and workers of one host share this directory.
 PORTAL_GOODPUT_TABLE_DIR = Path(env_str("PORTAL_GOODPUT_TABLE_DIR", str(VAR_DIR / "goodput-tables")))
 if not PORTAL_GOODPUT_TABLE_DIR.is_absolute():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from leaderboard.charts import chart_spec, interactivity_metric, series_of
+from leaderboard.board.charts import chart_spec, interactivity_metric, series_of
 
 COMPARED = (
     ("system_tps", "System throughput", "tokens/s", True),

@@ -7,8 +7,8 @@ from django.db.models import QuerySet
 
 from accounts.selectors import user_org_ids
 from catalog.models import Benchmark
+from leaderboard.board.selectors import publications_ranked_base
 from leaderboard.models import Publication
-from leaderboard.selectors import publications_ranked_base
 from previews.models import Preview
 
 

@@ -261,7 +261,7 @@ SUBMISSION = Policy(
             done="published",
             automatic=True,
             needs="the submitter's choice of date (now, an embargo date, the next cohort); the schedule publishes "
-            "what is due (leaderboard.services)",
+            "what is due (leaderboard.publishing.services)",
         ),
         Rule(
             action="withdraw",

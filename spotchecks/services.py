@@ -4,7 +4,7 @@
 Who may start one is the submission's table's `spot_check` row (guarded here with `require` before anything is
 written); the worker's steps are the spot-check's own table (spotchecks.workflow), compare-and-set, so a message
 delivered twice measures once. A verdict `outside` on a published curve opens a challenge for the chair
-(leaderboard.services.challenge_raise_remeasured): nothing published changes by itself."""
+(leaderboard.publishing.services.challenge_raise_remeasured): nothing published changes by itself."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from django.utils import timezone
 from audit.services import audit_event_record
 from checker.cli.import_pipeline import import_runs
 from checker.judge.remeasure import OUTSIDE, WITHIN, compare_point
-from leaderboard.cache import public_cache_invalidate_on_commit
 from leaderboard.models import Publication
-from leaderboard.services import challenge_raise_remeasured
+from leaderboard.publishing.services import challenge_raise_remeasured
+from leaderboard.publishing.signals import public_changed_on_commit
 from portal.egress import EgressProxy, EgressRefused, Limits
 from portal.errors import ApplicationError, ConflictError
 from portal.queues import task_send_on_commit
@@ -310,7 +310,7 @@ def _finish(spot_check: SpotCheck, outcome: dict) -> SpotCheck:
         SpotCheck.objects.filter(pk=spot_check.pk).update(challenge=challenge)
         spot_check.challenge = challenge
     if published:
-        public_cache_invalidate_on_commit()  # the result page shows its re-measurements
+        public_changed_on_commit()  # the result page shows its re-measurements
     return spot_check
 
 

@@ -16,7 +16,9 @@ class SystemAdmin(AuditedModelAdmin):
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         published = obj.submissions.filter(Submission.states.q("published")).count() if change else 0
-        if published:  # the published records are snapshots (leaderboard.snapshot): they do not change
+        if (
+            published
+        ):  # the published records are snapshots (leaderboard.publishing.snapshot): they do not change
             messages.warning(
                 request,
                 f"{obj.name} has {published} published result{'s' if published != 1 else ''}: they keep the name "

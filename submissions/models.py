@@ -425,11 +425,11 @@ class CheckRun(StatefulModel, models.Model):
 
     class Purpose(models.TextChoices):
         SUBMISSION = "submission", "The version's own check"
-        RECHECK = "recheck", "A re-check of a published revision (leaderboard.rechecks)"
+        RECHECK = "recheck", "A re-check of a published revision (leaderboard.publishing.rechecks)"
 
     version = models.ForeignKey(SubmissionVersion, on_delete=models.PROTECT, related_name="check_runs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, editable=False)
-    # A re-check run (a rule-set or checker change, leaderboard.rechecks) is never the version's current run:
+    # A re-check run (a rule-set or checker change, leaderboard.publishing.rechecks) is never the version's current run:
     # pages, reviews and publication read the latest `submission` run only, so nothing published changes by itself.
     purpose = models.CharField(max_length=16, choices=Purpose.choices, default=Purpose.SUBMISSION)
     attempts = models.PositiveSmallIntegerField(

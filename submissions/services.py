@@ -125,7 +125,7 @@ def submission_create(
     changes: dict | None = None,
 ):
     """A new draft submission of one system x benchmark for the system's organisation; with `extends`, an
-    extension of that published result (leaderboard.extensions.extension_open checks the rest)."""
+    extension of that published result (leaderboard.publishing.extensions.extension_open checks the rest)."""
     if not systems_for_new_drafts(actor).filter(pk=system.pk).exists():
         # The chair included: a draft is its organisation's own and hidden from everyone else (DESIGN.md).
         raise NotAllowedError(f"Only submitters of {system.organisation.name} can create its submissions.")

@@ -1,7 +1,7 @@
 """What submissions/ announces to the layers above it, sent by the check pipeline inside its transaction.
 
 `check_run_ended(check_run)`: a check run reached a final state (passed, failed or error). submissions/ may not
-import leaderboard/, and a re-check's report is leaderboard's (leaderboard.rechecks): it listens and writes the
+import leaderboard/, and a re-check's report is leaderboard's (leaderboard.publishing.rechecks): it listens and writes the
 report of a campaign whose last run this was, after the commit. The signal carries the fact only."""
 
 from django.dispatch import Signal

@@ -60,9 +60,9 @@ def redis_url() -> str:
 @pytest.fixture(autouse=True)
 def _fresh_public_cache():
     """Each test's database starts over, its public pages and answers too: a new generation of the public
-    cache (leaderboard.cache, keyed by the database name, which every test shares) so that no test reads pages
+    cache (leaderboard.board.cache, keyed by the database name, which every test shares) so that no test reads pages
     another test cached."""
-    from leaderboard.cache import public_cache_bump
+    from leaderboard.board.cache import public_cache_bump
 
     public_cache_bump()
 

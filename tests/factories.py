@@ -773,7 +773,7 @@ class EvidenceRequestFactory(_Factory):
 
 def _freeze(obj, create, *, submission) -> None:
     from checker.judge.verification import curve_with_verification
-    from leaderboard.snapshot import snapshot_build
+    from leaderboard.publishing.snapshot import snapshot_build
 
     if not create or obj.status != "published" or obj.snapshot:
         return
@@ -809,7 +809,7 @@ class PublicationFactory(_Factory):
 
     @factory.post_generation
     def frozen(obj, create, extracted, **kwargs):
-        """A published record is frozen as publishing freezes it (leaderboard.snapshot): the curve's points
+        """A published record is frozen as publishing freezes it (leaderboard.publishing.snapshot): the curve's points
         labelled with their verification and the snapshot of the system, check and provenance."""
         _freeze(obj, create, submission=obj.submission)
 
@@ -913,7 +913,7 @@ class LogLeafFactory(_Factory):
 
     @classmethod
     def _create(cls, model_class, *args, envelope, public_id, **kwargs):
-        from leaderboard.evidence import log_append
+        from leaderboard.publishing.evidence import log_append
 
         return log_append(envelope, public_id)[0]
 
@@ -940,7 +940,7 @@ class EvidencePackFactory(_Factory):
 
     @classmethod
     def _create(cls, model_class, *args, revision, **kwargs):
-        from leaderboard.evidence import evidence_pack_build_revision
+        from leaderboard.publishing.evidence import evidence_pack_build_revision
 
         return evidence_pack_build_revision(revision=revision)
 
@@ -987,16 +987,18 @@ class SavedTenderFactory(_Factory):
 
     @classmethod
     def _create(cls, model_class, *args, shared=False, **kwargs):
-        from leaderboard import services
+        from leaderboard.board import saved_tenders
 
-        tender = services.tender_save(
+        tender = saved_tenders.tender_save(
             actor=kwargs["created_by"],
             query=kwargs["definition"],
             name=kwargs["name"],
             organisation_id=kwargs["organisation"].pk,
         )
         if shared:
-            tender = services.tender_transition(actor=kwargs["created_by"], tender=tender, action="share")
+            tender = saved_tenders.tender_transition(
+                actor=kwargs["created_by"], tender=tender, action="share"
+            )
         return tender
 
 

@@ -248,7 +248,7 @@ ROUTES: dict[str, Route] = {
     "review:queue": _g(ONLY, who=REVIEWERS, access=Access.LOGIN, url=lambda w: "/review/"),
     "review:audit_queue": _g(ONLY, who=OVERSIGHT, access=Access.ROLE, url=lambda w: "/review/audit/"),
     "review:chair_dashboard": _g(ONLY, who=(CHAIR,), access=Access.ROLE, url=lambda w: "/review/chair/"),
-    # the chair's re-checks of what is published (leaderboard.rechecks): the page with the report, start, decide
+    # the chair's re-checks of what is published (leaderboard.publishing.rechecks): the page with the report, start, decide
     "review:chair_rechecks": _g(
         ONLY, who=(CHAIR,), access=Access.ROLE, url=lambda w: "/review/chair/rechecks/"
     ),

@@ -626,8 +626,8 @@ HIDDEN_SYSTEM_NAME = "Unreleased-Z9"
 def _publication_world(role_users) -> dict:
     """A published result of acme's system (with its revision's and an annotation's evidence packs), and
     Unreleased-Z9 with a result scheduled for next week."""
-    from leaderboard.evidence import evidence_pack_build_annotation, evidence_pack_build_revision
     from leaderboard.models import Annotation
+    from leaderboard.publishing.evidence import evidence_pack_build_annotation, evidence_pack_build_revision
     from tests.factories import PublicationFactory, PublicationRevisionFactory, SystemFactory
 
     acme = role_users["organisations"]["acme"]
@@ -716,7 +716,7 @@ ROUTES.update(LOG_ROUTES)
 
 @pytest.mark.parametrize("name", sorted(LOG_ROUTES))
 def test_the_public_log_answers_everyone_alike(name, role_users):
-    from leaderboard.evidence import log_append
+    from leaderboard.publishing.evidence import log_append
 
     _, method, url = ROUTES[name]
     log_append(b'{"payload": "first"}', "EP-T00001")
@@ -741,7 +741,7 @@ _SECRETS = ("Unreleased-Z9", "EP-EMBARGO1", "Audited-Secret", "Draft-Secret")
 
 @pytest.fixture
 def _public_world(role_users):
-    from leaderboard.cache import public_cache_bump
+    from leaderboard.board.cache import public_cache_bump
     from tests.factories import BenchmarkFactory, PublicationFactory, SubmissionFactory, SystemFactory
     from tests.leaderboard.support import make_curve, publish
 
@@ -797,7 +797,7 @@ def test_public_queries_never_show_an_unpublished_result_in_any_format(name, _pu
     "name", sorted(n for n, (k, _, _) in PUBLIC_QUERY_ROUTES.items() if k == PUBLISHED_ONLY)
 )
 def test_a_public_result_is_404_for_everyone_until_published(name, _public_world):
-    from leaderboard.cache import public_cache_bump
+    from leaderboard.board.cache import public_cache_bump
     from leaderboard.models import Publication
 
     _, _, url = ROUTES[name]

@@ -1,5 +1,5 @@
 """What an evidence pack holds and how its parts are sealed together (docs/evidence.md). The portal builds packs
-(leaderboard.evidence) and `portal verify` reads them (checker.evidence.verify) with these names and steps."""
+(leaderboard.publishing.evidence) and `portal verify` reads them (checker.evidence.verify) with these names and steps."""
 
 from __future__ import annotations
 

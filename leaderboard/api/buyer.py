@@ -11,7 +11,6 @@ from rest_framework.routers import BaseRouter
 
 from access.visibility import benchmarks_visible_to
 from catalog.models import Benchmark
-from leaderboard import exports, selectors
 from leaderboard.api.results import (
     CITED_FIELDS,
     FORMAT_PARAMETER,
@@ -20,12 +19,18 @@ from leaderboard.api.results import (
     PublicViewSet,
     public_publications,
 )
-from leaderboard.goodput.index import GoodputRows
-from leaderboard.goodput.tables import goodput_index, goodput_ranking
-from leaderboard.goodput.targets import CONVENTIONS, GoodputTargets, Prices, normalised
-from leaderboard.procurement import COSTING_FIELDS, MAX_MODELS, costing_from_query, requirements_from_query
-from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
-from leaderboard.tender import DEFAULT_PUE, TenderPrices, point_energy_and_cost
+from leaderboard.board import exports, selectors
+from leaderboard.board.goodput.index import GoodputRows
+from leaderboard.board.goodput.tables import goodput_index, goodput_ranking
+from leaderboard.board.goodput.targets import CONVENTIONS, GoodputTargets, Prices, normalised
+from leaderboard.board.procurement import (
+    COSTING_FIELDS,
+    MAX_MODELS,
+    costing_from_query,
+    requirements_from_query,
+)
+from leaderboard.board.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
+from leaderboard.board.tender import DEFAULT_PUE, TenderPrices, point_energy_and_cost
 from portal.errors import ApplicationError
 
 SloRowOut = inline_serializer(
@@ -304,7 +309,7 @@ def slo_answer(query: dict, *, benchmarks: list[Benchmark] | None = None) -> dic
     }
     rows = []
     for row in exports.slo_query(public_publications(), benchmark, targets):
-        # the buyer's prices (as the per-request mode prices its rows: leaderboard.goodput.targets.normalised) and
+        # the buyer's prices (as the per-request mode prices its rows: leaderboard.board.goodput.targets.normalised) and
         # the point's energy per token, measured where a trace exists
         priced = normalised(
             row, accelerators=row.get("accelerators"), nodes=nodes.get(row["public_id"]), prices=prices
@@ -331,7 +336,7 @@ def prices_of(query: dict) -> Prices:
 
 def point_energy(row: dict, measured: dict[str, dict[int, dict]]) -> dict:
     """A row's point power (measured where its point has a trace, else provisioned, and which) and energy per output
-    token (leaderboard.tender), for both modes of the finder."""
+    token (leaderboard.board.tender), for both modes of the finder."""
     figures = point_energy_and_cost(
         row,
         accelerators=row.get("accelerators"),
@@ -414,7 +419,7 @@ def procurement_answer(query) -> list[dict]:
 
 
 def procurement_for(requirements: list, costing) -> list[dict]:
-    """The procurement report of requirements and prices already read (leaderboard.tender_inputs)."""
+    """The procurement report of requirements and prices already read (leaderboard.board.tender_inputs)."""
     measured = {r.model: selectors.measured_power_of_benchmark(r.model) for r in requirements}
     return exports.procurement_query(
         public_publications(), requirements, measured_by_model=measured, costing=costing

@@ -1,4 +1,4 @@
-"""API of the chair's re-checks of what is published (leaderboard.rechecks): the campaigns, start one, the results
+"""API of the chair's re-checks of what is published (leaderboard.publishing.rechecks): the campaigns, start one, the results
 of one with what changed, and the decision per result (no action, annotate, open a challenge) with its reason.
 
 Chair-only (403 to anyone else); the services refuse what may not be done as {"code", "detail"} JSON; writes
@@ -18,8 +18,8 @@ from rest_framework.routers import BaseRouter
 from access.permissions import can
 from access.visibility import recheck_campaigns_visible_to, recheck_results_visible_to
 from accounts.permissions import TokenScopeAllows
-from leaderboard import rechecks
 from leaderboard.models import RecheckCampaign, RecheckResult
+from leaderboard.publishing import rechecks
 from portal.parsers import parse_id
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.idempotency import idempotent

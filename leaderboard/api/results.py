@@ -2,7 +2,7 @@
 points, curves, the SLO query and the procurement query, each as JSON or CSV (?format=csv or .csv).
 
 Every answer is the anonymous view (access.visibility.publications_visible_to(None): published results only,
-whoever asks), so it is shared: cached under the public generation (leaderboard.cache), with ETag and
+whoever asks), so it is shared: cached under the public generation (leaderboard.board.cache), with ETag and
 Last-Modified. Lists are paginated (limit/offset, at most MAX_PAGE_SIZE rows a page).
 """
 
@@ -20,8 +20,8 @@ from rest_framework.routers import BaseRouter
 
 from access.visibility import annotations_visible_to, benchmarks_visible_to, publications_visible_to
 from checker.judge.verification import RESULT_LEVELS
-from leaderboard import exports, selectors
-from leaderboard.cache import cached_response
+from leaderboard.board import exports, selectors
+from leaderboard.board.cache import cached_response
 from leaderboard.models import Publication
 from portal.errors import ApplicationError
 from portal.pagination import PortalPagination
@@ -120,7 +120,7 @@ STANDING_FIELDS = {
     "revision": serializers.IntegerField(help_text="The revision of the result this answer is about."),
     "evidence_pack_url": serializers.CharField(help_text="That revision's evidence pack."),
 }
-CITED_FIELDS = {  # leaderboard.slo.CITED: where the point's raw log is
+CITED_FIELDS = {  # leaderboard.board.slo.CITED: where the point's raw log is
     "measured_in_revision": serializers.IntegerField(
         help_text="The revision whose version holds its raw log."
     ),
@@ -285,7 +285,7 @@ FORMAT_PARAMETER = OpenApiParameter(
 
 class PublicResultFilter(django_filters.FilterSet):
     benchmark = django_filters.CharFilter(field_name="submission__benchmark__model_id")
-    # Every filter reads the published record (leaderboard.snapshot), never the live system.
+    # Every filter reads the published record (leaderboard.publishing.snapshot), never the live system.
     organisation = django_filters.CharFilter(field_name="snapshot__organisation__slug")
     system = django_filters.CharFilter(field_name="snapshot__system__name")
     division = django_filters.CharFilter(field_name="snapshot__division")

@@ -13,17 +13,17 @@ from access.visibility import benchmarks_visible_to
 from catalog.models import Benchmark
 from checker.judge.verification import FULLY_RECOMPUTED
 from checker.recompute.goodput import SloTarget
-from leaderboard import exports, selectors
 from leaderboard.api.buyer import procurement_for
 from leaderboard.api.results import FORMAT_PARAMETER, PublicViewSet, public_publications
-from leaderboard.claims import CLAIM_FIGURES, Claim, check_claim
-from leaderboard.levels import levels_from_query, levels_table
-from leaderboard.normalised import points_goodput
-from leaderboard.procurement import RequirementsError
-from leaderboard.scoring import score_phase
-from leaderboard.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
-from leaderboard.tender import SiteAsk, percentile_meets, size_site
-from leaderboard.tender_inputs import TenderDefinition, costing_of, tender_from_query
+from leaderboard.board import exports, selectors
+from leaderboard.board.claims import CLAIM_FIGURES, Claim, check_claim
+from leaderboard.board.levels import levels_from_query, levels_table
+from leaderboard.board.normalised import points_goodput
+from leaderboard.board.procurement import RequirementsError
+from leaderboard.board.scoring import score_phase
+from leaderboard.board.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
+from leaderboard.board.tender import SiteAsk, percentile_meets, size_site
+from leaderboard.board.tender_inputs import TenderDefinition, costing_of, tender_from_query
 from portal.errors import ApplicationError
 
 SIZING_NOTE = (
@@ -76,7 +76,7 @@ class SizingQuery(serializers.Serializer):
         allow_null=True,
         help_text="Per request, %; 95 by default.",
     )
-    # The prices and PUE are read by leaderboard.tender_inputs.costing_of, as every buyer view reads them (the same
+    # The prices and PUE are read by leaderboard.board.tender_inputs.costing_of, as every buyer view reads them (the same
     # sentence for a bad one wherever it is typed).
     pue = serializers.CharField(
         required=False, allow_blank=True, allow_null=True, help_text="A number from 1 to 5; default 1.3."
@@ -316,7 +316,7 @@ SCORING_NOTE = (
 def scoring_answer(query) -> dict:
     """The score sheets of a tender defined in a query string (or a saved tender's parameters): model_1 and its
     phases' requirements (the procurement report's parameters), optional prices and PUE, and criterion_N,
-    weight_N, direction_N, all read by leaderboard.tender_inputs.tender_from_query. Raises RequirementsError naming
+    weight_N, direction_N, all read by leaderboard.board.tender_inputs.tender_from_query. Raises RequirementsError naming
     every bad parameter."""
     return scoring_of(tender_from_query(query))
 

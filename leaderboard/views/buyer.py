@@ -16,12 +16,12 @@ from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from access.visibility import benchmarks_visible_to
-from leaderboard import selectors
 from leaderboard.api.buyer import SloQuery, procurement_answer, slo_answer
-from leaderboard.cache import cached_response, public_generation
-from leaderboard.cliffs import CLIFF_RULE
-from leaderboard.goodput.targets import CONVENTIONS
-from leaderboard.procurement import (
+from leaderboard.board import selectors
+from leaderboard.board.cache import cached_response, public_generation
+from leaderboard.board.cliffs import CLIFF_RULE
+from leaderboard.board.goodput.targets import CONVENTIONS
+from leaderboard.board.procurement import (
     COSTING_FIELDS,
     MAX_MODELS,
     PHASE_FIELDS,
@@ -30,7 +30,7 @@ from leaderboard.procurement import (
     RequirementsError,
     parameter_name,
 )
-from leaderboard.slo import NO_INTERPOLATION
+from leaderboard.board.slo import NO_INTERPOLATION
 from portal.errors import ApplicationError
 from portal.pagination import MAX_OFFSET
 from portal.parsers import parse_positive

@@ -1,4 +1,4 @@
-"""The chair's page of re-checks (leaderboard.rechecks): what is out of date, start a re-check, the campaigns, and
+"""The chair's page of re-checks (leaderboard.publishing.rechecks): what is out of date, start a re-check, the campaigns, and
 one campaign's report, with a decision per result (no action, annotate, open a challenge) and its reason.
 
 Chair-only: 403 to anyone else. Refusals of the services become messages on the page."""
@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from access.permissions import can
 from access.visibility import recheck_campaigns_visible_to, recheck_results_visible_to
-from leaderboard import rechecks
+from leaderboard.publishing import rechecks
 from leaderboard.workflow import RECHECK_RESULT
 from portal.errors import ApplicationError
 from portal.parsers import parse_id

@@ -9,15 +9,15 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
-from leaderboard import selectors
-from leaderboard.exports import point_citation, result_url, standing
+from leaderboard.board import selectors
+from leaderboard.board.exports import point_citation, result_url, standing
 from leaderboard.models import Publication
 from leaderboard.views.public import POINT_COLUMNS
 from portal import csv_safe
 from portal.downloads import stored_download
 from submissions.uploads import version_file_chunks
 
-# What each point row of the CSV cites of its own evidence (leaderboard.exports.point_citation).
+# What each point row of the CSV cites of its own evidence (leaderboard.board.exports.point_citation).
 CITATION_COLUMNS = (
     "version",
     "archive",

@@ -12,9 +12,9 @@ from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET
 
 from checker.evidence import merkle
-from leaderboard import selectors
-from leaderboard.evidence import checkpoint_empty, leaf_hashes, public_keys
+from leaderboard.board import selectors
 from leaderboard.models import EvidencePack, LogCheckpoint, LogLeaf
+from leaderboard.publishing.evidence import checkpoint_empty, leaf_hashes, public_keys
 from portal.downloads import stored_download
 from submissions.storage import storage_iter_chunks
 

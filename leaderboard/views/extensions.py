@@ -11,8 +11,8 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
 from access.visibility import submissions_visible_to
-from leaderboard import extensions
 from leaderboard.models import Publication
+from leaderboard.publishing import extensions
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
 
@@ -20,7 +20,7 @@ from portal.parsers import parse_id
 @login_required
 @require_POST
 def extension_open(request, pk: int):
-    """Open an extension of a published result (leaderboard.extensions.extension_open); a hardware change is
+    """Open an extension of a published result (leaderboard.publishing.extensions.extension_open); a hardware change is
     refused with the way to a new submission."""
     submission = get_object_or_404(submissions_visible_to(request.user), pk=pk)
     publication = Publication.objects.filter(submission_id=submission.result_root_id).first()

@@ -10,9 +10,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from catalog.cohorts import next_cohort
-from leaderboard import extensions, selectors, services
-from leaderboard.charts import axis_label, chart_spec, interactivity_metric, series_of
+from leaderboard.board import selectors
+from leaderboard.board.charts import axis_label, chart_spec, interactivity_metric, series_of
 from leaderboard.models import Publication, PublicationRevision
+from leaderboard.publishing import extensions, services
 from leaderboard.workflow import PUBLICATION
 from review import lifecycle
 from submissions.models import Submission, SystemDescriptionRevision

@@ -14,9 +14,9 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from access.visibility import challenges_visible_to
-from leaderboard import selectors
-from leaderboard.cache import public_cached, public_page
-from leaderboard.charts import (
+from leaderboard.board import selectors
+from leaderboard.board.cache import public_cached, public_page
+from leaderboard.board.charts import (
     axis_label,
     board_groups,
     chart_spec,
@@ -26,10 +26,9 @@ from leaderboard.charts import (
     series_of,
     series_style,
 )
-from leaderboard.cliffs import CLIFF_RULE, points_past_a_cliff
-from leaderboard.exports import standing
-from leaderboard.models import Challenge, Publication
-from leaderboard.normalised import (
+from leaderboard.board.cliffs import CLIFF_RULE, points_past_a_cliff
+from leaderboard.board.exports import standing
+from leaderboard.board.normalised import (
     PRICE_FIELDS,
     TARGET_FIELDS,
     BuyerInputs,
@@ -37,7 +36,8 @@ from leaderboard.normalised import (
     point_rows,
     points_goodput,
 )
-from leaderboard.slo import node_count
+from leaderboard.board.slo import node_count
+from leaderboard.models import Challenge, Publication
 from leaderboard.workflow import PUBLICATION
 from portal.parsers import parse_positive
 from spotchecks.selectors import acceptance_at_90, endpoint_url_shown, remeasurements_public, spotcheck_rows
@@ -65,9 +65,9 @@ def _result_url(publication: Publication) -> str:
 # --- Cached public pages -----------------------------------------------------------------------------
 #
 # Every public page is the same for everyone but for the site header (and, on a result page, a member's
-# challenge form): the body is rendered once per generation of the public data (leaderboard.cache: bumped when a
+# challenge form): the body is rendered once per generation of the public data (leaderboard.board.cache: bumped when a
 # publication, annotation or retraction commits) and kept as an HTML fragment; the page around it is rendered
-# per request. Anonymous visitors share whole cached responses (leaderboard.cache.public_page).
+# per request. Anonymous visitors share whole cached responses (leaderboard.board.cache.public_page).
 
 
 def public_fragment(name: str, template: str, build: Callable[[], dict]) -> dict:
@@ -372,7 +372,7 @@ def _compare_context(model_id: str, ids: list[str], inputs: BuyerInputs | None =
 @require_GET
 def compare(request, model_id: str):
     """2-4 published results of one benchmark on one chart, with their headline figures side by side, and per point
-    the normalised views and the cost at the buyer's price (leaderboard.normalised; inputs in the URL)."""
+    the normalised views and the cost at the buyer's price (leaderboard.board.normalised; inputs in the URL)."""
     ids = [i.strip() for value in request.GET.getlist("ids") for i in value.split(",") if i.strip()]
     inputs = buyer_inputs_from_query(request.GET)
 
@@ -399,7 +399,7 @@ def buyer_context(
     hidden=(),
     goodput=True,
 ) -> dict:
-    """The normalised and cost table of one result (leaderboard.normalised), at the buyer's prices and, with
+    """The normalised and cost table of one result (leaderboard.board.normalised), at the buyer's prices and, with
     per-request targets, each point's goodput; what templates/leaderboard/_buyer_form.html and
     _normalised_table.html show. `hidden`: the page's own parameters the form keeps (ids, revision)."""
     record = publication.record

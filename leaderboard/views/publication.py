@@ -12,9 +12,10 @@ from django.views.decorators.http import require_POST
 
 from access.visibility import challenges_visible_to, submissions_visible_to
 from catalog.cohorts import COHORT_ZONE
-from leaderboard import selectors, services
-from leaderboard.exports import result_url
+from leaderboard.board import selectors
+from leaderboard.board.exports import result_url
 from leaderboard.models import Publication
+from leaderboard.publishing import services
 from portal.errors import ApplicationError
 
 
@@ -54,7 +55,7 @@ def challenge_resolve(request, pk: int):
 @login_required
 @require_POST
 def publication_choose(request, pk: int):
-    """now / date (embargo, up to 60 days) / cohort, through leaderboard.services.publication_schedule."""
+    """now / date (embargo, up to 60 days) / cohort, through leaderboard.publishing.services.publication_schedule."""
     submission = get_object_or_404(submissions_visible_to(request.user), pk=pk)
     mode = request.POST.get("mode", "")
     publish_at = None

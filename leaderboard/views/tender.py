@@ -15,7 +15,6 @@ from django.views.decorators.http import require_POST
 
 from access.visibility import benchmarks_visible_to, get_visible_or_404
 from accounts.selectors import user_organisations
-from leaderboard import exports, selectors, services
 from leaderboard.api.tender import (
     CLAIMS_LABELS,
     CLAIMS_NOTE,
@@ -31,9 +30,9 @@ from leaderboard.api.tender import (
     scoring_answer,
     sizing_answer,
 )
-from leaderboard.claims import CLAIM_FIGURES
-from leaderboard.models import SavedTender
-from leaderboard.procurement import (
+from leaderboard.board import exports, saved_tenders, selectors
+from leaderboard.board.claims import CLAIM_FIGURES
+from leaderboard.board.procurement import (
     COSTING_FIELDS,
     PHASE_FIELDS,
     PHASE_LABELS,
@@ -41,9 +40,10 @@ from leaderboard.procurement import (
     RequirementsError,
     parameter_name,
 )
-from leaderboard.scoring import CRITERIA, MAX_CRITERIA
-from leaderboard.tender import DEFAULT_PUE
-from leaderboard.tender_inputs import TENDER_PARAMETERS, tender_parameters
+from leaderboard.board.scoring import CRITERIA, MAX_CRITERIA
+from leaderboard.board.tender import DEFAULT_PUE
+from leaderboard.board.tender_inputs import TENDER_PARAMETERS, tender_parameters
+from leaderboard.models import SavedTender
 from leaderboard.views.buyer import _public_page
 from leaderboard.workflow import TENDER
 from portal.errors import ApplicationError
@@ -321,7 +321,7 @@ def tender_save(request):
     """Save the tender of the scoring form under a name, private to the author's organisation."""
     organisation = request.POST.get("organisation") or None
     try:
-        tender = services.tender_save(
+        tender = saved_tenders.tender_save(
             actor=request.user,
             query=request.POST,
             name=request.POST.get("name", ""),
@@ -345,7 +345,7 @@ def tender_saved_edit(request, pk):
     """Replace a saved tender's definition (and name) with the scoring form's; its address stays."""
     tender = _saved(request, pk)
     try:
-        services.tender_edit(
+        saved_tenders.tender_edit(
             actor=request.user, tender=tender, query=request.POST, name=request.POST.get("name")
         )
     except RequirementsError as error:
@@ -364,7 +364,7 @@ def tender_saved_edit(request, pk):
 def _transition(request, pk, action: str, said: str):
     tender = _saved(request, pk)
     try:
-        services.tender_transition(actor=request.user, tender=tender, action=action)
+        saved_tenders.tender_transition(actor=request.user, tender=tender, action=action)
     except ApplicationError as error:
         _refused(request, error)
     else:
@@ -389,7 +389,7 @@ def tender_saved_unshare(request, pk):
 def tender_saved_delete(request, pk):
     tender = _saved(request, pk)
     try:
-        services.tender_delete(actor=request.user, tender=tender)
+        saved_tenders.tender_delete(actor=request.user, tender=tender)
     except ApplicationError as error:
         _refused(request, error)
         return redirect("leaderboard:tender_saved", pk=tender.uuid)

@@ -23,7 +23,7 @@ from access.permissions import can
 from access.visibility import conflicts_visible_to, get_visible_or_404
 from accounts.models import Membership, Organisation
 from accounts.selectors import user_org_ids
-from leaderboard.selectors import challenges_open
+from leaderboard.board.selectors import challenges_open
 from portal.errors import ApplicationError
 from portal.pages import ReasonForm
 from portal.parsers import parse_id

@@ -9,7 +9,7 @@ import math
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from leaderboard.selectors import publication_public
+from leaderboard.board.selectors import publication_public
 from spotchecks import selectors
 from spotchecks.acceptance import AcceptancePlan, acceptance_verdict
 

@@ -9,7 +9,7 @@ from django.http import FileResponse, Http404
 from django.views.decorators.http import require_GET
 
 from access.visibility import get_visible_or_404
-from leaderboard.selectors import publication_public
+from leaderboard.board.selectors import publication_public
 from spotchecks import selectors
 from spotchecks.models import SpotCheck
 from spotchecks.views.auditor import overseen

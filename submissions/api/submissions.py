@@ -12,8 +12,8 @@ from rest_framework.response import Response
 from access.visibility import submissions_visible_to
 from accounts.permissions import TokenScopeAllows
 from catalog.models import Benchmark
-from leaderboard.extensions import extension_open
 from leaderboard.models import Publication
+from leaderboard.publishing.extensions import extension_open
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
 from portal.private_cache import PrivateCachedListMixin

@@ -96,7 +96,7 @@ def check_run_create(
     *, version: SubmissionVersion, actor=None, purpose: str = CheckRun.Purpose.SUBMISSION
 ) -> CheckRun:
     """A new queued run of the checker over `version` with its benchmark's current rule set; the check starts
-    after commit. A `recheck` run (leaderboard.rechecks) goes through the same pipeline and queues but is never
+    after commit. A `recheck` run (leaderboard.publishing.rechecks) goes through the same pipeline and queues but is never
     the version's current run."""
     benchmark = version.submission.benchmark
     with transaction.atomic():

@@ -205,7 +205,7 @@ def check_run_point(*, check_run_id: int, attempt: int, point_key: str) -> bool:
 
 
 def point_source(layout, point_key: str, files: list[tuple[int, Any]], *, limits: Limits) -> dict[str, Any]:
-    """Where a point was read from, kept with its metrics so a publication cites it (leaderboard.snapshot): the
+    """Where a point was read from, kept with its metrics so a publication cites it (leaderboard.publishing.snapshot): the
     position of the version file holding its folder, the raw log's path inside that file, and the system
     description the point carries (what it was measured on; None when it has none or it is unreadable)."""
     point = next(candidate for candidate in layout.points if candidate.key == point_key)

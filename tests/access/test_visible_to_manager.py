@@ -47,7 +47,7 @@ def test_a_filtered_queryset_narrows_to_what_the_user_may_see():
 
 
 def test_the_public_leaderboard_reads_the_anonymous_row_of_the_table():
-    from leaderboard.selectors import publications_public
+    from leaderboard.board.selectors import publications_public
 
     shown = PublicationFactory()
     scheduled = PublicationFactory(scheduled=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.cache import public_cache_bump
+from leaderboard.board.cache import public_cache_bump
 from tests.checker.test_goodput import reference_slo
 from tests.factories import BenchmarkFactory
 from tests.leaderboard.goodput_support import RUNS, publish_sample_run

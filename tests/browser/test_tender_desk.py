@@ -11,7 +11,7 @@ from urllib.request import urlopen
 
 import pytest
 
-from leaderboard.cache import public_cache_bump
+from leaderboard.board.cache import public_cache_bump
 from tests.factories import BenchmarkFactory
 from tests.leaderboard.goodput_support import publish_sample_run
 

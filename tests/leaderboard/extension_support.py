@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from django.test import override_settings
 
-from leaderboard import services
+from leaderboard.publishing import services
 from submissions.models import CheckRun, Submission
 from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload_run_archives
 

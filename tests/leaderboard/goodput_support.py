@@ -10,7 +10,7 @@ from pathlib import Path
 from checker.cli.pipeline import check_point, judge_version, list_points, open_version
 from checker.read.inputs import Limits
 from checker.recompute.tokens import TokenCounter
-from leaderboard.services import headline_of
+from leaderboard.publishing.services import headline_of
 from submissions.checks.common import json_storable
 from submissions.checks.samples import point_samples_save
 from tests.factories import PointMetricFactory, SystemFactory

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from checker.recompute.curve import curve_of
 from leaderboard.models import Publication
-from leaderboard.services import headline_of
+from leaderboard.publishing.services import headline_of
 from tests.factories import BenchmarkFactory, PublicationFactory, SubmissionFactory, SystemFactory
 
 ACCELERATOR_DESCRIPTION = {
@@ -101,7 +101,7 @@ def publish(
 def refreeze(publication: Publication) -> Publication:
     """Freeze the publication's record again from the data as it is now, as if what a test added afterwards
     (a waiver, a reviewer) had been there when it was published."""
-    from leaderboard.snapshot import snapshot_build
+    from leaderboard.publishing.snapshot import snapshot_build
 
     snapshot = snapshot_build(
         submission=publication.submission,
@@ -130,7 +130,7 @@ def extend(
     `remeasure` (throughput x `factor`), its check run holding the union curve as the pipeline makes it (inherited
     points keep their revision and stack, new ones carry `stack`); published now through the real service
     unless `publish_now` is False (then it stays in `status`)."""
-    from leaderboard import services
+    from leaderboard.publishing import services
 
     root = publication.submission
     base = [dict(p) for p in (publication.curve or {}).get("points") or []]

@@ -17,8 +17,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from leaderboard.cache import public_cache_bump
-from leaderboard.slo import node_count
+from leaderboard.board.cache import public_cache_bump
+from leaderboard.board.slo import node_count
 from submissions.models import PointMetric
 from tests.checker.test_goodput import reference_slo
 from tests.factories import BenchmarkFactory, PublicationFactory

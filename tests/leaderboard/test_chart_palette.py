@@ -1,4 +1,4 @@
-"""The charts' series styles (leaderboard/charts.py): every colour readable against the plot area (WCAG 1.4.11,
+"""The charts' series styles (leaderboard/board/charts.py): every colour readable against the plot area (WCAG 1.4.11,
 3:1), told apart from the others under normal vision and the three dichromacies, and no two series alike in colour,
 marker and dash at once.
 
@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from leaderboard.charts import SERIES_COLOURS, series_style
+from leaderboard.board.charts import SERIES_COLOURS, series_style
 
 PLOT_AREA = "#f3f5f8"  # static/css/leaderboard.css .step-chart .plot-area
 WHITE = "#ffffff"  # the tooltip's and the legend's background

@@ -10,8 +10,8 @@ import re
 import pytest
 from django.test import Client
 
-from leaderboard.cache import public_cache_bump
-from leaderboard.cliffs import cliff_side, curve_cliffs
+from leaderboard.board.cache import public_cache_bump
+from leaderboard.board.cliffs import cliff_side, curve_cliffs
 from tests.factories import BenchmarkFactory
 from tests.leaderboard.goodput_support import checked, publish_sample_run
 

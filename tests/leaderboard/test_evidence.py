@@ -21,9 +21,9 @@ from checker.evidence.bag import sha256_hex
 from checker.evidence.note import Checkpoint, SignerKey, TlogProof, checkpoint_open, note_sign, parse_key_list
 from checker.evidence.pack import ENVELOPE, RECORD, TLOG_PROOF
 from checker.evidence.verify import verify_pack
-from leaderboard import extensions, services
-from leaderboard.evidence import signing_key
 from leaderboard.models import EvidencePack, LogCheckpoint, LogLeaf
+from leaderboard.publishing import extensions, services
+from leaderboard.publishing.evidence import signing_key
 from tests.leaderboard.extension_support import archive, checked, published_result, to_audited
 from tests.submissions.support import make_catalog
 

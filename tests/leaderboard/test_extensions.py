@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from audit.models import AuditEvent
-from leaderboard import extensions, services
 from leaderboard.models import Publication, PublicationRevision
+from leaderboard.publishing import extensions, services
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.models import Submission
 from tests.leaderboard.extension_support import archive, checked, published_result, relabelled, to_audited

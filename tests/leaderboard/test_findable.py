@@ -9,7 +9,7 @@ from html import unescape
 import pytest
 from django.test import Client
 
-from leaderboard.cache import public_cache_bump
+from leaderboard.board.cache import public_cache_bump
 from tests.factories import BenchmarkFactory
 from tests.leaderboard.support import publish
 

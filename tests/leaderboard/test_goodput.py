@@ -1,4 +1,4 @@
-"""The SLO finder per request (leaderboard.goodput): its answer over published sample results equals a computation
+"""The SLO finder per request (leaderboard.board.goodput): its answer over published sample results equals a computation
 written here from their raw events; the index's pruning never changes an answer; the arrays are kept by the check
 task and backfilled by a command."""
 
@@ -14,9 +14,9 @@ from django.core.management import call_command
 from django.test import Client, override_settings
 
 from checker.recompute.goodput import SampleSeries, SloTarget, evaluate
-from leaderboard.cache import public_cache_bump
-from leaderboard.goodput.index import GoodputIndex
-from leaderboard.goodput.targets import GoodputTargets
+from leaderboard.board.cache import public_cache_bump
+from leaderboard.board.goodput.index import GoodputIndex
+from leaderboard.board.goodput.targets import GoodputTargets
 from submissions.models import CheckRun, PointMetric
 from tests.checker.test_goodput import reference_slo
 from tests.factories import BenchmarkFactory
@@ -225,7 +225,7 @@ def table_dir(tmp_path, settings):
 def test_the_publish_worker_writes_the_table_the_web_processes_map(world, raw_events, table_dir):
     """goodput_table_build_task writes the snapshot's table; a web process then maps it (no arrays read from
     storage) and answers what the raw events say; a new publication names a new table."""
-    from leaderboard.goodput import tables
+    from leaderboard.board.goodput import tables
     from leaderboard.tasks import goodput_table_build_task
 
     built = goodput_table_build_task()
@@ -262,7 +262,7 @@ def test_an_answer_is_cached_across_urls_and_a_publication_invalidates_it(world,
     """The same targets asked in other words (300 or 300.0, the page, another page of the API) are one cached
     answer; once a new result is published (a new public generation), the next question is answered afresh and
     the new result is in it."""
-    from leaderboard.goodput import tables
+    from leaderboard.board.goodput import tables
     from tests.factories import OrganisationFactory
 
     ranked = []
@@ -390,7 +390,7 @@ def test_the_result_page_normalises_and_prices_every_point(world):
     price (kept in the URL) the cost per hour and per million output tokens; a bad price is named by its label."""
     import re
 
-    from leaderboard.slo import node_count
+    from leaderboard.board.slo import node_count
 
     publication, _, accelerators = world["ranked"][0]
     url = f"/results/{publication.public_id}/"

@@ -10,7 +10,7 @@ import re
 import pytest
 from django.test import Client
 
-from leaderboard.cache import public_cache_bump
+from leaderboard.board.cache import public_cache_bump
 from submissions.models import PointMetric
 from tests.factories import BenchmarkFactory
 from tests.leaderboard.goodput_support import publish_sample_run

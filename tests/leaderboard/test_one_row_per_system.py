@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from leaderboard.cache import public_cache_bump
+from leaderboard.board.cache import public_cache_bump
 from tests.factories import BenchmarkFactory
 from tests.leaderboard.support import publish
 

@@ -14,9 +14,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from accounts.selectors import user_org_ids
-from leaderboard import services
-from leaderboard.cache import public_cache_bump
+from leaderboard.board.cache import public_cache_bump
 from leaderboard.models import Challenge, Publication
+from leaderboard.publishing import services
 from portal.errors import NotAllowedError
 from tests.factories import (
     AttestationFactory,

@@ -20,10 +20,10 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
-from leaderboard import services
-from leaderboard.cache import public_cache_bump
+from leaderboard.board.cache import public_cache_bump
 from leaderboard.demo import AX8000_TITLE, IN_REVIEW_EXTENSION_TITLE
 from leaderboard.models import Publication, PublicationRevision
+from leaderboard.publishing import services
 from review.demo import _audited
 from submissions.models import PointMetric, Submission
 from tests.factories import BenchmarkFactory

@@ -12,9 +12,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from leaderboard import services
 from leaderboard.api.results import MAX_PAGE_SIZE
-from leaderboard.cache import public_cache_bump
+from leaderboard.board.cache import public_cache_bump
+from leaderboard.publishing import services
 from tests.factories import BenchmarkFactory, PublicationFactory, SubmissionFactory, SystemFactory
 from tests.leaderboard.support import make_curve, publish
 
@@ -265,7 +265,7 @@ def test_every_public_endpoint_is_in_the_openapi_schema():
 
 
 def test_response_memo_keeps_the_newest_entries_within_its_byte_budget():
-    from leaderboard.cache import _ResponseMemo
+    from leaderboard.board.cache import _ResponseMemo
 
     memo = _ResponseMemo(max_bytes=1000)
     for name in "abcd":
@@ -282,7 +282,7 @@ def test_response_memo_keeps_the_newest_entries_within_its_byte_budget():
 def test_a_cleared_cache_never_repeats_a_generation(db):
     from django.core.cache import cache
 
-    from leaderboard.cache import _namespace, public_generation
+    from leaderboard.board.cache import _namespace, public_generation
 
     before, _ = public_generation()
     cache.delete_many([f"{_namespace()}:generation", f"{_namespace()}:changed"])

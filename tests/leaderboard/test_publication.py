@@ -13,8 +13,8 @@ from django.utils import timezone
 from access.visibility import publications_visible_to, submissions_visible_to
 from audit.models import AuditEvent
 from catalog.cohorts import next_cohort
-from leaderboard import services
 from leaderboard.models import Annotation, Publication
+from leaderboard.publishing import services
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.models import Submission
 from tests.factories import MembershipFactory, SubmissionFactory, SystemFactory

@@ -1,4 +1,4 @@
-"""Re-checks of what is published when a rule set changes version (leaderboard.rechecks), with a result published
+"""Re-checks of what is published when a rule set changes version (leaderboard.publishing.rechecks), with a result published
 from the real sample run archives through the real upload, check and publication services: a rule-set bump
 starts a campaign of re-check runs through the same pipeline, its report lists what changed per result, the
 chair decides per result, and nothing published changes by itself."""
@@ -12,8 +12,8 @@ import pytest
 from audit.models import AuditEvent
 from catalog.models import Benchmark
 from checker.judge import ruleset as checker_ruleset
-from leaderboard import rechecks
 from leaderboard.models import Annotation, Challenge, Publication, RecheckCampaign, RecheckResult
+from leaderboard.publishing import rechecks
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.models import CheckRun
 from submissions.selectors import check_run_latest

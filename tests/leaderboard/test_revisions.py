@@ -11,7 +11,7 @@ import json
 import pytest
 from django.test import Client
 
-from leaderboard import selectors
+from leaderboard.board import selectors
 from tests.factories import BenchmarkFactory
 from tests.leaderboard.support import extend, publish
 
@@ -121,8 +121,8 @@ def test_an_extension_scheduled_for_a_date_becomes_the_next_revision_when_due(re
 
     from django.utils import timezone
 
-    from leaderboard import services
     from leaderboard.models import PublicationRevision
+    from leaderboard.publishing import services
     from submissions.models import Submission
 
     publication, pending = result["publication"], result["pending"]

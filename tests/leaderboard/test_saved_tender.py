@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 from audit.models import AuditEvent
-from leaderboard.cache import public_cache_bump
+from leaderboard.board.cache import public_cache_bump
 from leaderboard.models import SavedTender
 from tests.factories import BenchmarkFactory, MembershipFactory, SavedTenderFactory, UserFactory
 from tests.leaderboard.goodput_support import publish_sample_run

@@ -8,8 +8,8 @@ from django.db import connection
 from django.http import Http404
 from django.test.utils import CaptureQueriesContext
 
-from leaderboard import selectors
-from leaderboard.selectors import LeaderboardFilters
+from leaderboard.board import selectors
+from leaderboard.board.selectors import LeaderboardFilters
 from tests.factories import BenchmarkFactory, OrganisationFactory, PublicationFactory, SystemFactory
 from tests.leaderboard.support import publish
 

@@ -13,9 +13,9 @@ from django.test import Client
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leaderboard.cache import public_cache_bump
-from leaderboard.procurement import ModelRequirement, procurement_report, requirements_from_query
-from leaderboard.slo import SloIndex, SloTargets, accelerator_count, slo_rank
+from leaderboard.board.cache import public_cache_bump
+from leaderboard.board.procurement import ModelRequirement, procurement_report, requirements_from_query
+from leaderboard.board.slo import SloIndex, SloTargets, accelerator_count, slo_rank
 from tests.factories import BenchmarkFactory, PublicationFactory
 from tests.leaderboard.support import make_curve, publish
 

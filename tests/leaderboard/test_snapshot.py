@@ -11,9 +11,9 @@ import json
 import pytest
 from django.test import Client
 
-from leaderboard import services
-from leaderboard.cache import public_cache_bump
+from leaderboard.board.cache import public_cache_bump
 from leaderboard.models import Publication
+from leaderboard.publishing import services
 from submissions.models import CheckRun, System
 from submissions.selectors import check_run_latest
 from submissions.services import system_update_description

@@ -1,12 +1,12 @@
 """A system may not be published under a name that reads like another organisation's published one, and nothing
-about a name is told before it is public (leaderboard.names)."""
+about a name is told before it is public (leaderboard.publishing.names)."""
 
 from __future__ import annotations
 
 import pytest
 
-from leaderboard import services
-from leaderboard.names import name_skeleton
+from leaderboard.publishing import services
+from leaderboard.publishing.names import name_skeleton
 from portal.errors import ConflictError
 from submissions.models import Submission
 from submissions.services import system_register

@@ -12,7 +12,7 @@ import tarfile
 import pytest
 from django.test import Client
 
-from leaderboard.cache import public_cache_bump
+from leaderboard.board.cache import public_cache_bump
 from submissions.models import PointMetric
 from tests.checker.test_goodput import reference_slo
 from tests.factories import BenchmarkFactory

@@ -24,7 +24,7 @@ from checker.judge.verification import (
     curve_verification,
     point_verification,
 )
-from leaderboard.cache import public_cache_bump
+from leaderboard.board.cache import public_cache_bump
 from leaderboard.demo import AX4000_TITLE, AX8000_TITLE
 from leaderboard.models import Publication
 from tests.factories import BenchmarkFactory

@@ -20,7 +20,7 @@ def test_each_generated_page_is_what_the_code_writes_now(path: Path):
 def test_the_module_map_names_every_module_and_its_first_sentence():
     text = (ROOT / "docs" / "modules.md").read_text(encoding="utf-8")
     assert "| `portal.policy` | The workflow policy's machinery" in text
-    assert "| `leaderboard.evidence` |" in text and "| `checker.read` |" in text
+    assert "| `leaderboard.publishing.evidence` |" in text and "| `checker.read` |" in text
     assert "migrations" not in text  # migrations are history, not the map
 
 

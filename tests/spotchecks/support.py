@@ -20,7 +20,7 @@ from django.conf import settings
 
 from checker.cli.import_pipeline import import_runs
 from checker.recompute.curve import curve_of
-from leaderboard.services import headline_of
+from leaderboard.publishing.services import headline_of
 from portal.egress import EgressProxy
 from spotchecks.runner import LoadSpec, run_guidellm
 from tests.conftest import IN_CI

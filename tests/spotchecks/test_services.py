@@ -15,7 +15,7 @@ from access.visibility import spotchecks_visible_to
 from audit.models import AuditEvent
 from checker.recompute.curve import curve_of
 from leaderboard.models import Challenge
-from leaderboard.services import challenge_raise_remeasured, headline_of
+from leaderboard.publishing.services import challenge_raise_remeasured, headline_of
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from portal.reconcile import jobs_reconcile
 from spotchecks import services

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from leaderboard import rechecks
 from leaderboard.models import RecheckCampaign
+from leaderboard.publishing import rechecks
 from portal.celery import app
 from review.selectors import check_verdict
 from submissions.models import CheckRun

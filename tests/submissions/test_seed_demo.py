@@ -242,7 +242,7 @@ def test_seed_demo_again_after_the_demo_was_used_reuses_it(capsys, monkeypatch):
     waiting for them), reuses the database and prints the summary instead of stopping."""
     from django.core.management.base import CommandError
 
-    from leaderboard import services as leaderboard_services
+    from leaderboard.publishing import services as leaderboard_services
     from review.services.attestations import attestation_record
     from submissions.management.commands import seed_demo
 

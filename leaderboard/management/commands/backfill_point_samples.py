@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from leaderboard.goodput.samples import published_check_runs
+from leaderboard.board.goodput.samples import published_check_runs
 
 
 class Command(BaseCommand):
@@ -35,6 +35,6 @@ class Command(BaseCommand):
             self.stdout.write(f"check run #{check_run.pk}: stored the arrays of {got} of {lacking} point(s)")
         self.stdout.write(f"{stored} point(s) got per-sample arrays ({len(runs)} published check runs).")
         if stored:
-            from leaderboard.cache import public_cache_bump
+            from leaderboard.board.cache import public_cache_bump
 
             public_cache_bump()

@@ -33,8 +33,8 @@ from accounts.demo import seed_demo_accounts
 from audit.models import AuditEvent
 from audit.services import audit_event_record
 from leaderboard.demo import seed_demo_publications
-from leaderboard.evidence import public_keys
 from leaderboard.models import EvidencePack
+from leaderboard.publishing.evidence import public_keys
 from review.demo import Z9_TITLE, seed_demo_review, seed_demo_z9
 from spotchecks.demo import seed_demo_spotcheck
 from submissions.demo import DEMO_USERS, seed_demo

@@ -10,9 +10,9 @@ import math
 from dataclasses import dataclass, field
 
 from checker.recompute.goodput import SloTarget, evaluate
-from leaderboard.goodput.samples import load_samples, published_point_samples
-from leaderboard.goodput.targets import Prices
-from leaderboard.slo import node_count
+from leaderboard.board.goodput.samples import load_samples, published_point_samples
+from leaderboard.board.goodput.targets import Prices
+from leaderboard.board.slo import node_count
 
 HOURLY_PRICE_FIELDS = (
     ("price_per_accelerator_hour", "Price per accelerator-hour"),

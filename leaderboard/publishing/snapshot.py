@@ -8,7 +8,7 @@ points and the curve are the snapshot's `curve`; beside them, each point's own e
 it composes (`sources`): a revision's curve holds points measured by several versions, and each cites the version,
 the archive (SHA-256, path inside it) holding its raw log, its check run, rule set and waivers, and the system
 description and stack it was measured on. Every public page, filter, export and API answer reads
-`publication.record` (leaderboard.record.PublishedRecord over that JSON), never the live system: an edit of a system afterwards
+`publication.record` (leaderboard.publishing.record.PublishedRecord over that JSON), never the live system: an edit of a system afterwards
 changes its drafts and future revisions only.
 """
 

@@ -2,14 +2,14 @@
 as the EU "most economically advantageous tender" discloses it in advance: w x value / best for higher-is-better,
 w x best / value for lower-is-better, best over the eligible systems; total = sum of the scores; eligible = the
 system's evidence meets every requirement of the phase. Values come from each system's phase evidence (the
-procurement report's point, leaderboard.procurement), published and recomputed; nothing else. Plain functions."""
+procurement report's point, leaderboard.board.procurement), published and recomputed; nothing else. Plain functions."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from leaderboard.slo import number
+from leaderboard.board.slo import number
 
 HIGHER, LOWER = "higher", "lower"
 MAX_CRITERIA = 8
@@ -120,7 +120,7 @@ def score_phase(rows: list[dict], phase: str, criteria: list[Criterion]) -> dict
 
 def criteria_problems(query) -> tuple[list[Criterion], list[tuple[str, str, str]]]:
     """criterion_N, weight_N (> 0) and direction_N (higher | lower; the criterion's own by default), N = 1..8: the
-    criteria read, and a (parameter, label, sentence) per bad field (leaderboard.procurement.RequirementsError's)."""
+    criteria read, and a (parameter, label, sentence) per bad field (leaderboard.board.procurement.RequirementsError's)."""
     criteria, problems = [], []
     for index in range(1, MAX_CRITERIA + 1):
         name = (query.get(f"criterion_{index}") or "").strip()

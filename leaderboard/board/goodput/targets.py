@@ -36,7 +36,7 @@ class Prices:
     per_system_hour: float | None = None
     per_kwh: float | None = None
     # Optional, on top of an hourly price: what the buyer pays per million input (prompt) tokens, priced per output
-    # token at each point's own input/output token ratio (leaderboard.normalised.point_rows).
+    # token at each point's own input/output token ratio (leaderboard.board.normalised.point_rows).
     per_million_input_tokens: float | None = None
 
     @property

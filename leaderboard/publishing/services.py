@@ -15,14 +15,13 @@ from accounts.services.notifications import notify
 from audit.services import audit_event_record
 from catalog.cohorts import next_cohort
 from checker.judge.verification import curve_with_verification
-from leaderboard.cache import public_cache_invalidate_on_commit
-from leaderboard.evidence import evidence_pack_build_annotation, evidence_pack_build_revision
-from leaderboard.extensions import revision_number_next, revision_record
-from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision, SavedTender
-from leaderboard.names import published_name_like
-from leaderboard.snapshot import snapshot_build
-from leaderboard.tender_inputs import tender_from_query, tender_name
-from leaderboard.workflow import CHALLENGE, PUBLICATION, REVISION, TENDER
+from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision
+from leaderboard.publishing.evidence import evidence_pack_build_annotation, evidence_pack_build_revision
+from leaderboard.publishing.extensions import revision_number_next, revision_record
+from leaderboard.publishing.names import published_name_like
+from leaderboard.publishing.signals import public_changed_on_commit
+from leaderboard.publishing.snapshot import snapshot_build
+from leaderboard.workflow import CHALLENGE, PUBLICATION, REVISION
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from review import lifecycle
 from submissions.models import Submission
@@ -97,7 +96,7 @@ def publication_schedule(
 
 
 def _require_own_name(submission: Submission) -> None:
-    """Refuse a result whose system would pass for another organisation's published one (leaderboard.names):
+    """Refuse a result whose system would pass for another organisation's published one (leaderboard.publishing.names):
     on the public board the first published keeps the name."""
     if submission.extends_id is not None:  # an extension keeps the name its result was published under
         return
@@ -202,7 +201,7 @@ def _publish_revision(revision: PublicationRevision, *, actor, now: datetime) ->
         check_run=check_run,
     )
     evidence_pack_build_revision(revision=published)
-    public_cache_invalidate_on_commit()
+    public_changed_on_commit()
     audit_event_record(
         actor=actor,
         action="publication.revised",
@@ -288,7 +287,7 @@ def _publish(publication: Publication, *, actor, now: datetime) -> bool:
         },
     )
     evidence_pack_build_revision(revision=first)
-    public_cache_invalidate_on_commit()  # the public tables and API answers change once this commits
+    public_changed_on_commit()  # the public tables and API answers change once this commits
     return True
 
 
@@ -351,7 +350,7 @@ def challenge_raise(*, publication: Publication, actor, reason: str) -> Challeng
     audit_event_record(
         actor=actor, action="challenge.raised", obj=challenge, data={"public_id": publication.public_id}
     )
-    public_cache_invalidate_on_commit()  # challenges are public: the result page shows it
+    public_changed_on_commit()  # challenges are public: the result page shows it
     notify(
         users=chairs(),
         kind="challenge.raised",
@@ -377,7 +376,7 @@ def challenge_raise_remeasured(*, publication: Publication, reason: str, data: d
         obj=challenge,
         data={"public_id": publication.public_id, "by": "spot-check", **data},
     )
-    public_cache_invalidate_on_commit()
+    public_changed_on_commit()
     notify(
         users=chairs(),
         kind="challenge.raised",
@@ -415,7 +414,7 @@ def challenge_resolve(*, challenge: Challenge, actor, outcome: str, text: str) -
         evidence_pack_build_annotation(annotation=annotation)
     elif outcome == Challenge.Status.RETRACTED:
         publication_retract(publication=publication, actor=actor, reason=text.strip(), challenge=challenge)
-    public_cache_invalidate_on_commit()  # the resolution is public, whatever the outcome
+    public_changed_on_commit()  # the resolution is public, whatever the outcome
     notify(
         users=[challenge.raised_by] if challenge.raised_by_id else [],
         kind=f"challenge.{outcome}",
@@ -443,7 +442,7 @@ def publication_retract(
         publication=publication, challenge=challenge, text=f"Retracted: {reason.strip()}", created_by=actor
     )
     evidence_pack_build_annotation(annotation=annotation, retraction=True)
-    public_cache_invalidate_on_commit()
+    public_changed_on_commit()
     audit_event_record(
         actor=actor,
         action="publication.retracted",
@@ -461,80 +460,8 @@ def annotation_add(*, publication: Publication, actor, text: str) -> Annotation:
         raise ApplicationError("An annotation needs a text.", code="invalid")
     annotation = Annotation.objects.create(publication=publication, text=text.strip(), created_by=actor)
     evidence_pack_build_annotation(annotation=annotation)
-    public_cache_invalidate_on_commit()
+    public_changed_on_commit()
     audit_event_record(
         actor=actor, action="publication.annotated", obj=annotation, data={"public_id": publication.public_id}
     )
     return annotation
-
-
-# --- Saved tenders (docs/tender-desk.md) ---------------------------------------------------------------------
-
-
-@transaction.atomic
-def tender_save(*, actor, query, name: str, organisation_id: int | None = None) -> SavedTender:
-    """Save a tender's definition (a query string, read as the scoring page reads it) under a name, private to the
-    author's organisation (the one given, else the author's first). Raises RequirementsError (a 400 naming each
-    bad field) and NotAllowedError for a user of no organisation or of another one."""
-    organisations = sorted(user_org_ids(actor)) if actor is not None else []
-    if not organisations:
-        raise NotAllowedError("Only members of an organisation can save a tender.")
-    if organisation_id is None:
-        organisation_id = organisations[0]
-    elif organisation_id not in organisations:
-        raise NotAllowedError("Only members of an organisation can save a tender for it.")
-    definition = tender_from_query(query)
-    tender = SavedTender(
-        organisation_id=organisation_id,
-        created_by=actor,
-        name=tender_name(name),
-        definition=definition.parameters,
-    )
-    return TENDER.create(
-        actor,
-        tender,
-        "save",
-        data={"uuid": str(tender.uuid), "name": tender.name, "definition": tender.definition},
-    )
-
-
-@transaction.atomic
-def tender_edit(*, actor, tender: SavedTender, query, name: str | None = None) -> SavedTender:
-    """Replace a saved tender's definition (and its name, when one is given); its address stays."""
-    definition = tender_from_query(query)
-    new_name = tender.name if name is None else tender_name(name)
-    TENDER.take(
-        actor,
-        tender,
-        "edit",
-        fields={"name": new_name, "definition": definition.parameters, "updated_at": timezone.now()},
-        data={"uuid": str(tender.uuid), "name": new_name, "definition": definition.parameters},
-    )
-    tender.refresh_from_db()
-    return tender
-
-
-@transaction.atomic
-def tender_transition(*, actor, tender: SavedTender, action: str) -> SavedTender:
-    """Share a saved tender (everyone may read it at its address) or make it private again."""
-    TENDER.take(
-        actor,
-        tender,
-        action,
-        fields={"updated_at": timezone.now()},
-        data={"uuid": str(tender.uuid), "name": tender.name},
-    )
-    tender.refresh_from_db()
-    return tender
-
-
-@transaction.atomic
-def tender_delete(*, actor, tender: SavedTender) -> None:
-    """Delete a saved tender: its address answers 404 from then on (the audit log keeps what it was)."""
-    TENDER.take(  # the guard and the event; then the row goes
-        actor,
-        tender,
-        "delete",
-        data={"uuid": str(tender.uuid), "name": tender.name, "definition": tender.definition},
-    )
-    SavedTender.objects.filter(pk=tender.pk).delete()

@@ -1,7 +1,7 @@
 """The tender desk's figures (DESIGN.md, "Tender desk"): a point's power (measured where a trace exists, else
 provisioned, and which), its energy per output token and cost per million output tokens, and the sizing of a site
 for U concurrent users per phase from each system's sizing point. Plain functions over published snapshots (no
-Django), like leaderboard.slo and leaderboard.procurement, whose point selection they reuse; nothing is
+Django), like leaderboard.board.slo and leaderboard.board.procurement, whose point selection they reuse; nothing is
 interpolated and a system that no measured point lets meet the SLO is "cannot meet", never a guess."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from leaderboard.slo import SloTargets, number, point_meets, point_power_kw
+from leaderboard.board.slo import SloTargets, number, point_meets, point_power_kw
 
 HOURS_PER_YEAR = 8760
 DEFAULT_PUE = 1.3
@@ -98,7 +98,7 @@ def point_energy_and_cost(
 
 
 def percentile_meets(targets: SloTargets) -> Callable[[dict, dict], bool]:
-    """Percentile mode: ttft_p90_ms <= X and interactivity >= Y (leaderboard.slo.point_meets)."""
+    """Percentile mode: ttft_p90_ms <= X and interactivity >= Y (leaderboard.board.slo.point_meets)."""
     return lambda result, point: point_meets(point, targets, accelerators=result.get("accelerators"))
 
 

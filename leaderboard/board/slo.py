@@ -118,9 +118,9 @@ def best_point(points: list[dict], targets: SloTargets, *, accelerators: int | N
     )
 
 
-# What a row says of the result it comes from (leaderboard.exports.standing).
+# What a row says of the result it comes from (leaderboard.board.exports.standing).
 STANDING = ("ruleset", "preview", "standing", "revision", "evidence_pack_url")
-# What a row cites of its point's own evidence (leaderboard.exports.point_citation): the revision and version that
+# What a row cites of its point's own evidence (leaderboard.board.exports.point_citation): the revision and version that
 # measured it, the archive holding its raw log and that raw log.
 CITED = (
     "measured_in_revision",

@@ -29,7 +29,7 @@ from accounts.services.notifications import notify
 from audit.services import audit_event_record
 from checker import __version__ as checker_version
 from leaderboard.models import Publication, PublicationRevision, RecheckCampaign, RecheckResult
-from leaderboard.services import annotation_add, challenge_raise
+from leaderboard.publishing.services import annotation_add, challenge_raise
 from leaderboard.workflow import RECHECK_CAMPAIGN, RECHECK_RESULT
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from review.selectors import check_verdict

@@ -14,8 +14,8 @@ import math
 import numpy as np
 
 from checker.recompute.goodput import SampleSeries
-from leaderboard.cliffs import cliff_side, curve_cliffs
-from leaderboard.goodput.targets import GoodputTargets, Prices, normalised
+from leaderboard.board.cliffs import cliff_side, curve_cliffs
+from leaderboard.board.goodput.targets import GoodputTargets, Prices, normalised
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class GoodputIndex:
     def __init__(
         self, results: list[dict], samples: dict[tuple[int, int], SampleSeries] | None = None, *, arrays=None
     ) -> None:
-        """results: leaderboard.exports.snapshot_results rows; samples: (result index, point index) -> arrays.
+        """results: leaderboard.board.exports.snapshot_results rows; samples: (result index, point index) -> arrays.
         Points without arrays are not candidates (counted in `points_without_samples`). `arrays` (from `load`)
         replaces `samples`."""
         self.results = [r for r in results if not r.get("retracted")]

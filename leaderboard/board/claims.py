@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from checker.judge.verification import POINT_RECOMPUTED, point_verification
-from leaderboard.slo import number
-from leaderboard.tender import point_power
+from leaderboard.board.slo import number
+from leaderboard.board.tender import point_power
 
 SUPPORTED = "supported"
 COMPARABLE = "supported by a comparable system"

@@ -2,7 +2,7 @@
 visibility table's anonymous row, `Model.objects.visible_to(None)`, not a rule of this module).
 
 Every public page reads Publication rows and their snapshot (curve, headline, and the frozen record: system,
-organisation, description, verification level, check verdict, provenance; leaderboard.snapshot) with the
+organisation, description, verification level, check verdict, provenance; leaderboard.publishing.snapshot) with the
 benchmark joined in, so the number of queries never grows with the number of results; nothing here reads the live
 system or organisation. A retracted result keeps its page (`publication_public`) and history entry, but leaves the
 rankings. By default only fully recomputed results rank (checker.judge.verification); a filter shows the others.
@@ -20,9 +20,9 @@ from accounts.selectors import user_org_ids
 from catalog.models import Benchmark, ruleset_is_preview
 from catalog.selectors import benchmark_list
 from checker.judge.verification import CLAIMED, FULLY_RECOMPUTED, PARTLY_RECOMPUTED, Verification
-from leaderboard.cache import public_cached
+from leaderboard.board.cache import public_cached
+from leaderboard.board.systems import newest_per_system
 from leaderboard.models import Annotation, Challenge, Publication, PublicationRevision, SavedTender
-from leaderboard.systems import newest_per_system
 from review.models import Attestation, Review
 from review.selectors import check_verdict
 from submissions.models import PointMetric, Submission
@@ -179,7 +179,7 @@ class Leaderboard:
 def leaderboard_for(
     benchmark: Benchmark, filters: LeaderboardFilters | None = None, *, with_curves: bool = True
 ) -> Leaderboard:
-    """The benchmark's published, not retracted results, the newest per system (leaderboard.systems), ranked by
+    """The benchmark's published, not retracted results, the newest per system (leaderboard.board.systems), ranked by
     peak system throughput, filtered; by default only fully recomputed ones (`filters.level` shows the others,
     after them). One query: every filter reads the frozen record of rows already loaded. `with_curves=False` leaves the
     curves (the bulk of a row) in the database: `publication_curves` reads those a page draws."""
@@ -497,7 +497,7 @@ def saved_tenders_of(user) -> QuerySet[SavedTender]:
 def point_token_counts(publication: Publication) -> dict[str, dict]:
     """Per point key of a published result, its recomputed input and output token totals (the raw log's prompts and
     answers as the checker counted them), from the check run its numbers come from: the cost per million output
-    tokens with a price per million input tokens reads them (leaderboard.normalised.point_rows). A point without a
+    tokens with a price per million input tokens reads them (leaderboard.board.normalised.point_rows). A point without a
     recomputation is absent."""
     if publication.check_run_id is None:
         return {}

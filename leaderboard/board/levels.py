@@ -7,7 +7,7 @@ functions over published snapshots (no Django)."""
 from __future__ import annotations
 
 from checker.judge.verification import POINT_RECOMPUTED, point_verification
-from leaderboard.slo import number
+from leaderboard.board.slo import number
 
 MAX_LEVELS = 12
 

@@ -10,9 +10,9 @@ from collections import OrderedDict
 import numpy as np
 
 from checker.recompute.goodput import SampleSeries
-from leaderboard.goodput.index import GoodputIndex
-from leaderboard.goodput.samples import load_samples, published_point_samples
-from leaderboard.goodput.targets import GoodputTargets
+from leaderboard.board.goodput.index import GoodputIndex
+from leaderboard.board.goodput.samples import load_samples, published_point_samples
+from leaderboard.board.goodput.targets import GoodputTargets
 
 logger = logging.getLogger(__name__)
 
@@ -96,8 +96,8 @@ def goodput_index(publications, model_id: str) -> GoodputIndex:
     shared through the cache, so the others only map the file."""
     from django.conf import settings
 
-    from leaderboard.cache import public_cached
-    from leaderboard.exports import snapshot_results_cached
+    from leaderboard.board.cache import public_cached
+    from leaderboard.board.exports import snapshot_results_cached
 
     results = snapshot_results_cached(publications, model_id)
     entry = _indexes.get(model_id)
@@ -124,7 +124,7 @@ def goodput_ranking(index: GoodputIndex, model_id: str, targets: GoodputTargets)
     an answer of the old one is never read again."""
     import json
 
-    from leaderboard.cache import public_cached, public_generation
+    from leaderboard.board.cache import public_cached, public_generation
 
     generation, _ = public_generation()
     if (
@@ -154,7 +154,7 @@ def goodput_tables_build(publications, keep: int = 2) -> list[str]:
 
     from django.conf import settings
 
-    from leaderboard.exports import snapshot_results
+    from leaderboard.board.exports import snapshot_results
 
     built = []
     models = sorted(set(publications.values_list("submission__benchmark__model_id", flat=True)))

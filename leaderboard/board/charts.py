@@ -13,7 +13,7 @@ import math
 
 from catalog.models import Benchmark
 from checker.judge.verification import POINT_SENTENCES, curve_verification, point_verification
-from leaderboard.cliffs import curve_cliffs
+from leaderboard.board.cliffs import curve_cliffs
 
 # Series differ by colour, marker shape and dash together, so that no series is told apart by colour alone. The
 # colours have at least 3:1 contrast against the plot area (#f3f5f8) and stay apart under protanopia, deuteranopia
@@ -107,7 +107,7 @@ def _point(point: dict, on_front: set[str]) -> dict:
 
 
 def cliff_sentence(cliff: dict) -> str:
-    """What a chart's tooltip says of the first point past a cliff (leaderboard.cliffs)."""
+    """What a chart's tooltip says of the first point past a cliff (leaderboard.board.cliffs)."""
     parts = []
     if cliff.get("interactivity_kept") is not None:
         parts.append(f"keeps {cliff['interactivity_kept']:.0%} of the interactivity")
@@ -134,7 +134,7 @@ def series_of(
 
     x = an interactivity metric: the Pareto front's step vertices the checker computed.
     x = concurrency: measured points by concurrency, each value held until the next measured concurrency.
-    The first point past each performance cliff (leaderboard.cliffs, judged on `cliff_metric`, else on x when
+    The first point past each performance cliff (leaderboard.board.cliffs, judged on `cliff_metric`, else on x when
     it is an interactivity metric, else on tps_per_user) carries `past_cliff` and the sentence its tooltip says:
     the chart marks it as the table does."""
     points_in = [p for p in (curve or {}).get("points") or [] if isinstance(p, dict)]

@@ -1,5 +1,6 @@
 """The public read cache: every public table, query answer and API response is cached under a generation
-counter that the leaderboard services bump after a publication, an annotation or a retraction commits.
+counter that starts anew after a publication, an annotation or a retraction commits (the workflow's
+`public_changed` signal, leaderboard.publishing.signals, which this module hears; the workflow never imports it).
 
 Keys carry the database name as well, so two deployments (or two test processes) sharing one Redis never read
 each other's entries. Responses carry an ETag (SHA-256 of the body) and a Last-Modified (when the generation
@@ -9,7 +10,6 @@ last changed) and answer a conditional GET with 304.
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
 import threading
 import time
@@ -17,15 +17,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from django.conf import settings
 from django.contrib.messages import get_messages
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import connection
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.utils.cache import patch_vary_headers
 from django.utils.http import http_date, parse_http_date_safe
-
-from portal.queues import task_send
 
 ENTRY_TIMEOUT_S = 24 * 3600
 _MEMO_SIZE = 32
@@ -69,23 +66,10 @@ def public_cache_bump() -> None:
     cache.set(f"{_namespace()}:changed", int(time.time()), None)
 
 
-def public_cache_invalidate_on_commit() -> None:
-    """Called by the services that change what the public sees, inside their transaction: the new generation
-    starts once the change is committed (a rolled-back change leaves the cache alone)."""
-    transaction.on_commit(public_cache_bump)
-    transaction.on_commit(goodput_tables_schedule)
-
-
-def goodput_tables_schedule() -> None:
-    """Ask the publish worker to write the goodput tables of the new snapshot (PORTAL_GOODPUT_TABLE_ON_PUBLISH);
-    if it cannot be asked, the first SLO query builds them, so a failure here is logged and nothing more."""
-
-    if not settings.PORTAL_GOODPUT_TABLE_ON_PUBLISH:
-        return
-    try:
-        task_send("leaderboard.tasks.goodput_table_build_task")
-    except Exception:  # noqa: BLE001 - the broker or, when eager, the build itself: the query builds it instead
-        logging.getLogger(__name__).warning("goodput tables not scheduled", exc_info=True)
+def public_changed_received(sender, **kwargs) -> None:
+    """leaderboard.publishing.signals.public_changed (connected in LeaderboardConfig.ready): what the public sees
+    changed and is committed, so a new generation starts (a rolled-back change never reaches here)."""
+    public_cache_bump()
 
 
 def public_cached(

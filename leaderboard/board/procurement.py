@@ -3,10 +3,10 @@ and throughput needed when the system is delivered; expansion: a larger volume o
 later, as public tenders score both) and, per published system, its evidence for each phase: the measured,
 verified point that meets it, with its figures.
 
-Plain functions over published snapshots (no Django), like leaderboard.slo. A verified point is one whose
+Plain functions over published snapshots (no Django), like leaderboard.board.slo. A verified point is one whose
 metrics were recomputed from its raw log (basis "recomputed"); every row carries the result's public id, links to
 the result and to the point, and the SHA-256 of the bundle its numbers come from. The results given are one per
-system (leaderboard.exports.snapshot_results), so a system counts once, as on the board and in the SLO finder.
+system (leaderboard.board.exports.snapshot_results), so a system counts once, as on the board and in the SLO finder.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from checker.judge.verification import FULLY_RECOMPUTED, POINT_RECOMPUTED, point_verification
-from leaderboard.slo import (
+from leaderboard.board.slo import (
     STANDING,
     SloTargets,
     best_point,
@@ -24,7 +24,7 @@ from leaderboard.slo import (
     number,
     point_power_kw,
 )
-from leaderboard.tender import DEFAULT_PUE, TenderPrices, point_energy_and_cost
+from leaderboard.board.tender import DEFAULT_PUE, TenderPrices, point_energy_and_cost
 
 MAX_MODELS = 6
 VERIFIED_BASIS = POINT_RECOMPUTED  # only points recomputed from their raw log (checker.judge.verification)
@@ -173,7 +173,7 @@ def phase_evidence(
         "system_tps": tps,
         "system_tps_per_kw": number(point.get("system_tps_per_kw")),
         "power_kw": round(power_kw, 3) if power_kw is not None else None,
-        # the tender desk's energy and cost (leaderboard.tender): measured power where the point has a trace
+        # the tender desk's energy and cost (leaderboard.board.tender): measured power where the point has a trace
         **energy,
         **cited(point),
     }
@@ -317,7 +317,7 @@ def procurement_report(
 
 @dataclass(frozen=True)
 class Costing:
-    """The buyer's prices and PUE for the evidence's cost per million output tokens (leaderboard.tender)."""
+    """The buyer's prices and PUE for the evidence's cost per million output tokens (leaderboard.board.tender)."""
 
     prices: TenderPrices = TenderPrices()
     pue: float = DEFAULT_PUE

@@ -19,10 +19,9 @@ from django.db.models import Count, Max, Q, QuerySet
 
 from catalog.models import Benchmark, ruleset_is_preview
 from checker.judge.verification import FULLY_RECOMPUTED
-from leaderboard.cache import public_cached
-from leaderboard.models import Annotation, Publication
-from leaderboard.procurement import Costing, ModelRequirement, procurement_report
-from leaderboard.slo import (
+from leaderboard.board.cache import public_cached
+from leaderboard.board.procurement import Costing, ModelRequirement, procurement_report
+from leaderboard.board.slo import (
     CITED,
     SloIndex,
     SloTargets,
@@ -30,8 +29,9 @@ from leaderboard.slo import (
     node_count,
     number,
 )
-from leaderboard.systems import newest_per_system
-from leaderboard.tender import joules_per_token, point_power, tokens_per_s_per_kw
+from leaderboard.board.systems import newest_per_system
+from leaderboard.board.tender import joules_per_token, point_power, tokens_per_s_per_kw
+from leaderboard.models import Annotation, Publication
 from portal import csv_safe
 from submissions.models import Submission
 from submissions.verdicts import verdict
@@ -168,7 +168,7 @@ def _point_row(publication: Publication, point: dict, measured: dict | None = No
         row[name] = value if name in ("point", "basis", "verification", "region") else number(value)
     row["revision"] = point.get("revision") or 1
     row["stack"] = point.get("stack") or ""
-    # the tender desk's energy figures (leaderboard.tender): measured power where a trace exists, else provisioned
+    # the tender desk's energy figures (leaderboard.board.tender): measured power where a trace exists, else provisioned
     row["accelerators"] = record.accelerator_count
     row["nodes"] = node_count(record.description)
     row["power_source"] = power_source
@@ -286,8 +286,8 @@ def benchmark_rows(benchmarks: QuerySet[Benchmark], publications: QuerySet[Publi
 
 
 def snapshot_results(publications: QuerySet[Publication], model_id: str) -> list[dict]:
-    """The ranked (non-retracted) results of one benchmark as leaderboard.slo reads them: the newest per system
-    (leaderboard.systems), so the SLO finder and the procurement report count systems as the board does."""
+    """The ranked (non-retracted) results of one benchmark as leaderboard.board.slo reads them: the newest per system
+    (leaderboard.board.systems), so the SLO finder and the procurement report count systems as the board does."""
     rows = newest_per_system(
         published_only(publications).filter(
             submission__benchmark__model_id=model_id, retracted_at__isnull=True

@@ -1,7 +1,7 @@
 """The buyer's inputs of the tender desk, read in one place (docs/tender-desk.md): the prices and PUE every buyer view
 takes, and a tender's whole definition (its model, both phases' requirements, prices and PUE, and the criteria with
 their weights and directions). The scoring page, the score-sheet API, the sizing page and API and a saved tender
-(leaderboard.services.tender_save) all read their inputs through these functions, so a bad value gets the same
+(leaderboard.board.saved_tenders.tender_save) all read their inputs through these functions, so a bad value gets the same
 sentence, naming the same parameter, wherever it is typed. Plain functions, no Django."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from leaderboard.procurement import (
+from leaderboard.board.procurement import (
     COSTING_FIELDS,
     PHASE_FIELDS,
     PHASES,
@@ -20,7 +20,7 @@ from leaderboard.procurement import (
     parameter_name,
     requirements_from_query,
 )
-from leaderboard.scoring import MAX_CRITERIA, Criterion, criteria_problems
+from leaderboard.board.scoring import MAX_CRITERIA, Criterion, criteria_problems
 
 NAME_MAX = 120
 
@@ -61,7 +61,7 @@ def tender_parameters(query: Mapping) -> dict[str, str]:
 
 
 def costing_of(query: Mapping) -> Costing:
-    """The buyer's prices per accelerator-hour and per kWh and the PUE (leaderboard.procurement.costing_from_query):
+    """The buyer's prices per accelerator-hour and per kWh and the PUE (leaderboard.board.procurement.costing_from_query):
     the one reading of them for every buyer view. Raises RequirementsError naming each bad one."""
     return costing_from_query(query)
 

@@ -147,7 +147,7 @@ def revision_record(
     now: datetime,
 ) -> PublicationRevision:
     """Write the published revision `submission` makes of `publication` (the caller holds the row locks) with its
-    frozen record (`snapshot`, leaderboard.snapshot), and make the publication's snapshot the newest revision's."""
+    frozen record (`snapshot`, leaderboard.publishing.snapshot), and make the publication's snapshot the newest revision's."""
     number = revision_number_next(publication, submission)
     if number == 2 and not PublicationRevision.objects.filter(publication=publication, number=1).exists():
         # A result published before revisions were recorded: its first publication becomes revision 1.

@@ -1,5 +1,5 @@
 """A published result's frozen record, read by attribute (`publication.record.system_name`): plain Python over the
-snapshot JSON that publishing wrote (leaderboard.snapshot), so templates, exports and the API read one thing."""
+snapshot JSON that publishing wrote (leaderboard.publishing.snapshot), so templates, exports and the API read one thing."""
 
 from __future__ import annotations
 
