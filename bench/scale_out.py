@@ -80,7 +80,7 @@ for position, path in enumerate(files):
             handle.seek(index * upload.part_size)
             uploads.upload_part(upload=upload, index=index, data_stream=io.BytesIO(handle.read(upload.part_size)), actor=actor)
     last = position == len(files) - 1
-    version = uploads.upload_finish(upload=upload, sha256=upload.sha256, actor=actor, create_version=last, include_uploads=done if last else [])
+    version = uploads.upload_finish(upload=upload, sha256=upload.sha256, actor=actor, create_version=last, include_uploads=done if last else []).version
     done.append(upload)
 print("VERSION", version.pk)
 """

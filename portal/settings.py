@@ -205,7 +205,7 @@ CELERY_BEAT_SCHEDULE = {
     # The one reconciler of every job kind (portal.reconcile): check runs, spot-checks, previews, direct uploads.
     "check-runs-reconcile": {"task": "submissions.tasks.check_runs_reconcile_task", "schedule": 60.0},
     "uploads-cleanup": {"task": "submissions.tasks.uploads_cleanup_task", "schedule": 900.0},
-    # Multipart uploads in the bucket that no open upload owns any more (submissions.direct_uploads).
+    # Multipart uploads in the bucket that no open upload owns any more (submissions.uploads.direct).
     "multipart-uploads-sweep": {"task": "submissions.tasks.multipart_uploads_sweep_task", "schedule": 3600.0},
     "review-deadlines": {"task": "review.tasks.review_deadlines_task", "schedule": 900.0},
     "publications-publish-due": {"task": "leaderboard.tasks.publications_publish_due_task", "schedule": 60.0},

@@ -148,7 +148,7 @@ def upload_files(*, submission: Submission, files: list[DemoFile], actor, kind: 
             create_version=last,
             include_uploads=verified if last else (),
             kind=kind,
-        )
+        ).version
         verified.append(upload)
     return version
 

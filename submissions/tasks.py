@@ -18,9 +18,8 @@ from portal.reconcile import jobs_reconcile
 from submissions.checks.queue import check_outbox_send
 from submissions.checks.recovery import check_run_attempt_failed
 from submissions.checks.steps import check_run_finish, check_run_point, check_run_start
-from submissions.direct_uploads import multipart_uploads_sweep, upload_verify
 from submissions.idempotency import idempotency_keys_expire
-from submissions.uploads import uploads_expire
+from submissions.uploads import multipart_uploads_sweep, upload_verify, uploads_expire
 
 logger = logging.getLogger(__name__)
 

@@ -115,7 +115,7 @@ UPLOAD = Policy(
             target=U.VERIFYING,
             done="verifying",
             audited=False,  # as finish
-            needs="S3 storage; every part in the bucket (submissions.direct_uploads)",
+            needs="S3 storage; every part in the bucket (submissions.uploads.direct)",
         ),
         Rule(
             "verify_direct",
@@ -275,6 +275,6 @@ OVERDUE = (
         sentence="The portal stopped verifying this file before it finished (its worker was lost); nothing was "
         "stored and its space is freed. Upload the file again.",
         record=_upload_lost,
-        then="submissions.direct_uploads.upload_direct_discard",
+        then="submissions.uploads.upload_parts_discard",
     ),
 )

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from access.visibility import submissions_visible_to, uploads_visible_to
 from accounts.permissions import TokenScopeAllows
 from portal.private_cache import PrivateCachedListMixin
-from submissions import direct_uploads, uploads
+from submissions import uploads
 from submissions.api.common import IDEMPOTENCY_PARAMETER
 from submissions.api.serializers import VersionSerializer
 from submissions.api.submissions import submission_create_from
@@ -57,30 +57,24 @@ class UploadSerializer(serializers.ModelSerializer):
 
     created_by = serializers.CharField(source="created_by.username", read_only=True)
 
-    def _bucket_parts(self, upload) -> dict:
-        """A direct upload's parts as the bucket lists them (asked once per upload and answer)."""
-        cache = self.context.setdefault("bucket_parts", {})
+    def _received(self, upload) -> list[dict]:
+        """The parts stored so far (asked once per upload and answer: a direct upload's come from the bucket; the
+        list prefetches a proxied upload's)."""
+        cache = self.context.setdefault("received_parts", {})
         if upload.pk not in cache:
-            cache[upload.pk] = direct_uploads.upload_direct_parts(upload)
+            cache[upload.pk] = uploads.upload_parts_received(upload)
         return cache[upload.pk]
 
     @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
     def get_missing_parts(self, upload):
         if not UPLOAD.state_allows(upload, "put_part"):
             return []
-        if upload.transfer == Upload.Transfer.DIRECT:
-            present = set(self._bucket_parts(upload))
-        else:
-            present = {part.index for part in upload.parts.all()}  # the list prefetches the parts
+        present = {part["index"] for part in self._received(upload)}
         return [index for index in range(upload.parts_expected) if index not in present]
 
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))
     def get_received_parts(self, upload):
-        if upload.transfer == Upload.Transfer.DIRECT:
-            held = self._bucket_parts(upload)
-            return [{"index": index, "size_bytes": held[index]["size_bytes"]} for index in sorted(held)]
-        parts = sorted(upload.parts.all(), key=lambda part: part.index)  # the list prefetches the parts
-        return [{"index": part.index, "sha256": part.sha256, "size_bytes": part.size_bytes} for part in parts]
+        return self._received(upload)
 
     @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_version(self, upload):
@@ -249,16 +243,13 @@ class UploadViewSet(
                 submission = get_object_or_404(submissions_visible_to(request.user), pk=values["submission"])
             else:
                 submission = submission_create_from(request.user, values)
-            transfer = values["transfer"]
-            if transfer == "auto":
-                transfer = "direct" if direct_uploads.direct_uploads_available() else "proxied"
             upload = uploads.upload_start(
                 actor=request.user,
                 submission=submission,
                 filename=values["filename"],
                 size=values["size"],
                 sha256=values["sha256"],
-                transfer=transfer,
+                transfer=values["transfer"],
             )
         return Response(UploadSerializer(upload).data, status=status.HTTP_201_CREATED)
 
@@ -300,7 +291,7 @@ class UploadViewSet(
         upload = self.get_object()
         data = UploadSignSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        parts = direct_uploads.upload_direct_sign(
+        parts = uploads.upload_sign(
             upload=upload, parts=[dict(item) for item in data.validated_data["parts"]], actor=request.user
         )
         return Response({"parts": parts, "expires_in_s": settings.PORTAL_UPLOAD_SIGN_EXPIRY_S})
@@ -321,26 +312,7 @@ class UploadViewSet(
         data.is_valid(raise_exception=True)
         values = data.validated_data
         others = [get_object_or_404(self.get_queryset(), pk=other) for other in values["include_uploads"]]
-        if upload.transfer == Upload.Transfer.DIRECT:
-            upload = direct_uploads.upload_direct_finish(
-                upload=upload,
-                sha256=values["sha256"],
-                actor=request.user,
-                create_version=values["create_version"],
-                include_uploads=others,
-                kind=values.get("kind"),
-            )
-            upload.refresh_from_db()
-            body = {"upload": UploadSerializer(upload).data, "version": None}
-            if upload.in_state("done"):
-                body["version"] = VersionSerializer(upload.version).data
-                return Response(body)
-            body["detail"] = (
-                "The file is complete in the bucket; a worker is verifying its SHA-256 (GET the upload: its status "
-                "becomes verified or done, with the version, or aborted with the reason)."
-            )
-            return Response(body, status=status.HTTP_202_ACCEPTED)
-        version = uploads.upload_finish(
+        finished = uploads.upload_finish(
             upload=upload,
             sha256=values["sha256"],
             actor=request.user,
@@ -348,11 +320,17 @@ class UploadViewSet(
             include_uploads=others,
             kind=values.get("kind"),
         )
-        upload.refresh_from_db()
+        version = finished.version
         body = {
-            "upload": UploadSerializer(upload).data,
+            "upload": UploadSerializer(finished.upload).data,
             "version": VersionSerializer(version).data if version is not None else None,
         }
+        if finished.verifying:
+            body["detail"] = (
+                "The file is complete in the bucket; a worker is verifying its SHA-256 (GET the upload: its status "
+                "becomes verified or done, with the version, or aborted with the reason)."
+            )
+            return Response(body, status=status.HTTP_202_ACCEPTED)
         if version is not None and check_start_pending(version):
             # Stored and queued, but the check queue is unreachable: its start message waits in the outbox.
             body["detail"] = (

@@ -25,9 +25,8 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from portal.celery import app
 from portal.reconcile import jobs_reconcile
-from submissions import direct_uploads
+from submissions import uploads
 from submissions.models import CheckRun, SubmissionVersion, Upload
-from submissions.uploads import organisation_storage_used_bytes
 from tests.submissions.conftest import s3_storages
 from tests.submissions.support import RUN_ARCHIVES, api_client, api_token_key, make_catalog, sha256_of
 
@@ -50,6 +49,11 @@ def bucket(seaweedfs, settings):
 def _keys(bucket, prefix: str) -> list[str]:
     listing = bucket["client"].list_objects_v2(Bucket=bucket["bucket_name"], Prefix=prefix)
     return [item["Key"] for item in listing.get("Contents", [])]
+
+
+def _held(upload: Upload) -> list[int]:
+    """The part indices the bucket holds for a direct upload, as the upload's status lists them."""
+    return [part["index"] for part in uploads.upload_parts_received(upload)]
 
 
 def _md5(data: bytes) -> str:
@@ -106,7 +110,7 @@ def test_a_run_archive_goes_to_the_bucket_and_becomes_a_checked_version(role_use
         f"/api/v1/uploads/{upload['id']}/parts/0/", data, content_type="application/octet-stream"
     )
     assert refused.status_code == 409 and refused.json()["code"] == "upload-direct"
-    assert organisation_storage_used_bytes(draft.organisation) == len(data)
+    assert uploads.organisation_storage_used_bytes(draft.organisation) == len(data)
     part = _sign(client, upload, 0, data)
     assert part["url"].startswith(bucket["endpoint_url"] + "/")  # the bucket itself, not the portal
     assert part["headers"] == {"Content-Length": str(len(data)), "Content-MD5": _md5(data)}
@@ -128,7 +132,9 @@ def test_a_run_archive_goes_to_the_bucket_and_becomes_a_checked_version(role_use
     assert _keys(bucket, f"uploads/{upload['id']}/") == []  # the staging object is gone
     assert CheckRun.objects.filter(version=version).exists()
     assert Upload.objects.get(pk=upload["id"]).status == Upload.Status.DONE
-    assert organisation_storage_used_bytes(draft.organisation) == len(data)  # counted once, as a version file
+    assert uploads.organisation_storage_used_bytes(draft.organisation) == len(
+        data
+    )  # counted once, as a version file
 
 
 def test_part_urls_name_the_bucket_as_submitters_reach_it(role_users, draft, bucket, settings):
@@ -140,7 +146,7 @@ def test_part_urls_name_the_bucket_as_submitters_reach_it(role_users, draft, buc
     part = _sign(client, upload, 0, data)
     assert part["url"].startswith(public + "/")
     assert _put(part, data)[0] == 200  # signed for that host, accepted there
-    assert sorted(direct_uploads.upload_direct_parts(Upload.objects.get(pk=upload["id"]))) == [0]
+    assert _held(Upload.objects.get(pk=upload["id"])) == [0]
 
 
 def test_a_part_whose_bytes_differ_from_what_was_signed_is_refused_by_the_bucket(role_users, draft, bucket):
@@ -184,7 +190,7 @@ def test_bytes_that_are_not_the_announced_file_make_no_version(role_users, draft
     assert not SubmissionVersion.objects.exists()
     assert _keys(bucket, f"uploads/{upload['id']}/") == []
     assert _keys(bucket, f"blobs/sha256/{sha256_of(data)[:2]}/{sha256_of(data)}") == []
-    assert organisation_storage_used_bytes(draft.organisation) == 0
+    assert uploads.organisation_storage_used_bytes(draft.organisation) == 0
 
 
 def test_direct_needs_s3_storage(role_users, draft, storage_dir):
@@ -225,9 +231,9 @@ def test_stale_multipart_uploads_nobody_owns_are_aborted(role_users, draft, buck
     s3, name = bucket["client"], bucket["bucket_name"]
     orphan = s3.create_multipart_upload(Bucket=name, Key="uploads/orphan/direct")["UploadId"]
     later = timezone.now() + timedelta(hours=30)
-    assert direct_uploads.multipart_uploads_sweep(now=timezone.now()) == []  # nothing is old enough yet
+    assert uploads.multipart_uploads_sweep(now=timezone.now()) == []  # nothing is old enough yet
     # (the bucket is shared by this session's tests: earlier tests' uploads are orphans now, their rows flushed)
-    swept = direct_uploads.multipart_uploads_sweep(now=later)
+    swept = uploads.multipart_uploads_sweep(now=later)
     assert (
         orphan in swept and Upload.objects.get(pk=kept["id"]).multipart_id not in swept
     )  # the open one stays
@@ -253,7 +259,7 @@ class _SignGate:
         self.stop_at = stop_at
         self.reached = threading.Event()
         self.release = threading.Event()
-        real = direct_uploads.upload_direct_sign
+        real = uploads.upload_sign
 
         def gated(*, upload, parts, actor):
             indices = [item["index"] for item in parts]
@@ -263,7 +269,7 @@ class _SignGate:
             self.signed.extend(indices)
             return real(upload=upload, parts=parts, actor=actor)
 
-        monkeypatch.setattr(direct_uploads, "upload_direct_sign", gated)
+        monkeypatch.setattr(uploads, "upload_sign", gated)
 
 
 def test_portal_submit_killed_mid_upload_resumes_with_the_parts_the_bucket_lacks(
@@ -297,7 +303,7 @@ def test_portal_submit_killed_mid_upload_resumes_with_the_parts_the_bucket_lacks
     gate.release.set()
     upload = Upload.objects.get()
     assert upload.transfer == Upload.Transfer.DIRECT and upload.status == Upload.Status.OPEN
-    assert sorted(direct_uploads.upload_direct_parts(upload)) == [0, 1]  # what reached the bucket
+    assert _held(upload) == [0, 1]  # what reached the bucket
     gate.signed.clear()
     gate.stop_at = None
     again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -344,7 +350,7 @@ def test_a_direct_upload_whose_verifying_worker_is_killed_is_aborted_and_uploade
     assert row.status == Upload.Status.VERIFYING, (
         "the verification finished before the kill: nothing to reconcile"
     )
-    assert organisation_storage_used_bytes(draft.organisation) == len(data)  # still reserved
+    assert uploads.organisation_storage_used_bytes(draft.organisation) == len(data)  # still reserved
 
     assert jobs_reconcile()["upload"] == []  # not overdue yet
     _soft, hard = settings.PORTAL_TASK_TIME_LIMITS["unpack"]
@@ -353,7 +359,7 @@ def test_a_direct_upload_whose_verifying_worker_is_killed_is_aborted_and_uploade
     assert jobs_reconcile(now=later)["upload"] == []  # ended once
     seen = client.get(f"/api/v1/uploads/{upload['id']}/").json()
     assert seen["status"] == "aborted" and "Upload the file again" in seen["error_message"]
-    assert organisation_storage_used_bytes(draft.organisation) == 0  # the reservation is freed
+    assert uploads.organisation_storage_used_bytes(draft.organisation) == 0  # the reservation is freed
     assert AuditEvent.objects.filter(action="upload.lost", data__code="upload-verify-lost").count() == 1
     assert _keys(bucket, f"uploads/{upload['id']}/") == []  # the staging object is gone
 

@@ -1,20 +1,23 @@
-"""Uploads straight to the bucket (S3 storage): the portal signs, counts quota and completes; the bytes never pass
-through a web process; a worker verifies size and SHA-256 by streaming the object once, and only then is the
-version made.
+"""The direct protocol, straight to the bucket (S3 storage): the portal signs, counts quota and completes; the bytes
+never pass through a web process; a worker verifies size and SHA-256 by streaming the object once, and only then
+is the version made.
 
 How a file travels (docs/uploads-and-checks.md, "Direct uploads"):
-  upload_start(transfer="direct") -> an Upload row and a multipart upload in the bucket under
-                   uploads/<upload id>/direct; the whole announced size counts against the quota at once
-                   (the portal sees no byte arrive, so it reserves them).
-  upload_direct_sign -> presigned UploadPart URLs, each bound to its part's exact length and MD5 (Content-MD5 is
-                   a signed header, so the bucket refuses bytes other than the ones signed).
+  begin          -> (upload_start with transfer="direct") a multipart upload in the bucket under
+                    uploads/<upload id>/direct; the whole announced size counts against the quota at once
+                    (the portal sees no byte arrive, so it reserves them).
+  parts_sign     -> presigned UploadPart URLs, each bound to its part's exact length and MD5 (Content-MD5 is
+                    a signed header, so the bucket refuses bytes other than the ones signed).
   the client PUTs the parts to the bucket, any order, in parallel, again after an interruption.
-  upload_direct_parts -> the parts the bucket holds (ListParts): what a resuming client still has to send.
-  upload_direct_finish -> every part there with its exact size: CompleteMultipartUpload, status `verifying`,
-                   and `upload_verify_task` queued (unpack queue).
-  upload_verify    -> (worker) stream the object once, hash it: a mismatch aborts the upload and deletes the
-                   object; a match copies it (server side) to blobs/sha256/<ab>/<sha256>, and the finish the
-                   client asked for (a version, or a verified upload that waits to join one) is done.
+  parts_received -> the parts the bucket holds (ListParts): what a resuming client still has to send.
+  finish         -> every part there with its exact size: CompleteMultipartUpload, status `verifying`,
+                    and `upload_verify_task` queued (unpack queue).
+  upload_verify  -> (worker) stream the object once, hash it: a mismatch aborts the upload and deletes the
+                    object; a match copies it (server side) to blobs/sha256/<ab>/<sha256>, and the finish the
+                    client asked for (a version, or a verified upload that waits to join one) is done.
+
+The steps are the ones common.PROTOCOL_STEPS names; the package's services call them
+(submissions/uploads/__init__.py).
 """
 
 from __future__ import annotations
@@ -37,6 +40,13 @@ from portal.errors import ApplicationError, ConflictError
 from portal.queues import task_send_on_commit
 from submissions.models import Upload
 from submissions.storage import COPY_CHUNK_BYTES, blob_key
+from submissions.uploads.common import (
+    UploadFinished,
+    UploadHashMismatchError,
+    require_submitter,
+    upload_expected_part_size,
+    version_create,
+)
 from submissions.workflow import UPLOAD
 
 logger = logging.getLogger(__name__)
@@ -47,7 +57,7 @@ S3_MAX_PART_BYTES = 5 * 1024**3
 S3_MAX_PARTS = 10_000
 SIGN_BATCH_MAX = 100
 
-# Queued by name: the tasks module imports this one.
+# Queued by name: the tasks module imports this package.
 UPLOAD_VERIFY_TASK = "submissions.tasks.upload_verify_task"
 
 
@@ -56,7 +66,7 @@ class DirectUploadUnavailableError(ApplicationError):
     status_code = 409
 
 
-def direct_uploads_available() -> bool:
+def available() -> bool:
     """Direct uploads need an S3 default storage (the local folder keeps the proxied protocol)."""
     return bool(getattr(default_storage, "bucket_name", None)) and hasattr(default_storage, "connection")
 
@@ -106,7 +116,7 @@ def _staging_key(upload: Upload) -> str:
     return f"uploads/{upload.id}/direct"
 
 
-def direct_part_size(size: int) -> int:
+def part_size(size: int) -> int:
     """The part size of a direct upload of `size` bytes: PORTAL_UPLOAD_DIRECT_PART_BYTES, raised (in whole MiB) when
     the file would otherwise need more than PORTAL_UPLOAD_DIRECT_MAX_PARTS parts."""
     part = settings.PORTAL_UPLOAD_DIRECT_PART_BYTES
@@ -117,10 +127,10 @@ def direct_part_size(size: int) -> int:
     return part
 
 
-def upload_direct_begin(*, upload: Upload) -> None:
+def begin(*, upload: Upload) -> None:
     """Open the bucket's multipart upload for a new Upload row (inside upload_start's transaction). Should that
     transaction roll back, the multipart is an orphan: multipart_uploads_sweep aborts it later."""
-    if not direct_uploads_available():
+    if not available():
         raise DirectUploadUnavailableError(
             'This portal stores files locally: upload the parts to the portal itself (transfer "proxied").'
         )
@@ -136,7 +146,7 @@ def upload_direct_begin(*, upload: Upload) -> None:
     upload.multipart_id = answer["UploadId"]
 
 
-def upload_direct_parts(upload: Upload) -> dict[int, dict]:
+def _parts_in_bucket(upload: Upload) -> dict[int, dict]:
     """The parts the bucket holds for this direct upload: index -> {size_bytes, etag}. Empty once it is complete."""
     if upload.transfer != Upload.Transfer.DIRECT or not upload.in_state("open") or not upload.multipart_id:
         return {}
@@ -175,16 +185,28 @@ def _md5_header(value: str, index: int) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
-def upload_direct_sign(*, upload: Upload, parts: list[dict], actor) -> list[dict]:
+def parts_received(upload: Upload) -> list[dict]:
+    """The parts the bucket holds, by index: {index, size_bytes} (one ListParts walk)."""
+    held = _parts_in_bucket(upload)
+    return [{"index": index, "size_bytes": held[index]["size_bytes"]} for index in sorted(held)]
+
+
+def part_put(*, upload: Upload, index: int, data_stream, actor=None):
+    """Refused: the parts of a direct upload go to the bucket, not through the portal."""
+    if actor is not None:
+        require_submitter(actor, upload.submission)
+    if not UPLOAD.state_allows(upload, "put_part"):
+        raise ConflictError("This upload is finished or aborted; start a new one.", code="upload-closed")
+    raise ConflictError(
+        "This upload sends its parts straight to the bucket: ask for their URLs (POST sign/).",
+        code="upload-direct",
+    )
+
+
+def parts_sign(*, upload: Upload, parts: list[dict], actor) -> list[dict]:
     """Presigned PUT URLs for the given parts ({index, content_md5}); each URL accepts exactly that part's length
     and MD5. Signing again (a retry, a resume) is harmless."""
-    from submissions.uploads import _require_submitter, upload_expected_part_size
-
-    _require_submitter(actor, upload.submission)
-    if upload.transfer != Upload.Transfer.DIRECT:
-        raise ConflictError(
-            "This upload sends its parts to the portal (PUT parts/<index>/).", code="upload-proxied"
-        )
+    require_submitter(actor, upload.submission)
     if not upload.in_state("open"):
         raise ConflictError("This upload is finished or aborted; start a new one.", code="upload-closed")
     if not parts or len(parts) > SIGN_BATCH_MAX:
@@ -225,20 +247,32 @@ def upload_direct_sign(*, upload: Upload, parts: list[dict], actor) -> list[dict
     return signed
 
 
-@transaction.atomic
-def upload_direct_finish(
+def finish(
     *, upload: Upload, sha256: str, actor, create_version: bool, include_uploads, kind: str | None
-) -> Upload:
+) -> UploadFinished:
     """Complete the bucket's multipart upload once every part is there with its exact size, and queue the worker's
     verification; the version (if asked) is made by the worker. Finishing again while it verifies re-queues the
-    verification (idempotent), so a lost message costs one more finish."""
-    from submissions.uploads import (
-        UploadHashMismatchError,
-        _require_submitter,
-        upload_expected_part_size,
+    verification (idempotent), so a lost message costs one more finish. The answer says `verifying` until the
+    worker has made the version."""
+    _complete(
+        upload=upload,
+        sha256=sha256,
+        actor=actor,
+        create_version=create_version,
+        include_uploads=include_uploads,
+        kind=kind,
     )
+    upload.refresh_from_db()
+    if upload.in_state("done"):
+        return UploadFinished(upload=upload, version=upload.version)
+    return UploadFinished(upload=upload, version=None, verifying=True)
 
-    _require_submitter(actor, upload.submission)
+
+@transaction.atomic
+def _complete(
+    *, upload: Upload, sha256: str, actor, create_version: bool, include_uploads, kind: str | None
+) -> None:
+    require_submitter(actor, upload.submission)
     upload = Upload.objects.select_for_update().select_related("submission").get(pk=upload.pk)
     sha256 = (sha256 or "").lower()
     if sha256 != upload.sha256:
@@ -248,15 +282,15 @@ def upload_direct_finish(
         )
     if upload.in_state("verifying"):
         task_send_on_commit(UPLOAD_VERIFY_TASK, str(upload.pk))
-        return upload
+        return
     if upload.in_state("finished"):
-        return upload
+        return
     if not upload.in_state("open"):
         raise ConflictError(
             f"This upload was aborted{': ' + upload.error_message if upload.error_message else ''}; start a new one.",
             code="upload-closed",
         )
-    held = upload_direct_parts(upload)
+    held = _parts_in_bucket(upload)
     missing = [index for index in range(upload.parts_expected) if index not in held]
     if missing:
         raise ConflictError(
@@ -302,7 +336,6 @@ def upload_direct_finish(
         },
     )
     task_send_on_commit(UPLOAD_VERIFY_TASK, str(upload.pk))
-    return upload
 
 
 def _delete_staging(upload: Upload) -> None:
@@ -316,9 +349,9 @@ def _delete_staging(upload: Upload) -> None:
     client.delete_object(Bucket=bucket, Key=key)
 
 
-def upload_direct_discard(upload: Upload) -> None:
+def discard(upload: Upload) -> None:
     """After commit: abort the multipart upload and delete the staging object of a direct upload."""
-    if upload.transfer == Upload.Transfer.DIRECT and direct_uploads_available():
+    if upload.transfer == Upload.Transfer.DIRECT and available():
         transaction.on_commit(lambda: _delete_staging(upload))
 
 
@@ -382,8 +415,6 @@ def upload_verify(*, upload_id) -> str:
 
 
 def _version_for(upload: Upload, request: dict) -> str:
-    from submissions.uploads import version_create
-
     actor = get_user_model().objects.filter(pk=request.get("actor")).first()
     include = list(Upload.objects.filter(pk__in=request.get("include_uploads") or []))
     upload.refresh_from_db()
@@ -405,7 +436,7 @@ def multipart_uploads_sweep(*, now=None) -> list[str]:
     """(Beat, housekeeping) abort the bucket's multipart uploads under uploads/ begun more than
     PORTAL_UPLOAD_EXPIRY_HOURS ago that no open upload owns (a client gone, a start rolled back); open ones are
     expired with their Upload row by uploads_expire. Returns the aborted UploadIds."""
-    if not direct_uploads_available():
+    if not available():
         return []
     now = now or timezone.now()
     cutoff = now - timedelta(hours=settings.PORTAL_UPLOAD_EXPIRY_HOURS)
