@@ -34,7 +34,11 @@ def _imports(path: Path):
 def _project_files():
     for path in sorted(ROOT.rglob("*.py")):
         parts = path.relative_to(ROOT).parts
-        if parts[0].startswith((".venv", ".git", "var")) or parts[0] == "node_modules" or "migrations" in parts:
+        if (
+            parts[0].startswith((".venv", ".git", "var"))
+            or parts[0] == "node_modules"
+            or "migrations" in parts
+        ):
             continue
         yield path
 
