@@ -50,7 +50,7 @@ def request_tpot_s(request: RequestRecord) -> float | None:
     return (request.end_s - request.first_token_s) / (request.output_tokens - 1)
 
 
-def _series(requests: Sequence[RequestRecord], seconds: float | None) -> SampleSeries:
+def request_series(requests: Sequence[RequestRecord], seconds: float | None) -> SampleSeries:
     """The records as the per-sample arrays checker.recompute.goodput judges (nanoseconds; -1 / NaN when missing)."""
     ttft_ns, tpot_ns, tokens, ok = [], [], [], []
     for request in requests:
@@ -87,7 +87,7 @@ def portal_metrics(
     seconds = duration_s if duration_s is not None and math.isfinite(duration_s) and duration_s > 0 else None
     tpot_p90 = _lower(tpots, 90.0)
     ttft_p90 = _lower(ttfts, 90.0)
-    judged = evaluate(_series(requests, seconds), SloTarget(ttft_ms=slo.ttft_ms, tpot_ms=slo.tpot_ms))
+    judged = evaluate(request_series(requests, seconds), SloTarget(ttft_ms=slo.ttft_ms, tpot_ms=slo.tpot_ms))
     tracked = len(requests)
     return {
         "concurrency": concurrency,

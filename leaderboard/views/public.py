@@ -40,7 +40,13 @@ from leaderboard.normalised import (
 from leaderboard.slo import node_count
 from leaderboard.workflow import PUBLICATION
 from portal.parsers import parse_positive
-from spotchecks.selectors import endpoint_url_shown, remeasurements_public, spotcheck_rows
+from spotchecks.selectors import (
+    endpoint_url_shown,
+    remeasurements_public,
+    spotcheck_basis,
+    spotcheck_rows,
+    spotcheck_run_longer,
+)
 
 POINT_COLUMNS = [
     ("concurrency", "Concurrency"),
@@ -460,6 +466,8 @@ def _remeasurements(publication: Publication) -> list[dict]:
         {
             "spot_check": spot_check,
             "figures": spotcheck_rows(spot_check),
+            "basis": spotcheck_basis(spot_check),
+            "run_longer": spotcheck_run_longer(spot_check),
             "endpoint_url": endpoint_url_shown(None, spot_check),
         }
         for spot_check in remeasurements_public(publication)

@@ -21,7 +21,12 @@ def audit_panel_context(user, submission: Submission) -> dict:
         "spotcheck_claim": claim,
         "spotcheck_points": claim.points,
         "spotcheck_rows": [
-            {"spot_check": spot_check, "figures": selectors.spotcheck_rows(spot_check)}
+            {
+                "spot_check": spot_check,
+                "figures": selectors.spotcheck_rows(spot_check),
+                "basis": selectors.spotcheck_basis(spot_check),
+                "run_longer": selectors.spotcheck_run_longer(spot_check),
+            }
             for spot_check in spot_checks
         ],
         "spotcheck_active": any(s.in_state("active") for s in spot_checks),
