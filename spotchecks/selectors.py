@@ -142,7 +142,11 @@ def spotcheck_basis(spot_check: SpotCheck) -> str:
 
 def spotcheck_run_longer(spot_check: SpotCheck) -> str:
     """An inconclusive spot-check's advice: the run length that would decide every inconclusive figure."""
-    lengths = [line.get("run_longer_s") for line in spot_check.comparison or [] if line.get("verdict") == INCONCLUSIVE]
+    lengths = [
+        line.get("run_longer_s")
+        for line in spot_check.comparison or []
+        if line.get("verdict") == INCONCLUSIVE
+    ]
     if not lengths:
         return ""
     if any(length is None for length in lengths):

@@ -244,7 +244,9 @@ def published_series(spot_check: SpotCheck) -> SampleSeries | None:
         stored = published_point_samples([public_id]).get(public_id, {}).get(spot_check.point)
     if stored is None and spot_check.check_run_id is not None:
         metric = (
-            PointMetric.objects.filter(check_run_id=spot_check.check_run_id, concurrency=spot_check.concurrency)
+            PointMetric.objects.filter(
+                check_run_id=spot_check.check_run_id, concurrency=spot_check.concurrency
+            )
             .exclude(samples_key="")
             .filter(key=spot_check.point)
             .first()

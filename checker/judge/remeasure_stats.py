@@ -42,7 +42,12 @@ def _figures(series: SampleSeries, rows: np.ndarray) -> dict[str, float]:
 
 
 def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value == 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value == 0
+    ):
         return math.nan
     return float(value)
 
@@ -68,7 +73,9 @@ class FigureJudgement:
     def as_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         if out["run_longer_s"] is not None and not math.isfinite(out["run_longer_s"]):
-            out["run_longer_s"] = None  # JSON has no infinity: "no length decides" (the shortfall sits on the margin)
+            out["run_longer_s"] = (
+                None  # JSON has no infinity: "no length decides" (the shortfall sits on the margin)
+            )
         return out
 
 

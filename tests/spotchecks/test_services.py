@@ -99,7 +99,9 @@ def _verdicts(spot_check) -> dict[str, str]:
     return {line["figure"]: line["verdict"] for line in spot_check.comparison}
 
 
-def test_the_stored_verdict_is_the_statistics_one_and_a_shortfall_beyond_the_margin_opens_a_challenge(role_users):
+def test_the_stored_verdict_is_the_statistics_one_and_a_shortfall_beyond_the_margin_opens_a_challenge(
+    role_users,
+):
     """The demo's real run (GuideLLM against the mock NB-2 c2 was recorded against, 45 requests in 30 s) against
     NB-2's published c2 claim: 28 % short on throughput and 24 % on interactivity, intervals wholly above MLPerf's
     10 % margin: outside (the fixed 35 % / 45 % tolerances called it within), and the chair gets a challenge."""
@@ -108,14 +110,22 @@ def test_the_stored_verdict_is_the_statistics_one_and_a_shortfall_beyond_the_mar
         submission=published.submission, actor=role_users["auditor"], concurrency=2, **_files()
     )
     assert outside.status == "outside" and outside.get_status_display() == "Outside MLPerf's margin"
-    assert _verdicts(outside) == {"system_tps": "outside", "tps_per_user": "outside", "ttft_p90_ms": "inconclusive"}
+    assert _verdicts(outside) == {
+        "system_tps": "outside",
+        "tps_per_user": "outside",
+        "ttft_p90_ms": "inconclusive",
+    }
     throughput = next(line for line in outside.comparison if line["figure"] == "system_tps")
     assert throughput["margin"] == 0.10 and throughput["basis"] == "remeasurement"  # no stored samples here
     assert round(throughput["shortfall"], 3) == 0.278
     assert 0.10 < throughput["low"] <= throughput["shortfall"] <= throughput["high"]
     assert [item["name"] for item in outside.evidence] == ["benchmarks.json", "egress.json", "guidellm.log"]
     challenge = Challenge.objects.get(pk=outside.challenge_id)
-    assert challenge.publication_id == published.pk and challenge.raised_by is None and challenge.status == "open"
+    assert (
+        challenge.publication_id == published.pk
+        and challenge.raised_by is None
+        and challenge.status == "open"
+    )
     assert "system_tps claimed 206" in challenge.reason and "MLPerf's 10% margin" in challenge.reason
     published.refresh_from_db()
     assert published.curve["points"][0]["system_tps"] == 206.01  # nothing published changes by itself
@@ -132,7 +142,11 @@ def test_a_claim_the_run_cannot_decide_is_inconclusive_with_the_run_length_that_
         submission=published.submission, actor=role_users["auditor"], concurrency=2, **_files()
     )
     assert spot_check.status == "inconclusive" and spot_check.challenge_id is None
-    assert _verdicts(spot_check) == {"system_tps": "within", "tps_per_user": "within", "ttft_p90_ms": "inconclusive"}
+    assert _verdicts(spot_check) == {
+        "system_tps": "within",
+        "tps_per_user": "within",
+        "ttft_p90_ms": "inconclusive",
+    }
     ttft = next(line for line in spot_check.comparison if line["figure"] == "ttft_p90_ms")
     assert ttft["low"] <= 0.10 < ttft["high"] and ttft["run_longer_s"] > 30
     page = client.get(f"/results/{published.public_id}/").content.decode()
