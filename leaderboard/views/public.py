@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -257,10 +258,15 @@ def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> d
         "last_rank": start + len(rows),
         "previous_url": f"?{urlencode({**query, 'page': page - 1})}" if page > 1 else "",
         "next_url": f"?{urlencode({**query, 'page': page + 1})}" if page < pages else "",
-        "results_json": "/api/v1/public/results/?"
-        + urlencode({"benchmark": bench.model_id, "retracted": "false"}),
-        "results_csv": "/api/v1/public/results/?"
-        + urlencode({"benchmark": bench.model_id, "retracted": "false", "format": "csv", "limit": 1000}),
+        # In the board's order (rank first), on the portal's own address: a link that works pasted anywhere.
+        "results_json": settings.PORTAL_SITE_URL.rstrip("/")
+        + "/api/v1/public/results/?"
+        + urlencode({"benchmark": bench.model_id, "retracted": "false", "order": "rank"}),
+        "results_csv": settings.PORTAL_SITE_URL.rstrip("/")
+        + "/api/v1/public/results/?"
+        + urlencode(
+            {"benchmark": bench.model_id, "retracted": "false", "order": "rank", "format": "csv", "limit": 1000}
+        ),
         "page_title": f"{bench.display_name} leaderboard",
     }
 
