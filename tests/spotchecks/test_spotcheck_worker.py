@@ -1,6 +1,6 @@
 """A spot-check for real: a `celery worker` on the `spotcheck` queue runs GuideLLM 0.8.1 through the egress
 guard against `guidellm mock-server` on loopback. The published point was measured against the same mock the
-same way; re-measured, it is within MLPerf's margin; the mock restarted 4 x slower, it is outside and a challenge is
+same way; re-measured, it is never outside MLPerf's margin; the mock restarted 4 x slower, it is outside and a challenge is
 open for the chair (the result unchanged); the mock stopped, the endpoint could not be reached. A worker killed mid-measurement leaves a spot-check the
 reconciler ends `error`."""
 
@@ -79,18 +79,20 @@ def test_within_then_outside_with_a_challenge_then_unreachable(
         PORTAL_SPOTCHECK_OUTPUT_TOKENS=OUTPUT_TOKENS,
     )
 
-    # 1. The same mock: within MLPerf's 10 % margin, the raw output kept with its SHA-256.
+    # 1. The same mock: not outside MLPerf's 10 % margin, the raw output kept with its SHA-256.
     first = services.spotcheck_start(
         submission=publication.submission, actor=auditor, concurrency=CONCURRENCY
     )
     assert first.status == "queued" and first.source == "publication" and first.duration_s == DURATION_S
     first = _wait_done(first, worker)
-    assert first.status == "within", (first.detail, first.comparison, worker.tail())
-    assert {line["figure"] for line in first.comparison if line["verdict"] == "within"} == {
-        "system_tps",
-        "tps_per_user",
-        "ttft_p90_ms",
-    }
+    # The same endpoint is never outside. The mock has no spread, so interactivity and TTFT P90 are within 10 %
+    # beyond doubt; throughput over an 8 s run of about 30 requests may still be too uncertain to vouch for
+    # within 10 % (a request cut off at the end moves it by a few %): then "inconclusive" with a longer run to make.
+    assert first.status in ("within", "inconclusive"), (first.detail, first.comparison, worker.tail())
+    verdicts = {line["figure"]: line["verdict"] for line in first.comparison}
+    assert verdicts["tps_per_user"] == verdicts["ttft_p90_ms"] == "within" and "outside" not in verdicts.values()
+    if first.status == "inconclusive":
+        assert all(line["run_longer_s"] > DURATION_S for line in first.comparison if line["verdict"] == "inconclusive")
     assert [item["name"] for item in first.evidence] == ["benchmarks.json", "egress.json", "guidellm.log"]
     raw = default_storage.open(first.evidence[0]["storage_key"]).read()
     assert hashlib.sha256(raw).hexdigest() == first.evidence[0]["sha256"] and b'"benchmarks"' in raw
