@@ -368,7 +368,9 @@ class PublicResultViewSet(PublicViewSet):
         if order == "rank":
             ranked = _board_ranked(request.query_params.get("benchmark", ""), queryset)
             page = paginator.paginate_queryset(ranked, request, view=self)
-            return paginator.get_paginated_response([{"rank": rank, **exports.result_row(p)} for rank, p in page])
+            return paginator.get_paginated_response(
+                [{"rank": rank, **exports.result_row(p)} for rank, p in page]
+            )
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response([exports.result_row(p) for p in page])
 
@@ -427,16 +429,15 @@ def _board_ranked(model_id: str, queryset) -> list[tuple[int | None, Publication
     with its rank on the board, or None (not ranked by default, or not on the board); those off the board last."""
     if not model_id:
         raise ApplicationError(
-            "order=rank needs benchmark=<model_id>: a rank is a place on one benchmark's board.", code="invalid"
+            "order=rank needs benchmark=<model_id>: a rank is a place on one benchmark's board.",
+            code="invalid",
         )
     benchmark = selectors.benchmark_public(model_id)
     board = selectors.leaderboard_for(
         benchmark, selectors.LeaderboardFilters.from_query({"level": selectors.LEVEL_ALL}), with_curves=False
     )
     position = {p.pk: i for i, p in enumerate(board.results)}
-    ranks = {
-        p.pk: i + 1 for i, p in enumerate(board.results) if p.record.verification.ranks_by_default
-    }
+    ranks = {p.pk: i + 1 for i, p in enumerate(board.results) if p.record.verification.ranks_by_default}
     rows = sorted(queryset, key=lambda p: (position.get(p.pk, len(position)), p.public_id))
     return [(ranks.get(p.pk), p) for p in rows]
 

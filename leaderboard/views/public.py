@@ -265,7 +265,13 @@ def _board_context(bench, filters: selectors.LeaderboardFilters, page: int) -> d
         "results_csv": settings.PORTAL_SITE_URL.rstrip("/")
         + "/api/v1/public/results/?"
         + urlencode(
-            {"benchmark": bench.model_id, "retracted": "false", "order": "rank", "format": "csv", "limit": 1000}
+            {
+                "benchmark": bench.model_id,
+                "retracted": "false",
+                "order": "rank",
+                "format": "csv",
+                "limit": 1000,
+            }
         ),
         "page_title": f"{bench.display_name} leaderboard",
     }

@@ -295,7 +295,9 @@ def test_the_boards_csv_lists_the_results_in_the_boards_order_with_their_rank(be
 
     settings.PORTAL_SITE_URL = "https://portal.example.org"
     middle = publish(benchmark=benchmark, scale=1.5, days_ago=3)
-    low = publish(benchmark=benchmark, scale=1.0, days_ago=1)  # the newest: publication order is not rank order
+    low = publish(
+        benchmark=benchmark, scale=1.0, days_ago=1
+    )  # the newest: publication order is not rank order
     top = publish(benchmark=benchmark, scale=2.0, days_ago=2)
     claimed = publish(benchmark=benchmark, scale=3.0, claimed=True)  # highest peak, but not ranked by default
     page = Client().get(f"/leaderboard/{benchmark.model_id}/").content.decode()

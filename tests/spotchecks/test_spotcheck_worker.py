@@ -90,9 +90,15 @@ def test_within_then_outside_with_a_challenge_then_unreachable(
     # within 10 % (a request cut off at the end moves it by a few %): then "inconclusive" with a longer run to make.
     assert first.status in ("within", "inconclusive"), (first.detail, first.comparison, worker.tail())
     verdicts = {line["figure"]: line["verdict"] for line in first.comparison}
-    assert verdicts["tps_per_user"] == verdicts["ttft_p90_ms"] == "within" and "outside" not in verdicts.values()
+    assert (
+        verdicts["tps_per_user"] == verdicts["ttft_p90_ms"] == "within" and "outside" not in verdicts.values()
+    )
     if first.status == "inconclusive":
-        assert all(line["run_longer_s"] > DURATION_S for line in first.comparison if line["verdict"] == "inconclusive")
+        assert all(
+            line["run_longer_s"] > DURATION_S
+            for line in first.comparison
+            if line["verdict"] == "inconclusive"
+        )
     assert [item["name"] for item in first.evidence] == ["benchmarks.json", "egress.json", "guidellm.log"]
     raw = default_storage.open(first.evidence[0]["storage_key"]).read()
     assert hashlib.sha256(raw).hexdigest() == first.evidence[0]["sha256"] and b'"benchmarks"' in raw
