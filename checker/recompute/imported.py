@@ -69,6 +69,14 @@ def request_series(requests: Sequence[RequestRecord], seconds: float | None) -> 
     )
 
 
+# The portal's figures of an imported run read its requests as MLPerf's client reads its own (docs/previews.md).
+PORTAL_PERCENTILE_DEFINITION = (
+    'The portal takes the percentile as the MLPerf client does: numpy\'s "lower" method, the measured value of the '
+    "request at rank floor(0.9 x (n - 1)) in sorted order, never an interpolation between two requests; TTFT from "
+    "each request's start to its first token, over the successful requests."
+)
+
+
 def _lower(values: Sequence[float], p: float) -> float | None:
     if not values:
         return None
