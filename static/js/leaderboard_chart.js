@@ -423,6 +423,8 @@
     tip.appendChild(head);
     var list = document.createElement("dl");
     this.spec.tooltip.forEach(function (metric) {
+      // A figure the point does not have is left out of the details (the table below says "—" for it).
+      if (p[metric.key] === null || p[metric.key] === undefined || Number.isNaN(p[metric.key])) return;
       var dt = document.createElement("dt"), dd = document.createElement("dd");
       dt.textContent = metric.label;
       dd.textContent = fmt(p[metric.key]);
