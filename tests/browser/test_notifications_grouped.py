@@ -40,7 +40,9 @@ def test_one_line_per_kind_of_event_counted(chromium, live_server, plain_http, r
     rows = page.locator("table.notifications tbody tr")
     assert rows.count() == 3  # 13 events, three kinds of news
     texts = rows.all_inner_texts()
-    assert sum("raw-log-missing" in t for t in texts) == 1 and "× 7" in next(t for t in texts if "raw-log" in t)
+    assert sum("raw-log-missing" in t for t in texts) == 1 and "× 7" in next(
+        t for t in texts if "raw-log" in t
+    )
     assert "× 4" in next(t for t in texts if "accuracy-sample-count" in t)
     assert "× 2" in next(t for t in texts if "reviewer accepted" in t)
     assert "3 unread" in page.locator("h1").inner_text()
