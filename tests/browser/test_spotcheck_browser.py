@@ -99,11 +99,12 @@ def test_an_auditor_spot_checks_a_point_and_reads_claim_beside_re_measurement(
     rows = page.locator("#spotcheck-panel [data-figure]")
     assert rows.count() == 3  # the judged figures (goodput is shown nowhere as a verdict)
     system_tps = page.locator("#spotcheck-panel [data-figure=system_tps] td").all_inner_texts()
-    claimed, measured = (float(text.replace(",", "")) for text in system_tps[:2])
+    claimed, measured = (float(text.replace(",", "")) for text in system_tps[4:6])
     assert claimed == pytest.approx(spot_check.claimed["system_tps"], abs=0.01)
     assert measured == pytest.approx(spot_check.measured["system_tps"], abs=0.01)
-    assert system_tps[-1].startswith(("within", "inconclusive: run at least")) and system_tps[4] == "10 %"
-    assert " … " in system_tps[3]  # the 95 % interval
+    # td cells: verdict, shortfall, 95 % interval, margin, claimed, re-measured
+    assert system_tps[0].startswith(("within", "inconclusive: run at least")) and system_tps[3] == "10 %"
+    assert " … " in system_tps[2]  # the 95 % interval
     assert page.locator("#spotcheck-panel a[download]", has_text="benchmarks.json").count() == 1
     page.locator("#spotcheck-heading").scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "spotcheck-audit.png"), full_page=True)
