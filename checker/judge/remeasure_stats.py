@@ -141,13 +141,15 @@ def _run_length_to_decide(
     measured: SampleSeries, low: float, high: float, point: float, margin: float
 ) -> float:
     """How long a re-measurement would need to run for the interval to clear the margin, if the shortfall stays
-    where it is: the half-width shrinks as 1 / sqrt(requests), and requests grow with the run's length (the
-    published side held as it is, so this is a lower bound). Infinite when the shortfall sits on the margin."""
-    half_width = (high - low) / 2
+    where it is: the interval's reach towards the margin (high - shortfall when the margin lies above it, shortfall
+    - low when below) shrinks as 1 / sqrt(requests), and requests grow with the run's length (the published side
+    held as it is, so this is a lower bound). Since the interval straddles the margin, the answer is longer than the
+    run made. Infinite when the shortfall sits on the margin."""
     distance = abs(point - margin)
     if distance == 0:
         return math.inf
-    return measured.duration_ns / 1e9 * (half_width / distance) ** 2
+    reach = high - point if margin > point else point - low
+    return measured.duration_ns / 1e9 * (reach / distance) ** 2
 
 
 def overall(judgements: list[FigureJudgement]) -> str:
