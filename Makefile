@@ -55,6 +55,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy checker
 	$(BIN)/lint-imports
+	$(BIN)/python manage.py layout_doc
 
 # Full suite against PostgreSQL + Redis (DATABASE_URL / REDIS_URL, defaulting to the local services); GuideLLM for
 # the spot-check tests (tests/spotchecks: a real worker runs it against `guidellm mock-server`).

@@ -89,5 +89,13 @@ SCHEDULE = Actor(
     lambda user, obj: False,
     system=True,
 )
+# A step that follows from a person's own (the approval or the closed objection that completes the quorum) is
+# taken by the portal once that person's row was judged: the person is guarded once, and named in the event.
+QUORUM = Actor(
+    "quorum",
+    "the portal, when an approval or a closed objection completes the quorum",
+    lambda user, obj: False,
+    system=True,
+)
 # A spot-check outside tolerance (spotchecks.services) raises its challenge as the portal, not as a person.
 SPOTCHECK = Actor("spotcheck", "a spot-check outside tolerance", lambda user, obj: False, system=True)

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from leaderboard.models import Publication, PublicationRevision
-from leaderboard.workflow import PUBLICATION
+from leaderboard.workflow import PUBLICATION, REVISION
 from portal.errors import ApplicationError, ConflictError
 from submissions.models import Submission, SystemDescriptionRevision
 from submissions.selectors import extension_open_of
@@ -152,7 +152,7 @@ def revision_record(
     if number == 2 and not PublicationRevision.objects.filter(publication=publication, number=1).exists():
         # A result published before revisions were recorded: its first publication becomes revision 1.
         first = publication.submission
-        PublicationRevision.objects.create(
+        record = PublicationRevision(
             publication=publication,
             submission=first,
             number=1,
@@ -160,7 +160,6 @@ def revision_record(
             check_run=publication.check_run,
             stack=first.stack_label,
             mode=publication.mode,
-            status=PublicationRevision.Status.PUBLISHED,
             publish_at=publication.publish_at,
             published_at=publication.published_at,
             chosen_by=publication.chosen_by,
@@ -168,6 +167,7 @@ def revision_record(
             headline=publication.headline or {},
             snapshot=publication.snapshot or {},
         )
+        REVISION.create(actor, record, "record")
         Submission.objects.filter(pk=first.pk).update(revision=1)
     curve = labelled_curve(curve, number=number, stack=submission.stack_label)
     previous = publication.curve or {}
@@ -178,7 +178,6 @@ def revision_record(
         "check_run": check_run,
         "stack": submission.stack_label,
         "changes": submission.changes or {},
-        "status": PublicationRevision.Status.PUBLISHED,
         "published_at": now,
         "curve": curve,
         "headline": headline,
@@ -186,16 +185,20 @@ def revision_record(
         "replaced": replaced_points(previous, curve) if submission.extends_id else [],
     }
     if revision is None:
-        revision = PublicationRevision.objects.create(
-            publication=publication,
-            submission=submission,
-            mode=publication.mode,
-            publish_at=now,
-            chosen_by=actor or publication.chosen_by,
-            **fields,
+        revision = REVISION.create(
+            actor,
+            PublicationRevision(
+                publication=publication,
+                submission=submission,
+                mode=publication.mode,
+                publish_at=now,
+                chosen_by=actor or publication.chosen_by,
+                **fields,
+            ),
+            "record",
         )
     else:
-        PublicationRevision.objects.filter(pk=revision.pk).update(**fields)
+        REVISION.take(actor, revision, "publish", fields=fields)
         revision.refresh_from_db()
     Submission.objects.filter(pk=submission.pk).update(revision=number)
     return revision

@@ -290,10 +290,9 @@ def recheck_campaign_report(campaign_id: int) -> bool:
             changed += bool(changes["changed"])
             RecheckResult.objects.filter(pk=result.pk).update(changes=changes)
         summary = {"results": len(results), "changed": changed, "unchanged": len(results) - changed}
-        RECHECK_CAMPAIGN.advance(
-            RecheckCampaign.objects, campaign, "report", reported_at=timezone.now(), summary=summary
+        RECHECK_CAMPAIGN.take(
+            None, campaign, "report", fields={"reported_at": timezone.now(), "summary": summary}, data=summary
         )
-        audit_event_record(actor=None, action="recheck.reported", obj=campaign, data=summary)
         notify(
             users=chairs(),
             kind="recheck.reported",
@@ -341,34 +340,35 @@ def recheck_result_decide(*, result: RecheckResult, actor, decision: str, reason
         if not user_is_chair(actor):
             raise NotAllowedError("Only the chair decides on a re-check's results.")
         raise ApplicationError("Decide no_action, annotate or challenge.", code="invalid")
-    RECHECK_RESULT.require(actor, result, decision, reason=reason)
-    reason = reason.strip()
-    fields: dict[str, Any] = {"reason": reason, "decided_by": actor, "decided_at": timezone.now()}
-    if decision == "annotate":
-        fields["annotation"] = annotation_add(
-            publication=result.publication, actor=actor, text=f"Re-checked with {result.ruleset}: {reason}"
-        )
-    elif decision == "challenge":
-        fields["challenge"] = challenge_raise(
-            publication=result.publication,
-            actor=actor,
-            reason=f"Re-check #{result.campaign_id} with {result.ruleset}: {reason}",
-        )
-    if not RECHECK_RESULT.advance(RecheckResult.objects, result, decision, **fields):
-        raise ConflictError("This result was already decided.", code="state-conflict")
-    result.refresh_from_db()
-    audit_event_record(
-        actor=actor,
-        action=f"recheck.{DECISIONS[decision]}",
-        obj=result,
+    reason = (reason or "").strip()
+    RECHECK_RESULT.take(  # first: the annotation or challenge it makes is the decided result's
+        actor,
+        result,
+        decision,
+        reason=reason,
+        fields={"reason": reason, "decided_by": actor, "decided_at": timezone.now()},
         data={
             "campaign": result.campaign_id,
             "public_id": result.publication.public_id,
             "revision": result.revision.number,
             "decision": str(DECISIONS[decision]),
-            "reason": reason,
         },
     )
+    made: dict[str, Any] = {}
+    if decision == "annotate":
+        made["annotation"] = annotation_add(
+            publication=result.publication, actor=actor, text=f"Re-checked with {result.ruleset}: {reason}"
+        )
+    elif decision == "challenge":
+        made["challenge"] = challenge_raise(
+            publication=result.publication,
+            actor=actor,
+            reason=f"Re-check #{result.campaign_id} with {result.ruleset}: {reason}",
+        )
+    if made:
+        RecheckResult.objects.filter(pk=result.pk).update(**made)
+        for name, value in made.items():
+            setattr(result, name, value)
     return result
 
 

@@ -1,7 +1,7 @@
 """Writes of the leaderboard app: choosing when an audited result goes public, the schedule that publishes what
 is due (exactly once), challenges and their public resolution (dismissed, annotated, retracted).
 Every write records its audit event in its transaction; the submission's status changes only through
-review.lifecycle.transition()."""
+the table's `take` (portal.policy)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from leaderboard.snapshot import snapshot_build
 from leaderboard.workflow import CHALLENGE, PUBLICATION, REVISION
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from review import lifecycle
-from review.lifecycle import transition
 from submissions.models import Submission
 from submissions.selectors import check_run_latest
 
@@ -81,10 +80,10 @@ def publication_schedule(
         Publication.objects.filter(pk=publication.pk).update(public_id=_public_id(publication))
         publication.refresh_from_db()
     else:  # a new choice replaces the scheduled one (the old choice stays in the audit log)
-        Publication.objects.filter(pk=existing.pk).update(
-            mode=mode, publish_at=when, chosen_by=actor, status=Publication.Status.SCHEDULED
+        PUBLICATION.take(
+            actor, existing, "reschedule", fields={"mode": mode, "publish_at": when, "chosen_by": actor}
         )
-        publication = Publication.objects.get(pk=existing.pk)
+        publication = existing
     return _scheduled(
         publication,
         "publication.scheduled",
@@ -128,10 +127,9 @@ def _revision_schedule(*, submission: Submission, actor, mode: str, when: dateti
             chosen_by=actor,
         )
     else:
-        PublicationRevision.objects.filter(pk=revision.pk).update(
-            mode=mode, publish_at=when, chosen_by=actor, status=PublicationRevision.Status.SCHEDULED
+        REVISION.take(
+            actor, revision, "reschedule", fields={"mode": mode, "publish_at": when, "chosen_by": actor}
         )
-        revision.refresh_from_db()
     return _scheduled(
         revision,
         "publication.revision_scheduled",
@@ -168,15 +166,14 @@ def _publish_revision(revision: PublicationRevision, *, actor, now: datetime) ->
     judged becomes the result's snapshot; the public id stays."""
     submission = revision.submission
     if not lifecycle.SUBMISSION.state_allows(submission, "publish"):  # withdrawn (or rejected) while waiting
-        REVISION.advance(PublicationRevision.objects, revision, "cancel")
+        REVISION.take(None, revision, "cancel", quiet=True)
         return False
     publication = Publication.objects.select_for_update().get(pk=revision.publication_id)
     if publication.is_retracted:
         raise ConflictError(
             "The result was retracted: its extension cannot be published.", code="result-retracted"
         )
-    transition(submission=submission, action="publish", actor=actor)
-    submission.refresh_from_db()
+    lifecycle.SUBMISSION.take(actor, submission, "publish")
     check_run = check_run_latest(submission.submitted_version)
     curve = curve_with_verification(_curve_of(check_run, submission))
     published = revision_record(
@@ -255,9 +252,9 @@ def _publish(publication: Publication, *, actor, now: datetime) -> bool:
     """Publish one due publication in the caller's transaction: the lifecycle's compare-and-set makes it once."""
     submission = publication.submission
     if not lifecycle.SUBMISSION.state_allows(submission, "publish"):  # withdrawn (or rejected) while waiting
-        PUBLICATION.advance(Publication.objects, publication, "cancel")
+        PUBLICATION.take(None, publication, "cancel", quiet=True)
         return False
-    transition(submission=submission, action="publish", actor=actor)
+    lifecycle.SUBMISSION.take(actor, submission, "publish")
     check_run = check_run_latest(publication.version)
     curve = curve_with_verification(_curve_of(check_run, submission))
     first = revision_record(
@@ -272,30 +269,25 @@ def _publish(publication: Publication, *, actor, now: datetime) -> bool:
         actor=actor,
         now=now,
     )
-    updated = PUBLICATION.advance(
-        Publication.objects,
+    PUBLICATION.take(
+        actor,
         publication,
         "publish",
-        published_at=now,
-        check_run=check_run,
-        curve=first.curve,
-        headline=first.headline,
-        snapshot=first.snapshot,
-    )
-    if not updated:
-        raise ConflictError("This publication was published meanwhile.", code="state-conflict")
-    evidence_pack_build_revision(revision=first)
-    public_cache_invalidate_on_commit()  # the public tables and API answers change once this commits
-    audit_event_record(
-        actor=actor,
-        action="publication.published",
-        obj=publication,
+        fields={
+            "published_at": now,
+            "check_run": check_run,
+            "curve": first.curve,
+            "headline": first.headline,
+            "snapshot": first.snapshot,
+        },
         data={
             "submission": submission.pk,
             "public_id": publication.public_id,
             "version": publication.version_id,
         },
     )
+    evidence_pack_build_revision(revision=first)
+    public_cache_invalidate_on_commit()  # the public tables and API answers change once this commits
     return True
 
 
@@ -403,16 +395,18 @@ def challenge_resolve(*, challenge: Challenge, actor, outcome: str, text: str) -
         if not user_is_chair(actor):
             raise NotAllowedError("Only the chair resolves a challenge.")
         raise ApplicationError("Outcome is dismissed, annotated or retracted.", code="invalid")
-    CHALLENGE.require(actor, challenge, outcome, reason=text)  # the chair, on an open challenge
     if not (text or "").strip():
+        CHALLENGE.require(actor, challenge, outcome, reason=text)  # who and when first: then what is missing
         raise ApplicationError("Say why (the resolution is public).", code="invalid")
-    now = timezone.now()
-    if not CHALLENGE.advance(
-        Challenge.objects, challenge, outcome, resolution=text.strip(), resolved_by=actor, resolved_at=now
-    ):
-        raise ConflictError("This challenge was already resolved.", code="state-conflict")
-    challenge.refresh_from_db()
     publication = challenge.publication
+    CHALLENGE.take(  # the chair, on an open challenge
+        actor,
+        challenge,
+        outcome,
+        reason=text,
+        fields={"resolution": text.strip(), "resolved_by": actor, "resolved_at": timezone.now()},
+        data={"public_id": publication.public_id, "resolution": text.strip()},
+    )
     if outcome == Challenge.Status.ANNOTATED:
         annotation = Annotation.objects.create(
             publication=publication, challenge=challenge, text=text.strip(), created_by=actor
@@ -421,12 +415,6 @@ def challenge_resolve(*, challenge: Challenge, actor, outcome: str, text: str) -
     elif outcome == Challenge.Status.RETRACTED:
         publication_retract(publication=publication, actor=actor, reason=text.strip(), challenge=challenge)
     public_cache_invalidate_on_commit()  # the resolution is public, whatever the outcome
-    audit_event_record(
-        actor=actor,
-        action=f"challenge.{outcome}",
-        obj=challenge,
-        data={"public_id": publication.public_id, "resolution": text.strip()},
-    )
     notify(
         users=[challenge.raised_by] if challenge.raised_by_id else [],
         kind=f"challenge.{outcome}",

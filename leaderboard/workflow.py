@@ -33,6 +33,7 @@ PUBLICATION = Policy(
             (SUBMITTER,),
             "Choose the date",
             done="rescheduled",
+            audited=False,  # `publication.scheduled` records each choice
             needs="the submission is still audited",
         ),
         Rule(
@@ -99,6 +100,27 @@ REVISION = Policy(
     states=tuple(R.values),
     rules=(
         Rule(
+            "record",
+            (),
+            (SUBMITTER, SCHEDULE),
+            "Publish",
+            target=R.PUBLISHED,
+            done="recorded",
+            creates=True,
+            automatic=True,
+            audited=False,  # `publication.published` (or `publication.revised`) records it
+            needs="the publication of a result (its revision 1), or of an extension not scheduled before",
+        ),
+        Rule(
+            "reschedule",
+            (R.SCHEDULED,),
+            (SUBMITTER,),
+            "Choose the date",
+            done="rescheduled",
+            audited=False,  # `publication.revision_scheduled` records each choice
+            needs="the extension's submission is still audited",
+        ),
+        Rule(
             "publish",
             (R.SCHEDULED,),
             (SUBMITTER, SCHEDULE),
@@ -106,6 +128,7 @@ REVISION = Policy(
             target=R.PUBLISHED,
             done="published",
             automatic=True,
+            audited=False,  # `publication.revised` records it
             needs="due, and the extension's submission still audited",
         ),
         Rule(
@@ -147,6 +170,7 @@ CHALLENGE = Policy(
 RC = RecheckCampaign.Status
 RECHECK_CAMPAIGN = Policy(
     name="re-check",
+    event_name="recheck",
     states=tuple(RC.values),
     description="Started `running` by the chair (or by the beat schedule with PORTAL_RECHECK_AUTOMATIC) with one "
     "re-check run per published revision (leaderboard.rechecks.recheck_campaign_start); nothing published changes.",
@@ -189,6 +213,7 @@ RECHECK_RESULT = Policy(
             reason_required=True,
             precondition=_campaign_reported,
             needs=needs,
+            event=f"recheck.{target}",
         )
         for action, target, label, done, needs in (
             ("no_action", RR.NO_ACTION, "No action", "closed with no action", "the report written; a reason"),

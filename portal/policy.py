@@ -1,23 +1,29 @@
 """The workflow policy's machinery: a table per object with a status (state -> action -> who may, and what it needs)
-and the three questions every layer asks of it: `require` (services, before they write), `allowed` and
-`allowed_actions` (pages and the API, for their buttons).
+and the one door every state change goes through: `take` (who may, in which state, a compare-and-set and the audit
+event the row names, in one call; `create` for a row born in a state). Pages and the API ask `allowed` and
+`allowed_actions` for their buttons; `require` is the guard alone, for a write beside the object that is not a
+change of its state (a comment, a part of an upload). Only the models (their defaults), the migrations and these
+tables write a status (tests/test_status_comparisons.py).
 
 This module knows no app: each table lives in the lowest app that knows every rule it names (the submission's in
 review/, which knows assignments, conflicts and the quorum; the publication's in leaderboard/; the upload's and the
 check run's in submissions/), so the layers stay one way and nothing is plugged in at start-up. Each app declares
 its own tables in `POLICIES` of its workflow module; `registered_policies` gathers them from the installed apps
 (no app lists another's). docs/portal.md says why; docs/lifecycle.md is generated from every table
-(`manage.py lifecycle_doc --write`).
+(`manage.py lifecycle_doc --write`). The audit log is the one app this module writes to (`audit.services`, the
+lowest app, imported at the write).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
 from importlib.util import find_spec
 
 from django.apps import apps
+from django.db import transaction
 from django.db.models import Q
 
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
@@ -67,6 +73,12 @@ class Rule:
     # bare button: no route and no allowed action of its own.
     automatic: bool = False
     event: str = ""  # the audit action, when it is not "<object>.<done>"
+    # False for a row whose move is recorded by another event of the same step (an upload joining a version is in
+    # the version's `version.uploaded`), or too frequent to be worth one (a worker starting a check run).
+    audited: bool = True
+    # A row that brings an object into being in `target` (a published revision recorded as it is published, an
+    # objection raised): taken by `Policy.create`, never by `take`.
+    creates: bool = False
 
     @property
     def who(self) -> str:
@@ -103,13 +115,19 @@ class Policy:
     rules: tuple[Rule, ...]
     state_of: Callable[[object], str] = lambda obj: obj.status
     description: str = ""
-    field: str = "status"  # the model field holding the state (for `advance` and querysets)
+    field: str = "status"  # the model field holding the state (for `take` and querysets)
+    event_name: str = ""  # the object in audit actions ("check" -> "check.finished"); else `name`, dotted
+    # Fields every move of this table writes beside the state, from the reason given (the submission's
+    # `status_changed_at`, `status_reason`).
+    stamp: Callable[[str], dict] | None = None
 
     def __post_init__(self):
         actions = [rule.action for rule in self.rules]
         if len(set(actions)) != len(actions):
             raise ValueError(f"{self.name}: one row per action")
         for rule in self.rules:
+            if rule.creates and (rule.sources or not rule.target):
+                raise ValueError(f"{self.name}.{rule.action}: a row that creates has a target and no source")
             unknown = (set(rule.sources) | ({rule.target} if rule.target else set())) - set(self.states)
             if unknown:
                 raise ValueError(f"{self.name}.{rule.action}: unknown states {sorted(unknown)}")
@@ -155,21 +173,113 @@ class Policy:
             return rule.precondition(obj)
         return Ready()
 
-    def advance(self, queryset, obj, action: str, *, target: str = "", **fields) -> bool:
-        """Compare-and-set a transition already judged by `require`: move `obj` (a row of `queryset`) to the
-        row's target (or `target`, for a row with several outcomes) only if it is still in one of the row's
-        source states, writing `fields` beside. False when another request moved it first."""
+    def event_of(self, rule: Rule) -> str:
+        """The audit action a row writes: its own `event`, else "<object>.<done>"."""
+        noun = self.event_name or re.sub(r"[^a-z0-9]+", "_", self.name.lower())
+        return rule.event or f"{noun}.{re.sub(r'[^a-z0-9]+', '_', (rule.done or rule.action).lower())}"
+
+    def take(
+        self,
+        user,
+        obj,
+        action: str,
+        *,
+        reason: str = "",
+        target: str = "",
+        fields: dict | None = None,
+        data: dict | None = None,
+        event: str = "",
+        queryset=None,
+        quiet: bool = False,
+        caused_by=None,
+    ) -> bool:
+        """The one door for a state change and every write the table governs, in the caller's transaction: the
+        row's guards (`require`: who, state, reason, precondition), then a compare-and-set that moves the row
+        from one of the row's source states to its target (or `target`, for a row with several outcomes) writing
+        `fields` beside, then the audit event the table names. A row without a target writes `fields` the same
+        way, only while the object is still in a source state.
+
+        `queryset` narrows the compare-and-set (a worker's attempt number, an expiry's idle time). When another
+        request moved the object first, the refusal is a 409 `state-conflict`; with `quiet` it is False (a
+        worker's stale message, a sweep that lost the race). A step the portal takes as the consequence of a
+        person's (`user` None: a release after a declared conflict) names that person in its event
+        (`caused_by`). Updates `obj` in memory."""
+        with transaction.atomic():
+            return self._take(
+                user, obj, action, reason, target, fields, data, event, queryset, quiet, caused_by
+            )
+
+    def _take(
+        self, user, obj, action, reason, target, fields, data, event, queryset, quiet, caused_by
+    ) -> bool:
         rule = self.rule(action)
+        if rule.creates:
+            raise ValueError(f"{self.name}.{action} creates: use Policy.create")
+        reason = (reason or "").strip()
+        try:
+            ready = self.require(user, obj, action, reason=reason)
+        except ConflictError as exc:
+            if quiet and exc.code == "state-conflict":
+                return False
+            raise
         to = target or rule.target
-        if not to:
-            raise ValueError(f"{self.name}.{action} is not a transition")
-        if to not in self.states:
+        if to and to not in self.states:
             raise ValueError(f"{self.name}.{action}: unknown state {to!r}")
-        pk = getattr(obj, "pk", obj)  # a row or its primary key
-        moved = queryset.filter(pk=pk, **{f"{self.field}__in": rule.sources}).update(
-            **{self.field: to}, **fields
-        )
-        return bool(moved)
+        seen = self.state_of(obj)
+        written = {**(self.stamp(reason) if self.stamp and to else {}), **ready.fields, **(fields or {})}
+        if to:
+            written[self.field] = to
+        if written:
+            rows = queryset if queryset is not None else type(obj)._base_manager
+            moved = rows.filter(pk=obj.pk, **{f"{self.field}__in": rule.sources}).update(**written)
+            if not moved:
+                if quiet:
+                    return False
+                current = type(obj)._base_manager.filter(pk=obj.pk).values_list(self.field, flat=True).first()
+                raise ConflictError(
+                    f"{self._noun(obj)} is {current}, not {seen}: it changed meanwhile. Reload and try again.",
+                    code="state-conflict",
+                    extra={"status": current, "action": rule.action},
+                )
+            for name, value in written.items():
+                if not hasattr(value, "resolve_expression"):
+                    setattr(obj, name, value)
+        if rule.audited:
+            self._record(
+                user if caused_by is None else caused_by,
+                obj,
+                event or self.event_of(rule),
+                {
+                    **({"from": seen, "to": to} if to else {}),
+                    **ready.audit_data,
+                    **({"reason": reason} if reason else {}),
+                    **(data or {}),
+                },
+            )
+        return True
+
+    def create(self, user, obj, action: str, *, data: dict | None = None, event: str = ""):
+        """Bring `obj` (an unsaved row the caller built and validated) into being in the row's target state, as
+        one of the row's actors, with the audit event the table names; the saved row."""
+        rule = self.rule(action)
+        if not rule.creates:
+            raise ValueError(f"{self.name}.{action} does not create")
+        if not rule.actor_may(user, obj):
+            raise NotAllowedError(
+                f"Only {rule.who} can {rule.action.replace('_', ' ')}.", extra={"action": action}
+            )
+        setattr(obj, self.field, rule.target)
+        with transaction.atomic():
+            obj.save()
+            if rule.audited:
+                self._record(user, obj, event or self.event_of(rule), {"to": rule.target, **(data or {})})
+        return obj
+
+    @staticmethod
+    def _record(user, obj, action: str, data: dict) -> None:
+        from audit.services import audit_event_record  # the lowest app: imported when a write records
+
+        audit_event_record(actor=user, action=action, obj=obj, data=data)
 
     def sources_q(self, action: str, *, via: str = ""):
         """The filter "in a state where `action` may be taken" (for a queryset of candidates)."""
@@ -226,15 +336,16 @@ class Policy:
             *([self.description, ""] if self.description else []),
             "States: " + ", ".join(f"`{state}`" for state in self.states) + ".",
             "",
-            "| action | from | to | who may | needs |",
-            "|---|---|---|---|---|",
+            "| action | from | to | who may | needs | audit event |",
+            "|---|---|---|---|---|---|",
         ]
         for rule in self.rules:
-            sources = ", ".join(f"`{status}`" for status in rule.sources)
+            sources = ", ".join(f"`{status}`" for status in rule.sources) or "(new)"
             target = f"`{rule.target}`" if rule.target else "(stays)"
+            event = f"`{self.event_of(rule)}`" if rule.audited else "(in the step's own event)"
             needs = rule.needs or ("a reason" if rule.reason_required else "—")
             auto = " (automatic)" if rule.automatic else ""
-            lines.append(f"| `{rule.action}`{auto} | {sources} | {target} | {rule.who} | {needs} |")
+            lines.append(f"| `{rule.action}`{auto} | {sources} | {target} | {rule.who} | {needs} | {event} |")
         return "\n".join(lines)
 
 

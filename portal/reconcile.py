@@ -23,7 +23,6 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from audit.services import audit_event_record
 from portal.policy import Policy
 
 logger = logging.getLogger(__name__)
@@ -78,22 +77,20 @@ def overdue_end(entry: Overdue, *, now: datetime | None = None) -> list:
                 ):
                     handled.append(row.pk)
                 continue
-            previous = entry.policy.state_of(row)
-            if not entry.policy.advance(
-                entry.model.objects.filter(condition),
+            if not entry.policy.take(
+                None,
                 row,
                 entry.action,
                 target=entry.target,
-                **entry.record(entry, now),
+                reason=entry.sentence,
+                fields=entry.record(entry, now),
+                queryset=entry.model.objects.filter(condition),
+                event=entry.event or f"{entry.policy.name.replace('-', '')}.lost",
+                data={"code": entry.code},
+                quiet=True,
             ):
                 continue
             row.refresh_from_db()
-            audit_event_record(
-                actor=None,
-                action=entry.event or f"{entry.policy.name.replace('-', '')}.lost",
-                obj=row,
-                data={"code": entry.code, "from": previous, "to": entry.target, "reason": entry.sentence},
-            )
             if entry.then:
                 import_string(entry.then)(row)
             handled.append(row.pk)

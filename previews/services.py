@@ -169,16 +169,20 @@ def preview_check(preview_id: int) -> Preview | None:
 def preview_give_up(preview: Preview, *, rule: str, message: str) -> Preview:
     """End a preview whose check cannot finish as `failed`, with one finding a user can act on (re-check or delete)."""
     finding = {"rule": rule, "severity": "error", "message": message, "fix": PREVIEW_RETRY}
-    PREVIEW.advance(
-        Preview.objects,
+    PREVIEW.take(
+        None,
         preview,
         "finish",
         target=Preview.Status.FAILED,
-        result={},
-        curve={},
-        findings=[finding],
-        error_count=1,
-        checked_at=timezone.now(),
+        fields={
+            "result": {},
+            "curve": {},
+            "findings": [finding],
+            "error_count": 1,
+            "checked_at": timezone.now(),
+        },
+        data={"rule": rule},
+        quiet=True,
     )
     preview.refresh_from_db()
     return preview
@@ -214,34 +218,40 @@ def _check(preview: Preview) -> Preview:
         else {}
     )
     outcome = Preview.Status.CHECKED if usable else Preview.Status.FAILED
-    PREVIEW.advance(
-        Preview.objects,
+    errors = sum(1 for f in every if f.severity == "error")
+    PREVIEW.take(
+        None,
         preview,
         "finish",
         target=outcome,
-        tool=result.tool or "",
-        tool_version=(result.tool_version or "")[:80],
-        result=result.to_dict(),
-        curve=curve,
-        findings=[f.to_dict() for f in every],
-        error_count=sum(1 for f in every if f.severity == "error"),
-        checked_at=timezone.now(),
+        fields={
+            "tool": result.tool or "",
+            "tool_version": (result.tool_version or "")[:80],
+            "result": result.to_dict(),
+            "curve": curve,
+            "findings": [f.to_dict() for f in every],
+            "error_count": errors,
+            "checked_at": timezone.now(),
+        },
+        data={"errors": errors, "points": len(usable)},
+        quiet=True,
     )
     preview.refresh_from_db()
     return preview
 
 
 def preview_recheck(*, actor, preview: Preview) -> Preview:
-    PREVIEW.require(actor, preview, "recheck")
-    if PREVIEW.advance(
-        Preview.objects,
+    if PREVIEW.take(
+        actor,
         preview,
         "recheck",
-        result={},
-        curve={},
-        findings=[],
-        error_count=0,
-        checking_since=timezone.now(),
+        fields={
+            "result": {},
+            "curve": {},
+            "findings": [],
+            "error_count": 0,
+            "checking_since": timezone.now(),
+        },
     ):
         _queue(preview)
     preview.refresh_from_db()

@@ -24,7 +24,7 @@ from django.conf import settings
 from django.test.utils import override_settings
 
 from catalog.models import Benchmark
-from review.lifecycle import transition
+from review.lifecycle import SUBMISSION
 from review.models import Comment, Conflict, EvidenceRequest, Review, ReviewAssignment, Waiver
 from review.services.assignments import assignment_accept, assignment_create, assignments_draw
 from review.services.attestations import attestation_record, evidence_answer, evidence_request
@@ -163,7 +163,7 @@ def _grant_waivers(version, chair) -> None:
 
 def _submit(submission: Submission, actor) -> Submission:
     if submission.in_state("draft"):
-        submission = transition(submission=submission, action="submit", actor=actor)
+        SUBMISSION.take(actor, submission, "submit")
     return submission
 
 
@@ -314,10 +314,10 @@ def _rejected(submission, users) -> None:
     _reviewed_in_review(submission, users["demo-submitter"], [users["demo-reviewer"]], chair)
     submission.refresh_from_db()
     if submission.in_state("submitted") or submission.in_state("in_review"):
-        transition(
-            submission=submission,
-            action="reject",
-            actor=chair,
+        SUBMISSION.take(
+            chair,
+            submission,
+            "reject",
             reason="A duplicate of the AX-8000 result already in review (same runs, same version).",
         )
 

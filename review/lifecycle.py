@@ -1,6 +1,7 @@
 """The workflow of a submission as one table (state -> action -> who may, and what it needs), and the tables of
-the review's own objects: assignment, objection, waiver, evidence request. `transition()` is the only code that
-changes a submission's status; every review service asks `require(...)` of a table before it writes.
+the review's own objects: assignment, objection, waiver, evidence request. A state changes only through the
+table's `take` (portal.policy: who, state, compare-and-set, audit event in one call); every review service asks a
+table before it writes.
 
 The submission's table lives here, in review/, because its rules name what review/ knows (assignments accepted,
 conflicts of interest judged now, waivers, the quorum, open objections): submissions/ sits below and may not
@@ -11,11 +12,9 @@ table (`python manage.py lifecycle_doc --write` regenerates it; a test fails whe
 
 from __future__ import annotations
 
-from django.db import transaction
 from django.utils import timezone
 
-from accounts.actors import AUDITOR, CHAIR, MEMBER, SCHEDULE, SUBMITTER
-from audit.services import audit_event_record
+from accounts.actors import AUDITOR, CHAIR, MEMBER, QUORUM, SCHEDULE, SUBMITTER
 from portal.errors import ApplicationError, ConflictError
 from portal.policy import Actor, AllowedAction, Policy, Ready, Rule
 from review import selectors
@@ -30,7 +29,6 @@ __all__ = [
     "Ready",
     "AllowedAction",
     "SUBMISSION",
-    "transition",
     "allowed_actions",
     "require",
     "allowed",
@@ -169,11 +167,19 @@ REVIEWABLE = (Status.SUBMITTED, Status.IN_REVIEW, Status.CHANGES_REQUESTED)
 # Where a waiver can still matter: before and during review and audit (not once audited, published or closed).
 WAIVABLE = (Status.DRAFT, *REVIEW_AND_AUDIT)
 
+
+def _moved_stamp(reason: str) -> dict:
+    """What every move of a submission writes beside its status: when, and the reason given (or none)."""
+    now = timezone.now()
+    return {"status_changed_at": now, "status_reason": reason, "updated_at": now}
+
+
 SUBMISSION = Policy(
     name="submission",
     states=tuple(Status.values),
-    description="Transitions (a `to` state) are taken by `transition()`; the other rows are writes beside the "
+    description="Transitions (a `to` state) are taken by `SUBMISSION.take()`; the other rows are writes beside the "
     "submission that its state and the actor's role decide.",
+    stamp=_moved_stamp,
     rules=(
         Rule(
             action="submit",
@@ -223,7 +229,7 @@ SUBMISSION = Policy(
             action="complete_review",
             sources=(Status.IN_REVIEW,),
             target=Status.PEER_REVIEWED,
-            actors=(ASSIGNED_REVIEWER, CHAIR),
+            actors=(QUORUM,),
             label="Approve",
             done="peer reviewed",
             event="submission.peer_reviewed",
@@ -351,6 +357,7 @@ A = ReviewAssignment.Status
 ASSIGNMENT = Policy(
     name="assignment",
     states=tuple(A.values),
+    event_name="review",
     rules=(
         Rule(
             "accept",
@@ -393,6 +400,17 @@ OBJECTION = Policy(
     field="objection_status",
     rules=(
         Rule(
+            "raise",
+            (),
+            (ACTIVE_REVIEWER, AUDITOR, CHAIR),
+            "Object",
+            target=OS.OPEN,
+            done="raised",
+            creates=True,
+            event="review.objection_raised",
+            needs="as the submission's `object` row; the answer is due in the configured business days",
+        ),
+        Rule(
             "answer",
             (OS.OPEN,),
             (MEMBER,),
@@ -400,6 +418,7 @@ OBJECTION = Policy(
             target=OS.ANSWERED,
             done="answered",
             automatic=True,
+            event="review.objection_answered",
             needs="a reply in the objection's thread by the submitting organisation",
         ),
         Rule(
@@ -409,6 +428,7 @@ OBJECTION = Policy(
             "Resolve",
             target=OS.RESOLVED,
             done="resolved",
+            event="review.objection_resolved",
             needs="the objector without a conflict of interest now, or the chair; the quorum may then complete "
             "the review",
         ),
@@ -419,6 +439,7 @@ OBJECTION = Policy(
             "Overrule",
             target=OS.OVERRULED,
             done="overruled",
+            event="review.objection_overruled",
             needs="as resolve",
         ),
     ),
@@ -480,6 +501,7 @@ EVIDENCE_REQUEST = Policy(
             "Answer",
             target=E.ANSWERED,
             done="answered",
+            event="audit.evidence_answered",
             needs="a text (files go in the thread or a new version)",
         ),
     ),
@@ -505,41 +527,6 @@ def transition_row(action: str) -> Rule:
         return TRANSITIONS_BY_ACTION[action]
     except KeyError:
         raise ApplicationError(f"No lifecycle action {action!r}.", code="unknown-action") from None
-
-
-@transaction.atomic
-def transition(*, submission: Submission, action: str, actor, reason: str = "", **fields) -> Submission:
-    """Take `action` on the submission as `actor`: check the row, write the new status by compare-and-set from
-    the status the caller saw (0 rows = someone else changed it first: ConflictError `state-conflict`), and
-    record the audit event with the real actor in the same transaction. Returns the refreshed submission."""
-    row = transition_row(action)
-    reason = (reason or "").strip()
-    ready = SUBMISSION.require(actor, submission, action, reason=reason)
-    old = submission.status
-    now = timezone.now()
-    updated = Submission.objects.filter(pk=submission.pk, status=old).update(
-        status=row.target,
-        status_changed_at=now,
-        status_reason=reason,
-        updated_at=now,
-        **ready.fields,
-        **fields,
-    )
-    if not updated:
-        current = Submission.objects.filter(pk=submission.pk).values_list("status", flat=True).first()
-        raise ConflictError(
-            f"Submission #{submission.pk} is {current}, not {old}: it changed meanwhile. Reload and try again.",
-            code="state-conflict",
-            extra={"status": current, "action": row.action},
-        )
-    submission.refresh_from_db()
-    audit_event_record(
-        actor=actor,
-        action=row.event or f"submission.{row.done}",
-        obj=submission,
-        data={"from": old, "to": row.target, **ready.audit_data, **({"reason": reason} if reason else {})},
-    )
-    return submission
 
 
 def allowed_actions(user, submission: Submission) -> list[AllowedAction]:

@@ -1,6 +1,6 @@
 """Review and audit records: conflicts of interest, assignments, the discussion thread, reviews, waivers,
 attestations and evidence requests. The submission's status itself changes only through
-review.lifecycle.transition(); these rows say who did what on the way.
+the tables' `take` (portal.policy); these rows say who did what on the way.
 
 Attestations and evidence requests live here rather than in audit/: the audit app is the append-only event
 log under every app (its core imports none), and an attestation points at a submission version.
@@ -66,7 +66,8 @@ class ReviewAssignment(StatefulModel, models.Model):
         RELEASED = "released", "Released"
 
     ACTIVE_STATUSES = (Status.INVITED, Status.ACCEPTED)
-    states = States(Status, active=ACTIVE_STATUSES)
+    # Declined by the reviewer or released (by the chair or the schedule): no longer asked to review.
+    states = States(Status, active=ACTIVE_STATUSES, ended=(Status.DECLINED, Status.RELEASED))
 
     submission = models.ForeignKey(
         "submissions.Submission", on_delete=models.PROTECT, related_name="review_assignments"

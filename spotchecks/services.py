@@ -282,7 +282,7 @@ def spotcheck_record_measured(
     spot-check: the same guard on who, the same import, comparison and challenge rule as the worker's; never
     queued."""
     spot_check = spotcheck_start(submission=submission, actor=actor, concurrency=concurrency, queue=False)
-    SPOT_CHECK.advance(SpotCheck.objects, spot_check, "run", started_at=timezone.now())
+    SPOT_CHECK.take(None, spot_check, "run", fields={"started_at": timezone.now()})
     spot_check.refresh_from_db()
     outcome = measurement_outcome(spot_check, benchmarks=benchmarks, egress=egress, log=log, returncode=0)
     return _finish(spot_check, outcome)
@@ -310,7 +310,7 @@ def spotcheck_run(spotcheck_id: int) -> SpotCheck | None:
     spot_check = SpotCheck.objects.filter(pk=spotcheck_id).select_related("submission").first()
     if spot_check is None or not SPOT_CHECK.state_allows(spot_check, "run"):
         return spot_check
-    if not SPOT_CHECK.advance(SpotCheck.objects, spot_check, "run", started_at=timezone.now()):
+    if not SPOT_CHECK.take(None, spot_check, "run", fields={"started_at": timezone.now()}, quiet=True):
         return spot_check  # another delivery took it
     endpoint = Endpoint.objects.filter(submission_id=spot_check.submission_id).first()
     if endpoint is None:
@@ -339,8 +339,21 @@ def spotcheck_run(spotcheck_id: int) -> SpotCheck | None:
 def _finish(spot_check: SpotCheck, outcome: dict) -> SpotCheck:
     status = outcome.pop("status")
     action = "abandon" if status == S.ERROR else "finish"
-    if not SPOT_CHECK.advance(
-        SpotCheck.objects, spot_check, action, target=status, finished_at=timezone.now(), **outcome
+    if not SPOT_CHECK.take(
+        None,
+        spot_check,
+        action,
+        target=status,
+        fields={"finished_at": timezone.now(), **outcome},
+        data={
+            "submission": spot_check.submission_id,
+            "verdict": status,
+            "concurrency": spot_check.concurrency,
+            "measured": outcome.get("measured"),
+            "evidence": {item["name"]: item["sha256"] for item in outcome.get("evidence") or []},
+            "detail": str(outcome.get("detail") or "")[:500],
+        },
+        quiet=True,
     ):
         spot_check.refresh_from_db()
         return spot_check
@@ -357,20 +370,6 @@ def _finish(spot_check: SpotCheck, outcome: dict) -> SpotCheck:
         spot_check.challenge = challenge
     if published:
         public_cache_invalidate_on_commit()  # the result page shows its re-measurements
-    audit_event_record(
-        actor=None,
-        action="spotcheck.finished",
-        obj=spot_check,
-        data={
-            "submission": spot_check.submission_id,
-            "verdict": status,
-            "concurrency": spot_check.concurrency,
-            "measured": spot_check.measured,
-            "evidence": {item["name"]: item["sha256"] for item in spot_check.evidence},
-            "challenge": spot_check.challenge_id,
-            "detail": spot_check.detail[:500],
-        },
-    )
     return spot_check
 
 

@@ -14,6 +14,7 @@ from spotchecks.models import SpotCheck
 S = SpotCheck.Status
 SPOT_CHECK = Policy(
     name="spot-check",
+    event_name="spotcheck",
     states=tuple(S.values),
     description="Created `queued` by the submission's `spot_check` row (spotchecks.services.spotcheck_start): one "
     "point of the latest check run or of the published curve, measured again by GuideLLM through the egress guard "
@@ -27,6 +28,7 @@ SPOT_CHECK = Policy(
             "Measure",
             target=S.RUNNING,
             done="started",
+            audited=False,  # the run's end records it: `spotcheck.finished`
             automatic=True,
             needs="the spot-check worker took it (at most once: compare-and-set)",
         ),
@@ -50,6 +52,7 @@ SPOT_CHECK = Policy(
             "Abandon",
             target=S.ERROR,
             done="abandoned",
+            event="spotcheck.finished",
             automatic=True,
             needs="the endpoint's declaration is gone, or GuideLLM failed for another reason than the endpoint",
         ),

@@ -33,11 +33,11 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from audit.services import audit_event_record
 from portal.errors import ApplicationError, ConflictError
 from portal.queues import task_send_on_commit
 from submissions.models import Upload
 from submissions.storage import COPY_CHUNK_BYTES, blob_key
+from submissions.workflow import UPLOAD
 
 logger = logging.getLogger(__name__)
 
@@ -287,14 +287,20 @@ def upload_direct_finish(
             ]
         },
     )
-    upload.status = Upload.Status.VERIFYING
-    upload.finish_request = {
-        "actor": actor.pk,
-        "create_version": bool(create_version),
-        "include_uploads": [str(other.pk) for other in include_uploads],
-        "kind": kind,
-    }
-    upload.save(update_fields=["status", "finish_request", "updated_at"])
+    UPLOAD.take(
+        actor,
+        upload,
+        "complete_direct",
+        fields={
+            "finish_request": {
+                "actor": actor.pk,
+                "create_version": bool(create_version),
+                "include_uploads": [str(other.pk) for other in include_uploads],
+                "kind": kind,
+            },
+            "updated_at": timezone.now(),
+        },
+    )
     task_send_on_commit(UPLOAD_VERIFY_TASK, str(upload.pk))
     return upload
 
@@ -340,15 +346,17 @@ def upload_verify(*, upload_id) -> str:
             f"({upload.size_bytes} bytes, SHA-256 {upload.sha256}). Nothing was stored; upload the file again."
         )
         with transaction.atomic():
-            if Upload.objects.filter(Upload.states.q("verifying"), pk=upload.pk).update(
-                status=Upload.Status.ABORTED, error_message=reason
+            if UPLOAD.take(
+                None,
+                upload,
+                "abort",
+                reason=reason,
+                event="upload.rejected",
+                fields={"error_message": reason},
+                queryset=Upload.objects.filter(Upload.states.q("verifying")),
+                data={"submission": upload.submission_id, "filename": upload.filename},
+                quiet=True,
             ):
-                audit_event_record(
-                    actor=None,
-                    action="upload.rejected",
-                    obj=upload,
-                    data={"submission": upload.submission_id, "filename": upload.filename, "reason": reason},
-                )
                 transaction.on_commit(lambda: client.delete_object(Bucket=bucket, Key=staging))
         return Upload.Status.ABORTED
     key = blob_key(actual)
@@ -358,10 +366,13 @@ def upload_verify(*, upload_id) -> str:
     # Verified and (when asked) versioned in one transaction: a client polling never sees `verified` for an
     # upload that is about to become a version.
     with transaction.atomic():
-        moved = Upload.objects.filter(Upload.states.q("verifying"), pk=upload.pk).update(
-            status=Upload.Status.VERIFIED, storage_key=key, updated_at=timezone.now()
-        )
-        if not moved:
+        if not UPLOAD.take(
+            None,
+            upload,
+            "verify_direct",
+            fields={"storage_key": key, "updated_at": timezone.now()},
+            quiet=True,
+        ):
             return Upload.objects.get(pk=upload.pk).status
         result = Upload.Status.VERIFIED
         if request.get("create_version", True):

@@ -449,7 +449,15 @@ def _upload_finish_locked(
         reader.close()
         actual = reader.sha256.hexdigest()
         if reader.size != upload.size_bytes or actual != upload.sha256:
-            Upload.objects.filter(Upload.states.q("open"), pk=upload.pk).update(status=Upload.Status.ABORTED)
+            UPLOAD.take(
+                actor,
+                upload,
+                "abort",
+                reason="the received bytes do not match the file announced",
+                queryset=Upload.objects.filter(Upload.states.q("open")),
+                data={"submission": upload.submission_id, "filename": upload.filename},
+                quiet=True,
+            )
             _discard_parts(upload)
             raise UploadHashMismatchError(
                 f"The received bytes ({reader.size} bytes, SHA-256 {actual}) do not match the file announced "
@@ -466,8 +474,13 @@ def _upload_finish_locked(
         if not default_storage.exists(key):
             with io.BufferedReader(_ConcatReader(keys), buffer_size=COPY_CHUNK_BYTES) as stream:
                 key = storage_save_exact(key, stream)
-        if Upload.objects.filter(Upload.states.q("open"), pk=upload.pk).update(
-            status=Upload.Status.VERIFIED, storage_key=key, updated_at=timezone.now()
+        if UPLOAD.take(
+            actor,
+            upload,
+            "finish",
+            fields={"storage_key": key, "updated_at": timezone.now()},
+            queryset=Upload.objects.filter(Upload.states.q("open")),
+            quiet=True,
         ):
             _discard_parts(upload)
         upload.refresh_from_db()
@@ -534,7 +547,8 @@ def version_create(
             size_bytes=upload.size_bytes,
             sha256=upload.sha256,
         )
-    Upload.objects.filter(pk__in=ids).update(status=Upload.Status.DONE, version=version)
+    for upload in locked:
+        UPLOAD.take(actor, upload, "join_version", fields={"version": version})
     audit_event_record(
         actor=actor,
         action="version.uploaded",
@@ -556,26 +570,26 @@ def _upload_close(upload: Upload, *, actor, action: str, reason: str, idle_befor
     """open/verified -> aborted (compare-and-set), parts deleted after commit, an audit event written.
     False when the upload had already moved on (finished, joined a version, aborted, or got a part since
     `idle_before`). A verified upload's blob stays: it is content-addressed and may back another upload."""
-    closable = Upload.objects.filter(UPLOAD.sources_q("abort"), pk=upload.pk)
+    closable = Upload.objects.all()
     if idle_before is not None:  # the expiry: only if nothing arrived since the candidate was chosen
         closable = closable.filter(updated_at__lt=idle_before)
-    previous = closable.values_list("status", flat=True).first()
-    if previous is None or not closable.update(status=Upload.Status.ABORTED):
-        return False
-    _discard_parts(upload)
-    audit_event_record(
-        actor=actor,
-        action=action,
-        obj=upload,
+    if not UPLOAD.take(
+        actor,
+        upload,
+        "abort",
+        reason=reason,
+        event=action,
+        queryset=closable,
+        quiet=True,
         data={
             "submission": upload.submission_id,
             "filename": upload.filename,
             "size_bytes": upload.size_bytes,
             "sha256": upload.sha256,
-            "from": previous,
-            "reason": reason,
         },
-    )
+    ):
+        return False
+    _discard_parts(upload)
     return True
 
 

@@ -104,6 +104,7 @@ UPLOAD = Policy(
             "Finish",
             target=U.VERIFIED,
             done="verified",
+            audited=False,  # the version it joins records it: `version.uploaded`
             needs="every part received; the SHA-256 of the joined file is the one announced (a mismatch aborts)",
         ),
         Rule(
@@ -113,6 +114,7 @@ UPLOAD = Policy(
             "Complete (straight to the bucket)",
             target=U.VERIFYING,
             done="verifying",
+            audited=False,  # as finish
             needs="S3 storage; every part in the bucket (submissions.direct_uploads)",
         ),
         Rule(
@@ -123,6 +125,7 @@ UPLOAD = Policy(
             target=U.VERIFIED,
             done="verified",
             automatic=True,
+            audited=False,  # as finish
             needs="a worker streams the object once: its size and SHA-256 are the ones announced (a mismatch aborts)",
         ),
         Rule(
@@ -133,6 +136,7 @@ UPLOAD = Policy(
             target=U.DONE,
             done="done",
             automatic=True,
+            audited=False,  # `version.uploaded` names every file
             needs="the submission accepts uploads (draft or changes requested)",
         ),
         Rule(
@@ -150,10 +154,20 @@ UPLOAD = Policy(
 C = CheckRun.Status
 CHECK_RUN = Policy(
     name="check run",
+    event_name="check",
     states=tuple(C.values),
     description="Written by the pipeline alone, by compare-and-set on (status, attempt); a re-check is a new run.",
     rules=(
-        Rule("start", (C.QUEUED,), (WORKER,), "Start", target=C.RUNNING, done="running", automatic=True),
+        Rule(
+            "start",
+            (C.QUEUED,),
+            (WORKER,),
+            "Start",
+            target=C.RUNNING,
+            done="running",
+            automatic=True,
+            audited=False,  # the end records the run: `check.finished`
+        ),
         Rule(
             "requeue",
             (C.QUEUED, C.RUNNING),
@@ -161,6 +175,7 @@ CHECK_RUN = Policy(
             "Requeue",
             target=C.QUEUED,
             done="queued",
+            event="check.retried",
             automatic=True,
             needs="a lost worker or broker message, while attempts remain (the reconciler)",
         ),
@@ -171,6 +186,7 @@ CHECK_RUN = Policy(
             "Pass",
             target=C.PASSED,
             done="passed",
+            event="check.finished",
             automatic=True,
             needs="every point checked, no error finding",
         ),
@@ -181,6 +197,7 @@ CHECK_RUN = Policy(
             "Fail",
             target=C.FAILED,
             done="failed",
+            event="check.finished",
             automatic=True,
             needs="an error finding",
         ),
@@ -191,6 +208,7 @@ CHECK_RUN = Policy(
             "Error",
             target=C.ERROR,
             done="error",
+            event="check.errored",
             automatic=True,
             needs="attempts used up, or the check could not complete",
         ),

@@ -12,11 +12,12 @@ from django.core.files.storage import default_storage
 
 from access.visibility import submissions_visible_to
 from audit.models import AuditEvent
-from review.lifecycle import allowed_actions, transition
+from review.lifecycle import allowed_actions
 from submissions.models import CheckRun, Submission, SubmissionVersion, Upload
 from submissions.selectors import check_run_latest, version_latest
 from submissions.storage import storage_iter_chunks
 from tests import factories as f
+from tests.factories import submission_take
 
 # Models that need no factory: Django's own bookkeeping, which the portal never creates in a test.
 NO_FACTORY = {
@@ -86,9 +87,7 @@ def test_a_submission_in_each_state_has_what_that_state_implies(status, storage_
 @pytest.mark.django_db
 def test_a_submitted_submission_from_the_factory_moves_through_the_lifecycle(storage_dir):
     submission = f.SubmissionFactory(submitted=True)
-    withdrawn = transition(
-        submission=submission, action="withdraw", actor=submission.created_by, reason="a newer driver"
-    )
+    withdrawn = submission_take(submission, "withdraw", submission.created_by, reason="a newer driver")
     assert withdrawn.status == Submission.Status.WITHDRAWN
     assert AuditEvent.objects.filter(action="submission.withdrawn", object_id=str(submission.pk)).count() == 1
 

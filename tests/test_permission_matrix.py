@@ -169,7 +169,6 @@ def _build_world() -> World:
     from leaderboard.demo import AX8000_TITLE
     from leaderboard.models import Annotation, Challenge, Publication
     from review.demo import Z9_TITLE
-    from review.lifecycle import transition
     from review.models import Comment, Conflict, EvidenceRequest, ReviewAssignment, Waiver
     from review.services.assignments import assignment_create
     from review.services.conflicts import conflict_declare
@@ -182,6 +181,7 @@ def _build_world() -> World:
         ReviewAssignmentFactory,
         SubmissionFactory,
         UserFactory,
+        submission_take,
     )
 
     BenchmarkFactory(sample=True)  # the catalog migration ships it; transactional tests flush it
@@ -213,7 +213,7 @@ def _build_world() -> World:
     system = Submission.objects.filter(organisation=acme).first().system
     withdrawn = SubmissionFactory(submitted=True, system=system, title="Matrix: withdrawn after assignment")
     assignment_create(submission=withdrawn, reviewer=demo["demo-reviewer"], actor=chair)
-    transition(submission=withdrawn, action="withdraw", actor=demo["demo-submitter"], reason="matrix")
+    submission_take(withdrawn, "withdraw", demo["demo-submitter"], reason="matrix")
     # Extensions of the demo's AX-8000 result in every state the demo does not show (it has one published as
     # revision 2 and one in review): each with its own stack label, which the public result must never show
     # before the extension is published.

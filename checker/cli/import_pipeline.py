@@ -6,8 +6,9 @@ goodput from the same records (`portal`, checker.recompute.imported). A reported
 reproduce (relative difference over the tolerance) is an `import-summary-mismatch` finding.
 
 Rule ids emitted here and by the importers (docs/importers.md): import-unrecognised, import-no-file,
-import-mixed-tools, import-schema, import-no-requests, import-summary-mismatch, import-too-many-files, plus the
-JSON readers' own (json-syntax, json-nonfinite, file-too-large, invalid-utf8, ...).
+import-mixed-tools, import-schema, import-no-requests, import-summary-mismatch, import-too-many-files,
+import-field-type, import-number-out-of-range, import-record-out-of-range, import-record-invalid, plus the JSON
+readers' own (json-syntax, json-nonfinite, file-too-large, invalid-utf8, ...).
 """
 
 from __future__ import annotations

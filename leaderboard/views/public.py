@@ -14,7 +14,6 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from access.permissions import can
 from access.visibility import challenges_visible_to
 from leaderboard import selectors
 from leaderboard.cache import public_cached, public_page
@@ -600,7 +599,6 @@ def result(request, public_id: str):
             context={
                 "public_id": meta["public_id"],
                 "can_challenge": can_challenge,
-                "is_chair": can(user, "chair"),
                 "challenges": challenges,
                 "outcomes": [c for c in Challenge.Status.choices if c[0] != Challenge.Status.OPEN],
             },

@@ -21,7 +21,6 @@ from review import selectors
 from review.lifecycle import (
     ASSIGNMENT,
     SUBMISSION,
-    transition,
 )
 from review.models import ReviewAssignment
 from review.services.common import submission_label, submission_locked, submission_submitters
@@ -115,27 +114,25 @@ def assignments_draw(*, submission: Submission, actor, count: int | None = None)
     return [assignment_create(submission=submission, reviewer=reviewer, actor=actor) for reviewer in chosen]
 
 
-def _own_assignment(assignment: ReviewAssignment, actor, action: str, reason: str = "") -> ReviewAssignment:
-    """The assignment locked, once the assignment's table lets `actor` take `action` on it now."""
-    assignment = (
-        ReviewAssignment.objects.select_for_update().select_related("submission").get(pk=assignment.pk)
-    )
-    ASSIGNMENT.require(actor, assignment, action, reason=reason)
-    return assignment
+def _locked(assignment: ReviewAssignment) -> ReviewAssignment:
+    """The assignment, locked for the caller's transaction."""
+    return ReviewAssignment.objects.select_for_update().select_related("submission").get(pk=assignment.pk)
 
 
 @transaction.atomic
 def assignment_accept(*, assignment: ReviewAssignment, actor) -> ReviewAssignment:
     """The reviewer accepts; the submission moves to `in_review` when its first reviewer accepts."""
     submission = submission_locked(assignment.submission)
-    assignment = _own_assignment(assignment, actor, "accept")  # the assignee, with no conflict now
-    ASSIGNMENT.advance(ReviewAssignment.objects, assignment, "accept", responded_at=timezone.now())
-    assignment.refresh_from_db()
-    audit_event_record(
-        actor=actor, action="review.accepted", obj=assignment, data={"submission": submission.pk}
+    assignment = _locked(assignment)
+    ASSIGNMENT.take(  # the assignee, with no conflict now
+        actor,
+        assignment,
+        "accept",
+        fields={"responded_at": timezone.now()},
+        data={"submission": submission.pk},
     )
     if SUBMISSION.state_allows(submission, "start_review"):
-        transition(submission=submission, action="start_review", actor=actor)
+        SUBMISSION.take(actor, submission, "start_review")
     notify(
         users=submission_submitters(submission),
         kind="review.accepted",
@@ -150,16 +147,14 @@ def assignment_accept(*, assignment: ReviewAssignment, actor) -> ReviewAssignmen
 def assignment_decline(*, assignment: ReviewAssignment, actor, reason: str) -> ReviewAssignment:
     if not (reason or "").strip():
         raise ApplicationError("Say why you decline (the chair reads it).", code="invalid")
-    assignment = _own_assignment(assignment, actor, "decline", reason)
-    ASSIGNMENT.advance(
-        ReviewAssignment.objects, assignment, "decline", responded_at=timezone.now(), reason=reason.strip()
-    )
-    assignment.refresh_from_db()
-    audit_event_record(
-        actor=actor,
-        action="review.declined",
-        obj=assignment,
-        data={"submission": assignment.submission_id, "reason": reason.strip()},
+    assignment = _locked(assignment)
+    ASSIGNMENT.take(
+        actor,
+        assignment,
+        "decline",
+        reason=reason,
+        fields={"responded_at": timezone.now(), "reason": reason.strip()},
+        data={"submission": assignment.submission_id},
     )
     notify(
         users=chairs(),
@@ -177,24 +172,29 @@ def assignment_release(*, assignment: ReviewAssignment, actor, reason: str) -> b
     """The chair takes an assignment back (with a reason the reviewer and the log read)."""
     if not (reason or "").strip():
         raise ApplicationError("Say why the reviewer is released.", code="invalid")
-    ASSIGNMENT.require(actor, assignment, "release", reason=reason)
-    return assignment_release_automatic(assignment, actor=actor, reason=reason.strip())
+    return _release(assignment, actor=actor, reason=reason.strip(), by=actor)
 
 
 def assignment_release_automatic(assignment: ReviewAssignment, *, actor, reason: str) -> bool:
-    """Release an active assignment (the chair, a declared conflict, or the missed deadline when actor is None);
-    False when it was no longer active (someone else released it first)."""
-    released = ASSIGNMENT.advance(
-        ReviewAssignment.objects, assignment, "release", reason=reason, responded_at=timezone.now()
+    """Release an active assignment as the consequence of another step (a declared conflict, a membership change
+    by `actor`, or the missed deadline when actor is None): the portal takes the `release` row; its event names
+    `actor`. False when it was no longer active (someone else released it first)."""
+    return _release(assignment, actor=actor, reason=reason, by=None)
+
+
+def _release(assignment: ReviewAssignment, *, actor, reason: str, by) -> bool:
+    released = ASSIGNMENT.take(
+        by,
+        assignment,
+        "release",
+        reason=reason,
+        fields={"reason": reason, "responded_at": timezone.now()},
+        data={"submission": assignment.submission_id},
+        quiet=by is None,
+        caused_by=actor,
     )
     if not released:
         return False
-    audit_event_record(
-        actor=actor,
-        action="review.released",
-        obj=assignment,
-        data={"submission": assignment.submission_id, "reason": reason},
-    )
     notify(
         users=[assignment.reviewer],
         kind="review.released",

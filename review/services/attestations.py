@@ -13,11 +13,10 @@ from accounts.selectors import (
 )
 from accounts.services.notifications import notify
 from audit.services import audit_event_record
-from portal.errors import ApplicationError, ConflictError
+from portal.errors import ApplicationError
 from review.lifecycle import (
     EVIDENCE_REQUEST,
     SUBMISSION,
-    transition,
 )
 from review.models import Attestation, EvidenceRequest
 from review.services.common import submission_label, submission_locked, submission_submitters, submission_url
@@ -28,7 +27,7 @@ from submissions.models import Submission
 def attestation_record(*, submission: Submission, actor, notes: str) -> Attestation:
     """An auditor attests the peer-reviewed version (notes required): peer_reviewed -> audited."""
     submission = submission_locked(submission)
-    submission = transition(submission=submission, action="attest", actor=actor, reason=notes)
+    SUBMISSION.take(actor, submission, "attest", reason=notes)
     attestation = Attestation.objects.create(
         submission=submission, version=submission.submitted_version, auditor=actor, notes=notes.strip()
     )
@@ -79,23 +78,17 @@ def evidence_request(
 @transaction.atomic
 def evidence_answer(*, request: EvidenceRequest, actor, answer: str) -> EvidenceRequest:
     submission = request.submission
-    EVIDENCE_REQUEST.require(actor, request, "answer")
     if not (answer or "").strip():
+        EVIDENCE_REQUEST.require(actor, request, "answer")  # who and when first: then what is missing
         raise ApplicationError(
             "An answer needs a text (attach files in the thread, or upload a new version).", code="invalid"
         )
-    if not EVIDENCE_REQUEST.advance(
-        EvidenceRequest.objects,
+    EVIDENCE_REQUEST.take(
+        actor,
         request,
         "answer",
-        answer=answer.strip(),
-        answered_by=actor,
-        answered_at=timezone.now(),
-    ):
-        raise ConflictError("This request was already answered.", code="state-conflict")
-    request.refresh_from_db()
-    audit_event_record(
-        actor=actor, action="audit.evidence_answered", obj=request, data={"submission": submission.pk}
+        fields={"answer": answer.strip(), "answered_by": actor, "answered_at": timezone.now()},
+        data={"submission": submission.pk},
     )
     notify(
         users=[request.auditor],

@@ -11,8 +11,6 @@ from accounts.services.notifications import notify
 from portal.errors import ApplicationError, ConflictError
 from review.lifecycle import (
     SUBMISSION,
-    quorum_precondition,
-    transition,
 )
 from review.models import ReviewAssignment
 from submissions.models import Submission
@@ -50,14 +48,16 @@ def submission_locked(submission: Submission) -> Submission:
 
 
 def review_complete_if_quorum(submission: Submission, actor) -> bool:
-    """Move to peer_reviewed when the quorum holds (called after every approval and objection closed)."""
+    """Move to peer_reviewed when the quorum holds (called after every approval and objection closed, whose own
+    row already judged `actor`): the portal takes the row, the event names `actor`."""
     if not SUBMISSION.state_allows(submission, "complete_review"):
         return False
-    try:
-        quorum_precondition(submission)
-    except ConflictError:
+    try:  # the row's precondition is the quorum: judged once, by the take
+        SUBMISSION.take(None, submission, "complete_review", caused_by=actor)
+    except ConflictError as exc:
+        if exc.code not in ("quorum-not-reached", "objection-open"):
+            raise
         return False
-    transition(submission=submission, action="complete_review", actor=actor)
     notify(
         users=submission_submitters(submission) + auditors(),
         kind="review.peer_reviewed",

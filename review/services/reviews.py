@@ -9,7 +9,6 @@ from audit.services import audit_event_record
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from review.lifecycle import (
     SUBMISSION,
-    transition,
 )
 from review.models import Comment, Review, ReviewAssignment
 from review.services.common import (
@@ -60,7 +59,7 @@ def review_submit(
             objection_type=objection_type or Comment.ObjectionType.VALIDITY,
         )
     elif decision == Review.Decision.REQUEST_CHANGES:
-        transition(submission=submission, action="request_changes", actor=actor, reason=body)
+        SUBMISSION.take(actor, submission, "request_changes", reason=body)
         notify(
             users=submission_submitters(submission),
             kind="review.changes_requested",

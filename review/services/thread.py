@@ -78,7 +78,6 @@ def comment_post(
         author=actor,
         kind=kind,
         objection_type=objection_type if objection else "",
-        objection_status=Comment.ObjectionStatus.OPEN if objection else "",
         visibility=visibility,
         body=body,
         finding=finding,
@@ -91,19 +90,18 @@ def comment_post(
             else None
         ),
     )
+    data = {
+        "submission": submission.pk,
+        "visibility": visibility,
+        **({"type": objection_type} if objection else {}),
+        **({"parent": parent.pk} if parent is not None else {}),
+    }
     comment.full_clean()
-    comment.save()
-    audit_event_record(
-        actor=actor,
-        action="review.objection_raised" if objection else "review.commented",
-        obj=comment,
-        data={
-            "submission": submission.pk,
-            "visibility": visibility,
-            **({"type": objection_type} if objection else {}),
-            **({"parent": parent.pk} if parent is not None else {}),
-        },
-    )
+    if objection:
+        OBJECTION.create(actor, comment, "raise", data=data)
+    else:
+        comment.save()
+        audit_event_record(actor=actor, action="review.commented", obj=comment, data=data)
     if parent is not None and parent.kind == Comment.Kind.OBJECTION and is_submitter:
         _objection_answered(parent, answer=comment, actor=actor)
     _comment_announce(comment, actor=actor)
@@ -142,13 +140,13 @@ def _objection_allowed(*, is_submitter: bool, objection_type: str, parent: Comme
 
 def _objection_answered(objection: Comment, *, answer: Comment, actor) -> None:
     """The submitter's reply answers the open objection (once: the policy moves it from `open` only)."""
-    if OBJECTION.advance(Comment.objects, objection, "answer"):
-        audit_event_record(
-            actor=actor,
-            action="review.objection_answered",
-            obj=objection,
-            data={"submission": objection.submission_id, "answer": answer.pk},
-        )
+    OBJECTION.take(
+        actor,
+        objection,
+        "answer",
+        data={"submission": objection.submission_id, "answer": answer.pk},
+        quiet=True,
+    )
 
 
 def _comment_announce(comment: Comment, *, actor) -> None:
@@ -189,15 +187,11 @@ def objection_close(*, objection: Comment, actor, outcome: str, note: str = "") 
     actions = {Comment.ObjectionStatus.RESOLVED: "resolve", Comment.ObjectionStatus.OVERRULED: "overrule"}
     if outcome not in actions:
         raise ApplicationError("Outcome is resolved or overruled.", code="invalid")
-    OBJECTION.require(actor, objection, actions[outcome])
-    Comment.objects.filter(pk=objection.pk).update(
-        objection_status=outcome, closed_by=actor, closed_at=timezone.now()
-    )
-    objection.refresh_from_db()
-    audit_event_record(
-        actor=actor,
-        action=f"review.objection_{outcome}",
-        obj=objection,
+    OBJECTION.take(
+        actor,
+        objection,
+        actions[outcome],
+        fields={"closed_by": actor, "closed_at": timezone.now()},
         data={"submission": submission.pk, "note": (note or "").strip()},
     )
     if (note or "").strip():

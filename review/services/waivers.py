@@ -93,30 +93,16 @@ def waiver_decide(
     if not (reason or "").strip():
         raise ApplicationError("Say why the waiver is granted or refused.", code="invalid")
     waiver = Waiver.objects.select_related("version__submission").get(pk=waiver.pk)
-    WAIVER.require(actor, waiver, "grant" if grant else "refuse", reason=reason)
-    if not WAIVER.advance(
-        Waiver.objects,
+    submission = waiver.version.submission
+    WAIVER.take(
+        actor,
         waiver,
         "grant" if grant else "refuse",
-        decided_by=actor,
-        decision_reason=reason.strip(),
-        decided_at=timezone.now(),
-    ):
-        raise ConflictError("This waiver was already decided.", code="state-conflict")
-    waiver.refresh_from_db()
-    status = waiver.status
-    submission = waiver.version.submission
-    audit_event_record(
-        actor=actor,
-        action=f"waiver.{status}",
-        obj=waiver,
-        data={
-            "submission": submission.pk,
-            "rule": waiver.rule,
-            "point": waiver.point,
-            "reason": reason.strip(),
-        },
+        reason=reason,
+        fields={"decided_by": actor, "decision_reason": reason.strip(), "decided_at": timezone.now()},
+        data={"submission": submission.pk, "rule": waiver.rule, "point": waiver.point},
     )
+    status = waiver.status
     if notify_submitters:
         notify(
             users=submission_submitters(submission),

@@ -216,9 +216,7 @@ def reject(request, pk: int):
         messages.error(request, "Not rejected: say why the submission is rejected.")
         return back_to(request, _page(submission))
     try:
-        lifecycle.transition(
-            submission=submission, action="reject", actor=request.user, reason=form.cleaned_data["reason"]
-        )
+        lifecycle.SUBMISSION.take(request.user, submission, "reject", reason=form.cleaned_data["reason"])
     except ApplicationError as exc:
         messages.error(request, f"Not rejected: {exc.detail}")
     else:

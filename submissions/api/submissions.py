@@ -207,9 +207,8 @@ class SubmissionViewSet(
             data = ReasonSerializer(data=request.data)
             data.is_valid(raise_exception=True)
             reason = data.validated_data["reason"]
-        submission = lifecycle.transition(
-            submission=submission, action=action, actor=request.user, reason=reason
-        )
+        lifecycle.SUBMISSION.take(request.user, submission, action, reason=reason)
+        submission.refresh_from_db()
         return Response(self.get_serializer(submission).data)
 
     @extend_schema(

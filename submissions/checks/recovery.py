@@ -8,7 +8,6 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from audit.services import audit_event_record
 from submissions.checks.common import storable_text
 from submissions.checks.queue import queue_start
 from submissions.models import CheckRun, Finding, PointMetric
@@ -37,44 +36,39 @@ def check_run_attempt_failed(
         if attempt < check_run.max_attempts:
             message = f"{reason}; re-queued (attempt {attempt + 1} of {check_run.max_attempts})"
             # heartbeat_at of a queued run is when it was (re-)queued: the queued deadline counts from it.
-            CHECK_RUN.advance(
-                CheckRun.objects.filter(attempts=attempt),
+            CHECK_RUN.take(
+                None,
                 check_run,
                 "requeue",
-                attempts=attempt + 1,
-                error_message=message,
-                heartbeat_at=now,
-                started_at=None,
-                progress_stage="",
-                progress_done=0,
+                queryset=CheckRun.objects.filter(attempts=attempt),
+                fields={
+                    "attempts": attempt + 1,
+                    "error_message": message,
+                    "heartbeat_at": now,
+                    "started_at": None,
+                    "progress_stage": "",
+                    "progress_done": 0,
+                },
+                data={"attempt": attempt + 1, "reason": reason, **({"code": code} if code else {})},
+                quiet=True,
             )
             # The next attempt recomputes every point: drop what the lost attempt stored.
             PointMetric.objects.filter(check_run=check_run).delete()
             Finding.objects.filter(check_run=check_run).delete()
             check_run.refresh_from_db()
-            audit_event_record(
-                actor=None,
-                action="check.retried",
-                obj=check_run,
-                data={"attempt": attempt + 1, "reason": reason, **({"code": code} if code else {})},
-            )
             queue_start(check_run)
         else:
             message = f"{reason}; failed after {attempt} attempt{'s' if attempt != 1 else ''}"
-            CHECK_RUN.advance(
-                CheckRun.objects.filter(attempts=attempt),
+            CHECK_RUN.take(
+                None,
                 check_run,
                 "error",
-                error_message=message,
-                finished_at=now,
+                queryset=CheckRun.objects.filter(attempts=attempt),
+                fields={"error_message": message, "finished_at": now},
+                data={"attempt": attempt, "reason": reason, **({"code": code} if code else {})},
+                quiet=True,
             )
             check_run.refresh_from_db()
-            audit_event_record(
-                actor=None,
-                action="check.errored",
-                obj=check_run,
-                data={"attempt": attempt, "reason": reason, **({"code": code} if code else {})},
-            )
             check_run_ended.send(sender=CheckRun, check_run=check_run)
     return check_run
 

@@ -13,7 +13,6 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from audit.services import audit_event_record
 from checker import __version__ as checker_version
 from checker.cli.pipeline import (
     PointOutcome,
@@ -60,21 +59,20 @@ def _end_inflated(check_run: CheckRun, attempt: int, findings, *, inputs: list[s
         Finding.objects.filter(check_run=check_run).delete()
         Finding.objects.bulk_create(finding_rows(check_run, "", report.findings))
         now = timezone.now()
-        CHECK_RUN.advance(
-            CheckRun.objects.filter(attempts=attempt),
+        CHECK_RUN.take(
+            None,
             check_run,
             "fail",
-            finished_at=now,
-            heartbeat_at=now,
-            counts=counts,
-            report=json_storable(report.to_dict()),
-            progress_stage="done",
-        )
-        audit_event_record(
-            actor=None,
-            action="check.finished",
-            obj=check_run,
+            queryset=CheckRun.objects.filter(attempts=attempt),
+            fields={
+                "finished_at": now,
+                "heartbeat_at": now,
+                "counts": counts,
+                "report": json_storable(report.to_dict()),
+                "progress_stage": "done",
+            },
             data={"version": check_run.version_id, "status": "failed", "attempt": attempt, "counts": counts},
+            quiet=True,
         )
         check_run_ended.send(sender=CheckRun, check_run=check_run)
 
@@ -84,20 +82,27 @@ def check_run_start(*, check_run_id: int, attempt: int) -> list[str] | None:
     task later fetches only the files it needs). Returns the point keys to fan out, or None when this
     attempt is not (or no longer) the run's to start."""
     now = timezone.now()
-    started = CHECK_RUN.advance(
-        CheckRun.objects.filter(attempts=attempt),
-        check_run_id,
+    check_run = CheckRun.objects.select_related("version").filter(pk=check_run_id).first()
+    if check_run is None:
+        return None
+    started = CHECK_RUN.take(
+        None,
+        check_run,
         "start",
-        started_at=now,
-        heartbeat_at=now,
-        checker_version=checker_version,
-        progress_stage="reading",
-        progress_done=0,
-        progress_total=0,
+        queryset=CheckRun.objects.filter(attempts=attempt),
+        fields={
+            "started_at": now,
+            "heartbeat_at": now,
+            "checker_version": checker_version,
+            "progress_stage": "reading",
+            "progress_done": 0,
+            "progress_total": 0,
+        },
+        quiet=True,
     )
     if not started and is_current(check_run_id, attempt) is None:
         return None  # stale message, or a run that already ended
-    check_run = CheckRun.objects.select_related("version").get(pk=check_run_id)
+    check_run.refresh_from_db()
     beat = Beat(check_run_id, attempt)
     first_file_of: dict[str, int] = {}
     pointless: list[int] = []
@@ -426,26 +431,25 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
                 extra=json_storable(point.extra)
             )
         now = timezone.now()
-        ended = CHECK_RUN.advance(
-            CheckRun.objects.filter(attempts=attempt),
-            check_run_id,
+        status = CHECK_RUN.rule(verdict).target
+        ended = CHECK_RUN.take(
+            None,
+            check_run,
             verdict,
-            finished_at=now,
-            heartbeat_at=now,
-            counts=counts,
-            curves=json_storable(report.curves),
-            report=json_storable(report.to_dict()),
-            progress_stage="done",
-            progress_done=len(report.points),
+            queryset=CheckRun.objects.filter(attempts=attempt),
+            fields={
+                "finished_at": now,
+                "heartbeat_at": now,
+                "counts": counts,
+                "curves": json_storable(report.curves),
+                "report": json_storable(report.to_dict()),
+                "progress_stage": "done",
+                "progress_done": len(report.points),
+            },
+            data={"version": check_run.version_id, "status": status, "attempt": attempt, "counts": counts},
+            quiet=True,
         )
         if not ended:
             return None
-        status = CHECK_RUN.rule(verdict).target
-        audit_event_record(
-            actor=None,
-            action="check.finished",
-            obj=check_run,
-            data={"version": check_run.version_id, "status": status, "attempt": attempt, "counts": counts},
-        )
         check_run_ended.send(sender=CheckRun, check_run=check_run)
     return status

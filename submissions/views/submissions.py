@@ -330,7 +330,7 @@ def submission_transition(request, pk: int, action: str):
             return _back(submission)
         reason = form.cleaned_data["reason"]
     try:
-        lifecycle.transition(submission=submission, action=action, actor=request.user, reason=reason)
+        lifecycle.SUBMISSION.take(request.user, submission, action, reason=reason)
     except ApplicationError as exc:
         messages.error(request, f"Not {row.done}: {exc.detail}")
     else:

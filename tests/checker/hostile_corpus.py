@@ -2,13 +2,16 @@
 (tests/fixtures/importers): every number of a file replaced by an extreme or a wrong type, each numeric field
 alone replaced, deep nesting, truncation, and a claim of two million requests.
 
-`hostile_corpus(out)` writes each case into its own folder under `out` and returns {case name: folder}."""
+`hostile_corpus(out)` writes each case into its own folder under `out` and returns {case name: folder};
+`mutation(name)` says what a case changed, `original_case(out, tool)` writes the tool's output unchanged."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,10 @@ HOSTILE_VALUES: dict[str, Any] = {
 }
 # Per-field cases use the values that broke the importers before: extremes and wrong types.
 FIELD_VALUES = ("1e308", "-1e308", "400-digit", "string")
+# What the importers must name by file and field: a value of the wrong type where a number belongs, or a number
+# out of range (beyond +-(2^63 - 1), or negative where the tool never writes one). null reads as absent.
+WRONG_TYPES = ("string", "bool", "list", "object")
+OUT_OF_RANGE = ("1e308", "-1e308", "400-digit", "-400-digit", "negative")
 TWO_MILLION = 2_000_000
 DEEP = "__deep__"
 
@@ -100,6 +107,43 @@ def _case(out: Path, name: str, tool: str) -> Path:
 def _claim_two_million(key: str, value: Any) -> Any:
     counting = any(word in key for word in ("count", "completed", "total", "requests", "num_"))
     return TWO_MILLION if counting and isinstance(value, int) else value
+
+
+def original_case(out: Path, tool: str) -> Path:
+    """The tool's output as it was written, in a folder like a case's (named `<tool>-original`)."""
+    return _case(out, f"{tool}-original", tool)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """What one case of the corpus changed: `kind` is every, field, two-million, truncated or deep; `value` the
+    label of HOSTILE_VALUES put in; `key` the field replaced (field cases); `files` the files that hold it."""
+
+    tool: str
+    kind: str
+    value: str | None = None
+    key: str | None = None
+    files: frozenset[str] = frozenset()
+
+
+def mutation(name: str) -> Mutation:
+    tool = next(t for t in BASES if name.startswith(f"{t}-"))
+    rest = name[len(tool) + 1 :]
+    if rest.startswith("every-"):
+        return Mutation(tool, "every", value=rest.removeprefix("every-"), files=frozenset(BASES[tool][1]))
+    if rest.startswith("field-"):
+        rest = rest.removeprefix("field-")
+        value = next(v for v in sorted(FIELD_VALUES, key=len, reverse=True) if rest.endswith(f"-{v}"))
+        key = rest[: -len(value) - 1]
+        return Mutation(tool, "field", value=value, key=key, files=_files_with(tool, key))
+    return Mutation(tool, rest.split("-")[0] if not rest.startswith("two-million") else "two-million")
+
+
+@cache
+def _files_with(tool: str, key: str) -> frozenset[str]:
+    folder, files = BASES[tool]
+    wanted = "" if key == "item" else key
+    return frozenset(f for f in files if wanted in _numeric_keys(_load(folder / f), set()))
 
 
 def hostile_corpus(out: Path) -> dict[str, Path]:

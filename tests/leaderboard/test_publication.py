@@ -107,12 +107,12 @@ def test_the_cohort_mode_waits_for_the_next_cohort(role_users, audited):
 
 
 def test_a_result_withdrawn_while_waiting_is_never_published(role_users, audited):
-    from review.lifecycle import transition
+    from tests.factories import submission_take
 
     publication = services.publication_schedule(
         submission=audited, actor=role_users["submitter"], mode="cohort"
     )
-    transition(submission=audited, action="withdraw", actor=role_users["submitter"], reason="newer driver")
+    submission_take(audited, "withdraw", role_users["submitter"], reason="newer driver")
     assert services.publications_publish_due(now=publication.publish_at + timedelta(minutes=1)) == []
     publication.refresh_from_db()
     assert publication.status == "cancelled"

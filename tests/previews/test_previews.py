@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import tarfile
 
 import pytest
@@ -91,6 +92,31 @@ def test_a_file_no_tool_wrote_is_a_finding_not_a_500(
     preview = _upload(role_users["submitter"], system, benchmark, files, django_capture_on_commit_callbacks)
     assert preview.in_state("failed")
     assert "import-unrecognised" in {f["rule"] for f in preview.findings}
+
+
+def test_a_string_where_the_tool_writes_a_number_is_named_on_the_page_and_in_the_api(
+    client, role_users, acme_system, django_capture_on_commit_callbacks
+):
+    benchmark, system = acme_system
+    written = json.loads(VLLM[0].read_text())
+    written["max_concurrency"] = "1"
+    files = [("c1.json", json.dumps(written).encode())]
+    preview = _upload(role_users["submitter"], system, benchmark, files, django_capture_on_commit_callbacks)
+    # the point has no concurrency to draw without it: the preview fails, saying which field of which file
+    assert preview.in_state("failed")
+    client.force_login(role_users["submitter"])
+    detail = client.get(f"/api/v1/previews/{preview.pk}/").json()
+    named = [f for f in detail["findings"] if f["rule"] == "import-field-type"]
+    assert [(f["file"], f["pointer"], f["severity"]) for f in named] == [
+        ("c1.json", "/max_concurrency", "error")
+    ]
+    assert 'the text "1" where vLLM writes a whole number' in named[0]["message"]
+    page = client.get(f"/previews/{preview.pk}/")
+    assert b"import-field-type" in page.content
+    assert (
+        b"c1.json /max_concurrency: the text &quot;1&quot; where vLLM writes a whole number" in page.content
+    )
+    assert b"Import the file exactly as vLLM wrote it" in page.content
 
 
 def test_a_hostile_archive_gets_findings_and_writes_nothing_outside(

@@ -258,14 +258,14 @@ def test_changes_requested_then_a_new_version_goes_back_to_the_same_reviewers(pe
     )
     submission.refresh_from_db()
     assert submission.status == "changes_requested" and submission.status_reason == "Add the c128 point."
-    from review.lifecycle import transition
+    from tests.factories import submission_take
 
     with pytest.raises(ConflictError) as refused:
-        transition(submission=submission, action="resubmit", actor=submission.created_by)
+        submission_take(submission, "resubmit", submission.created_by)
     assert refused.value.code == "no-new-version"
     old = submission.submitted_version
     new = SubmissionVersionFactory(submission=submission, check_run="passed")
-    transition(submission=submission, action="resubmit", actor=submission.created_by)
+    submission_take(submission, "resubmit", submission.created_by)
     submission.refresh_from_db()
     assert submission.status == "in_review" and submission.submitted_version == new
     assert selectors.user_is_assigned_reviewer(people["reviewer"], submission)
@@ -320,10 +320,10 @@ def test_a_failing_check_goes_through_only_with_waivers_and_the_audit_needs_them
         status=CheckRun.Status.FAILED,
         findings=[{"rule": "accuracy-sample-count", "point": "S/m/r1", "file": "a"}],
     )
-    from review.lifecycle import transition
+    from tests.factories import submission_take
 
     with pytest.raises(ConflictError) as refused:
-        transition(submission=submission, action="submit", actor=people["submitter"])
+        submission_take(submission, "submit", people["submitter"])
     assert refused.value.code == "check-not-passed" and "accuracy-sample-count" in refused.value.detail
     waiver = waiver_request(
         version=version,
@@ -335,7 +335,7 @@ def test_a_failing_check_goes_through_only_with_waivers_and_the_audit_needs_them
     )
     with pytest.raises(ConflictError):  # nobody decides a waiver on a draft (the chair cannot see drafts)
         waiver_decide(waiver=waiver, actor=people["chair"], grant=True, reason="ok")
-    transition(submission=submission, action="submit", actor=people["submitter"])
+    submission_take(submission, "submit", people["submitter"])
     Submission.objects.filter(pk=submission.pk).update(status="peer_reviewed")
     submission.refresh_from_db()
     readiness = selectors.attestation_readiness(submission)

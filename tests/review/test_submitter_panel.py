@@ -297,9 +297,9 @@ def test_the_status_badge_says_how_many_errors_are_waived(client, role_users):
             file=file,
             reason="short demo runs",
         )
-    from review.lifecycle import transition
+    from tests.factories import submission_take
 
-    transition(submission=submission, action="submit", actor=role_users["submitter"])
+    submission_take(submission, "submit", role_users["submitter"])
     client.force_login(role_users["submitter"])
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
     assert "2 errors" in page and " waived</span>" not in page  # asked for, not yet granted

@@ -23,12 +23,11 @@ import json
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from checker.read.inputs.limits import Limits
-from checker.read.kinds._json import bounded_numbers, dig, head, number, read_object
+from checker.read.kinds._json import FieldReader, bounded_numbers, dig, head, read_object
 from checker.read.kinds.base import ImportedPoint, ImportedRun, RequestRecord
 from checker.read.raw_logs import CorruptStream, open_events
 from checker.report import Findings
@@ -43,15 +42,31 @@ SERIES = {
 MAX_RECORDS_FINDINGS = 20
 
 
-def _milliseconds(metric: Any) -> float | None:
-    """A record metric's value in ms (AIPerf writes {"value": v, "unit": "ms"}; ns and s are converted)."""
+def _milliseconds(row: dict, tag: str, fields: FieldReader) -> float | None:
+    """A record's metric `tag` in ms (AIPerf writes {"value": v, "unit": "ms"}; ns and s are converted)."""
+    metric = dig(row, "metrics", tag)
     if not isinstance(metric, dict):
         return None
-    value = number(metric.get("value"))
+    value = fields.number(metric, "value", at=f"/metrics/{tag}", minimum=0.0)
     if value is None:
         return None
     scale = {"ms": 1.0, "ns": 1e-6, "us": 1e-3, "sec": 1000.0, "s": 1000.0}.get(str(metric.get("unit")))
     return None if scale is None else value * scale
+
+
+class _Row:
+    """One record of profile_export.jsonl, its numbers read once by its file's typed reader (set to its line)."""
+
+    __slots__ = ("failed", "ms", "phase", "start_ns", "tokens", "turn")
+
+    def __init__(self, data: dict, fields: FieldReader) -> None:
+        metadata = data["metadata"]
+        self.phase = metadata.get("benchmark_phase", "profiling")
+        self.failed = bool(data.get("error"))
+        self.start_ns = fields.number(metadata, "request_start_ns", at="/metadata")
+        self.ms = {tag: _milliseconds(data, tag, fields) for tag in SERIES.values()}
+        self.tokens = fields.count(data, "metrics", "output_sequence_length", "value")
+        self.turn = fields.count(metadata, "turn_index", at="/metadata")
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -122,7 +137,7 @@ class AIPerfKind:
             records = self._records(files["records"], findings=findings, limits=limits)
             if records is None:
                 continue
-            points.append(self._point(summary, records, files))
+            points.append(self._point(summary, records, files, findings))
         if not points:
             return None
         return ImportedRun(tool=self.name, tool_version=version, points=points)
@@ -131,9 +146,10 @@ class AIPerfKind:
     def _display(path: Path) -> str:
         return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
 
-    def _records(self, path: Path, *, findings: Findings, limits: Limits) -> list[dict] | None:
+    def _records(self, path: Path, *, findings: Findings, limits: Limits) -> list[_Row] | None:
         display = self._display(path)
-        records: list[dict] = []
+        fields = FieldReader(display, findings, writer="AIPerf")
+        records: list[_Row] = []
         bad = 0
         try:
             for number_, raw in enumerate(open_events(path, max_line_bytes=limits.max_line_bytes), start=1):
@@ -161,7 +177,10 @@ class AIPerfKind:
                             fix="Import profile_export.jsonl exactly as AIPerf wrote it.",
                         )
                     continue
-                records.append(bounded_numbers(row, display=display, findings=findings, line=number_))
+                fields.line = number_
+                records.append(
+                    _Row(bounded_numbers(row, display=display, findings=findings, line=number_), fields)
+                )
         except CorruptStream as exc:
             findings.error(
                 "import-record-invalid",
@@ -172,30 +191,30 @@ class AIPerfKind:
             )
         return records
 
-    def _point(self, summary: dict, records: list[dict], files: dict[str, Path]) -> ImportedPoint:
-        phases = dig(summary, "input_config", "phases") or []
-        profiling = next(
-            (p for p in phases if isinstance(p, dict) and p.get("kind") == "profiling"),
-            phases[0] if phases else {},
+    def _point(
+        self, summary: dict, records: list[_Row], files: dict[str, Path], findings: Findings
+    ) -> ImportedPoint:
+        fields = FieldReader(self._display(files["summary"]), findings, writer="AIPerf")
+        phases = dig(summary, "input_config", "phases")
+        phases = phases if isinstance(phases, list) else []
+        profiling_index = next(
+            (i for i, p in enumerate(phases) if isinstance(p, dict) and p.get("kind") == "profiling"), 0
         )
-        concurrency = profiling.get("concurrency") if isinstance(profiling, dict) else None
-        concurrency = (
-            concurrency if isinstance(concurrency, int) and not isinstance(concurrency, bool) else None
+        concurrency = fields.count(
+            phases, profiling_index, "concurrency", at="/input_config/phases", minimum=1
         )
-        profiling_rows = [
-            r for r in records if r["metadata"].get("benchmark_phase", "profiling") == "profiling"
-        ]
-        valid = [r for r in profiling_rows if not r.get("error")]
-        failed = [r for r in profiling_rows if r.get("error")]
+        profiling_rows = [r for r in records if r.phase == "profiling"]
+        valid = [r for r in profiling_rows if not r.failed]
+        failed = [r for r in profiling_rows if r.failed]
         reported: dict[str, float | int] = {}
         recomputed: dict[str, float | int] = {}
         for prefix, tag in SERIES.items():
             block = summary.get(tag)
             for key, stat in (("mean", "avg"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99")):
-                value = number(dig(block, stat))
+                value = fields.number(block, stat, at=f"/{tag}", minimum=0.0)
                 if value is not None and dig(block, "unit") == "ms":
                     reported[f"{prefix}_{key}"] = value
-            values = [v for v in (_milliseconds(dig(r, "metrics", tag)) for r in valid) if v is not None]
+            values = [v for v in (r.ms[tag] for r in valid) if v is not None]
             if values:
                 for key, value in _stats(values).items():
                     recomputed[f"{prefix}_{key}"] = value
@@ -204,24 +223,23 @@ class AIPerfKind:
             ("output_token_throughput", "output_token_throughput"),
             ("duration_s", "benchmark_duration"),
         ):
-            value = number(dig(summary, tag, "avg"))
+            value = fields.number(summary, tag, "avg", minimum=0.0)
             if value is not None:
                 reported[key] = value
         for key, tag in (("requests_completed", "request_count"), ("requests_failed", "error_request_count")):
-            value = number(dig(summary, tag, "avg"))
-            if value is not None and value.is_integer():
-                reported[key] = int(value)
-        if "requests_failed" not in reported and number(dig(summary, "request_error_rate", "avg")) == 0.0:
+            counted = fields.count(summary, tag, "avg")
+            if counted is not None:
+                reported[key] = counted
+        error_rate = fields.number(summary, "request_error_rate", "avg", minimum=0.0)
+        if "requests_failed" not in reported and error_rate == 0.0:
             reported["requests_failed"] = 0  # AIPerf writes error_request_count only when a request failed
         recomputed["requests_completed"] = len(valid)
         recomputed["requests_failed"] = len(failed)
-        starts_ns = [number(r["metadata"].get("request_start_ns")) for r in valid]
+        starts_ns = [r.start_ns for r in valid]
         ends_ns = [
-            start + latency * 1e6
-            for start, latency in zip(
-                starts_ns, (_milliseconds(dig(r, "metrics", "request_latency")) for r in valid), strict=True
-            )
-            if start is not None and latency is not None
+            r.start_ns + latency * 1e6
+            for r in valid
+            if r.start_ns is not None and (latency := r.ms["request_latency"]) is not None
         ]
         first_start = min((s for s in starts_ns if s is not None), default=None)
         if ends_ns and first_start is not None:
@@ -229,9 +247,8 @@ class AIPerfKind:
         window = _window_s(summary)
         if window is not None:
             recomputed["request_throughput"] = len(valid) / window
-            tokens = [dig(r, "metrics", "output_sequence_length", "value") for r in valid]
             recomputed["output_token_throughput"] = (
-                sum(t for t in tokens if isinstance(t, int | float)) / window
+                sum(r.tokens for r in valid if r.tokens is not None) / window
             )
         return ImportedPoint(
             concurrency=concurrency,
@@ -260,23 +277,18 @@ def _refuse_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name}")
 
 
-def _record(row: dict) -> RequestRecord | None:
-    start_ns = number(row["metadata"].get("request_start_ns"))
-    if start_ns is None:
+def _record(row: _Row) -> RequestRecord | None:
+    if row.start_ns is None:
         return None
-    issued = start_ns / 1e9
-    ttft = _milliseconds(dig(row, "metrics", "time_to_first_token"))
-    latency = _milliseconds(dig(row, "metrics", "request_latency"))
-    tokens = dig(row, "metrics", "output_sequence_length", "value")
+    issued = row.start_ns / 1e9
+    ttft, latency = row.ms["time_to_first_token"], row.ms["request_latency"]
     return RequestRecord(
         issued_s=issued,
         first_token_s=None if ttft is None else issued + ttft / 1000.0,
         end_s=None if latency is None else issued + latency / 1000.0,
-        output_tokens=tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None,
-        ok=not row.get("error"),
-        turn=row["metadata"].get("turn_index")
-        if isinstance(row["metadata"].get("turn_index"), int)
-        else None,
+        output_tokens=row.tokens,
+        ok=not row.failed,
+        turn=row.turn,
     )
 
 

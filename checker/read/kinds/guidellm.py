@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from checker.read.inputs.limits import Limits
-from checker.read.kinds._json import dig, head, number, read_object
+from checker.read.kinds._json import FieldReader, dig, head, read_object
 from checker.read.kinds.base import ImportedPoint, ImportedRun, RequestRecord
 from checker.report import Findings
 
@@ -55,27 +55,29 @@ class _Request:
         "tokens",
     )
 
-    def __init__(self, row: dict, status: str) -> None:
-        timings = dig(row, "info", "timings") or {}
-        self.status = status
-        request_start = number(timings.get("request_start"))
-        self.start = request_start if request_start is not None else number(timings.get("resolve_start"))
-        request_end = number(timings.get("request_end"))
-        self.end = request_end if request_end is not None else number(timings.get("resolve_end"))
-        self.first = number(timings.get("first_token_iteration"))
-        self.last = number(timings.get("last_token_iteration"))
+    def __init__(self, row: dict, status: str, fields: FieldReader, at: str) -> None:
+        timings = dig(row, "info", "timings")
+        timings = timings if isinstance(timings, dict) else {}
+        at_timings = f"{at}/info/timings"
+        self.status = status  # states: a GuideLLM request's own outcome, not a portal state
+
+        def clock(key: str) -> float | None:
+            return fields.number(timings, key, at=at_timings)
+
+        request_start = clock("request_start")
+        self.start = request_start if request_start is not None else clock("resolve_start")
+        request_end = clock("request_end")
+        self.end = request_end if request_end is not None else clock("resolve_end")
+        self.first = clock("first_token_iteration")
+        self.last = clock("last_token_iteration")
         iterations = timings.get("token_iterations")
-        self.iterations = (
-            iterations if isinstance(iterations, int) and not isinstance(iterations, bool) else 0
+        self.suspect = (
+            isinstance(iterations, int) and not isinstance(iterations, bool) and iterations > MAX_ITERATIONS
         )
-        self.suspect = not 0 <= self.iterations <= MAX_ITERATIONS
-        if self.suspect:  # a hostile count must not size an array
-            self.iterations = 0
-        tokens = dig(row, "output_metrics", "total_tokens")
-        if isinstance(tokens, int) and not isinstance(tokens, bool):
-            self.tokens: int | None = tokens
-        else:
-            self.tokens = self.iterations or None
+        # a hostile count must not size an array: over MAX_ITERATIONS is counted by the caller, below 0 named here
+        self.iterations = 0 if self.suspect else fields.count(timings, "token_iterations", at=at_timings) or 0
+        tokens = fields.count(row, "output_metrics", "total_tokens", at=at)
+        self.tokens: int | None = tokens if tokens is not None else self.iterations or None
         self._request_start = request_start
 
     @property
@@ -193,11 +195,12 @@ def rate_mean(events: list[tuple[float, float]], window: tuple[float, float]) ->
     return None if summary is None else summary["mean"]
 
 
-def _reported(metrics: dict, duration: Any) -> dict[str, float | int]:
+def _reported(metrics: dict, fields: FieldReader, at: str) -> dict[str, float | int]:
+    """GuideLLM's own figures of one benchmark (its `metrics` at `at`), the successful requests' statistics."""
     out: dict[str, float | int] = {}
 
-    def put(key: str, value: Any, scale: float = 1.0) -> None:
-        value = number(value)
+    def put(key: str, *path: str, scale: float = 1.0) -> None:
+        value = fields.number(metrics, *path, at=f"{at}/metrics", minimum=0.0)
         if value is not None:
             out[key] = value * scale
 
@@ -207,19 +210,17 @@ def _reported(metrics: dict, duration: Any) -> dict[str, float | int]:
         ("tpot_ms", "time_per_output_token_ms", 1.0),
         ("e2e_ms", "request_latency", 1000.0),
     ):
-        block = dig(metrics, name, "successful")
-        put(f"{prefix}_mean", dig(block, "mean"), scale)
+        put(f"{prefix}_mean", name, "successful", "mean", scale=scale)
         for p in ("p50", "p90", "p99"):
             if prefix == "tpot_ms" and p != "p50":
                 continue
-            put(f"{prefix}_{p}", dig(block, "percentiles", p), scale)
-    put("request_throughput", dig(metrics, "requests_per_second", "successful", "mean"))
-    put("output_token_throughput", dig(metrics, "output_tokens_per_second", "successful", "mean"))
+            put(f"{prefix}_{p}", name, "successful", "percentiles", p, scale=scale)
+    put("request_throughput", "requests_per_second", "successful", "mean")
+    put("output_token_throughput", "output_tokens_per_second", "successful", "mean")
     for key, status in (("requests_completed", "successful"), ("requests_failed", "errored")):
-        value = dig(metrics, "request_totals", status)
-        if isinstance(value, int) and not isinstance(value, bool):
+        value = fields.count(metrics, "request_totals", status, at=f"{at}/metrics")
+        if value is not None:
             out[key] = value
-    put("duration_s", duration)
     return out
 
 
@@ -316,19 +317,21 @@ class GuideLLMKind:
                     fix="Import the benchmarks.json that `guidellm run --output kind=json` wrote.",
                 )
                 continue
+            fields = FieldReader(path.name, findings, writer="GuideLLM")
             for index, benchmark in enumerate(benchmarks):
-                point = self._point(benchmark, index, path.name, findings)
+                point = self._point(benchmark, index, fields)
                 if point is not None:
                     points.append(point)
         if not points:
             return None
         return ImportedRun(tool=self.name, tool_version=version, points=points)
 
-    def _point(self, benchmark: Any, index: int, file: str, findings: Findings) -> ImportedPoint | None:
+    def _point(self, benchmark: Any, index: int, fields: FieldReader) -> ImportedPoint | None:
         pointer = f"/benchmarks/{index}"
+        file, findings = fields.file, fields.findings
         metrics = dig(benchmark, "metrics")
-        start = number(dig(benchmark, "scheduler_metrics", "measure_start_time"))
-        end = number(dig(benchmark, "scheduler_metrics", "measure_end_time"))
+        start = fields.number(benchmark, "scheduler_metrics", "measure_start_time", at=pointer)
+        end = fields.number(benchmark, "scheduler_metrics", "measure_end_time", at=pointer)
         requests = dig(benchmark, "requests")
         if not isinstance(metrics, dict) or start is None or end is None or not isinstance(requests, dict):
             findings.error(
@@ -343,7 +346,11 @@ class GuideLLMKind:
         for status in STATUSES:
             rows = requests.get(status)
             rows = rows if isinstance(rows, list) else []
-            by_status[status] = [_Request(row, status) for row in rows if isinstance(row, dict)]
+            by_status[status] = [
+                _Request(row, status, fields, f"{pointer}/requests/{status}/{row_index}")
+                for row_index, row in enumerate(rows)
+                if isinstance(row, dict)
+            ]
         suspects = sum(r.suspect for rows in by_status.values() for r in rows)
         if suspects:
             findings.warning(
@@ -354,22 +361,25 @@ class GuideLLMKind:
                 pointer=pointer,
                 fix="Import the benchmarks.json exactly as GuideLLM wrote it.",
             )
-        strategy = dig(benchmark, "config", "strategy") or {}
-        streams = strategy.get("streams") if isinstance(strategy, dict) else None
-        concurrency = streams if isinstance(streams, int) and not isinstance(streams, bool) else None
-        kind = strategy.get("type_") if isinstance(strategy, dict) else None
+        strategy = dig(benchmark, "config", "strategy")
+        strategy = strategy if isinstance(strategy, dict) else {}
+        concurrency = fields.count(strategy, "streams", at=f"{pointer}/config/strategy", minimum=1)
+        kind = strategy.get("type_")
         label = f"{kind}@{concurrency}" if kind and concurrency else f"benchmark {index}"
         label = re.sub(r"[^\w@.-]", "_", str(label))
-        duration = dig(benchmark, "duration")
+        duration = fields.number(benchmark, "duration", at=pointer, minimum=0.0)
         window = (start, end)
+        reported = _reported(metrics, fields, pointer)
+        if duration is not None:
+            reported["duration_s"] = duration
         return ImportedPoint(
             concurrency=concurrency,
             label=label,
             file=file,
-            reported=_reported(metrics, duration),
+            reported=reported,
             recomputed=_recomputed(by_status, window),
             requests=_records(by_status),
-            duration_s=number(duration),
+            duration_s=duration,
             extra={"incomplete": len(by_status["incomplete"])},
         )
 

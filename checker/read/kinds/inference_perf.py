@@ -23,12 +23,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from checker.read.inputs.limits import Limits
-from checker.read.kinds._json import bounded_numbers, dig, head, number, read_object
+from checker.read.kinds._json import FieldReader, bounded_numbers, dig, head, read_object
 from checker.read.kinds.base import ImportedPoint, ImportedRun, RequestRecord
 from checker.read.loaders import load_json, load_yaml
 from checker.report import Findings
@@ -49,20 +48,20 @@ def _stats(values: list[float]) -> dict[str, float] | None:
 class _Request:
     """One request of the per-request report."""
 
-    def __init__(self, row: dict, *, server_tokens: bool) -> None:
-        self.start = number(row.get("start_time"))
-        self.end = number(row.get("end_time"))
+    def __init__(self, row: dict, *, server_tokens: bool, fields: FieldReader, at: str) -> None:
+        self.start = fields.number(row, "start_time", at=at)
+        self.end = fields.number(row, "end_time", at=at)
         self.ok = row.get("error") is None
         metrics = dig(row, "info", "response_metrics")
         metrics = metrics if isinstance(metrics, dict) else {}
-        times = metrics.get("output_token_times")
-        self.token_times = (
-            [t for t in (number(x) for x in times) if t is not None] if isinstance(times, list) else []
-        )
-        tokens: Any = metrics.get("output_tokens")
-        if server_tokens and isinstance(dig(metrics, "server_usage", "completion_tokens"), int):
-            tokens = metrics["server_usage"]["completion_tokens"]
-        self.tokens = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0
+        at_metrics = f"{at}/info/response_metrics"
+        times = fields.numbers(metrics, "output_token_times", at=at_metrics) or []
+        self.token_times = [t for t in times if t is not None]
+        tokens = fields.count(metrics, "output_tokens", at=at_metrics)
+        if server_tokens:
+            server = fields.count(metrics, "server_usage", "completion_tokens", at=at_metrics)
+            tokens = server if server is not None else tokens
+        self.tokens = tokens or 0
 
     @property
     def streamed(self) -> bool:
@@ -213,16 +212,20 @@ class InferencePerfKind:
             else None
         )
         server_tokens = bool(dig(config, "report", "request_lifecycle", "use_server_output_tokens"))
-        requests = [_Request(row, server_tokens=server_tokens) for row in rows if isinstance(row, dict)]
-        concurrency = dig(summary, "load_summary", "concurrency")
-        concurrency = (
-            concurrency if isinstance(concurrency, int) and not isinstance(concurrency, bool) else None
-        )
+        per_request = FieldReader(f"{shown}/{PER_REQUEST}", findings, writer="inference-perf")
+        requests = [
+            _Request(row, server_tokens=server_tokens, fields=per_request, at=f"/{index}")
+            for index, row in enumerate(rows)
+            if isinstance(row, dict)
+        ]
+        fields = FieldReader(display, findings, writer="inference-perf")
+        concurrency = fields.count(summary, "load_summary", "concurrency", minimum=1)
+        reported = self._reported(summary, fields)
         return ImportedPoint(
             concurrency=concurrency,
             label=f"{shown}:stage {stages[0][0]}" if len(stages) == 1 else f"{shown}:all stages",
             file=display,
-            reported=self._reported(summary),
+            reported=reported,
             recomputed=self._recomputed(requests),
             requests=sorted(
                 (
@@ -238,13 +241,12 @@ class InferencePerfKind:
                 ),
                 key=lambda record: record.issued_s,
             ),
-            duration_s=number(summary.get("benchmark_time_seconds")),
+            duration_s=reported.get("duration_s"),
         )
 
     @staticmethod
-    def _reported(summary: dict) -> dict[str, float | int]:
+    def _reported(summary: dict, fields: FieldReader) -> dict[str, float | int]:
         out: dict[str, float | int] = {}
-        latency = dig(summary, "successes", "latency") or {}
         for prefix, name in (
             ("ttft_ms", "time_to_first_token"),
             ("itl_ms", "inter_token_latency"),
@@ -254,24 +256,24 @@ class InferencePerfKind:
             for key, stat in (("mean", "mean"), ("p50", "median"), ("p90", "p90"), ("p99", "p99")):
                 if prefix == "tpot_ms" and key in ("p90", "p99"):
                     continue
-                value = number(dig(latency, name, stat))
+                value = fields.number(summary, "successes", "latency", name, stat, minimum=0.0)
                 if value is not None:
                     out[f"{prefix}_{key}"] = value * 1000.0
         for key, name in (
             ("request_throughput", "requests_per_sec"),
             ("output_token_throughput", "output_tokens_per_sec"),
         ):
-            value = number(dig(summary, "successes", "throughput", name))
+            value = fields.number(summary, "successes", "throughput", name, minimum=0.0)
             if value is not None:
                 out[key] = value
         for key, path in (
             ("requests_completed", ("successes", "count")),
             ("requests_failed", ("failures", "count")),
         ):
-            value = dig(summary, *path)
-            if isinstance(value, int) and not isinstance(value, bool):
-                out[key] = value
-        seconds = number(summary.get("benchmark_time_seconds"))
+            counted = fields.count(summary, *path)
+            if counted is not None:
+                out[key] = counted
+        seconds = fields.number(summary, "benchmark_time_seconds", minimum=0.0)
         if seconds is not None:
             out["duration_s"] = seconds
         return out

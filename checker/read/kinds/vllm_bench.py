@@ -21,22 +21,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from checker.read.inputs.limits import Limits
-from checker.read.kinds._json import head, number, read_object
+from checker.read.kinds._json import FieldReader, head, read_object
 from checker.read.kinds.base import ImportedPoint, ImportedRun, RequestRecord
 from checker.report import Findings
 
 PERCENTILE_KEY = re.compile(r"^p(\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
 PER_REQUEST = ("ttfts", "itls", "output_lens", "errors")
 OPTIONAL_PER_REQUEST = ("latencies", "start_times")
-
-
-def _numbers(values: list[Any]) -> list[float | None]:
-    return [number(v) for v in values]
 
 
 class VllmBenchKind:
@@ -71,6 +66,7 @@ class VllmBenchKind:
         return ImportedRun(tool=self.name, tool_version=None, points=points)
 
     def _point(self, result: dict, file: str, findings: Findings) -> ImportedPoint | None:
+        fields = FieldReader(file, findings, writer="vLLM")
         lists = {key: result.get(key) for key in PER_REQUEST}
         lengths = {len(v) for v in lists.values() if isinstance(v, list)}
         if any(not isinstance(v, list) for v in lists.values()) or len(lengths) != 1:
@@ -82,23 +78,18 @@ class VllmBenchKind:
             )
             return None
         count = lengths.pop()
-        optional = {key: result.get(key) for key in OPTIONAL_PER_REQUEST}
-        latencies = _numbers(optional["latencies"]) if isinstance(optional["latencies"], list) else None
-        starts = _numbers(optional["start_times"]) if isinstance(optional["start_times"], list) else None
+        latencies = fields.numbers(result, "latencies", minimum=0.0)
+        starts = fields.numbers(result, "start_times")
         latencies = latencies if latencies is not None and len(latencies) == count else None
         starts = starts if starts is not None and len(starts) == count else None
         errors: list = lists["errors"]  # type: ignore[assignment]
         rows: list = lists["itls"]  # type: ignore[assignment]
         lens: list = lists["output_lens"]  # type: ignore[assignment]
         ok = [not error for error in errors]
-        ttfts = _numbers(lists["ttfts"])  # type: ignore[arg-type]
-        tokens = [t if isinstance(t, int) and not isinstance(t, bool) else 0 for t in lens]
-        gaps = [
-            g
-            for row, good in zip(rows, ok, strict=True)
-            if good and isinstance(row, list)
-            for g in _numbers(row)
-        ]
+        ttfts: list[float | None] = fields.numbers(result, "ttfts", minimum=0.0) or []
+        tokens = [fields.count(lens, index, at="/output_lens") or 0 for index in range(count)]
+        gap_rows = [fields.numbers(rows, index, at="/itls", minimum=0.0) for index in range(count)]
+        gaps = [g for row, good in zip(gap_rows, ok, strict=True) if good and row is not None for g in row]
         series: list[tuple[str, list[float | None]]] = [
             ("ttft_ms", [t for t, good in zip(ttfts, ok, strict=True) if good]),
             ("itl_ms", gaps),
@@ -114,25 +105,22 @@ class VllmBenchKind:
                 if ttft is not None and tokens[index] > 1:
                     tpots.append((latency - ttft) / (tokens[index] - 1))
             series += [("tpot_ms", tpots), ("e2e_ms", e2els)]
-        duration = number(result.get("duration"))
+        duration = fields.number(result, "duration", minimum=0.0)
         recomputed = _recomputed_figures(result, series, ok, tokens, duration)
-        concurrency = result.get("max_concurrency")
-        concurrency = (
-            concurrency if isinstance(concurrency, int) and not isinstance(concurrency, bool) else None
-        )
-        records = _request_records(ok, ttfts, starts, latencies, rows, tokens)
+        concurrency = fields.count(result, "max_concurrency", minimum=1)
+        records = _request_records(ok, ttfts, starts, latencies, gap_rows, tokens)
         return ImportedPoint(
             concurrency=concurrency,
             label=f"max_concurrency@{concurrency}" if concurrency else file,
             file=file,
-            reported=self._reported(result),
+            reported=self._reported(result, fields),
             recomputed=recomputed,
             requests=sorted(records, key=lambda record: record.issued_s),
             duration_s=duration,
         )
 
     @staticmethod
-    def _reported(result: dict) -> dict[str, float | int]:
+    def _reported(result: dict, fields: FieldReader) -> dict[str, float | int]:
         out: dict[str, float | int] = {}
         for prefix, name in (("ttft_ms", "ttft"), ("itl_ms", "itl"), ("tpot_ms", "tpot"), ("e2e_ms", "e2el")):
             for key, field in (
@@ -143,7 +131,7 @@ class VllmBenchKind:
             ):
                 if prefix == "tpot_ms" and key in ("p90", "p99"):
                     continue
-                value = number(result.get(field))
+                value = fields.number(result, field, minimum=0.0)
                 if value is not None:
                     out[f"{prefix}_{key}"] = value
         for key, field in (
@@ -151,12 +139,12 @@ class VllmBenchKind:
             ("output_token_throughput", "output_throughput"),
             ("duration_s", "duration"),
         ):
-            value = number(result.get(field))
+            value = fields.number(result, field, minimum=0.0)
             if value is not None:
                 out[key] = value
         for key, field in (("requests_completed", "completed"), ("requests_failed", "failed")):
-            counted: Any = result.get(field)
-            if isinstance(counted, int) and not isinstance(counted, bool):
+            counted = fields.count(result, field)
+            if counted is not None:
                 out[key] = counted
         return out
 
@@ -206,7 +194,7 @@ def _request_records(
     ttfts: list[float | None],
     starts: list[float | None] | None,
     latencies: list[float | None] | None,
-    rows: list,
+    gap_rows: list[list[float | None] | None],
     tokens: list[int],
 ) -> list[RequestRecord]:
     """One RequestRecord per request (seconds from the run's start); a latency missing is rebuilt from the
@@ -217,8 +205,8 @@ def _request_records(
         start = (starts[index] if starts is not None else None) or 0.0
         latency = latencies[index] if latencies is not None else None
         if latency is None and ttft is not None:
-            row = rows[index]
-            latency = ttft + sum(g for g in _numbers(row) if g is not None) if isinstance(row, list) else None
+            row = gap_rows[index]
+            latency = ttft + sum(g for g in row if g is not None) if row is not None else None
         records.append(
             RequestRecord(
                 issued_s=start,
