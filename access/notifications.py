@@ -36,6 +36,7 @@ class NotificationShown:
     created_at: datetime
     read_at: datetime | None
     emailed_at: datetime | None
+    times: int = 1  # events of this kind about the same thing, grouped into this row
 
     @property
     def pk(self) -> int:
@@ -73,6 +74,7 @@ def notifications_shown_to(user, rows: Iterable[Notification]) -> list[Notificat
                 created_at=row.created_at,
                 read_at=row.read_at,
                 emailed_at=row.emailed_at,
+                times=row.times,
             )
         )
     return shown

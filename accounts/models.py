@@ -126,6 +126,9 @@ class Notification(models.Model):
     url = models.CharField(max_length=300, blank=True, help_text="Site-relative link to the object.")
     # One event may be noticed by several jobs (a beat run twice): the key makes the second a no-op.
     dedupe_key = models.CharField(max_length=200, blank=True)
+    # How many events of the same kind about the same thing this row stands for: a second one while the first is
+    # unread is grouped into it (accounts.services.notifications.notify), never listed twice.
+    times = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
     read_at = models.DateTimeField(null=True, blank=True)
     emailed_at = models.DateTimeField(null=True, blank=True)

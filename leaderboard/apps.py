@@ -21,3 +21,9 @@ class LeaderboardConfig(AppConfig):
 
         public_changed.connect(public_changed_received, dispatch_uid="leaderboard-public-cache-bump")
         public_changed.connect(goodput_tables_schedule, dispatch_uid="leaderboard-goodput-tables-schedule")
+
+        # The check's raw-log-published rule names the result by its public id (submissions.signals says why).
+        from leaderboard.board.selectors import public_ids_of_submissions
+        from submissions.signals import published_as
+
+        published_as.connect(public_ids_of_submissions, dispatch_uid="leaderboard-public-ids")

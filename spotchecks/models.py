@@ -1,8 +1,8 @@
 """A spot-check: one point of a submission's curve (or of a published result) measured again against the
 declared endpoint, through the egress guard, by GuideLLM on the spot-check queue (docs/remeasurement.md).
 
-It keeps the claim it was compared with (frozen when it started), what GuideLLM measured, the comparison per
-figure with its tolerance, and the raw output as evidence (stored content-addressed, with its SHA-256). A verdict
+It keeps the claim it was compared with (frozen when it started), what GuideLLM measured, the judgement per
+figure (a bootstrap interval of its shortfall against MLPerf's margin), and the raw output as evidence (stored content-addressed, with its SHA-256). A verdict
 `outside` on a published result opens a challenge for the chair; nothing published ever changes by itself."""
 
 from __future__ import annotations
@@ -20,19 +20,20 @@ class SpotCheck(StatefulModel, models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Measuring"
-        WITHIN = "within", "Within tolerance"
-        OUTSIDE = "outside", "Outside tolerance"
+        WITHIN = "within", "Within MLPerf's margin"
+        OUTSIDE = "outside", "Outside MLPerf's margin"
+        INCONCLUSIVE = "inconclusive", "Inconclusive: run longer"
         UNREACHABLE = "unreachable", "Could not reach"
         ERROR = "error", "Error"
 
     # active: still measuring (one at a time per submission); done: a verdict (or an error) is written;
-    # judged: a comparison exists (within or outside); public: what a published result's page shows.
+    # judged: a judgement exists (within, outside or inconclusive); public: what a published result's page shows.
     states = States(
         Status,
         active=(Status.QUEUED, Status.RUNNING),
-        done=(Status.WITHIN, Status.OUTSIDE, Status.UNREACHABLE, Status.ERROR),
-        judged=(Status.WITHIN, Status.OUTSIDE),
-        public=(Status.WITHIN, Status.OUTSIDE, Status.UNREACHABLE),
+        done=(Status.WITHIN, Status.OUTSIDE, Status.INCONCLUSIVE, Status.UNREACHABLE, Status.ERROR),
+        judged=(Status.WITHIN, Status.OUTSIDE, Status.INCONCLUSIVE),
+        public=(Status.WITHIN, Status.OUTSIDE, Status.INCONCLUSIVE, Status.UNREACHABLE),
     )
 
     class Source(models.TextChoices):
@@ -58,7 +59,9 @@ class SpotCheck(StatefulModel, models.Model):
     claimed = models.JSONField(default=dict, blank=True)
     # The same four figures from the re-measurement (checker.cli.import_pipeline's `portal` figures of GuideLLM's output).
     measured = models.JSONField(default=dict, blank=True)
-    # checker.judge.remeasure.FigureVerdict.as_dict() per figure: claim, measurement, shortfall, tolerance, within.
+    # checker.judge.remeasure_stats.FigureJudgement.as_dict() per figure (claim, measurement, shortfall, its 95 %
+    # interval low/high, margin, verdict, run_longer_s) and `basis`: "both" sides' requests drawn, or only the
+    # "remeasurement"'s (the published point kept no per-request samples).
     comparison = models.JSONField(default=list, blank=True)
     # What GuideLLM itself reported for the point (requests completed and failed, its own figures).
     reported = models.JSONField(default=dict, blank=True)

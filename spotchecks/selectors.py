@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from checker.judge.remeasure import TOLERANCES
+from checker.judge.remeasure_stats import HIGHER_IS_BETTER, INCONCLUSIVE, MARGIN_ANOTHER_PARTY
 from leaderboard.models import Publication
 from spotchecks.acceptance import AcceptancePlan, acceptance_verdict
 from spotchecks.models import SpotCheck
@@ -14,7 +14,10 @@ from submissions.endpoints import endpoint_visible_to
 from submissions.models import CheckRun, Submission
 from submissions.selectors import check_run_latest
 
-FIGURES = tuple(TOLERANCES)
+# The figures frozen from the claim and read from the re-measurement; the first three are judged (goodput depends on
+# the spot-check's SLO and the prompts' sizes, so it is shown, never judged).
+FIGURES = ("system_tps", "tps_per_user", "ttft_p90_ms", "goodput")
+JUDGED = tuple(HIGHER_IS_BETTER)
 FIGURE_LABELS = {
     "system_tps": "System throughput (tokens/s)",
     "tps_per_user": "Interactivity (tokens/s per user)",
@@ -84,30 +87,72 @@ def remeasurements_public(publication: Publication) -> list[SpotCheck]:
     )
 
 
+def _run_length(seconds: float | None) -> str:
+    if seconds is None:
+        return "no run length decides it (the shortfall sits on the margin)"
+    minutes = seconds / 60
+    return f"run at least {seconds:,.0f} s" if seconds < 600 else f"run at least {minutes:,.0f} min"
+
+
 def spotcheck_rows(spot_check: SpotCheck) -> list[dict]:
-    """Claim beside re-measurement, one row per figure, with its tolerance and verdict (pages and API)."""
+    """Claim beside re-measurement, one row per judged figure: the shortfall, its 95 % interval, the margin and the
+    verdict (with the run length that would decide an inconclusive one), for pages and API."""
     lines = {line["figure"]: line for line in spot_check.comparison or []}
     rows = []
-    for figure in FIGURES:
+    for figure in JUDGED:
         line = lines.get(figure) or {
             "figure": figure,
             "claimed": (spot_check.claimed or {}).get(figure),
             "measured": (spot_check.measured or {}).get(figure),
             "shortfall": None,
-            "tolerance": TOLERANCES[figure][0],
-            "within": None,
+            "low": None,
+            "high": None,
+            "margin": MARGIN_ANOTHER_PARTY,
+            "verdict": None,
+            "run_longer_s": None,
         }
+        verdict = line.get("verdict")
         rows.append(
             {
                 **line,
                 "label": FIGURE_LABELS[figure],
-                "higher_is_better": TOLERANCES[figure][1],
-                "verdict": "not compared"
-                if line.get("within") is None
-                else ("within" if line["within"] else "outside"),
+                "higher_is_better": HIGHER_IS_BETTER[figure],
+                "verdict": verdict or "not compared",
+                "verdict_text": {
+                    "within": "within",
+                    "outside": "outside",
+                    INCONCLUSIVE: f"inconclusive: {_run_length(line.get('run_longer_s'))}",
+                }.get(verdict, "not compared"),
             }
         )
     return rows
+
+
+def spotcheck_basis(spot_check: SpotCheck) -> str:
+    """Which requests the intervals drew, in a sentence (pages)."""
+    bases = {line.get("basis") for line in spot_check.comparison or []}
+    if bases == {"both"}:
+        return "Intervals drawn from both sides' requests: the published point's raw log and the re-measurement's."
+    if bases == {"remeasurement"}:
+        return (
+            "The published point kept no per-request samples: its figures are held fixed and the intervals draw "
+            "the re-measurement's requests only."
+        )
+    return ""
+
+
+def spotcheck_run_longer(spot_check: SpotCheck) -> str:
+    """An inconclusive spot-check's advice: the run length that would decide every inconclusive figure."""
+    lengths = [
+        line.get("run_longer_s")
+        for line in spot_check.comparison or []
+        if line.get("verdict") == INCONCLUSIVE
+    ]
+    if not lengths:
+        return ""
+    if any(length is None for length in lengths):
+        return "Run longer: at least one figure's shortfall sits on the margin, so no run length is sure to decide it."
+    return f"Run longer to decide: {_run_length(max(lengths))} at this concurrency (the present run lasted {spot_check.duration_s} s)."
 
 
 def endpoint_url_shown(user, spot_check: SpotCheck) -> str | None:

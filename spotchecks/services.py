@@ -23,7 +23,13 @@ from django.utils import timezone
 
 from audit.services import audit_event_record
 from checker.cli.import_pipeline import import_runs
-from checker.judge.remeasure import OUTSIDE, WITHIN, compare_point
+from checker.judge import remeasure_stats
+from checker.read.inputs import Limits as ReadLimits
+from checker.read.kinds.guidellm import GuideLLMKind
+from checker.recompute.goodput import SampleSeries
+from checker.recompute.imported import request_series
+from checker.report import Findings
+from leaderboard.board.goodput.samples import load_samples, published_point_samples
 from leaderboard.models import Publication
 from leaderboard.publishing.services import challenge_raise_remeasured
 from leaderboard.publishing.signals import public_changed_on_commit
@@ -36,7 +42,7 @@ from spotchecks.models import SpotCheck
 from spotchecks.selectors import FIGURES, claim_of, claimed_figures
 from spotchecks.workflow import SPOT_CHECK
 from submissions.endpoints import endpoint_credential
-from submissions.models import Endpoint, Submission
+from submissions.models import Endpoint, PointMetric, Submission
 
 logger = logging.getLogger(__name__)
 S = SpotCheck.Status
@@ -178,11 +184,13 @@ def measurement_outcome(
     evidence.append(_store("egress.json", json.dumps(egress, indent=2, sort_keys=True).encode()))
     evidence.append(_store("guidellm.log", log))
     result = None
+    series = None
     if benchmarks is not None:
         with tempfile.TemporaryDirectory(prefix="spotcheck-import-") as tmp:
             path = Path(tmp) / "benchmarks.json"
             path.write_bytes(benchmarks)
             result = import_runs([path], tool="guidellm")
+            series = _measured_series(path)
     point = result.points[0] if result is not None and result.points else None
     completed = (point or {}).get("reported", {}).get("requests_completed") or 0
     common = {"evidence": evidence, "egress": egress}
@@ -205,15 +213,65 @@ def measurement_outcome(
             "detail": f"GuideLLM ended (exit code {returncode}) with no completed request; its log is kept.",
         }
     measured = {figure: point["portal"].get(figure) for figure in FIGURES}
-    verdict, lines = compare_point(spot_check.claimed, measured)
+    verdict, comparison = judge(spot_check, series)
     return {
         **common,
-        "status": S.WITHIN if verdict == WITHIN else S.OUTSIDE,
+        "status": verdict,
         "measured": measured,
-        "comparison": [line.as_dict() for line in lines],
+        "comparison": comparison,
         "reported": point.get("reported") or {},
         "detail": "",
     }
+
+
+def _measured_series(path: Path) -> SampleSeries | None:
+    """The re-measurement's per-request samples (GuideLLM's benchmarks.json, read by its importer)."""
+    kind = GuideLLMKind()
+    run = kind.read([path], findings=Findings(), limits=ReadLimits())
+    if run is None or not run.points:
+        return None
+    first = run.points[0]
+    return request_series(first.requests, first.duration_s)
+
+
+def published_series(spot_check: SpotCheck) -> SampleSeries | None:
+    """The claimed point's per-request samples, kept when its check ran (PointMetric.samples_key): the published
+    result's point (an extension's inherited points included), else the check run's point at that concurrency.
+    None when the point kept none (then the claim's figures are held fixed)."""
+    stored = None
+    if spot_check.publication_id is not None:
+        public_id = spot_check.publication.public_id
+        stored = published_point_samples([public_id]).get(public_id, {}).get(spot_check.point)
+    if stored is None and spot_check.check_run_id is not None:
+        metric = (
+            PointMetric.objects.filter(
+                check_run_id=spot_check.check_run_id, concurrency=spot_check.concurrency
+            )
+            .exclude(samples_key="")
+            .filter(key=spot_check.point)
+            .first()
+        )
+        stored = (metric.samples_key, metric.samples_sha256) if metric is not None else None
+    return load_samples(*stored) if stored is not None else None
+
+
+def judge(spot_check: SpotCheck, measured: SampleSeries | None) -> tuple[str, list[dict]]:
+    """The stored verdict (docs/remeasurement.md, "Judged with statistics"): each figure's shortfall with a 95 %
+    bootstrap interval over requests, against MLPerf's 10 % margin for another party's reproduction; `within`,
+    `outside`, or `inconclusive` with the run length that would decide. Each row says which samples it drew."""
+    if measured is None or not measured.tracked:
+        return S.INCONCLUSIVE, []
+    published = published_series(spot_check)
+    judgements = remeasure_stats.judge_with_intervals(
+        published if published is not None and published.tracked else None,
+        measured,
+        claimed=spot_check.claimed,
+        margin=remeasure_stats.MARGIN_ANOTHER_PARTY,
+    )
+    basis = "both" if published is not None and published.tracked else "remeasurement"
+    rows = [{**j.as_dict(), "basis": basis} for j in judgements]
+    verdict = remeasure_stats.overall(judgements)
+    return {"within": S.WITHIN, "outside": S.OUTSIDE}.get(verdict, S.INCONCLUSIVE), rows
 
 
 @transaction.atomic
@@ -233,20 +291,21 @@ def spotcheck_record_measured(
 def _challenge_reason(spot_check: SpotCheck) -> str:
     short = [
         f"{line['figure']} claimed {line['claimed']:.4g}, re-measured {line['measured']:.4g} "
-        f"({line['shortfall']:+.0%} against a tolerance of {line['tolerance']:.0%})"
+        f"(shortfall {line['shortfall']:+.1%}, 95 % interval {line['low']:+.1%} to {line['high']:+.1%}, "
+        f"wholly above MLPerf's {line['margin']:.0%} margin)"
         for line in spot_check.comparison
-        if line.get("within") is False
+        if line.get("verdict") == remeasure_stats.OUTSIDE
     ]
     return (
         f"Spot-check #{spot_check.pk} re-measured the point at concurrency {spot_check.concurrency} on "
-        f"{spot_check.finished_at:%Y-%m-%d} for {spot_check.duration_s} s with GuideLLM: outside tolerance. "
+        f"{spot_check.finished_at:%Y-%m-%d} for {spot_check.duration_s} s with GuideLLM: outside MLPerf's margin. "
         + "; ".join(short)
         + ". The raw output is kept as evidence; nothing was changed in the result."
     )
 
 
 def spotcheck_run(spotcheck_id: int) -> SpotCheck | None:
-    """The worker's part: measure, compare, record, and challenge a published result outside tolerance. Safe to
+    """The worker's part: measure, judge, record, and challenge a published result outside the margin. Safe to
     run twice (the `run` row is a compare-and-set from `queued`)."""
     spot_check = SpotCheck.objects.filter(pk=spotcheck_id).select_related("submission").first()
     if spot_check is None or not SPOT_CHECK.state_allows(spot_check, "run"):
@@ -301,7 +360,7 @@ def _finish(spot_check: SpotCheck, outcome: dict) -> SpotCheck:
     spot_check.refresh_from_db()
     publication = spot_check.publication
     published = publication is not None and publication.in_state(Publication.Status.PUBLISHED)
-    if status == OUTSIDE and published:
+    if status == S.OUTSIDE and published:
         challenge = challenge_raise_remeasured(
             publication=publication,
             reason=_challenge_reason(spot_check),

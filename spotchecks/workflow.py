@@ -40,7 +40,8 @@ SPOT_CHECK = Policy(
             target=S.WITHIN,
             done="finished",
             automatic=True,
-            needs="`within` or `outside` from checker.judge.remeasure.compare_point; `unreachable` when the guard "
+            needs="`within`, `outside` or `inconclusive` from checker.judge.remeasure_stats (a bootstrap interval of "
+            "each figure's shortfall against MLPerf's 10 % margin); `unreachable` when the guard "
             "recorded the endpoint unreachable or refused, or nothing completed; `outside` on a published "
             "result opens a challenge for the chair (the publication's `challenge_remeasured` row)",
         ),

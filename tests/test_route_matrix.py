@@ -83,7 +83,7 @@ def test_every_route_is_declared():
 
 
 def _spotcheck_of(submission, *, auditor, publication=None):
-    """A finished spot-check of the submission (within tolerance), its raw output stored."""
+    """A finished spot-check of the submission (within the margin), its raw output stored."""
     from tests.factories import SpotCheckFactory
 
     raw = b'{"benchmarks": []}'

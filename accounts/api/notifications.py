@@ -39,6 +39,10 @@ class NotificationSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField(read_only=True)
     read_at = serializers.DateTimeField(read_only=True, allow_null=True)
     emailed_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    times = serializers.IntegerField(
+        read_only=True,
+        help_text="How many events of this kind about the same thing this one groups (1: one).",
+    )
 
 
 def _shown(request, rows):

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from accounts.models import (
@@ -95,14 +96,19 @@ def notify(
     `submission_id` names the submission it is about: its subject and body are shown only to a reader who may
     still read that submission's review (access.notifications), and e-mails carry only its number and a link."""
     created = []
+    subject = subject[:200]
     for user in {user.pk: user for user in users if user is not None}.values():
         if dedupe_key and Notification.objects.filter(user=user, dedupe_key=dedupe_key).exists():
+            continue
+        if not dedupe_key and _grouped(
+            user, kind=kind, subject=subject, body=body, url=url, submission_id=submission_id
+        ):
             continue
         created.append(
             Notification.objects.create(
                 user=user,
                 kind=kind,
-                subject=subject[:200],
+                subject=subject,
                 body=body,
                 url=url,
                 dedupe_key=dedupe_key,
@@ -113,6 +119,39 @@ def notify(
     if ids:
         transaction.on_commit(lambda: _deliver_now(ids))
     return created
+
+
+GROUPED_BODY_MAX_CHARS = 20_000
+
+
+def _grouped(user, *, kind: str, subject: str, body: str, url: str, submission_id: int | None) -> bool:
+    """One row per event, grouped: the same kind about the same thing (same subject and submission) while the
+    user has not read the first is counted into it (`times`), its body gains the new text if it says something
+    new, and it moves to the top; no second e-mail (the first one stands for the group). False: nothing to group
+    into."""
+    same = (
+        Notification.objects.filter(
+            user=user,
+            kind=kind,
+            subject=subject,
+            submission_ref=submission_id,
+            read_at__isnull=True,
+            dedupe_key="",
+        )
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if same is None:
+        return False
+    text = body.strip()
+    merged = same.body if not text or text in same.body else f"{same.body}\n\n{text}".strip()
+    Notification.objects.filter(pk=same.pk).update(
+        times=F("times") + 1,
+        body=merged[:GROUPED_BODY_MAX_CHARS],
+        url=url or same.url,
+        created_at=timezone.now(),
+    )
+    return True
 
 
 def notifications_mark_read(*, user, notification_ids: list[int] | None = None) -> int:

@@ -41,6 +41,7 @@ from checker.judge.extension import (
 from checker.judge.portal_rules import (
     SubmissionScope,
     check_raw_log_reuse,
+    check_raw_logs_published,
     check_registered_description,
     check_submission_scope,
 )
@@ -280,6 +281,7 @@ def judge_version(
         check_submission_scope(layout, scope=scope, findings=findings)
         check_registered_description(layout, scope=scope, ruleset=ruleset, findings=findings)
         check_raw_log_reuse(layout, scope=scope, findings=findings)
+        check_raw_logs_published(layout, scope=scope, findings=findings)
     report.findings[:] = unique_sorted(report.findings)
     return report
 

@@ -3,6 +3,9 @@
 - `submission-scope` (error): every load point must be of the submission's system and model.
 - `system-desc-mismatch` (warning): the system_desc.json the points carry should be the registered
   description of the system, naming the top-level keys that differ.
+- `raw-log-reused` (error): a raw log is also a point of a submission of another system.
+- `raw-log-published` (warning): raw logs the organisation already published (as EP-...): extend that result or
+  open a revision of it instead of publishing the same runs twice.
 
 `portal check` on a laptop knows no submission, so it never reports these (docs/rules.md lists them as
 portal-only); the pipeline runs them in judge_version when given a SubmissionScope.
@@ -19,7 +22,7 @@ from checker.read.inputs import Layout, Limits
 from checker.read.loaders import load_json
 from checker.report import Findings
 
-PORTAL_ONLY_RULES = ("submission-scope", "system-desc-mismatch", "raw-log-reused")
+PORTAL_ONLY_RULES = ("submission-scope", "system-desc-mismatch", "raw-log-reused", "raw-log-published")
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,17 @@ class ReusedRawLog:
 
     point: str  # this version's point key
     elsewhere: str  # how messages name the other submissions and points, e.g. "submission #12 (S/m/r32)"
+    other_organisation: bool = (
+        False  # every one of them is another organisation's (nothing of ours to move to)
+    )
+
+
+@dataclass(frozen=True)
+class PublishedRawLogs:
+    """Raw logs of this version that the same organisation already published in a result (any revision of it)."""
+
+    public_id: str  # e.g. "EP-00012"
+    points: tuple[str, ...]  # this version's point keys whose raw log that result holds
 
 
 @dataclass(frozen=True)
@@ -41,6 +55,8 @@ class SubmissionScope:
     registered_revision: int | None = None
     # The portal's lookup of this version's raw-log digests in submissions of other systems (rule raw-log-reused)
     raw_logs_elsewhere: tuple[ReusedRawLog, ...] = ()
+    # The same lookup in the organisation's own published results (rule raw-log-published)
+    raw_logs_published: tuple[PublishedRawLogs, ...] = ()
 
 
 def check_raw_log_reuse(layout: Layout, *, scope: SubmissionScope, findings: Findings) -> None:
@@ -48,6 +64,19 @@ def check_raw_log_reuse(layout: Layout, *, scope: SubmissionScope, findings: Fin
     displays = {point.key: point.display_of("events") for point in layout.points}
     for reused in scope.raw_logs_elsewhere:
         display = displays.get(reused.point, reused.point)
+        if reused.other_organisation:
+            findings.error(
+                "raw-log-reused",
+                f"{display} of {reused.point} is also the raw log of {reused.elsewhere}: a run counts for the "
+                f"organisation and the system that made it, once. Upload the raw log of a run your organisation made "
+                f"on {scope.system} for this point (run the point again if you have none). If this run is yours and "
+                "another organisation uploaded it, tell the chair: the portal keeps both uploads' SHA-256.",
+                file=display,
+                point=reused.point,
+                fix=f"Upload the raw log of a run your organisation made on {scope.system} for this point; if the "
+                "run is yours and another organisation uploaded it, tell the chair.",
+            )
+            continue
         findings.error(
             "raw-log-reused",
             f"{display} of {reused.point} is also the raw log of {reused.elsewhere}, of another system: one run "
@@ -58,6 +87,28 @@ def check_raw_log_reuse(layout: Layout, *, scope: SubmissionScope, findings: Fin
             point=reused.point,
             fix=f"Upload the raw log of the run made on {scope.system} for this point; if it is the same machine, "
             "submit under the system those results were registered as.",
+        )
+
+
+def check_raw_logs_published(layout: Layout, *, scope: SubmissionScope, findings: Findings) -> None:
+    """raw-log-published: raw logs of this version that the organisation already published; one finding per
+    published result, naming the points and what to do instead of a second result of the same runs."""
+    displays = {point.key: point.display_of("events") for point in layout.points}
+    for published in scope.raw_logs_published:
+        points = sorted(published.points)
+        shown = ", ".join(points[:4]) + (f" and {len(points) - 4} more" if len(points) > 4 else "")
+        findings.warning(
+            "raw-log-published",
+            f"Already published as {published.public_id}: the raw log{'s' if len(points) > 1 else ''} of "
+            f"{shown} {'are' if len(points) > 1 else 'is'} the same run{'s' if len(points) > 1 else ''} (same "
+            f"SHA-256) as that result's. Extend it or open a revision: new load points, and re-measurements of "
+            f"published ones, go into an extension of {published.public_id} (`portal submit ARCHIVES --extends "
+            f'{published.public_id} --stack TEXT`, or "Add points to {published.public_id}" on its submission '
+            "page), which publishes as its next revision; a second result of the same runs is a duplicate.",
+            file=displays.get(points[0], points[0]),
+            point=points[0] if len(points) == 1 else None,
+            fix=f"Withdraw this draft; upload only the new or re-measured points' archives with `portal submit "
+            f"ARCHIVES --extends {published.public_id} --stack TEXT` (a revision of {published.public_id}).",
         )
 
 

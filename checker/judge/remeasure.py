@@ -5,6 +5,9 @@ never a finding; doing worse by more than the figure's tolerance is. Tolerances 
 GuideLLM 0.8.1 against `guidellm mock-server` (bench/spotcheck_spread.py; figures and command in
 docs/remeasurement.md): each is about twice the (max - min) / mean spread measured over repeated runs, so an
 honest claim re-measured on a quiet endpoint stays inside, and a claim inflated by a third does not.
+
+Superseded: a spot-check's stored verdict is checker.judge.remeasure_stats's (a bootstrap interval against MLPerf's
+5 % / 10 % margins); this fixed-band judgement stays for comparison (docs/remeasurement.md says why it was too kind).
 """
 
 from __future__ import annotations

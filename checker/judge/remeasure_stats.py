@@ -41,6 +41,17 @@ def _figures(series: SampleSeries, rows: np.ndarray) -> dict[str, float]:
     }
 
 
+def _number(value: Any) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value == 0
+    ):
+        return math.nan
+    return float(value)
+
+
 def _shortfall(claimed: float, measured: float, higher_is_better: bool) -> float:
     return (claimed - measured) / claimed if higher_is_better else (measured - claimed) / claimed
 
@@ -60,26 +71,41 @@ class FigureJudgement:
     run_longer_s: float | None  # inconclusive: the re-measurement's length that would decide (estimated)
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if out["run_longer_s"] is not None and not math.isfinite(out["run_longer_s"]):
+            out["run_longer_s"] = (
+                None  # JSON has no infinity: "no length decides" (the shortfall sits on the margin)
+            )
+        return out
 
 
 def judge_with_intervals(
-    published: SampleSeries,
+    published: SampleSeries | None,
     measured: SampleSeries,
     *,
+    claimed: dict[str, Any] | None = None,
     margin: float = MARGIN_ANOTHER_PARTY,
     confidence: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
 ) -> list[FigureJudgement]:
     """Each figure's shortfall with a percentile-bootstrap interval (`resamples` draws of each side's requests with
-    replacement, independently, a fixed seed so a verdict reads the same every time), judged against `margin`."""
+    replacement, independently, a fixed seed so a verdict reads the same every time), judged against `margin`.
+
+    `published` None: the published point kept no per-request samples; its figures `claimed` are then held fixed
+    and only the re-measurement's requests are drawn (the interval is narrower than with both sides' spread)."""
     rng = np.random.default_rng(seed)
-    claimed = _figures(published, np.arange(published.tracked))
+    if published is not None:
+        claimed = _figures(published, np.arange(published.tracked))
+    else:
+        claimed = {figure: _number((claimed or {}).get(figure)) for figure in HIGHER_IS_BETTER}
     observed = _figures(measured, np.arange(measured.tracked))
     draws: dict[str, list[float]] = {figure: [] for figure in HIGHER_IS_BETTER}
     for _ in range(resamples):
-        left = _figures(published, rng.integers(0, published.tracked, published.tracked))
+        if published is not None:
+            left = _figures(published, rng.integers(0, published.tracked, published.tracked))
+        else:
+            left = claimed
         right = _figures(measured, rng.integers(0, measured.tracked, measured.tracked))
         for figure, higher in HIGHER_IS_BETTER.items():
             draws[figure].append(_shortfall(left[figure], right[figure], higher))
@@ -115,18 +141,28 @@ def _run_length_to_decide(
     measured: SampleSeries, low: float, high: float, point: float, margin: float
 ) -> float:
     """How long a re-measurement would need to run for the interval to clear the margin, if the shortfall stays
-    where it is: the half-width shrinks as 1 / sqrt(requests), and requests grow with the run's length (the
-    published side held as it is, so this is a lower bound). Infinite when the shortfall sits on the margin."""
-    half_width = (high - low) / 2
+    where it is: the interval's reach towards the margin (high - shortfall when the margin lies above it, shortfall
+    - low when below) shrinks as 1 / sqrt(requests), and requests grow with the run's length (the published side
+    held as it is, so this is a lower bound). Since the interval straddles the margin, the answer is longer than the
+    run made. Infinite when the shortfall sits on the margin."""
     distance = abs(point - margin)
     if distance == 0:
         return math.inf
-    return measured.duration_ns / 1e9 * (half_width / distance) ** 2
+    reach = high - point if margin > point else point - low
+    return measured.duration_ns / 1e9 * (reach / distance) ** 2
 
 
 def overall(judgements: list[FigureJudgement]) -> str:
-    """outside when any figure is, within when every figure is, else inconclusive."""
+    """outside when any figure is, within when every figure is, else inconclusive (also when nothing was judged)."""
     verdicts = {j.verdict for j in judgements}
     if OUTSIDE in verdicts:
         return OUTSIDE
     return WITHIN if verdicts == {WITHIN} else INCONCLUSIVE
+
+
+def run_longer_s(judgements: list[FigureJudgement]) -> float | None:
+    """The length a re-measurement would need for every inconclusive figure to decide (the longest of them);
+    None when nothing is inconclusive or no finite length decides."""
+    lengths = [j.run_longer_s for j in judgements if j.verdict == INCONCLUSIVE and j.run_longer_s is not None]
+    finite = [length for length in lengths if math.isfinite(length)]
+    return max(finite) if finite and len(finite) == len(lengths) else None

@@ -50,7 +50,7 @@ def request_tpot_s(request: RequestRecord) -> float | None:
     return (request.end_s - request.first_token_s) / (request.output_tokens - 1)
 
 
-def _series(requests: Sequence[RequestRecord], seconds: float | None) -> SampleSeries:
+def request_series(requests: Sequence[RequestRecord], seconds: float | None) -> SampleSeries:
     """The records as the per-sample arrays checker.recompute.goodput judges (nanoseconds; -1 / NaN when missing)."""
     ttft_ns, tpot_ns, tokens, ok = [], [], [], []
     for request in requests:
@@ -67,6 +67,14 @@ def _series(requests: Sequence[RequestRecord], seconds: float | None) -> SampleS
         ok=np.asarray(ok, dtype=bool),
         duration_ns=round(seconds * 1e9) if seconds else 0,
     )
+
+
+# The portal's figures of an imported run read its requests as MLPerf's client reads its own (docs/previews.md).
+PORTAL_PERCENTILE_DEFINITION = (
+    'The portal takes the percentile as the MLPerf client does: numpy\'s "lower" method, the measured value of the '
+    "request at rank floor(0.9 x (n - 1)) in sorted order, never an interpolation between two requests; TTFT from "
+    "each request's start to its first token, over the successful requests."
+)
 
 
 def _lower(values: Sequence[float], p: float) -> float | None:
@@ -87,7 +95,7 @@ def portal_metrics(
     seconds = duration_s if duration_s is not None and math.isfinite(duration_s) and duration_s > 0 else None
     tpot_p90 = _lower(tpots, 90.0)
     ttft_p90 = _lower(ttfts, 90.0)
-    judged = evaluate(_series(requests, seconds), SloTarget(ttft_ms=slo.ttft_ms, tpot_ms=slo.tpot_ms))
+    judged = evaluate(request_series(requests, seconds), SloTarget(ttft_ms=slo.ttft_ms, tpot_ms=slo.tpot_ms))
     tracked = len(requests)
     return {
         "concurrency": concurrency,

@@ -346,11 +346,31 @@ class PublicResultViewSet(PublicViewSet):
     table_name = "results"
 
     @extend_schema(
-        responses=ResultOut.__class__(many=True), parameters=[*FILTER_PARAMETERS, FORMAT_PARAMETER]
+        responses=ResultOut.__class__(many=True),
+        parameters=[
+            *FILTER_PARAMETERS,
+            FORMAT_PARAMETER,
+            OpenApiParameter(
+                "order",
+                OpenApiTypes.STR,
+                enum=["rank"],
+                description="rank (with benchmark): the board's order, a `rank` column first (empty for a result "
+                "the board does not rank: another verification level, an older result of a system, retracted)",
+            ),
+        ],
     )
     def list(self, request, **kwargs):
         queryset = _filtered(request, exports.published_only(public_publications()).defer("curve"))
+        order = request.query_params.get("order", "")
+        if order not in ("", "rank"):
+            raise ApplicationError("order: use rank (the board's order) or leave it out.", code="invalid")
         paginator = self.pagination_class()
+        if order == "rank":
+            ranked = _board_ranked(request.query_params.get("benchmark", ""), queryset)
+            page = paginator.paginate_queryset(ranked, request, view=self)
+            return paginator.get_paginated_response(
+                [{"rank": rank, **exports.result_row(p)} for rank, p in page]
+            )
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response([exports.result_row(p) for p in page])
 
@@ -402,6 +422,24 @@ class PublicCurveViewSet(PublicViewSet):
     def list(self, request, **kwargs):
         queryset = _filtered(request, exports.published_only(public_publications()))
         return self.paginated([row for p in queryset for row in exports.curve_rows(p)])
+
+
+def _board_ranked(model_id: str, queryset) -> list[tuple[int | None, Publication]]:
+    """The filtered results in the board's order (selectors.leaderboard_for with every verification level): each
+    with its rank on the board, or None (not ranked by default, or not on the board); those off the board last."""
+    if not model_id:
+        raise ApplicationError(
+            "order=rank needs benchmark=<model_id>: a rank is a place on one benchmark's board.",
+            code="invalid",
+        )
+    benchmark = selectors.benchmark_public(model_id)
+    board = selectors.leaderboard_for(
+        benchmark, selectors.LeaderboardFilters.from_query({"level": selectors.LEVEL_ALL}), with_curves=False
+    )
+    position = {p.pk: i for i, p in enumerate(board.results)}
+    ranks = {p.pk: i + 1 for i, p in enumerate(board.results) if p.record.verification.ranks_by_default}
+    rows = sorted(queryset, key=lambda p: (position.get(p.pk, len(position)), p.public_id))
+    return [(ranks.get(p.pk), p) for p in rows]
 
 
 def register(router: BaseRouter) -> None:

@@ -510,3 +510,21 @@ def point_token_counts(publication: Publication) -> dict[str, dict]:
         if inputs is not None and outputs is not None:
             out[key] = {"input_tokens": inputs, "output_tokens": outputs}
     return out
+
+
+def public_ids_of_submissions(*, submission_ids: list[int], **_) -> dict[int, str]:
+    """The public id of the published result each submission made: its own publication (a result's first
+    submission) or the publication a published revision of it belongs to (an extension). Answers
+    submissions.signals.published_as."""
+    found = dict(
+        Publication.objects.filter(
+            Publication.states.q("published"), submission_id__in=submission_ids
+        ).values_list("submission_id", "public_id")
+    )
+    for submission_id, public_id in PublicationRevision.objects.filter(
+        PublicationRevision.states.q("published"),
+        Publication.states.q("published", via="publication"),
+        submission_id__in=submission_ids,
+    ).values_list("submission_id", "publication__public_id"):
+        found.setdefault(submission_id, public_id)
+    return found

@@ -111,13 +111,16 @@ def _slo_rows_html(
             if priced
             else ""
         )
+        # The key figures first (system tokens/s, then the buyer's cost): on a phone they are on screen.
+        before, _, after = cells.partition("<!--priced-->\n")
         html.append(
             format_html(
-                '\n      <tr data-public-id="{}">\n        <td>{}</td>\n{}{}      </tr>',
+                '\n      <tr data-public-id="{}">\n        <td>{}</td>\n{}{}{}      </tr>',
                 row["public_id"],
                 row["rank"] if row.get("rank") is not None else "unranked",
-                mark_safe(cells),
+                mark_safe(before),
                 priced_cell,
+                mark_safe(after),
             )
         )
     return html
@@ -240,8 +243,8 @@ GOODPUT_COLUMNS = (
         '<th scope="col" class="num">Goodput tok/s <span class="small muted">/ accel. / node / kW</span></th>',
         _goodput_cell,
     ),
-    GoodputColumn('<th scope="col" class="num">Attainment</th>', _figure_cell("attainment", 1, " %")),
     GoodputColumn('<th scope="col" class="num">Cost / M good tokens</th>', _cost_cell, priced=True),
+    GoodputColumn('<th scope="col" class="num">Attainment</th>', _figure_cell("attainment", 1, " %")),
     GoodputColumn('<th scope="col" class="num">Point</th>', _point_cell),
     GoodputColumn('<th scope="col" class="num">Goodput req/s</th>', _figure_cell("goodput_rps", 2)),
     GoodputColumn(

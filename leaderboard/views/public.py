@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -40,7 +41,14 @@ from leaderboard.board.slo import node_count
 from leaderboard.models import Challenge, Publication
 from leaderboard.workflow import PUBLICATION
 from portal.parsers import parse_positive
-from spotchecks.selectors import acceptance_at_90, endpoint_url_shown, remeasurements_public, spotcheck_rows
+from spotchecks.selectors import (
+    acceptance_at_90,
+    endpoint_url_shown,
+    remeasurements_public,
+    spotcheck_basis,
+    spotcheck_rows,
+    spotcheck_run_longer,
+)
 
 POINT_COLUMNS = [
     ("concurrency", "Concurrency"),
@@ -280,10 +288,21 @@ def _board_context(
         "last_rank": start + len(rows),
         "previous_url": f"?{urlencode({**query, **view_query, 'page': page - 1})}" if page > 1 else "",
         "next_url": f"?{urlencode({**query, **view_query, 'page': page + 1})}" if page < pages else "",
-        "results_json": "/api/v1/public/results/?"
-        + urlencode({"benchmark": bench.model_id, "retracted": "false"}),
-        "results_csv": "/api/v1/public/results/?"
-        + urlencode({"benchmark": bench.model_id, "retracted": "false", "format": "csv", "limit": 1000}),
+        # In the board's order (rank first), on the portal's own address: a link that works pasted anywhere.
+        "results_json": settings.PORTAL_SITE_URL.rstrip("/")
+        + "/api/v1/public/results/?"
+        + urlencode({"benchmark": bench.model_id, "retracted": "false", "order": "rank"}),
+        "results_csv": settings.PORTAL_SITE_URL.rstrip("/")
+        + "/api/v1/public/results/?"
+        + urlencode(
+            {
+                "benchmark": bench.model_id,
+                "retracted": "false",
+                "order": "rank",
+                "format": "csv",
+                "limit": 1000,
+            }
+        ),
         "page_title": f"{bench.display_name} leaderboard",
     }
 
@@ -494,6 +513,8 @@ def _remeasurements(publication: Publication) -> list[dict]:
         {
             "spot_check": spot_check,
             "figures": spotcheck_rows(spot_check),
+            "basis": spotcheck_basis(spot_check),
+            "run_longer": spotcheck_run_longer(spot_check),
             "endpoint_url": endpoint_url_shown(None, spot_check),
             "acceptance": acceptance_at_90(spot_check),
         }

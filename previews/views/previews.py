@@ -13,6 +13,8 @@ from django.views.decorators.http import require_POST
 
 from accounts.actors import SUBMITTER_ROLES
 from accounts.selectors import user_org_ids
+from checker.read import kinds
+from checker.recompute.imported import PORTAL_PERCENTILE_DEFINITION
 from portal.errors import ApplicationError
 from previews import comparison, selectors, services
 from previews.forms import PreviewUploadForm
@@ -124,11 +126,38 @@ def preview_detail(request, pk: int):
             "only_mine": only_mine,
             "only_theirs": only_theirs,
             "points": (preview.result or {}).get("points") or [],
+            "percentiles": _percentile_note(preview),
             "can_change": PREVIEW.allowed(request.user, preview, "recheck")
             or PREVIEW.allowed(request.user, preview, "delete"),
             "checking": preview.in_state("checking"),
         },
     )
+
+
+def _percentile_note(preview) -> dict | None:
+    """Why the tool's own TTFT P90 and the portal's differ: each one's definition, and the first point where both
+    exist as the example (its two figures and the difference)."""
+    try:
+        importer = kinds.kind(preview.tool) if preview.tool else None
+    except KeyError:
+        importer = None
+    definition = getattr(importer, "percentile_definition", "")
+    if not definition:
+        return None
+    example = None
+    for point in (preview.result or {}).get("points") or []:
+        tool = (point.get("reported") or {}).get("ttft_ms_p90")
+        portal = (point.get("portal") or {}).get("ttft_p90_ms")
+        if isinstance(tool, int | float) and isinstance(portal, int | float) and tool:
+            difference = (portal - tool) / tool
+            example = {
+                "label": point.get("label"),
+                "tool": tool,
+                "portal": portal,
+                "difference_text": f"{difference:+.1%}".replace("-", "−"),
+            }
+            break
+    return {"tool": definition, "portal": PORTAL_PERCENTILE_DEFINITION, "example": example}
 
 
 @login_required

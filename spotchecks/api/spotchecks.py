@@ -50,10 +50,23 @@ class SpotCheckSerializer(serializers.ModelSerializer):
         return obj.publication.public_id if obj.publication_id else None
 
     def get_figures(self, obj) -> list[dict]:
-        """Claim beside re-measurement per figure: shortfall (fraction of the claim; negative: better),
-        tolerance, verdict."""
+        """Claim beside re-measurement per judged figure: shortfall (fraction of the claim; negative: better),
+        its 95 % bootstrap interval (interval_low, interval_high), MLPerf's margin, the verdict (within, outside,
+        inconclusive, not compared), run_longer_s (inconclusive: the run length that would decide; null when none
+        does), basis (both: both sides' requests drawn; remeasurement: the published point kept no samples)."""
         return [
-            {key: row[key] for key in ("figure", "claimed", "measured", "shortfall", "tolerance", "verdict")}
+            {
+                "figure": row["figure"],
+                "claimed": row["claimed"],
+                "measured": row["measured"],
+                "shortfall": row["shortfall"],
+                "interval_low": row["low"],
+                "interval_high": row["high"],
+                "margin": row["margin"],
+                "verdict": row["verdict"],
+                "run_longer_s": row["run_longer_s"],
+                "basis": row.get("basis"),
+            }
             for row in selectors.spotcheck_rows(obj)
         ]
 

@@ -25,6 +25,8 @@ def audit_panel_context(user, submission: Submission) -> dict:
                 "spot_check": spot_check,
                 "figures": selectors.spotcheck_rows(spot_check),
                 "acceptance": selectors.acceptance_at_90(spot_check),
+                "basis": selectors.spotcheck_basis(spot_check),
+                "run_longer": selectors.spotcheck_run_longer(spot_check),
             }
             for spot_check in spot_checks
         ],

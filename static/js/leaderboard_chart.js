@@ -8,6 +8,8 @@
 (function () {
   "use strict";
   var SVG = "http://www.w3.org/2000/svg";
+  // Below this chart width the details of a point dock beneath the plot instead of floating over it.
+  var DOCK_BELOW_PX = 640;
 
   function el(name, attrs, parent) {
     var node = document.createElementNS(SVG, name);
@@ -421,6 +423,8 @@
     tip.appendChild(head);
     var list = document.createElement("dl");
     this.spec.tooltip.forEach(function (metric) {
+      // A figure the point does not have is left out of the details (the table below says "—" for it).
+      if (p[metric.key] === null || p[metric.key] === undefined || Number.isNaN(p[metric.key])) return;
       var dt = document.createElement("dt"), dd = document.createElement("dd");
       dt.textContent = metric.label;
       dd.textContent = fmt(p[metric.key]);
@@ -435,15 +439,21 @@
       (p.region ? " · " + p.region.replace(/_/g, " ") : "");
     tip.appendChild(foot);
     tip.hidden = false;
-    // Beside the point where there is room, else above it (below near the top): never over the point itself.
-    var left = target.x + 14, top = Math.max(0, target.y - 20);
-    if (left + tip.offsetWidth > width) left = target.x - tip.offsetWidth - 14;
-    if (left < 0) {
-      left = Math.max(0, Math.min(width - tip.offsetWidth, target.x - tip.offsetWidth / 2));
-      top = target.y - tip.offsetHeight - 16 >= 0 ? target.y - tip.offsetHeight - 16 : target.y + 16;
+    // A narrow chart (a phone, a chart in a grid column) docks its details beneath the plot: they never cover it.
+    // A wide one shows them beside the point, on the side with more room, inside the chart, never over the point.
+    var docked = width < DOCK_BELOW_PX;
+    tip.classList.toggle("docked", docked);
+    if (docked) {
+      tip.style.left = "";
+      tip.style.top = "";
+    } else {
+      var height = this.root.querySelector("svg").getBoundingClientRect().height;
+      var left = target.x > width / 2 ? target.x - tip.offsetWidth - 16 : target.x + 16;
+      left = Math.max(0, Math.min(width - tip.offsetWidth, left));
+      var top = Math.max(0, Math.min(height - tip.offsetHeight, target.y - tip.offsetHeight / 2));
+      tip.style.left = left + "px";
+      tip.style.top = top + "px";
     }
-    tip.style.left = left + "px";
-    tip.style.top = top + "px";
     tip.setAttribute("data-point", p.key);
   };
 

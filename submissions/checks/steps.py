@@ -25,7 +25,7 @@ from checker.cli.pipeline import (
     unique_sorted,
 )
 from checker.judge.extension import ExtensionScope, PublishedRevision, finding_identity
-from checker.judge.portal_rules import ReusedRawLog
+from checker.judge.portal_rules import PublishedRawLogs, ReusedRawLog
 from checker.read.inputs import Limits
 from checker.read.loaders import load_descriptor_quietly
 from checker.report import PointResult, Report
@@ -43,7 +43,7 @@ from submissions.checks.common import (
 from submissions.checks.samples import point_samples_save
 from submissions.models import CheckRun, Finding, PointMetric, Submission, SubmissionVersion
 from submissions.selectors import check_run_latest, published_revisions
-from submissions.signals import check_run_ended
+from submissions.signals import check_run_ended, public_ids_of
 from submissions.workflow import CHECK_RUN
 
 
@@ -230,18 +230,57 @@ def _digest_of(recomputed: Any, key: str) -> str:
     return value if isinstance(value, str) and len(value) == 64 else ""
 
 
-def _raw_logs_elsewhere(check_run: CheckRun) -> tuple[ReusedRawLog, ...]:
-    """This run's raw logs (by either digest) found under the points of any check run of a submission of another
-    system, withdrawn and rejected ones included (one run is one run, whatever became of its submission)."""
-    submission = check_run.version.submission
-    own = PointMetric.objects.filter(check_run=check_run)
-    digests: dict[str, str] = {}  # digest -> own point key
-    for key, file_digest, sequence_digest in own.values_list(
+def _own_digests(check_run: CheckRun) -> dict[str, str]:
+    """digest -> this run's point key, by either digest of each point's raw log."""
+    digests: dict[str, str] = {}
+    for key, file_digest, sequence_digest in PointMetric.objects.filter(check_run=check_run).values_list(
         "key", "raw_log_sha256", "tracked_sequence_sha256"
     ):
         for digest in (file_digest, sequence_digest):
             if digest:
                 digests.setdefault(digest, key)
+    return digests
+
+
+def _raw_logs_published(check_run: CheckRun) -> tuple[PublishedRawLogs, ...]:
+    """This run's raw logs found under the points of a published submission of the same organisation (a result or
+    one of its published extensions), grouped by the result's public id; an extension's own result is not counted
+    (re-using its points is what an extension may do)."""
+    submission = check_run.version.submission
+    digests = _own_digests(check_run)
+    if not digests:
+        return ()
+    matches = (
+        PointMetric.objects.filter(Q(raw_log_sha256__in=digests) | Q(tracked_sequence_sha256__in=digests))
+        .filter(check_run__version__submission__organisation_id=submission.organisation_id)
+        .exclude(check_run__version__submission=submission)
+        .values_list("check_run__version__submission_id", "raw_log_sha256", "tracked_sequence_sha256")
+    )
+    own_points: dict[int, set[str]] = {}  # other submission -> this run's point keys
+    for other_id, file_digest, sequence_digest in matches:
+        key = digests.get(file_digest) or digests.get(sequence_digest)
+        if key:
+            own_points.setdefault(other_id, set()).add(key)
+    if not own_points:
+        return ()
+    published = Submission.objects.filter(Submission.states.q("published"), pk__in=list(own_points))
+    if submission.extends_id is not None:  # the result it extends, and that result's published extensions
+        published = published.exclude(pk=submission.extends_id).exclude(extends_id=submission.extends_id)
+    public_ids = public_ids_of(list(published.values_list("pk", flat=True)))
+    grouped: dict[str, set[str]] = {}
+    for other_id, public_id in public_ids.items():
+        grouped.setdefault(public_id, set()).update(own_points[other_id])
+    return tuple(
+        PublishedRawLogs(public_id=public_id, points=tuple(sorted(keys)))
+        for public_id, keys in sorted(grouped.items())
+    )
+
+
+def _raw_logs_elsewhere(check_run: CheckRun) -> tuple[ReusedRawLog, ...]:
+    """This run's raw logs (by either digest) found under the points of any check run of a submission of another
+    system, withdrawn and rejected ones included (one run is one run, whatever became of its submission)."""
+    submission = check_run.version.submission
+    digests = _own_digests(check_run)
     if not digests:
         return ()
     others = (
@@ -252,6 +291,7 @@ def _raw_logs_elsewhere(check_run: CheckRun) -> tuple[ReusedRawLog, ...]:
         .order_by("check_run__version__submission_id", "key", "-check_run_id")
     )
     found: dict[str, list[str]] = {}  # own point key -> the other submissions' points, each once
+    ours: dict[str, bool] = {}  # own point key -> one of them is this organisation's
     for metric in others:
         other = metric.check_run.version.submission
         digest = metric.raw_log_sha256 if metric.raw_log_sha256 in digests else metric.tracked_sequence_sha256
@@ -265,10 +305,12 @@ def _raw_logs_elsewhere(check_run: CheckRun) -> tuple[ReusedRawLog, ...]:
             else f"a submission of another organisation (its point r{metric.concurrency})"
         )
         labels = found.setdefault(own_key, [])
+        ours[own_key] = ours.get(own_key, False) or same_organisation
         if label not in labels:
             labels.append(label)
     return tuple(
-        ReusedRawLog(point=key, elsewhere=" and ".join(labels)) for key, labels in sorted(found.items())
+        ReusedRawLog(point=key, elsewhere=" and ".join(labels), other_organisation=not ours[key])
+        for key, labels in sorted(found.items())
     )
 
 
@@ -364,7 +406,9 @@ def check_run_finish(*, check_run_id: int, attempt: int) -> str | None:
                 limits=limits,
                 official=settings.PORTAL_CHECK_OFFICIAL,
                 scope=dataclasses.replace(
-                    scope_of(submission), raw_logs_elsewhere=_raw_logs_elsewhere(check_run)
+                    scope_of(submission),
+                    raw_logs_elsewhere=_raw_logs_elsewhere(check_run),
+                    raw_logs_published=_raw_logs_published(check_run),
                 ),
                 sandbox=folder,
                 progress=beat,

@@ -86,19 +86,25 @@ def test_an_auditor_spot_checks_a_point_and_reads_claim_beside_re_measurement(
     page.click("[data-form=spotcheck] button[type=submit]")
     page.wait_for_selector("#spotcheck-panel [data-spotcheck]")
     card = page.locator("#spotcheck-panel [data-spotcheck]").first
-    assert card.get_attribute("data-status") in ("queued", "running", "within")
+    assert card.get_attribute("data-status") in ("queued", "running", "within", "inconclusive")
     page.evaluate("window.__sameDocument = 'yes'")
-    page.wait_for_selector("#spotcheck-panel [data-spotcheck][data-status=within]", timeout=400_000)
+    page.wait_for_selector(
+        "#spotcheck-panel [data-spotcheck][data-status=within], #spotcheck-panel [data-spotcheck][data-status=inconclusive]",
+        timeout=400_000,
+    )
     assert page.evaluate("window.__sameDocument") == "yes", "the panel updated without a reload"
     spot_check = SpotCheck.objects.get()
-    assert spot_check.status == "within", (spot_check.detail, worker.tail())
+    # The same mock is never outside; an 8 s run may be too short to vouch for throughput within 10 %.
+    assert spot_check.status in ("within", "inconclusive"), (spot_check.detail, worker.tail())
     rows = page.locator("#spotcheck-panel [data-figure]")
-    assert rows.count() == 4
+    assert rows.count() == 3  # the judged figures (goodput is shown nowhere as a verdict)
     system_tps = page.locator("#spotcheck-panel [data-figure=system_tps] td").all_inner_texts()
-    claimed, measured = (float(text.replace(",", "")) for text in system_tps[:2])
+    claimed, measured = (float(text.replace(",", "")) for text in system_tps[4:6])
     assert claimed == pytest.approx(spot_check.claimed["system_tps"], abs=0.01)
     assert measured == pytest.approx(spot_check.measured["system_tps"], abs=0.01)
-    assert system_tps[-1] == "within" and system_tps[3] == "35 %"  # the tolerance, stated
+    # td cells: verdict, shortfall, 95 % interval, margin, claimed, re-measured
+    assert system_tps[0].startswith(("within", "inconclusive: run at least")) and system_tps[3] == "10 %"
+    assert " … " in system_tps[2]  # the 95 % interval
     assert page.locator("#spotcheck-panel a[download]", has_text="benchmarks.json").count() == 1
     page.locator("#spotcheck-heading").scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "spotcheck-audit.png"), full_page=True)
@@ -108,7 +114,8 @@ def test_an_auditor_spot_checks_a_point_and_reads_claim_beside_re_measurement(
     section = anonymous.locator("section.remeasurements")
     text = section.inner_text()
     assert "Re-measured by the portal" in text and spot_check.finished_at.strftime("%Y-%m-%d") in text
-    assert section.locator("[data-figure]").count() == 4 and "Within tolerance" in text
+    assert section.locator("[data-figure]").count() == 3
+    assert spot_check.get_status_display() in text  # "Within MLPerf's margin" or "Inconclusive: run longer"
     assert mock_endpoint.url in text  # the endpoint is public: its URL is shown, never the credential
     assert "sk-test-never-shown" not in anonymous.content()
     evidence = section.locator("a[download]", has_text="benchmarks.json")

@@ -21,7 +21,7 @@ from checker.judge.remeasure_stats import (
 from checker.read.inputs import Limits
 from checker.read.kinds.guidellm import GuideLLMKind
 from checker.recompute.goodput import SampleSeries
-from checker.recompute.imported import _series
+from checker.recompute.imported import request_series
 from checker.recompute.replay import recompute_point
 from checker.report import Findings
 
@@ -50,7 +50,7 @@ def measured() -> SampleSeries:
     run = kind.read([REMEASURED], findings=findings, limits=Limits())
     assert run is not None and run.points, findings
     requests = list(kind.requests([REMEASURED], findings=findings, limits=Limits()))
-    return _series(requests, run.points[0].duration_s)
+    return request_series(requests, run.points[0].duration_s)
 
 
 def test_each_figure_gets_an_interval_around_its_shortfall_and_a_verdict(published, measured):

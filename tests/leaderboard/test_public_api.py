@@ -288,3 +288,31 @@ def test_a_cleared_cache_never_repeats_a_generation(db):
     cache.delete_many([f"{_namespace()}:generation", f"{_namespace()}:changed"])
     after, _ = public_generation()
     assert after != before
+
+
+def test_the_boards_csv_lists_the_results_in_the_boards_order_with_their_rank(benchmark, settings):
+    import re
+
+    settings.PORTAL_SITE_URL = "https://portal.example.org"
+    middle = publish(benchmark=benchmark, scale=1.5, days_ago=3)
+    low = publish(
+        benchmark=benchmark, scale=1.0, days_ago=1
+    )  # the newest: publication order is not rank order
+    top = publish(benchmark=benchmark, scale=2.0, days_ago=2)
+    claimed = publish(benchmark=benchmark, scale=3.0, claimed=True)  # highest peak, but not ranked by default
+    page = Client().get(f"/leaderboard/{benchmark.model_id}/").content.decode()
+    board_order = re.findall(r'<code class="small">(EP-[A-Za-z0-9]+)</code>', page)
+    assert board_order == [top.public_id, middle.public_id, low.public_id]
+    link = re.search(r'href="([^"]+format=csv[^"]*)"', page).group(1).replace("&amp;", "&")
+    assert link.startswith("https://portal.example.org/api/v1/public/results/?") and "order=rank" in link
+    body = Client().get(link.removeprefix("https://portal.example.org")).content.decode()
+    rows = list(csv.DictReader(io.StringIO(body)))
+    assert list(rows[0])[0] == "rank"
+    assert [(r["rank"], r["public_id"]) for r in rows] == [
+        ("1", top.public_id),
+        ("2", middle.public_id),
+        ("3", low.public_id),
+        ("", claimed.public_id),
+    ]
+    refused = Client().get("/api/v1/public/results/?order=rank")
+    assert refused.status_code == 400 and "benchmark=" in refused.json()["detail"]

@@ -368,3 +368,30 @@ def test_the_upload_form_makes_a_preview(client, role_users, acme_system, django
     other = SystemFactory(organisation=role_users["organisations"]["nimbus"])
     refused = client.post("/previews/", {"name": "x", "system": other.pk, "benchmark": benchmark.pk})
     assert refused.status_code == 400 and Preview.objects.count() == 1
+
+
+def test_an_imported_runs_page_says_why_the_tools_percentile_differs_from_the_portals(
+    client, role_users, acme_system, django_capture_on_commit_callbacks
+):
+    """GuideLLM's TTFT P90 (the first value reaching 90 % of its weighted distribution) against the portal's
+    (MLPerf's "lower" rank): the page names both definitions and the first point's two figures."""
+    benchmark, system = acme_system
+    preview = _upload(
+        role_users["submitter"],
+        system,
+        benchmark,
+        files_of([GUIDELLM]),
+        django_capture_on_commit_callbacks,
+        "GuideLLM",
+    )
+    point = preview.result["points"][0]
+    tool, portal = point["reported"]["ttft_ms_p90"], point["portal"]["ttft_p90_ms"]
+    assert tool != portal  # the same requests, two definitions
+    client.force_login(role_users["submitter"])
+    page = client.get(f"/previews/{preview.pk}/").content.decode()
+    start = page.index("data-percentile-note")
+    note = page[start : page.index("</div>", start)]
+    assert "Why the tool's TTFT P90 and the portal's differ" in note
+    assert f"{tool:.2f} ms against {portal:.2f} ms at {point['label']}" in note  # 94.14 against 93.58
+    assert "GuideLLM takes the first value whose cumulative share reaches 90 %" in note
+    assert "numpy&#x27;s &quot;lower&quot; method" in note and "never an interpolation" in note

@@ -161,3 +161,61 @@ def test_the_api_asks_and_decides_a_group_as_the_pages_do(role_users, failing):
         format="json",
     )
     assert again.status_code == 409
+
+
+def test_waivers_decided_one_at_a_time_are_one_notification_counted_and_one_email(role_users, failing):
+    """The demo's 86 unread notifications came from one row per waiver (seven `raw-log-missing` waivers granted one
+    by one: seven identical lines) and per reviewer's acceptance: the same kind about the same submission while the
+    first is unread is grouped into it, counted, and e-mailed once."""
+    from django.core import mail
+
+    submitter = role_users["submitter"]
+    submitter.email = "submitter@example.org"
+    submitter.save()
+    waivers_request_group(
+        version=failing.submitted_version, actor=submitter, rule=RULE, reason="A 32-sample probe."
+    )
+    mail.outbox.clear()
+    reasons = ["Sample runs.", "Sample runs.", "Sample runs.", "The r8 probe is documented."]
+    with_email = []
+    for waiver, reason in zip(Waiver.objects.filter(rule=RULE).order_by("point"), reasons, strict=True):
+        with mail_sent(with_email):
+            waiver_decide(waiver=waiver, actor=role_users["auditor"], grant=True, reason=reason)
+    (row,) = Notification.objects.filter(user=submitter, kind="waiver.granted")
+    assert row.times == 4 and row.body == "Sample runs.\n\nThe r8 probe is documented."
+    assert sum(with_email) == 1  # the first decision's e-mail stands for the group
+    page = _client(submitter).get("/accounts/notifications/").content.decode()
+    assert page.count(f'data-notification="{row.pk}"') == 1 and 'data-times="4"' in page and "× 4" in page
+    api = _client(submitter).get("/api/v1/notifications/").json()
+    shown = [n for n in api["results"] if n["kind"] == "waiver.granted"]
+    assert [n["times"] for n in shown] == [4]
+    # Read, the next event is news again: a row of its own.
+    Notification.objects.filter(pk=row.pk).update(read_at=row.created_at)
+    from accounts.services.notifications import notify
+
+    notify(users=[submitter], kind="waiver.granted", subject=row.subject, submission_id=failing.pk)
+    assert Notification.objects.filter(user=submitter, kind="waiver.granted").count() == 2
+
+
+class mail_sent:  # noqa: N801 - a context manager read like a sentence
+    """Appends how many e-mails the block sent (after its commit hooks ran)."""
+
+    def __init__(self, counts: list[int]) -> None:
+        self.counts = counts
+
+    def __enter__(self):
+        from django.core import mail
+
+        self.before = len(mail.outbox)
+        from django.test import TestCase
+
+        self.hooks = TestCase.captureOnCommitCallbacks(execute=True)
+        self.hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        from django.core import mail
+
+        self.hooks.__exit__(*exc)
+        self.counts.append(sum("submitter@example.org" in m.to for m in mail.outbox[self.before :]))
+        return False

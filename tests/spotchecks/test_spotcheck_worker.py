@@ -1,6 +1,6 @@
 """A spot-check for real: a `celery worker` on the `spotcheck` queue runs GuideLLM 0.8.1 through the egress
 guard against `guidellm mock-server` on loopback. The published point was measured against the same mock the
-same way; re-measured, it is within tolerance; the mock restarted 4 x slower, it is outside and a challenge is
+same way; re-measured, it is never outside MLPerf's margin; the mock restarted 4 x slower, it is outside and a challenge is
 open for the chair (the result unchanged); the mock stopped, the endpoint could not be reached. A worker killed mid-measurement leaves a spot-check the
 reconciler ends `error`."""
 
@@ -79,19 +79,26 @@ def test_within_then_outside_with_a_challenge_then_unreachable(
         PORTAL_SPOTCHECK_OUTPUT_TOKENS=OUTPUT_TOKENS,
     )
 
-    # 1. The same mock: within tolerance, the raw output kept with its SHA-256.
+    # 1. The same mock: not outside MLPerf's 10 % margin, the raw output kept with its SHA-256.
     first = services.spotcheck_start(
         submission=publication.submission, actor=auditor, concurrency=CONCURRENCY
     )
     assert first.status == "queued" and first.source == "publication" and first.duration_s == DURATION_S
     first = _wait_done(first, worker)
-    assert first.status == "within", (first.detail, first.comparison, worker.tail())
-    assert {line["figure"] for line in first.comparison if line["within"]} == {
-        "system_tps",
-        "tps_per_user",
-        "ttft_p90_ms",
-        "goodput",
-    }
+    # The same endpoint is never outside. An 8 s run of about 30 requests on a loaded 2-core host (the client's own
+    # delays reach tens of ms) may be too short to vouch for a figure within 10 %: then "inconclusive", with a run
+    # longer than this one to make.
+    assert first.status in ("within", "inconclusive"), (first.detail, first.comparison, worker.tail())
+    verdicts = {line["figure"]: line["verdict"] for line in first.comparison}
+    assert (
+        set(verdicts) == {"system_tps", "tps_per_user", "ttft_p90_ms"} and "outside" not in verdicts.values()
+    )
+    if first.status == "inconclusive":
+        assert all(
+            line["run_longer_s"] is None or line["run_longer_s"] > DURATION_S
+            for line in first.comparison
+            if line["verdict"] == "inconclusive"
+        )
     assert [item["name"] for item in first.evidence] == ["benchmarks.json", "egress.json", "guidellm.log"]
     raw = default_storage.open(first.evidence[0]["storage_key"]).read()
     assert hashlib.sha256(raw).hexdigest() == first.evidence[0]["sha256"] and b'"benchmarks"' in raw
@@ -99,17 +106,17 @@ def test_within_then_outside_with_a_challenge_then_unreachable(
     assert first.tool_version == "0.8.1" and first.challenge_id is None
     assert "spotcheck_run_task[" in worker.log_path.read_text()
 
-    # 2. The mock 4 x slower: outside tolerance, a challenge open for the chair; the result is not touched.
+    # 2. The mock 4 x slower: outside the margin, a challenge open for the chair; the result is not touched.
     mock_endpoint.stop()
     mock_endpoint.start(**SLOWED)
     second = services.spotcheck_start(submission=publication.submission, actor=chair, concurrency=CONCURRENCY)
     second = _wait_done(second, worker)
     assert second.status == "outside", (second.detail, second.comparison, worker.tail())
     short = {line["figure"]: line for line in second.comparison}
-    assert short["system_tps"]["within"] is False and short["ttft_p90_ms"]["within"] is False
+    assert short["system_tps"]["verdict"] == "outside" and short["ttft_p90_ms"]["verdict"] == "outside"
     challenge = Challenge.objects.get(pk=second.challenge_id)
     assert challenge.status == "open" and challenge.raised_by is None and challenge.organisation is None
-    assert f"Spot-check #{second.pk}" in challenge.reason and "outside tolerance" in challenge.reason
+    assert f"Spot-check #{second.pk}" in challenge.reason and "outside MLPerf's margin" in challenge.reason
     assert chair.notifications.filter(kind="challenge.raised").exists()
     publication.refresh_from_db()
     assert publication.curve == published_curve and publication.retracted_at is None
@@ -131,7 +138,7 @@ def test_within_then_outside_with_a_challenge_then_unreachable(
     )
     assert [action for action, _ in events] == ["spotcheck.started", "spotcheck.finished"] * 3
     assert [data["verdict"] for action, data in events if action == "spotcheck.finished"] == [
-        "within",
+        first.status,  # within or inconclusive (above)
         "outside",
         "unreachable",
     ]

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TOKENIZER = Path(__file__).resolve().parents[1] / "checker" / "fixtures" / "tokenizer"
 # Rules the command cannot run (it knows no submission); everything else must agree.
 EXCEPTED_RULES = set(PORTAL_ONLY_RULES)
-assert EXCEPTED_RULES == {"submission-scope", "system-desc-mismatch", "raw-log-reused"}
+assert EXCEPTED_RULES == {"submission-scope", "system-desc-mismatch", "raw-log-reused", "raw-log-published"}
 
 
 def _samples(tmp: Path) -> list[Path]:

@@ -109,3 +109,35 @@ def test_another_organisations_submission_is_never_named(role_users, tmp_path):
     assert "a submission of another organisation (its point r8)" in reused.message
     assert f"#{first.pk}" not in reused.message  # the other organisation's submission stays unnamed
     assert "Acme" not in reused.message.replace("AX-8000_c8.tar.gz", "")  # acme's system stays under embargo
+    # What to do, in the message and the fix: a run of one's own, or the chair when the run is one's own.
+    assert "Upload the raw log of a run your organisation made on Nimbus_NB-9" in reused.message
+    assert "tell the chair" in reused.message and "tell the chair" in reused.fix
+    assert "submit under the system" not in reused.message  # no advice the submitter cannot follow
+
+
+def test_the_very_archives_of_a_published_result_uploaded_again_say_already_published_and_how_to_extend(
+    role_users,
+):
+    from submissions.models import Submission
+    from tests.factories import PublicationFactory
+
+    benchmark, system = make_catalog(role_users["organisations"]["acme"])
+    submitter = role_users["submitter"]
+    first = _create(submitter, system, benchmark)
+    _checked_run(submitter, first, [_archive(8), _archive(16)])
+    version = first.versions.get()
+    Submission.objects.filter(pk=first.pk).update(status="published", submitted_version=version)
+    first.refresh_from_db()
+    publication = PublicationFactory(submission=first)
+    again = _checked_run(
+        submitter, _create(submitter, system, benchmark), [_archive(8), _archive(16), _archive(32)]
+    )
+    (hint,) = again.findings.filter(rule="raw-log-published")
+    assert hint.severity == "warning" and not again.findings.filter(rule="raw-log-reused").exists()
+    assert hint.message.startswith(f"Already published as {publication.public_id}: the raw logs of ")
+    assert "Acme_AX-8000/llama3_1-8b/r16" in hint.message and "r32" not in hint.message
+    assert "Extend it or open a revision" in hint.message
+    assert f"portal submit ARCHIVES --extends {publication.public_id} --stack TEXT" in hint.fix
+    # An unpublished first submission of the same system: nothing to extend, no hint.
+    draft_again = _checked_run(submitter, _create(submitter, system, benchmark), [_archive(2)])
+    assert not draft_again.findings.filter(rule="raw-log-published").exists()

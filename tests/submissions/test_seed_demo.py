@@ -192,8 +192,12 @@ def test_seed_demo_publishes_the_sample_systems_and_shows_cohort_annotation_and_
     nb2_reviewers = ReviewAssignment.objects.filter(submission=annotated.submission, status="accepted")
     assert not nb2_reviewers.filter(reviewer__memberships__organisation__slug="nimbuscloud").exists()
     assert nb2_reviewers.count() == 2
-    (challenge,) = annotated.challenges.all()
+    (challenge,) = annotated.challenges.filter(raised_by__isnull=False)
     assert challenge.status == Challenge.Status.ANNOTATED
+    # Its re-measurement (the demo's GuideLLM run of c2) fell 28 % short on throughput, beyond MLPerf's 10 % margin
+    # with its whole 95 % interval: the portal's own challenge waits for the chair (docs/remeasurement.md).
+    (remeasured,) = annotated.challenges.filter(raised_by__isnull=True)
+    assert remeasured.status == Challenge.Status.OPEN and "outside MLPerf's margin" in remeasured.reason
     assert challenge.organisation.slug == "zephyr-silicon" and challenge.organisation != acme
     assert user_is_chair(challenge.resolved_by)
     assert annotated.annotations.get().challenge == challenge and annotated.retracted_at is None

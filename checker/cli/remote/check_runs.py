@@ -66,6 +66,10 @@ def print_check_run(run: dict, out=sys.stdout) -> None:
             f"  {counts.get('error', 0)} error(s), {counts.get('warning', 0)} warning(s), "
             f"{counts.get('info', 0)} note(s)\n"
         )
+        # Raw logs already published by the organisation: said first, with what to do (the full finding follows).
+        for finding in findings:
+            if finding.get("rule") == "raw-log-published":
+                out.write(f"  hint: {finding['message'].split(': ', 1)[0]}: {finding.get('fix') or ''}\n")
         portal_only = [f for f in findings if f.get("portal_only")]
         if portal_only:
             out.write(

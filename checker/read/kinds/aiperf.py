@@ -89,6 +89,7 @@ class AIPerfKind:
     """AIPerf's profile_export.jsonl and profile_export_aiperf.json."""
 
     name = "aiperf"
+    percentile_definition = "AIPerf takes numpy's default (linear) percentile: between the two requests around the 90 % rank it interpolates a value no request measured; TTFT from the request's start to its first token, over the error-free requests."
     label = "AIPerf profile_export.jsonl + profile_export_aiperf.json (aiperf profile)"
     importer = True
     order = 20

@@ -97,6 +97,10 @@ class InputKind(Protocol):
 class Importer(InputKind, Protocol):
     """An input kind made by another benchmark tool: it reads its files into load points."""
 
+    # How the tool itself computes a percentile and a TTFT, in a sentence a reader of its figures understands: the
+    # preview page says it beside the portal's own (MLPerf's) definition, so a small difference is explained.
+    percentile_definition: str
+
     def read(self, paths: list[Path], *, findings: Findings, limits: Limits) -> ImportedRun | None:
         """The run the files hold, or None (with findings) when nothing usable is in them."""
         ...

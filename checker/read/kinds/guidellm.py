@@ -282,6 +282,7 @@ class GuideLLMKind:
     """GuideLLM's benchmarks.json report."""
 
     name = "guidellm"
+    percentile_definition = "GuideLLM takes the first value whose cumulative share reaches 90 % of a weighted distribution (equal values merged, no interpolation); TTFT from the request's start to its first token iteration, over the requests whose first token falls inside the measurement window."
     label = "GuideLLM benchmarks.json (guidellm run --output kind=json)"
     importer = True
     order = 10

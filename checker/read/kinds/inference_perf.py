@@ -87,6 +87,7 @@ class InferencePerfKind:
     """inference-perf's report folder."""
 
     name = "inference_perf"
+    percentile_definition = "inference-perf takes numpy's default (linear) percentile: between the two requests around the 90 % rank it interpolates a value no request measured; TTFT from the request's start to its first output token, over the successful requests with more than one token time."
     label = "inference-perf reports (stage_N_/summary_lifecycle_metrics.json + per_request_lifecycle_metrics.json)"
     importer = True
     order = 30

@@ -38,6 +38,7 @@ class VllmBenchKind:
     """vLLM's `vllm bench serve --save-result --save-detailed` JSON."""
 
     name = "vllm_bench"
+    percentile_definition = "vLLM bench takes numpy's default (linear) percentile: between the two requests around the 90 % rank it interpolates a value no request measured; TTFT as vLLM times it, over the successful requests."
     label = "vLLM bench serve --save-result --save-detailed JSON"
     importer = True
     order = 40
