@@ -47,6 +47,7 @@ from leaderboard.models import SavedTender
 from leaderboard.views.buyer import _public_page
 from leaderboard.workflow import TENDER
 from portal.errors import ApplicationError
+from portal.parsers import parse_id
 
 
 @_public_page
@@ -325,7 +326,7 @@ def tender_save(request):
             actor=request.user,
             query=request.POST,
             name=request.POST.get("name", ""),
-            organisation_id=int(organisation) if organisation and organisation.isdigit() else None,
+            organisation_id=parse_id(organisation),
         )
     except RequirementsError as error:
         _not_saved(request, error)

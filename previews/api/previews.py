@@ -17,7 +17,7 @@ from accounts.permissions import TokenScopeAllows
 from accounts.selectors import user_org_ids
 from catalog.models import Benchmark
 from portal.errors import ApplicationError
-from portal.parsers import PARSER_CLASSES
+from portal.parsers import PARSER_CLASSES, parse_id
 from previews import selectors, services
 from previews.models import Preview
 from submissions.models import System
@@ -92,7 +92,8 @@ class PreviewViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         orgs = user_org_ids(request.user, roles=SUBMITTER_ROLES)
         systems = System.objects.filter(organisation_id__in=orgs)
         given = values["system"].strip()
-        system = (systems.filter(pk=int(given)) if given.isdigit() else systems.filter(name=given)).first()
+        pk = parse_id(given)
+        system = (systems.filter(pk=pk) if pk is not None else systems.filter(name=given)).first()
         if system is None:
             raise ApplicationError(
                 f"No system {given!r} of an organisation you upload for; register it on the Systems page first.",

@@ -395,3 +395,17 @@ def test_an_imported_runs_page_says_why_the_tools_percentile_differs_from_the_po
     assert f"{tool:.2f} ms against {portal:.2f} ms at {point['label']}" in note  # 94.14 against 93.58
     assert "GuideLLM takes the first value whose cumulative share reaches 90 %" in note
     assert "numpy&#x27;s &quot;lower&quot; method" in note and "never an interpolation" in note
+
+
+def test_a_system_given_as_a_unicode_digit_is_a_name_not_a_crash(client, role_users, acme_system):
+    """`²` passes str.isdigit(): it is read as a system's name (none has it), a 400 naming it, never a 500."""
+    client.force_login(role_users["submitter"])
+    benchmark, _ = acme_system
+    body = {
+        "system": "²",
+        "benchmark": benchmark.model_id,
+        "name": "GuideLLM sweep",
+        "files": [{"name": "benchmarks.json", "content": base64.b64encode(GUIDELLM.read_bytes()).decode()}],
+    }
+    answer = client.post("/api/v1/previews/", body, content_type="application/json")
+    assert answer.status_code == 400 and answer.json()["code"] == "unknown-system"
