@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checker import __version__
 from checker.cli.official_cross_check import cross_check
 from checker.judge.claimed_vs_recomputed import report_differences
 from checker.judge.extension import (
@@ -56,6 +55,7 @@ from checker.recompute.goodput import SampleSeries
 from checker.recompute.replay import derive_official, recompute_point
 from checker.recompute.tokens import TokenCounter
 from checker.report import Finding, Findings, PointResult, Report
+from checker.version import __version__
 
 DEFAULT_RULESET = "endpoints-v1.0"
 

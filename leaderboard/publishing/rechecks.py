@@ -27,7 +27,7 @@ from django.utils import timezone
 from accounts.selectors import chairs, user_is_chair
 from accounts.services.notifications import notify
 from audit.services import audit_event_record
-from checker import __version__ as checker_version
+from checker.version import __version__ as checker_version
 from leaderboard.models import Publication, PublicationRevision, RecheckCampaign, RecheckResult
 from leaderboard.publishing.services import annotation_add, challenge_raise
 from leaderboard.workflow import RECHECK_CAMPAIGN, RECHECK_RESULT

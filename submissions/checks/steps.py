@@ -13,7 +13,6 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from checker import __version__ as checker_version
 from checker.cli.pipeline import (
     PointOutcome,
     check_point,
@@ -29,6 +28,7 @@ from checker.judge.portal_rules import PublishedRawLogs, ReusedRawLog
 from checker.read.inputs import Limits
 from checker.read.loaders import load_descriptor_quietly
 from checker.report import PointResult, Report
+from checker.version import __version__ as checker_version
 from submissions.checks.common import (
     Beat,
     fetched,

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from audit.models import AuditEvent
-from checker import __version__ as checker_version
+from checker.version import __version__ as checker_version
 from submissions.models import CheckRun, Submission, SubmissionVersion
 from tests.submissions.support import make_catalog
 

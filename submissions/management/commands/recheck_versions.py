@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.selectors import user_is_chair
-from checker import __version__ as checker_version
+from checker.version import __version__ as checker_version
 from portal.errors import NotAllowedError
 from submissions.checks.queue import check_run_requeue
 from submissions.models import CheckRun, Submission, SubmissionVersion
