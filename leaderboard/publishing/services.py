@@ -341,24 +341,14 @@ def challenge_raise(*, publication: Publication, actor, reason: str) -> Challeng
     organisations = sorted(user_org_ids(actor))  # none for the chair (a re-check's challenge)
     if not (reason or "").strip():
         raise ApplicationError("Say what is wrong with the result.", code="invalid")
-    challenge = Challenge.objects.create(
-        publication=publication,
-        raised_by=actor,
+    return _challenge_open(
+        publication,
+        actor=actor,
         organisation_id=organisations[0] if organisations else None,
-        reason=reason.strip(),
-    )
-    audit_event_record(
-        actor=actor, action="challenge.raised", obj=challenge, data={"public_id": publication.public_id}
-    )
-    public_changed_on_commit()  # challenges are public: the result page shows it
-    notify(
-        users=chairs(),
-        kind="challenge.raised",
+        reason=reason,
+        data={},
         subject=f"{publication.public_id} is challenged",
-        body=reason.strip()[:2000],
-        url=f"/results/{publication.public_id}/",
     )
-    return challenge
 
 
 @transaction.atomic
@@ -367,20 +357,34 @@ def challenge_raise_remeasured(*, publication: Publication, reason: str, data: d
     spotchecks.services): no person and no organisation raised it; the chair resolves it like any other. Nothing
     published changes here."""
     PUBLICATION.require(None, publication, "challenge_remeasured")
+    return _challenge_open(
+        publication,
+        actor=None,
+        organisation_id=None,
+        reason=reason,
+        data={"by": "spot-check", **data},
+        subject=f"{publication.public_id} is challenged by a re-measurement",
+    )
+
+
+def _challenge_open(
+    publication: Publication, *, actor, organisation_id, reason: str, data: dict, subject: str
+) -> Challenge:
+    """A challenge judged by its row: written, audited (`challenge.raised`), public on commit, told to the chair."""
     challenge = Challenge.objects.create(
-        publication=publication, raised_by=None, organisation=None, reason=reason.strip()
+        publication=publication, raised_by=actor, organisation_id=organisation_id, reason=reason.strip()
     )
     audit_event_record(
-        actor=None,
+        actor=actor,
         action="challenge.raised",
         obj=challenge,
-        data={"public_id": publication.public_id, "by": "spot-check", **data},
+        data={"public_id": publication.public_id, **data},
     )
-    public_changed_on_commit()
+    public_changed_on_commit()  # challenges are public: the result page shows it
     notify(
         users=chairs(),
         kind="challenge.raised",
-        subject=f"{publication.public_id} is challenged by a re-measurement",
+        subject=subject,
         body=reason.strip()[:2000],
         url=f"/results/{publication.public_id}/",
     )
