@@ -3,6 +3,11 @@
 Written the way a first version would be: `json.loads` per line, a dict per sample holding
 everything (texts included), one `tokenizer.encode` call per text, numpy statistics at the
 end. Same semantics as checker.recompute.replay.PointReplay (DESIGN.md, "Metrics"), no findings.
+
+As a whole process, the plain script a first version would be (timed against `portal check` from outside, interpreter
+start and tokenizer loading included):
+
+    python bench/baseline_recompute.py EVENTS_JSONL --tokenizer TOKENIZER_JSON   # prints the summary as JSON
 """
 
 from __future__ import annotations
@@ -131,3 +136,23 @@ def recompute(path: Path, tokenizer) -> dict:
         "window_ns": [blocks[0][0], stop_ns] if blocks else None,
         "warmup": {"issued": warmup_issued},
     }
+
+
+def main() -> None:
+    import argparse
+    import json as _json
+    import sys
+
+    import tokenizers
+
+    parser = argparse.ArgumentParser(description="the plain baseline recompute of one events.jsonl")
+    parser.add_argument("events", type=Path)
+    parser.add_argument("--tokenizer", type=Path, required=True, help="the model's tokenizer.json")
+    args = parser.parse_args()
+    summary = recompute(args.events, tokenizers.Tokenizer.from_file(str(args.tokenizer)))
+    _json.dump(summary, sys.stdout, default=float)
+    print()
+
+
+if __name__ == "__main__":
+    main()

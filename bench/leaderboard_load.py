@@ -10,7 +10,8 @@ and the cache are warm: "cached" means the steady state):
 the benchmark's leaderboard page (/leaderboard/<model>/, or the public API list when the page does not exist),
 a result page (/results/<id>/, else the API detail) over 50 results, the SLO query over a grid of 400
 distinct targets (mostly answer-cache misses: the ranking is recomputed from the cached snapshot), and the
-public API (results list, points of a result, curves). Prints p50/p95/p99 (ms) and requests/s per scenario.
+public API (results list, points of a result, curves), and the tender desk's site sizing over 400 distinct asks (users
+per phase and an SLO), through the public API and its page. Prints p50/p95/p99 (ms) and requests/s per scenario.
 A script, not a test: nothing asserts a time. The database is dropped at the end unless --keep.
 """
 
@@ -310,6 +311,18 @@ def main() -> None:
             for inter in range(5, 105, 5)
         ]
         rng.shuffle(slo)
+        # the tender desk's site sizing: a site of U users per phase at one SLO, every ask distinct (the answer is
+        # ranked from the cached snapshot each time, as for the SLO query)
+        sizing = [
+            f"/api/v1/public/sizing/?benchmark={MODEL}&users={users}&users_expansion={users * 3}"
+            f"&ttft_p90_ms_max={ttft}&interactivity_min={inter}"
+            for users, ttft, inter in zip(
+                rng.choices(range(100, 100_000, 100), k=400),
+                rng.choices(range(100, 2100, 100), k=400),
+                rng.choices(range(5, 105, 5), k=400),
+                strict=True,
+            )
+        ]
         scenarios = [
             ("leaderboard page" if leaderboard[0] == page else "leaderboard (API list)", leaderboard),
             (
@@ -318,6 +331,8 @@ def main() -> None:
             ),
             ("SLO query (400 targets)", slo),
             ("SLO page (400 targets)", [p.replace("/api/v1/public/slo/", "/leaderboard/slo/") for p in slo]),
+            ("sizing query (400 asks)", sizing),
+            ("sizing page (400 asks)", [p.replace("/api/v1/public/sizing/", "/leaderboard/sizing/") for p in sizing]),
             (
                 "public API",
                 [

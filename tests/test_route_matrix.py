@@ -26,6 +26,7 @@ from submissions.uploads import upload_start
 from tests.factories import MembershipFactory, UserFactory
 from tests.routes import ROUTES as ALL_ROUTES
 from tests.routes import Access
+from tests.states import put
 from tests.submissions.support import api_client, make_catalog
 
 pytestmark = pytest.mark.django_db
@@ -128,7 +129,7 @@ def _world(role_users, status: str, settings) -> dict:
         sha256=digest,
     )
     # A finished check (a published submission always has one): its report download is served, not 409.
-    run = CheckRun.objects.create(version=version, status="passed", finished_at=timezone.now(), counts={})
+    run = put(CheckRun.objects.create(version=version), "passed", finished_at=timezone.now(), counts={})
     upload = upload_start(
         actor=role_users["submitter"],
         submission=submission,
@@ -136,7 +137,7 @@ def _world(role_users, status: str, settings) -> dict:
         size=len(payload),
         sha256=digest,
     )
-    Submission.objects.filter(pk=submission.pk).update(status=status)
+    put(Submission.objects.filter(pk=submission.pk), status)
     spotcheck = _spotcheck_of(submission, auditor=role_users["auditor"])
     outsider = UserFactory(username=f"outsider-{status}")
     MembershipFactory(user=outsider, organisation=role_users["organisations"]["nimbus"], role="submitter")
@@ -343,7 +344,7 @@ def test_oversight_routes_hide_drafts_and_refuse_everyone_else(name, role_users,
             response = _request(user, method, url(world))
             assert response.status_code == 404, (name, user, response.status_code)
     assert _anonymous_refused(_request(None, method, url(world))), name
-    Submission.objects.filter(pk=world["sub"].pk).update(status="peer_reviewed")
+    put(Submission.objects.filter(pk=world["sub"].pk), "peer_reviewed")
     owner = _request(world["owner"], method, url(world))
     expected = (403, 404) if name in CONFLICT_ROUTES else (403,)
     assert owner.status_code in expected, (name, owner.status_code)
@@ -401,9 +402,9 @@ def _review_world(role_users, status: str) -> dict:
         submission=submission,
         reviewer=role_users["reviewer"],
         organisation=nimbus,
-        status=ReviewAssignment.Status.ACCEPTED,
         due_at=timezone.now() + timedelta(days=14),
     )
+    put(assignment, ReviewAssignment.Status.ACCEPTED)
     Review.objects.create(assignment=assignment, version=version, decision="approve")
     comment = Comment.objects.create(
         submission=submission,
@@ -412,8 +413,8 @@ def _review_world(role_users, status: str) -> dict:
         body="matrix objection",
         kind="objection",
         objection_type="validity",
-        objection_status="open",
     )
+    put(comment, "open", field="objection_status")
     unassigned = UserFactory(username=f"unassigned-{status}")
     MembershipFactory(
         user=unassigned, organisation=OrganisationFactory(slug=f"third-{status}"), role="reviewer"
@@ -511,7 +512,7 @@ def test_shared_rows_are_the_organisations_and_the_overseers(name, role_users, s
         assert _request(user, method, url(world)).status_code == 404, (name, user)
     assert _anonymous_refused(_request(None, method, url(world))), name
     assert _request(world["owner"], method, url(world)).status_code != 404, name
-    Submission.objects.filter(pk=world["sub"].pk).update(status="peer_reviewed")
+    put(Submission.objects.filter(pk=world["sub"].pk), "peer_reviewed")
     assert _request(world["outsider"], method, url(world)).status_code == 404, name
     assert _request(world["auditor"], method, url(world)).status_code != 404, name
 
@@ -531,17 +532,17 @@ def test_a_spotcheck_is_the_organisations_and_the_overseers_until_its_curve_is_p
     for user in (None, world["outsider"], world["auditor"], role_users["chair"], role_users["reviewer"]):
         assert _request(user, method, url(world)).status_code == 404, (name, user)
     assert _request(world["owner"], method, url(world)).status_code == 200, name
-    Submission.objects.filter(pk=world["sub"].pk).update(status="peer_reviewed")
+    put(Submission.objects.filter(pk=world["sub"].pk), "peer_reviewed")
     for user in (None, world["outsider"], role_users["reviewer"]):
         assert _request(user, method, url(world)).status_code == 404, (name, user)
     for user in (world["owner"], world["auditor"], role_users["chair"]):
         assert _request(user, method, url(world)).status_code == 200, (name, user)
     # a finished re-measurement of the published curve is everyone's; one still under embargo is nobody else's
-    Submission.objects.filter(pk=world["sub"].pk).update(status="published")
+    put(Submission.objects.filter(pk=world["sub"].pk), "published")
     publication = PublicationFactory(submission=world["sub"], version=world["version"], scheduled=True)
     world["spotcheck"].__class__.objects.filter(pk=world["spotcheck"].pk).update(publication=publication)
     assert _request(None, method, url(world)).status_code == 404, name
-    Publication.objects.filter(pk=publication.pk).update(status="published", published_at=timezone.now())
+    put(Publication.objects.filter(pk=publication.pk), "published", published_at=timezone.now())
     for user in (None, world["outsider"], role_users["reviewer"]):
         response = _request(user, method, url(world))
         assert response.status_code == 200, (name, user)
@@ -590,7 +591,7 @@ def test_a_saved_tender_is_its_organisations_until_shared(name, role_users, stor
     assert _request(world["owner"], method, url(world)).status_code not in (403, 404), name
     if not SavedTender.objects.filter(pk=world["tender"].pk).exists():
         return  # deleted by its organisation
-    SavedTender.objects.filter(pk=world["tender"].pk).update(status="shared")
+    put(SavedTender.objects.filter(pk=world["tender"].pk), "shared")
     for user in (None, world["outsider"], world["auditor"], role_users["chair"]):
         code = _request(user, method, url(world)).status_code
         if method == "get":
@@ -809,9 +810,9 @@ def test_a_public_result_is_404_for_everyone_until_published(name, _public_world
             response = client.get(_with_format(url(_public_world), fmt))
             assert response.status_code == 404, (name, fmt, who)
             assert "Unreleased-Z9" not in response.content.decode()
-    Submission.objects.filter(pk=_public_world["embargoed"].submission_id).update(status="published")
-    Publication.objects.filter(pk=_public_world["embargoed"].pk).update(
-        status="published", published_at=timezone.now()
+    put(Submission.objects.filter(pk=_public_world["embargoed"].submission_id), "published")
+    put(
+        Publication.objects.filter(pk=_public_world["embargoed"].pk), "published", published_at=timezone.now()
     )
     public_cache_bump()
     assert Client().get(url(_public_world)).status_code == 200

@@ -108,3 +108,48 @@ def _no_csp_violations():
     yield
     violations, CSP_VIOLATIONS[:] = list(CSP_VIOLATIONS), []
     assert not violations, "Content-Security-Policy violations:\n" + "\n".join(violations)
+
+
+# The buyer pages' world: the sample AX-8000 curve published through the pipeline as two systems of two organisations
+# (name, accelerators, organisation key of role_users).
+PUBLISHED_PAIR = (("Acme_AX-8000", 8, "acme"), ("Nimbus_NB-2", 2, "nimbus"))
+
+
+@pytest.fixture
+def published(role_users, storage_dir):
+    """The publications of PUBLISHED_PAIR, in its order, on a fresh public cache."""
+    from leaderboard.board.cache import public_cache_bump
+    from tests.factories import BenchmarkFactory
+    from tests.leaderboard.goodput_support import publish_sample_run
+
+    public_cache_bump()
+    benchmark = BenchmarkFactory(model_id="llama3_1-8b", display_name="Llama 3.1 8B")
+    results = [
+        publish_sample_run(
+            benchmark=benchmark,
+            system_name=name,
+            accelerators=count,
+            organisation=role_users["organisations"][org],
+        )
+        for name, count, org in PUBLISHED_PAIR
+    ]
+    public_cache_bump()
+    return results
+
+
+@pytest.fixture
+def sample_events(tmp_path):
+    """{(system, concurrency): path of its events.jsonl} for every sample run the pair was published from, unpacked
+    under tmp_path: what a test computes the expected figures from."""
+    import tarfile
+
+    from tests.leaderboard.goodput_support import RUNS
+
+    events = {}
+    for system, archives in RUNS.items():
+        for archive in archives:
+            concurrency = int(archive.name.split("_c")[1].split(".")[0])
+            with tarfile.open(archive) as tar:
+                tar.extractall(tmp_path / archive.name, filter="data")
+            events[(system, concurrency)] = tmp_path / archive.name / f"c{concurrency}" / "events.jsonl"
+    return events

@@ -9,10 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.board.cache import public_cache_bump
-from tests.factories import BenchmarkFactory
-from tests.leaderboard.goodput_support import publish_sample_run
-
 pytestmark = pytest.mark.django_db(transaction=True)
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 PERCENTILE_PRICED = (
@@ -20,19 +16,6 @@ PERCENTILE_PRICED = (
     "&price_per_accelerator_hour=2.5"
 )
 PER_REQUEST_PRICED = "/leaderboard/slo/?benchmark=llama3_1-8b&ttft_ms=2000&tpot_ms=100&attainment=90&price_per_accelerator_hour=2.5"
-
-
-@pytest.fixture
-def published(role_users, storage_dir):
-    public_cache_bump()
-    benchmark = BenchmarkFactory(model_id="llama3_1-8b", display_name="Llama 3.1 8B")
-    acme, nimbus = role_users["organisations"]["acme"], role_users["organisations"]["nimbus"]
-    results = [
-        publish_sample_run(benchmark=benchmark, system_name=name, accelerators=count, organisation=org)
-        for name, count, org in (("Acme_AX-8000", 8, acme), ("Nimbus_NB-2", 2, nimbus))
-    ]
-    public_cache_bump()
-    return results
 
 
 def _right_edge(page, selector: str) -> float:

@@ -4,41 +4,23 @@ the pages this changed (desktop 1280 px and phone) under docs/screenshots/buyer-
 
 from __future__ import annotations
 
-import tarfile
 from pathlib import Path
 
 import pytest
 
-from leaderboard.board.cache import public_cache_bump
+from tests.browser.conftest import PUBLISHED_PAIR
 from tests.checker.test_goodput import reference_slo
-from tests.factories import BenchmarkFactory
-from tests.leaderboard.goodput_support import RUNS, publish_sample_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
 @pytest.fixture
-def published(role_users, storage_dir, tmp_path):
-    public_cache_bump()
-    benchmark = BenchmarkFactory(model_id="llama3_1-8b", display_name="Llama 3.1 8B")
-    acme, nimbus = role_users["organisations"]["acme"], role_users["organisations"]["nimbus"]
-    results = [
-        (
-            publish_sample_run(benchmark=benchmark, system_name=name, accelerators=count, organisation=org),
-            name,
-        )
-        for name, count, org in (("Acme_AX-8000", 8, acme), ("Nimbus_NB-2", 2, nimbus))
-    ]
-    events = {}
-    for system, archives in RUNS.items():
-        for archive in archives:
-            concurrency = int(archive.name.split("_c")[1].split(".")[0])
-            with tarfile.open(archive) as tar:
-                tar.extractall(tmp_path / archive.name, filter="data")
-            events[(system, concurrency)] = tmp_path / archive.name / f"c{concurrency}" / "events.jsonl"
-    public_cache_bump()
-    return results, events
+def published(published, sample_events):
+    """The pair (tests/browser/conftest.py) as (publication, system name), and the raw events they came from."""
+    return [
+        (publication, name) for publication, (name, _, _) in zip(published, PUBLISHED_PAIR, strict=True)
+    ], sample_events
 
 
 def _expected(published, *, ttft_ms, tpot_ms, goal):

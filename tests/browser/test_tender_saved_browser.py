@@ -17,8 +17,6 @@ import pytest
 
 from leaderboard.board.cache import public_cache_bump
 from tests.browser.signin import pass_second_factor
-from tests.factories import BenchmarkFactory
-from tests.leaderboard.goodput_support import publish_sample_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -37,19 +35,6 @@ TENDER = {
     "criterion_3": "joules_per_token",
     "weight_3": "10",
 }
-
-
-@pytest.fixture
-def published(role_users, storage_dir):
-    public_cache_bump()
-    benchmark = BenchmarkFactory(model_id="llama3_1-8b", display_name="Llama 3.1 8B")
-    acme, nimbus = role_users["organisations"]["acme"], role_users["organisations"]["nimbus"]
-    results = [
-        publish_sample_run(benchmark=benchmark, system_name=name, accelerators=count, organisation=org)
-        for name, count, org in (("Acme_AX-8000", 8, acme), ("Nimbus_NB-2", 2, nimbus))
-    ]
-    public_cache_bump()
-    return results
 
 
 def _login(page, live_server, username: str) -> None:

@@ -14,6 +14,7 @@ from django.test import override_settings
 
 from leaderboard.publishing import services
 from submissions.models import CheckRun, Submission
+from tests.states import put
 from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload_run_archives
 
 
@@ -74,7 +75,7 @@ def checked(user, submission: Submission, paths: list[Path]) -> CheckRun:
 def to_audited(submission: Submission) -> Submission:
     """Skip review and audit (tested elsewhere): the latest version is the frozen, audited one."""
     version = submission.versions.order_by("-number").first()
-    Submission.objects.filter(pk=submission.pk).update(status="audited", submitted_version=version)
+    put(Submission.objects.filter(pk=submission.pk), "audited", submitted_version=version)
     submission.refresh_from_db()
     return submission
 

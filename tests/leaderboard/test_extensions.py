@@ -12,6 +12,7 @@ from leaderboard.publishing import extensions, services
 from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.models import Submission
 from tests.leaderboard.extension_support import archive, checked, published_result, relabelled, to_audited
+from tests.states import put
 from tests.submissions.support import RUN_ARCHIVES, make_catalog
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("storage_dir")]
@@ -98,7 +99,7 @@ def test_an_extension_that_replaces_a_point_keeps_the_replaced_one_in_the_histor
     new32 = next(p for p in run.curves[0]["points"] if p["concurrency"] == 32)
     assert new32["system_tps"] != old32["system_tps"]
 
-    Submission.objects.filter(pk=extension.pk).update(status="audited", submitted_version=run.version)
+    put(Submission.objects.filter(pk=extension.pk), "audited", submitted_version=run.version)
     extension.refresh_from_db()
     services.publication_schedule(submission=extension, actor=submitter, mode="now")
     revision = PublicationRevision.objects.get(submission=extension)

@@ -18,6 +18,7 @@ from portal.errors import ApplicationError, ConflictError, NotAllowedError
 from submissions.models import CheckRun
 from submissions.selectors import check_run_latest
 from tests.leaderboard.extension_support import published_result
+from tests.states import put
 from tests.submissions.support import RUN_ARCHIVES, api_client, make_catalog
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("storage_dir")]
@@ -150,7 +151,7 @@ def test_the_beat_starts_a_re_check_only_when_told_and_only_the_chair_starts_one
     assert campaign.status == "reported"  # its last run wrote the report
     # The safety net: a campaign whose runs ended while its report was not written (a worker lost between the
     # last run's end and the report) is not decided on until the beat's pass writes it.
-    RecheckCampaign.objects.filter(pk=campaign_id).update(status="running", reported_at=None)
+    put(RecheckCampaign.objects.filter(pk=campaign_id), "running", reported_at=None)
     with pytest.raises(ConflictError):  # one campaign at a time
         rechecks.recheck_campaign_start(actor=role_users["chair"], everything=True)
     with pytest.raises(ConflictError) as early:

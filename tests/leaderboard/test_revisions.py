@@ -14,6 +14,7 @@ from django.test import Client
 from leaderboard.board import selectors
 from tests.factories import BenchmarkFactory
 from tests.leaderboard.support import extend, publish
+from tests.states import put
 
 pytestmark = pytest.mark.django_db
 
@@ -126,7 +127,7 @@ def test_an_extension_scheduled_for_a_date_becomes_the_next_revision_when_due(re
     from submissions.models import Submission
 
     publication, pending = result["publication"], result["pending"]
-    Submission.objects.filter(pk=pending.pk).update(status="audited")
+    put(Submission.objects.filter(pk=pending.pk), "audited")
     pending.refresh_from_db()
     when = timezone.now() + timedelta(days=3)
     scheduled = services.publication_schedule(
@@ -174,7 +175,7 @@ def test_auditors_see_the_delta_and_the_audit_queue_marks_the_extension(result, 
     from submissions.models import Submission
 
     pending = result["pending"]
-    Submission.objects.filter(pk=pending.pk).update(status="peer_reviewed")
+    put(Submission.objects.filter(pk=pending.pk), "peer_reviewed")
     auditor = role_users["auditor"]
     page = _get(f"/review/audit/{pending.pk}/", auditor).content.decode()
     assert "data-extension-delta" in page and "Extension of" in page

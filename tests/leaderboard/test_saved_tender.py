@@ -17,6 +17,7 @@ from leaderboard.board.cache import public_cache_bump
 from leaderboard.models import SavedTender
 from tests.factories import BenchmarkFactory, MembershipFactory, SavedTenderFactory, UserFactory
 from tests.leaderboard.goodput_support import publish_sample_run
+from tests.states import put
 
 pytestmark = pytest.mark.django_db
 
@@ -138,7 +139,7 @@ def test_a_private_tender_is_its_organisations_and_a_shared_one_everyones(world,
     for user in (world["submitter"], world["colleague"]):
         assert _client(user).get(url).status_code == 200
 
-    SavedTender.objects.filter(pk=tender.pk).update(status="shared")
+    put(SavedTender.objects.filter(pk=tender.pk), "shared")
     for who in ("anonymous", "reviewer", "auditor", "chair"):
         assert _client(world[who]).get(url).status_code == 200, who
 

@@ -19,6 +19,7 @@ from submissions.selectors import check_run_latest
 from submissions.services import system_update_description
 from tests.factories import SubmissionFactory, SystemFactory, WaiverFactory
 from tests.leaderboard.support import make_curve
+from tests.states import put
 from tests.submissions.support import api_client
 from tests.submissions.test_systems import _file, sample_system_desc
 
@@ -45,9 +46,10 @@ def published(role_users):
     system = SystemFactory(organisation=acme, name="Acme_AX-8000", description=sample_system_desc())
     submission = SubmissionFactory(status="audited", system=system, created_by=role_users["submitter"])
     run = check_run_latest(submission.submitted_version)
-    CheckRun.objects.filter(pk=run.pk).update(
+    put(
+        run,
+        CheckRun.Status.FAILED,
         curves=[make_curve(system.name, submission.benchmark.model_id)],
-        status=CheckRun.Status.FAILED,
         counts={"error": 1},
     )
     run.findings.create(rule="point-duration", severity="error", point="r1", message="short run")

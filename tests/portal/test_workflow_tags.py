@@ -14,6 +14,7 @@ from accounts.models import GlobalRole
 from portal.policy import registered_policies
 from review.models import ReviewAssignment
 from tests.factories import GlobalRoleFactory, ReviewAssignmentFactory, WaiverFactory
+from tests.states import put
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +44,7 @@ def test_the_waiver_form_shows_to_the_chair_and_auditors_while_it_is_requested()
     assert _render(WAIVER_FORM, auditor, waiver=waiver) == "form"
     assert _render(WAIVER_FORM, submitter, waiver=waiver) == "-"
     assert _render(WAIVER_FORM, AnonymousUser(), waiver=waiver) == "-"
-    waiver.status = waiver.Status.GRANTED  # as the page reads it after the decision
+    put(waiver, waiver.Status.GRANTED)  # as the page reads it after the decision
     assert _render(WAIVER_FORM, chair, waiver=waiver) == "-"
 
 
@@ -58,8 +59,8 @@ def test_nobody_releases_for_the_schedule_from_a_page_without_a_user():
 
 def test_in_state_reads_the_named_sets_and_a_verdicts_words():
     template = Template("{% load workflow %}{% if obj|in_state:name %}yes{% else %}no{% endif %}")
-    invited = ReviewAssignment(status=ReviewAssignment.Status.INVITED)
-    declined = ReviewAssignment(status=ReviewAssignment.Status.DECLINED)
+    invited = put(ReviewAssignment(), ReviewAssignment.Status.INVITED)
+    declined = put(ReviewAssignment(), ReviewAssignment.Status.DECLINED)
     assert template.render(Context({"obj": invited, "name": "active"})) == "yes"
     assert template.render(Context({"obj": invited, "name": "ended"})) == "no"
     assert template.render(Context({"obj": declined, "name": "ended"})) == "yes"

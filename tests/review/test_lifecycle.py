@@ -24,6 +24,7 @@ from review.services.submitter import submission_submit, submission_withdraw
 from submissions.checks.queue import check_run_requeue
 from submissions.models import CheckRun, Submission, SubmissionVersion
 from tests.factories import MembershipFactory, UserFactory, submission_take
+from tests.states import put
 from tests.submissions.support import api_client, make_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,7 +40,7 @@ def _version_with_run(submission, user, status):
         uploader=user,
     )
     run = CheckRun.objects.create(version=version)
-    CheckRun.objects.filter(pk=run.pk).update(status=status)
+    put(CheckRun.objects.filter(pk=run.pk), status)
     return version, run
 
 
@@ -53,9 +54,7 @@ def test_submit_needs_a_passing_check_on_the_latest_version(role_users, draft):
     with pytest.raises(ConflictError):
         submission_submit(submission=draft, actor=submitter)
     CheckRun.objects.create(version=latest)  # a re-check that passes makes the latest version submittable
-    CheckRun.objects.filter(version=latest).order_by("-id").filter(
-        pk=latest.check_runs.latest("id").pk
-    ).update(status=CheckRun.Status.PASSED)
+    put(latest.check_runs.latest("id"), CheckRun.Status.PASSED)
     submitted = submission_submit(submission=draft, actor=submitter)
     assert submitted.status == Submission.Status.SUBMITTED and submitted.submitted_version == latest
     assert AuditEvent.objects.filter(action="submission.submitted", object_id=str(draft.pk)).count() == 1
@@ -72,7 +71,7 @@ def test_only_the_organisations_submitters_transition(role_users, draft):
 
 def test_withdraw_from_any_non_terminal_state_once(role_users, draft):
     submitter = role_users["submitter"]
-    Submission.objects.filter(pk=draft.pk).update(status=Submission.Status.IN_REVIEW)
+    put(Submission.objects.filter(pk=draft.pk), Submission.Status.IN_REVIEW)
     draft.refresh_from_db()
     withdrawn = submission_withdraw(submission=draft, actor=submitter, reason="hardware recalled")
     assert withdrawn.status == Submission.Status.WITHDRAWN and withdrawn.status_reason == "hardware recalled"
@@ -152,7 +151,7 @@ def test_stuck_runs_are_requeued_then_failed_with_a_reason(role_users, draft, se
     run.refresh_from_db()
     assert run.status == CheckRun.Status.QUEUED and run.attempts == 3
     assert run.error_message == "worker lost; re-queued (attempt 3 of 3)"
-    CheckRun.objects.filter(pk=run.pk).update(status=CheckRun.Status.RUNNING, heartbeat_at=stale)
+    put(CheckRun.objects.filter(pk=run.pk), CheckRun.Status.RUNNING, heartbeat_at=stale)
     assert jobs_reconcile()["check_run"] == [run.pk]
     run.refresh_from_db()
     assert run.status == CheckRun.Status.ERROR and run.error_message == "worker lost; failed after 3 attempts"
@@ -172,7 +171,7 @@ def test_the_organisation_rechecks_its_draft_then_only_oversight_and_history_is_
         check_run_requeue(version=version, actor=role_users["auditor"])
     own = check_run_requeue(version=version, actor=role_users["submitter"])  # the table's `recheck` row
     assert own.requested_by == role_users["submitter"]
-    Submission.objects.filter(pk=draft.pk).update(status=Submission.Status.SUBMITTED)
+    put(Submission.objects.filter(pk=draft.pk), Submission.Status.SUBMITTED)
     from portal.celery import app
 
     app.conf.task_always_eager, was = False, app.conf.task_always_eager
@@ -261,7 +260,7 @@ def _submission(people, status: str, check_status=CheckRun.Status.PASSED) -> Sub
     version, _ = _version_with_run(submission, people["submitter"], check_status)
     # Past draft a version is frozen for review; after changes were requested the latest version is a new one.
     frozen = None if status in ("draft", "changes_requested") else version
-    Submission.objects.filter(pk=submission.pk).update(status=status, submitted_version=frozen)
+    put(Submission.objects.filter(pk=submission.pk), status, submitted_version=frozen)
     submission.refresh_from_db()
     return submission
 
@@ -518,7 +517,7 @@ def test_the_api_lists_allowed_actions_on_a_submission(people):
             "blocked": None,
         },
     ]
-    Submission.objects.filter(pk=submission.pk).update(status="submitted")
+    put(Submission.objects.filter(pk=submission.pk), "submitted")
     auditor = api_client(people["auditor"])
     assert [
         a["action"] for a in auditor.get(f"/api/v1/submissions/{submission.pk}/").json()["allowed_actions"]
@@ -559,7 +558,7 @@ def test_resubmit_through_the_api_needs_a_new_version(people):
     from tests.factories import SubmissionVersionFactory
 
     submission = _submission(people, "in_review")
-    Submission.objects.filter(pk=submission.pk).update(status="changes_requested")
+    put(Submission.objects.filter(pk=submission.pk), "changes_requested")
     client = api_client(people["submitter"])
     refused = client.post(f"/api/v1/submissions/{submission.pk}/resubmit/")
     assert refused.status_code == 409 and refused.json()["code"] == "no-new-version"

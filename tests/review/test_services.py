@@ -40,6 +40,7 @@ from tests.factories import (
     SystemFactory,
     UserFactory,
 )
+from tests.states import put
 
 pytestmark = pytest.mark.django_db(transaction=True)  # e-mails leave after commit
 
@@ -336,7 +337,7 @@ def test_a_failing_check_goes_through_only_with_waivers_and_the_audit_needs_them
     with pytest.raises(ConflictError):  # nobody decides a waiver on a draft (the chair cannot see drafts)
         waiver_decide(waiver=waiver, actor=people["chair"], grant=True, reason="ok")
     submission_take(submission, "submit", people["submitter"])
-    Submission.objects.filter(pk=submission.pk).update(status="peer_reviewed")
+    put(Submission.objects.filter(pk=submission.pk), "peer_reviewed")
     submission.refresh_from_db()
     readiness = selectors.attestation_readiness(submission)
     assert not readiness.ready and "granted waiver" in readiness.missing[0]

@@ -17,6 +17,7 @@ from tests.factories import (
     SubmissionVersionFactory,
 )
 from tests.review.conftest import HIDDEN_NAME
+from tests.states import put
 
 pytestmark = pytest.mark.django_db
 
@@ -142,8 +143,11 @@ def test_submitter_asks_for_a_waiver_and_sees_its_status(world):
     assert response.status_code == 302 and response["Location"].endswith("#waivers")
     waiver = Waiver.objects.get(version=world["version"], rule=finding.rule)
     assert waiver.status == Waiver.Status.REQUESTED and waiver.requested_by == world["submitter"]
-    Waiver.objects.filter(pk=waiver.pk).update(
-        status=Waiver.Status.REFUSED, decided_by=world["auditor"], decision_reason="Run it in full."
+    put(
+        Waiver.objects.filter(pk=waiver.pk),
+        Waiver.Status.REFUSED,
+        decided_by=world["auditor"],
+        decision_reason="Run it in full.",
     )
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
     assert "Refused" in page and "Run it in full." in page and "Short demo run on purpose." in page
@@ -219,8 +223,10 @@ def test_changes_requested_shows_the_reason_and_why_resubmit_waits(world):
         decision="request_changes",
         body="Rerun c64 with the full sample count.",
     )
-    Submission.objects.filter(pk=submission.pk).update(
-        status=Submission.Status.CHANGES_REQUESTED, status_reason="Rerun c64 with the full sample count."
+    put(
+        Submission.objects.filter(pk=submission.pk),
+        Submission.Status.CHANGES_REQUESTED,
+        status_reason="Rerun c64 with the full sample count.",
     )
     body = _page(world["submitter"], submission).content.decode()
     assert "Changes requested" in body and "Rerun c64 with the full sample count." in body

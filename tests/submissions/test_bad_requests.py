@@ -15,6 +15,7 @@ from submissions.models import (
     UploadPart,
 )
 from tests.factories import SystemFactory
+from tests.states import put
 from tests.submissions.support import api_client, make_catalog
 
 pytestmark = pytest.mark.django_db
@@ -84,7 +85,7 @@ def test_systems_page_counts_only_visible_submissions(client, role_users, hidden
         benchmark=submission.benchmark,
         created_by=role_users["submitter"],
     )
-    Submission.objects.filter(pk=published.pk).update(status=Submission.Status.PUBLISHED)
+    put(Submission.objects.filter(pk=published.pk), Submission.Status.PUBLISHED)
     client.force_login(role_users["auditor"])
     response = client.get("/systems/")
     assert response.status_code == 200

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from submissions.models import CheckRun, Submission, SubmissionVersion
+from tests.states import put
 from tests.submissions.support import RUN_ARCHIVES, make_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,7 +76,7 @@ def test_submit_never_adds_a_version_to_a_submission_in_review(portal_env):
     first = _portal("submit", str(RUN_ARCHIVES[0]), "-q", env=portal_env)
     assert first.returncode == 0, first.stderr
     submission = Submission.objects.get()
-    Submission.objects.filter(pk=submission.pk).update(status="in_review")
+    put(Submission.objects.filter(pk=submission.pk), "in_review")
     refused = _portal("submit", str(RUN_ARCHIVES[0]), "--submission", str(submission.pk), env=portal_env)
     assert refused.returncode == 2, refused.stderr
     assert SubmissionVersion.objects.filter(submission=submission).count() == 1

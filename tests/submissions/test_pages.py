@@ -27,6 +27,7 @@ from tests.factories import (
     SystemFactory,
     UserFactory,
 )
+from tests.states import put
 
 pytestmark = pytest.mark.django_db
 
@@ -103,8 +104,9 @@ def make_submission(people, *, status="draft", check_status=CheckRun.Status.FAIL
         progress_done=1,
         progress_total=1,
     )
-    CheckRun.objects.filter(pk=run.pk).update(
-        status=check_status,
+    put(
+        CheckRun.objects.filter(pk=run.pk),
+        check_status,
         curves=[
             {
                 "system": "Acme_AX-8000",
@@ -164,7 +166,7 @@ def make_submission(people, *, status="draft", check_status=CheckRun.Status.FAIL
         fix="Upload the result_summary.json the client wrote for this events.jsonl, unedited.",
     )
     if status != "draft":
-        Submission.objects.filter(pk=submission.pk).update(status=status, submitted_version=version)
+        put(Submission.objects.filter(pk=submission.pk), status, submitted_version=version)
     submission.refresh_from_db()
     return submission
 

@@ -10,6 +10,7 @@ from django.test import override_settings
 from submissions.models import CheckRun, PointMetric
 from tests.checker.archive_builders import relabelled_run_archive, run_members, write_tar_gz
 from tests.factories import SystemFactory
+from tests.states import put
 from tests.submissions.support import RUN_ARCHIVES, api_client, api_upload_run_archives, make_catalog
 from tests.submissions.test_systems import sample_system_desc
 
@@ -126,7 +127,7 @@ def test_the_very_archives_of_a_published_result_uploaded_again_say_already_publ
     first = _create(submitter, system, benchmark)
     _checked_run(submitter, first, [_archive(8), _archive(16)])
     version = first.versions.get()
-    Submission.objects.filter(pk=first.pk).update(status="published", submitted_version=version)
+    put(Submission.objects.filter(pk=first.pk), "published", submitted_version=version)
     first.refresh_from_db()
     publication = PublicationFactory(submission=first)
     again = _checked_run(

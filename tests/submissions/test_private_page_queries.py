@@ -24,6 +24,7 @@ from submissions.models import (
     VersionFile,
 )
 from tests.factories import MembershipFactory, OrganisationFactory, SystemFactory
+from tests.states import put
 from tests.submissions.support import api_client, make_catalog
 
 pytestmark = pytest.mark.django_db
@@ -69,11 +70,12 @@ def _add_version(submission: Submission, number: int) -> SubmissionVersion:
             sha256=f"{position}" * 64,
         )
     errored = CheckRun.objects.create(version=version)
-    CheckRun.objects.filter(pk=errored.pk).update(status="error", error_message="the worker was lost")
+    put(CheckRun.objects.filter(pk=errored.pk), "error", error_message="the worker was lost")
     run = CheckRun.objects.create(version=version)  # the re-check: the latest run
     points = [{"concurrency": c, "system_tps": 100.0 * c, "tps_per_user": 50.0} for c in (1, 2, 4)]
-    CheckRun.objects.filter(pk=run.pk).update(
-        status="failed",
+    put(
+        CheckRun.objects.filter(pk=run.pk),
+        "failed",
         finished_at=timezone.now(),
         counts={"error": FINDINGS, "warning": 1, "info": 0},
         curves=[{"system": system.name, "model": benchmark.model_id, "points": points}],
@@ -108,14 +110,14 @@ def _add_version(submission: Submission, number: int) -> SubmissionVersion:
             for c in (1, 2, 4)
         ]
     )
-    Waiver.objects.create(
+    waiver = Waiver.objects.create(
         version=version,
         rule="rule-0",
         point=f"{system.name}/{benchmark.model_id}/r1",
-        status=Waiver.Status.GRANTED,
         requested_by=user,
         request_reason="a known client bug",
     )
+    put(waiver, Waiver.Status.GRANTED)
     return version
 
 

@@ -9,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from submissions.models import CheckRun, Submission, SubmissionVersion, VersionFile
 from tests.factories import SystemFactory
+from tests.states import put
 from tests.submissions.support import api_client, make_catalog
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +23,7 @@ def _add_submissions(organisation, user, benchmark, count: int, *, status=Submis
         submission = Submission.objects.create(
             organisation=organisation, system=system, benchmark=benchmark, created_by=user
         )
-        Submission.objects.filter(pk=submission.pk).update(status=status)
+        put(Submission.objects.filter(pk=submission.pk), status)
         for number in (1, 2):
             version = SubmissionVersion.objects.create(
                 submission=submission,
@@ -45,9 +46,7 @@ def _add_submissions(organisation, user, benchmark, count: int, *, status=Submis
                 CheckRun.Status.PASSED,
             ):  # a re-check: the later run counts
                 run = CheckRun.objects.create(version=version)
-                CheckRun.objects.filter(pk=run.pk).update(
-                    status=status_, counts={"error": 0, "warning": number}
-                )
+                put(CheckRun.objects.filter(pk=run.pk), status_, counts={"error": 0, "warning": number})
 
 
 def _queries(fetch) -> tuple[int, object]:

@@ -8,6 +8,7 @@ from django.core.management import CommandError, call_command
 from audit.models import AuditEvent
 from checker.version import __version__ as checker_version
 from submissions.models import CheckRun, Submission, SubmissionVersion
+from tests.states import put
 from tests.submissions.support import make_catalog
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +27,7 @@ def _submission_with_run(
     submission = Submission.objects.create(
         organisation=acme, system=system, benchmark=benchmark, created_by=role_users["submitter"]
     )
-    Submission.objects.filter(pk=submission.pk).update(status=status)
+    put(Submission.objects.filter(pk=submission.pk), status)
     version = SubmissionVersion.objects.create(
         submission=submission,
         number=1,
@@ -35,11 +36,9 @@ def _submission_with_run(
         sha256="ab" * 32,
         uploader=role_users["submitter"],
     )
-    CheckRun.objects.create(
-        version=version,
-        status=CheckRun.Status.PASSED,
-        checker_version=checker,
-        ruleset=benchmark.ruleset_version,
+    put(
+        CheckRun.objects.create(version=version, checker_version=checker, ruleset=benchmark.ruleset_version),
+        CheckRun.Status.PASSED,
     )
     return version
 

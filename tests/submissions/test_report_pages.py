@@ -12,6 +12,7 @@ import pytest
 from django.utils import timezone
 
 from submissions.models import CheckRun, Finding, PointMetric, SubmissionVersion
+from tests.states import put
 from tests.submissions.support import api_client
 from tests.submissions.test_pages import make_submission
 
@@ -121,7 +122,7 @@ def test_report_json_download(client, people):
     assert document["portal"]["submission"] == submission.pk and document["portal"]["version"] == 1
     assert document["portal"]["url"].endswith(f"/submissions/{submission.pk}/?version=1")
     # While the check runs there is no report yet: 409 with a stable code, not an empty file.
-    CheckRun.objects.filter(pk=run.pk).update(status=CheckRun.Status.RUNNING)
+    put(CheckRun.objects.filter(pk=run.pk), CheckRun.Status.RUNNING)
     busy = client.get(f"/submissions/{submission.pk}/versions/1/report.json")
     assert busy.status_code == 409 and busy.json()["code"] == "check-not-finished"
 
@@ -154,7 +155,7 @@ def test_printable_summary(client, people):
     assert re.search(r'<th scope="row">r16', html) and "2,093.7" in html  # the point table, recomputed values
     assert "raw-log-consistency" in html and "Upload the result_summary.json" in html  # findings with the fix
     # While the check runs, the page says so rather than showing an empty sheet.
-    CheckRun.objects.filter(version__submission=submission).update(status=CheckRun.Status.QUEUED)
+    put(CheckRun.objects.filter(version__submission=submission), CheckRun.Status.QUEUED)
     waiting = client.get(f"/submissions/{submission.pk}/versions/1/summary/").content.decode()
     assert "data-check-not-finished" in waiting and "has not finished yet" in waiting
 
@@ -173,7 +174,7 @@ def _second_version(submission, people) -> CheckRun:
     run = CheckRun.objects.create(
         version=version, started_at=now, finished_at=now, counts={"error": 0, "warning": 1, "info": 0}
     )
-    CheckRun.objects.filter(pk=run.pk).update(status=CheckRun.Status.PASSED)
+    put(CheckRun.objects.filter(pk=run.pk), CheckRun.Status.PASSED)
     PointMetric.objects.create(
         check_run=run,
         system="Acme_AX-8000",

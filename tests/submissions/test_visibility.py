@@ -10,6 +10,7 @@ from django.utils import timezone
 from access.visibility import submissions_visible_to
 from review.models import ReviewAssignment
 from submissions.models import CheckRun, Submission, SubmissionVersion, VersionFile
+from tests.states import put
 from tests.submissions.support import api_client, make_catalog
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +49,7 @@ def world(role_users, storage_dir):
             benchmark=benchmark,
             created_by=role_users["submitter"],
         )
-        Submission.objects.filter(pk=submission.pk).update(status=status)
+        put(Submission.objects.filter(pk=submission.pk), status)
         version = SubmissionVersion.objects.create(
             submission=submission,
             number=1,
