@@ -70,10 +70,11 @@ test: install guidellm
 		$(BIN)/python -m pytest
 
 # The developer's loop: lint and every test that starts nothing of its own (no browser, worker, S3 server or
-# server process; tests/conftest.py marks those from the fixtures they use), in one process by default (TEST_PROCESSES=2: two processes still share state and ~110 page tests fail), a
-# module per process at a time. `make test` still runs everything, in one process.
-FAST := not (browser or worker or s3 or server)
+# server process; tests/conftest.py marks those from the fixtures they use) and is not a sweep (marker slow: the whole
+# demo seeded, every route or field with hostile values), in two processes (TEST_PROCESSES), a module per process at a
+# time. `make test` still runs everything, in one process.
+FAST := not (browser or worker or s3 or server or slow)
 test-fast: install
 	$(BIN)/ruff check .
 	DATABASE_URL="$${DATABASE_URL:-$(TEST_DATABASE_URL)}" REDIS_URL="$${REDIS_URL:-$(TEST_REDIS_URL)}" \
-		$(BIN)/python -m pytest -q -m "$(FAST)" -n $${TEST_PROCESSES:-1} --dist loadfile
+		$(BIN)/python -m pytest -q -m "$(FAST)" -n $${TEST_PROCESSES:-2} --dist loadfile

@@ -122,6 +122,19 @@ def query(target: dict) -> str:
     )
 
 
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def in_process(queries: list[dict]) -> None:
     from django.conf import settings
 
@@ -136,14 +149,15 @@ def in_process(queries: list[dict]) -> None:
     size = sum(f.stat().st_size for f in settings.PORTAL_GOODPUT_TABLE_DIR.rglob("*.npy"))
     print(
         f"goodput table written by goodput_table_build_task in {time.perf_counter() - started:.1f} s: "
-        f"{built}, {size / 2**20:.0f} MiB"
+        f"{built}, {size / 2**20:.0f} MiB; this process's peak RSS so far {_peak_rss_mb():.0f} MB"
     )
     started = time.perf_counter()
     index = goodput_index(public_publications(), MODEL)
     print(
         f"first query's index (snapshot from the database, the table memory-mapped) in "
         f"{time.perf_counter() - started:.2f} s: "
-        f"{len(index.results)} results, {len(index.points)} points, {index.samples:,} samples"
+        f"{len(index.results)} results, {len(index.points)} points, {index.samples:,} samples; "
+        f"RSS {_rss_mb():.0f} MB (the table mapped, read as queries touch it)"
     )
     ranking_ms, page_ms, everything_ms = [], [], []
     for query in queries:

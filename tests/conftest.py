@@ -136,6 +136,26 @@ def draft(role_users, sample_catalog):
     return submission_create(actor=role_users["submitter"], system=system, benchmark=benchmark)
 
 
+@pytest.fixture(scope="session")
+def sample_events(tmp_path_factory) -> dict:
+    """{(system, concurrency): path of its events.jsonl} for every sample run tests publish as AX-8000 and NB-2
+    (tests/leaderboard/goodput_support.RUNS), unpacked once per test process: what a test computes expected figures
+    from, independently of the portal."""
+    import tarfile
+
+    from tests.leaderboard.goodput_support import RUNS
+
+    root = tmp_path_factory.mktemp("sample-events")
+    events = {}
+    for system, archives in RUNS.items():
+        for archive in archives:
+            concurrency = int(archive.name.split("_c")[1].split(".")[0])
+            with tarfile.open(archive) as tar:
+                tar.extractall(root / archive.name, filter="data")
+            events[(system, concurrency)] = root / archive.name / f"c{concurrency}" / "events.jsonl"
+    return events
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Under CI=true a skipped test is a failure: every service, browser and optional extra the suite needs is
     installed there, so a skip means something is missing, never that it may be left out."""
@@ -166,9 +186,41 @@ _NEEDS_BY_MODULE = {
     "tests/checker/test_remeasure.py": "server",
 }
 
+# Sweeps: a test that seeds the whole demo (every role's journey through the real services and checks) or walks every
+# route, field or descriptor with hostile values: 9-65 s each on this machine (`--durations` of a 2-process run),
+# together about 40 % of the suite's time without browsers and servers. `make test-fast` leaves them out; `make test`
+# and CI run them. A test is one when its module is listed with no names, or its name is listed.
+_SLOW = {
+    "tests/submissions/test_seed_demo.py": (),
+    "tests/leaderboard/test_evidence_demo.py": (),
+    "tests/leaderboard/test_verification_level.py": ("test_the_demo_shows_one_level_per_result_on_every_surface",),
+    "tests/leaderboard/test_point_provenance.py": (
+        "test_every_point_of_a_revision_cites_the_archive_holding_its_own_raw_log",
+        "test_one_vocabulary_for_checks_and_every_answer_says_what_it_is",
+    ),
+    "tests/portal/test_edge_suite.py": ("test_every_route_survives_hostile_values_in_every_query_parameter",),
+    "tests/portal/test_hardening_edge.py": (
+        "test_every_page_survives_unicode_digits_and_huge_numbers_in_its_query_and_form",
+    ),
+    "tests/checker/test_hostile_descriptors.py": ("test_hostile_values_never_raise",),
+    "tests/checker/test_hostile_imports.py": (
+        "test_previews_of_hostile_outputs_all_finish",
+        "test_portal_import_answers_every_hostile_output_with_findings_not_a_traceback",
+    ),
+    "tests/checker/test_broken_bundles.py": ("test_cli_and_in_process_official_verdicts_are_equal",),
+    "tests/portal/test_api_fuzz.py": ("test_random_json_at_every_write_endpoint_never_answers_5xx",),
+    "tests/submissions/test_s3_and_cli.py": ("test_cli_usage_errors_exit_2",),  # every usage error, a process each
+}
+
+
+def _is_slow(relative: str, name: str) -> bool:
+    names = _SLOW.get(relative)
+    return names is not None and (not names or name in names)
+
 
 def pytest_collection_modifyitems(config, items):
-    """Marks every test with what it starts (browser, worker, s3, server), so the fast loop can leave those out."""
+    """Marks every test with what it starts (browser, worker, s3, server) and the sweeps (slow), so the fast loop can
+    leave those out."""
     root = config.rootpath
     for item in items:
         relative = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
@@ -178,5 +230,7 @@ def pytest_collection_modifyitems(config, items):
             needs.add(_NEEDS_BY_FOLDER[parts[1]])
         if relative in _NEEDS_BY_MODULE:
             needs.add(_NEEDS_BY_MODULE[relative])
+        if _is_slow(relative, getattr(item, "originalname", item.name)):
+            needs.add("slow")
         for marker in sorted(needs):
             item.add_marker(marker)

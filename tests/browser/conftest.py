@@ -135,21 +135,3 @@ def published(role_users, storage_dir):
     ]
     public_cache_bump()
     return results
-
-
-@pytest.fixture
-def sample_events(tmp_path):
-    """{(system, concurrency): path of its events.jsonl} for every sample run the pair was published from, unpacked
-    under tmp_path: what a test computes the expected figures from."""
-    import tarfile
-
-    from tests.leaderboard.goodput_support import RUNS
-
-    events = {}
-    for system, archives in RUNS.items():
-        for archive in archives:
-            concurrency = int(archive.name.split("_c")[1].split(".")[0])
-            with tarfile.open(archive) as tar:
-                tar.extractall(tmp_path / archive.name, filter="data")
-            events[(system, concurrency)] = tmp_path / archive.name / f"c{concurrency}" / "events.jsonl"
-    return events

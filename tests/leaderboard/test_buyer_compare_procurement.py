@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-import tarfile
 from html import unescape
 from urllib.parse import urlencode
 
@@ -22,7 +21,7 @@ from leaderboard.board.slo import node_count
 from submissions.models import PointMetric
 from tests.checker.test_goodput import reference_slo
 from tests.factories import BenchmarkFactory, PublicationFactory
-from tests.leaderboard.goodput_support import RUNS, publish_sample_run
+from tests.leaderboard.goodput_support import publish_sample_run
 from tests.leaderboard.support import make_curve, publish
 
 pytestmark = pytest.mark.django_db
@@ -33,20 +32,6 @@ TRACE_W = 9000.0  # the power trace added to AX-8000's r64 (W)
 @pytest.fixture(autouse=True)
 def _fresh_public_cache(storage_dir):
     public_cache_bump()
-
-
-@pytest.fixture(scope="module")
-def raw_events(tmp_path_factory) -> dict[tuple[str, int], object]:
-    """(system, concurrency) -> the events.jsonl of that sample run."""
-    root = tmp_path_factory.mktemp("raw")
-    out = {}
-    for system, archives in RUNS.items():
-        for archive in archives:
-            concurrency = int(archive.name.split("_c")[1].split(".")[0])
-            with tarfile.open(archive) as tar:
-                tar.extractall(root / archive.name, filter="data")
-            out[(system, concurrency)] = root / archive.name / f"c{concurrency}" / "events.jsonl"
-    return out
 
 
 @pytest.fixture
@@ -106,7 +91,7 @@ PRICED = {
 }
 
 
-def test_compare_normalises_prices_and_counts_goodput_at_every_point(world, raw_events):
+def test_compare_normalises_prices_and_counts_goodput_at_every_point(world, sample_events):
     (ax, _, _), (nb, _, _) = world["results"]
     url = "/leaderboard/buyer-model/compare/"
     ids = {"ids": f"{ax.public_id},{nb.public_id}"}
@@ -143,7 +128,7 @@ def test_compare_normalises_prices_and_counts_goodput_at_every_point(world, raw_
                 hourly / (tps * 3600) * 1e6, rel=1e-3
             )
             # goodput per request from the raw events, priced per million good tokens
-            want = reference_slo(raw_events[(system, point["concurrency"])], ttft_ms=300.0, tpot_ms=50.0)
+            want = reference_slo(sample_events[(system, point["concurrency"])], ttft_ms=300.0, tpot_ms=50.0)
             good_tps = want["tps"]["good"]
             assert _number(got["goodput_tps"]) == pytest.approx(good_tps, abs=0.05)
             assert _number(got["attainment"]) == pytest.approx(

@@ -5,7 +5,6 @@ task and backfilled by a command."""
 from __future__ import annotations
 
 import io
-import tarfile
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from django.test import Client, override_settings
 
 from checker.recompute.goodput import SampleSeries, SloTarget, evaluate
 from leaderboard.board.cache import public_cache_bump
-from leaderboard.board.goodput.index import GoodputIndex
+from leaderboard.board.goodput.index import GoodputIndex, write_table
 from leaderboard.board.goodput.targets import GoodputTargets
 from submissions.models import CheckRun, PointMetric
 from tests.checker.test_goodput import reference_slo
@@ -31,20 +30,6 @@ def _fresh_public_cache(storage_dir):
     public_cache_bump()
 
 
-@pytest.fixture(scope="module")
-def raw_events(tmp_path_factory) -> dict[tuple[str, int], object]:
-    """(system, concurrency) -> the events.jsonl of that sample run."""
-    root = tmp_path_factory.mktemp("raw")
-    out = {}
-    for system, archives in RUNS.items():
-        for archive in archives:
-            concurrency = int(archive.name.split("_c")[1].split(".")[0])
-            with tarfile.open(archive) as tar:
-                tar.extractall(root / archive.name, filter="data")
-            out[(system, concurrency)] = root / archive.name / f"c{concurrency}" / "events.jsonl"
-    return out
-
-
 @pytest.fixture
 def world():
     benchmark = BenchmarkFactory(model_id="goodput-model")
@@ -58,7 +43,7 @@ def world():
     return {"benchmark": benchmark, "ranked": [(ax, "Acme_AX-8000", 8), (nb, "Nimbus_NB-2", 2)]}
 
 
-def expected_answer(world, raw_events, *, ttft_ms, tpot_ms, goal, accelerators_max=None):
+def expected_answer(world, sample_events, *, ttft_ms, tpot_ms, goal, accelerators_max=None):
     """Per ranked result, every point's attainment and goodput from its raw events; the point meeting the goal
     with the highest token goodput; results by that goodput."""
     rows = []
@@ -67,7 +52,9 @@ def expected_answer(world, raw_events, *, ttft_ms, tpot_ms, goal, accelerators_m
             continue
         best = None
         for point in publication.curve["points"]:
-            want = reference_slo(raw_events[(system, point["concurrency"])], ttft_ms=ttft_ms, tpot_ms=tpot_ms)
+            want = reference_slo(
+                sample_events[(system, point["concurrency"])], ttft_ms=ttft_ms, tpot_ms=tpot_ms
+            )
             if want["counts"]["good"] / want["tracked"] < goal:
                 continue
             if best is None or want["tps"]["good"] > best[1]["tps"]["good"]:
@@ -87,7 +74,7 @@ TARGETS = [
 
 
 @pytest.mark.parametrize("targets", TARGETS)
-def test_the_api_answer_equals_the_computation_from_the_raw_events(world, raw_events, targets):
+def test_the_api_answer_equals_the_computation_from_the_raw_events(world, sample_events, targets):
     params = {
         "benchmark": "goodput-model",
         "ttft_ms": targets["ttft_ms"],
@@ -100,7 +87,7 @@ def test_the_api_answer_equals_the_computation_from_the_raw_events(world, raw_ev
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["mode"] == "per_request" and "count as violations" in body["conventions"]
-    want = expected_answer(world, raw_events, ttft_ms=targets["ttft_ms"], tpot_ms=targets["tpot_ms"],
+    want = expected_answer(world, sample_events, ttft_ms=targets["ttft_ms"], tpot_ms=targets["tpot_ms"],
                            goal=targets["goal"], accelerators_max=targets.get("accelerators_max"))  # fmt: skip
     got = body["results"]
     assert [(row["result"], row["point"]) for row in got] == [
@@ -168,6 +155,48 @@ def _random_series(rng, n: int) -> SampleSeries:
     )
 
 
+def test_the_table_written_point_by_point_is_the_table_built_in_memory(tmp_path):
+    """The publish worker writes a snapshot's table one point at a time (at 10,000 results the table is ~12 GB and
+    building it in memory ran out of 24 GB): the files are those `save` writes from the arrays built in memory,
+    value for value and type for type, with retracted results, points without arrays and empty points among them;
+    and the table reads back and answers the same."""
+    rng = np.random.default_rng(11)
+    results, samples, by_key = [], {}, {}
+    for r in range(30):
+        points = []
+        retracted = r % 7 == 3
+        for p in range(int(rng.integers(0, 6))):
+            key = f"S{r}/m/r{2**p}"
+            points.append({"point": key, "concurrency": 2**p, "system_tps": 1.0})
+            if rng.random() < 0.15:
+                continue  # no arrays stored for this point
+            series = _random_series(rng, int(rng.integers(0, 300)))
+            by_key[(f"EP-{r:03d}", key)] = series
+            if not retracted:
+                samples[(len([x for x in results if not x.get("retracted")]), p)] = series
+        results.append(
+            {"public_id": f"EP-{r:03d}", "points": points, "retracted": retracted, "accelerators": 1}
+        )
+    GoodputIndex(results, samples).save(tmp_path / "memory")
+    write_table(
+        tmp_path / "streamed",
+        results,
+        lambda result, point: by_key.get((result["public_id"], point["point"])),
+    )
+    names = sorted(path.name for path in (tmp_path / "memory").iterdir())
+    assert names == sorted(path.name for path in (tmp_path / "streamed").iterdir()) and "complete" in names
+    for name in names:
+        if name.endswith(".npy"):
+            want, got = np.load(tmp_path / "memory" / name), np.load(tmp_path / "streamed" / name)
+            assert got.dtype == want.dtype and got.shape == want.shape, name
+            assert np.array_equal(got, want, equal_nan=True), name
+    assert GoodputIndex.load(tmp_path / "memory", results).samples > 0
+    targets = GoodputTargets(ttft_ms=150.0, tpot_ms=12.0, attainment=0.8)
+    assert GoodputIndex.load(tmp_path / "streamed", results).rank(targets) == GoodputIndex.load(
+        tmp_path / "memory", results
+    ).rank(targets)
+
+
 def test_the_index_answers_what_evaluating_every_point_answers(tmp_path):
     """Pruning by exact bounds, counting on the shorter side and stopping early never change the answer
     (generated results)."""
@@ -222,7 +251,7 @@ def table_dir(tmp_path, settings):
     return settings.PORTAL_GOODPUT_TABLE_DIR
 
 
-def test_the_publish_worker_writes_the_table_the_web_processes_map(world, raw_events, table_dir):
+def test_the_publish_worker_writes_the_table_the_web_processes_map(world, sample_events, table_dir):
     """goodput_table_build_task writes the snapshot's table; a web process then maps it (no arrays read from
     storage) and answers what the raw events say; a new publication names a new table."""
     from leaderboard.board.goodput import tables
@@ -244,7 +273,7 @@ def test_the_publish_worker_writes_the_table_the_web_processes_map(world, raw_ev
     assert response.status_code == 200 and reads == []
     index = tables._indexes["goodput-model"][1]
     assert isinstance(index.arrays["ttft_t"], np.memmap)
-    want = expected_answer(world, raw_events, ttft_ms=300.0, tpot_ms=50.0, goal=0.95)
+    want = expected_answer(world, sample_events, ttft_ms=300.0, tpot_ms=50.0, goal=0.95)
     got = response.json()["results"]
     assert [(row["result"], row["good_requests"]) for row in got] == [
         (public_id, reference["counts"]["good"]) for public_id, _, reference in want
@@ -258,7 +287,7 @@ def test_the_publish_worker_writes_the_table_the_web_processes_map(world, raw_ev
     assert len([p for p in table_dir.iterdir() if p.is_dir()]) == 2  # the newest two are kept
 
 
-def test_an_answer_is_cached_across_urls_and_a_publication_invalidates_it(world, raw_events, monkeypatch):
+def test_an_answer_is_cached_across_urls_and_a_publication_invalidates_it(world, sample_events, monkeypatch):
     """The same targets asked in other words (300 or 300.0, the page, another page of the API) are one cached
     answer; once a new result is published (a new public generation), the next question is answered afresh and
     the new result is in it."""
@@ -297,7 +326,7 @@ def test_an_answer_is_cached_across_urls_and_a_publication_invalidates_it(world,
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_check_task_keeps_the_arrays_and_the_command_backfills_them(role_users, raw_events):
+def test_the_check_task_keeps_the_arrays_and_the_command_backfills_them(role_users, sample_events):
     from leaderboard.models import Publication
     from submissions.services import submission_create
     from tests.submissions.support import api_client, api_upload_run_archives, make_catalog
@@ -316,7 +345,9 @@ def test_the_check_task_keeps_the_arrays_and_the_command_backfills_them(role_use
     for metric in metrics:
         with default_storage.open(metric.samples_key, "rb") as stream:
             series = SampleSeries.from_npz(stream.read())
-        reference = reference_slo(raw_events[("Acme_AX-8000", metric.concurrency)], ttft_ms=110, tpot_ms=12.5)
+        reference = reference_slo(
+            sample_events[("Acme_AX-8000", metric.concurrency)], ttft_ms=110, tpot_ms=12.5
+        )
         assert (
             evaluate(series, SloTarget(ttft_ms=110, tpot_ms=12.5))["good_requests"]
             == reference["counts"]["good"]
@@ -335,13 +366,13 @@ def test_the_check_task_keeps_the_arrays_and_the_command_backfills_them(role_use
     assert "0 point(s) got per-sample arrays" in out.getvalue()
 
 
-def test_the_page_shows_the_per_request_answer_and_its_conventions(world, raw_events):
+def test_the_page_shows_the_per_request_answer_and_its_conventions(world, sample_events):
     query = {"benchmark": "goodput-model", "ttft_ms": 110, "tpot_ms": 12.5, "attainment": 50}
     response = Client().get("/leaderboard/slo/", query)
     assert response.status_code == 200
     html = response.content.decode()
     assert "failed and unfinished requests count as violations" in html and "No interpolation" in html
-    want = expected_answer(world, raw_events, ttft_ms=110.0, tpot_ms=12.5, goal=0.5)
+    want = expected_answer(world, sample_events, ttft_ms=110.0, tpot_ms=12.5, goal=0.5)
     positions = [
         html.index(f'data-public-id="{public_id}" data-point="r{p["concurrency"]}"')
         for public_id, p, _ in want
@@ -361,11 +392,11 @@ def test_page_errors_name_the_fields_as_the_form_labels_them(world):
     assert response.status_code == 400 and "TTFT P90 ≤ (ms)</strong>" in response.content.decode()
 
 
-def test_cost_per_million_good_tokens_from_the_buyers_price(world, raw_events):
+def test_cost_per_million_good_tokens_from_the_buyers_price(world, sample_events):
     query = {"benchmark": "goodput-model", "ttft_ms": 110, "tpot_ms": 12.5, "attainment": 50}
     priced = {**query, "price_per_accelerator_hour": 2.5, "energy_price_per_kwh": 0.2}
     rows = Client().get("/api/v1/public/slo/", priced).json()["results"]
-    want = expected_answer(world, raw_events, ttft_ms=110.0, tpot_ms=12.5, goal=0.5)
+    want = expected_answer(world, sample_events, ttft_ms=110.0, tpot_ms=12.5, goal=0.5)
     accelerators = {publication.public_id: count for publication, _, count in world["ranked"]}
     assert len(rows) == len(want) == 2
     for row, (public_id, point, reference) in zip(rows, want, strict=True):
@@ -460,7 +491,7 @@ def test_the_fast_number_format_is_django_floatformat():
             assert _floatformat(value, places, ".") == floatformat(value, places), (value, places)
 
 
-def test_the_page_rows_show_each_figure_under_its_header(world, raw_events):
+def test_the_page_rows_show_each_figure_under_its_header(world, sample_events):
     """The per-request table's rows (written in Python, leaderboard.views.buyer.GOODPUT_COLUMNS: a column's header
     and cell in one place): as many cells as headers, priced or not, each figure as `floatformat` writes it, names
     escaped, a missing figure left out or shown as a dash, and the side of a cliff said in words."""
@@ -516,7 +547,7 @@ def test_the_page_rows_show_each_figure_under_its_header(world, raw_events):
     assert "past the cliff at r16" in past and 'data-cliff="past"' in past
 
 
-def test_the_page_shows_the_answer_a_page_at_a_time_keeping_the_inputs(world, raw_events):
+def test_the_page_shows_the_answer_a_page_at_a_time_keeping_the_inputs(world, sample_events):
     """25 rows from the top unless asked (`offset` and `limit`, as the API reads them); the links to the next rows
     and to all of them keep the targets, and a row keeps its rank in the whole answer."""
     import html as html_lib
@@ -525,7 +556,7 @@ def test_the_page_shows_the_answer_a_page_at_a_time_keeping_the_inputs(world, ra
     query = {"benchmark": "goodput-model", "ttft_ms": 110, "tpot_ms": 12.5, "attainment": 50}
     want = [
         public_id
-        for public_id, _, _ in expected_answer(world, raw_events, ttft_ms=110.0, tpot_ms=12.5, goal=0.5)
+        for public_id, _, _ in expected_answer(world, sample_events, ttft_ms=110.0, tpot_ms=12.5, goal=0.5)
     ]
 
     def shown(html: str) -> list[tuple[str, str]]:

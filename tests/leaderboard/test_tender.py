@@ -7,7 +7,6 @@ results, newest per system, are sized; bad input is a 400 naming the parameter; 
 from __future__ import annotations
 
 import math
-import tarfile
 
 import pytest
 from django.test import Client
@@ -16,7 +15,7 @@ from leaderboard.board.cache import public_cache_bump
 from submissions.models import PointMetric
 from tests.checker.test_goodput import reference_slo
 from tests.factories import BenchmarkFactory
-from tests.leaderboard.goodput_support import RUNS, publish_sample_run
+from tests.leaderboard.goodput_support import publish_sample_run
 from tests.leaderboard.support import publish
 
 pytestmark = pytest.mark.django_db
@@ -29,19 +28,6 @@ TRACE_W = (
 @pytest.fixture(autouse=True)
 def _fresh_public_cache(storage_dir):
     public_cache_bump()
-
-
-@pytest.fixture(scope="module")
-def raw_events(tmp_path_factory) -> dict[tuple[str, int], object]:
-    root = tmp_path_factory.mktemp("raw")
-    out = {}
-    for system, archives in RUNS.items():
-        for archive in archives:
-            concurrency = int(archive.name.split("_c")[1].split(".")[0])
-            with tarfile.open(archive) as tar:
-                tar.extractall(root / archive.name, filter="data")
-            out[(system, concurrency)] = root / archive.name / f"c{concurrency}" / "events.jsonl"
-    return out
 
 
 @pytest.fixture
@@ -186,13 +172,15 @@ def test_sizing_in_percentile_mode_equals_the_definitions_from_the_public_points
     )
 
 
-def test_sizing_per_request_equals_the_definitions_from_the_raw_events(world, raw_events):
+def test_sizing_per_request_equals_the_definitions_from_the_raw_events(world, sample_events):
     answer = _public("/api/v1/public/sizing/", **_query(ttft_ms=300, tpot_ms=50, attainment=90))
     assert answer["mode"] == "per_request"
     evidence = _evidence_from_public_api(world)
 
     def meets(system, point):
-        counted = reference_slo(raw_events[(system, int(point["concurrency"]))], ttft_ms=300.0, tpot_ms=50.0)
+        counted = reference_slo(
+            sample_events[(system, int(point["concurrency"]))], ttft_ms=300.0, tpot_ms=50.0
+        )
         return counted["counts"]["good"] / counted["tracked"] >= 0.9
 
     expected = _expected(evidence, users={"delivery": 5000, "expansion": 12000}, meets=meets, **PRICES)

@@ -133,25 +133,9 @@ class GoodputIndex:
     def save(self, directory) -> None:
         """Write the arrays as one .npy per array into `directory` (created; written elsewhere first and renamed,
         so a reader never sees half a table)."""
-        import os
-        import shutil
-        import tempfile
-        from pathlib import Path
-
-        target = Path(directory)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-        try:
+        with _table_scratch(directory) as scratch:
             for name in _POINT_ARRAYS + _SAMPLE_ARRAYS:
                 np.save(scratch / f"{name}.npy", np.ascontiguousarray(self.arrays[name]))
-            (scratch / "complete").write_text("1\n")
-            try:
-                os.rename(scratch, target)
-            except OSError:  # another process wrote the same table first: its copy is the same
-                shutil.rmtree(scratch, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise
 
     @classmethod
     def load(cls, directory, results: list[dict]) -> GoodputIndex | None:
@@ -433,31 +417,41 @@ def _figure(value) -> float | None:
     return None if math.isnan(number) else number
 
 
+def _point_part(series: SampleSeries | None):
+    """One point's share of the table: its samples' TTFT sorted (+inf where a sample cannot be good: failed, or no
+    first token) with their TPOT (+inf when failed; 0 with nothing after the first chunk) and tokens, its TPOTs
+    sorted with their tokens; None for a point with nothing to rank."""
+    if series is None or series.tracked == 0 or series.duration_ns <= 0:
+        return None
+    ttft = np.where(series.ok & (series.ttft_ns >= 0), series.ttft_ns.astype(np.float64), np.inf)
+    tpot = np.where(series.ok, np.nan_to_num(series.tpot_ns, nan=0.0), np.inf)
+    tokens = series.output_tokens.astype(np.uint32)
+    by_ttft = np.argsort(ttft, kind="stable")
+    by_tpot = np.argsort(tpot, kind="stable")
+    return ttft[by_ttft], tpot[by_ttft], tokens[by_ttft], tpot[by_tpot], tokens[by_tpot]
+
+
 def _build_arrays(results: list[dict], samples: dict[tuple[int, int], SampleSeries]) -> dict[str, np.ndarray]:
-    """The table of GoodputIndex: per point with samples, its samples sorted by TTFT (+inf where a sample
-    cannot be good: failed, or no first token) with their TPOT (+inf when failed; 0 with nothing after the first
-    chunk) and tokens, the running sum of those tokens, its TPOTs sorted and their running sum of tokens."""
+    """The table of GoodputIndex in memory: per point with samples (_point_part), its samples sorted by TTFT with
+    their TPOT and tokens, the running sum of those tokens, its TPOTs sorted and their running sum of tokens."""
     owner, point_index, sizes, seconds = [], [], [], []
     ttft_parts, tpot_parts, token_parts, tpot_sorted_parts, token_by_tpot_parts = [], [], [], [], []
     for result_index, result in enumerate(results):
         for index, _point in enumerate(result.get("points") or []):
             series = samples.get((result_index, index))
-            if series is None or series.tracked == 0 or series.duration_ns <= 0:
+            part = _point_part(series)
+            if part is None:
                 continue
-            ttft = np.where(series.ok & (series.ttft_ns >= 0), series.ttft_ns.astype(np.float64), np.inf)
-            tpot = np.where(series.ok, np.nan_to_num(series.tpot_ns, nan=0.0), np.inf)
-            tokens = series.output_tokens.astype(np.uint32)
-            by_ttft = np.argsort(ttft, kind="stable")
-            by_tpot = np.argsort(tpot, kind="stable")
             owner.append(result_index)
             point_index.append(index)
             sizes.append(series.tracked)
             seconds.append(series.duration_ns / 1e9)
-            ttft_parts.append(ttft[by_ttft])
-            tpot_parts.append(tpot[by_ttft])
-            token_parts.append(tokens[by_ttft])
-            tpot_sorted_parts.append(tpot[by_tpot])
-            token_by_tpot_parts.append(tokens[by_tpot])
+            for parts, values in zip(
+                (ttft_parts, tpot_parts, token_parts, tpot_sorted_parts, token_by_tpot_parts),
+                part,
+                strict=True,
+            ):
+                parts.append(values)
     size = np.asarray(sizes, dtype=np.int64)
 
     def joined(parts, dtype):
@@ -466,11 +460,7 @@ def _build_arrays(results: list[dict], samples: dict[tuple[int, int], SampleSeri
     tokens_t = joined(token_parts, np.uint32)
     tokens_s = joined(token_by_tpot_parts, np.uint32)
     return {
-        "owner": np.asarray(owner, dtype=np.int64),
-        "point_index": np.asarray(point_index, dtype=np.int64),
-        "size": size,
-        "start": np.concatenate([[0], np.cumsum(size)[:-1]]).astype(np.int64) if len(size) else size,
-        "seconds": np.asarray(seconds, dtype=np.float64),
+        **_point_arrays(owner, point_index, size, seconds),
         "ttft_t": joined(ttft_parts, np.float64),
         "tpot_t": joined(tpot_parts, np.float64),
         "tokens_t": tokens_t,
@@ -478,3 +468,130 @@ def _build_arrays(results: list[dict], samples: dict[tuple[int, int], SampleSeri
         "tpot_s": joined(tpot_sorted_parts, np.float64),
         "cum_s": np.concatenate([[0], np.cumsum(tokens_s, dtype=np.int64)]),
     }
+
+
+def _point_arrays(
+    owner: list[int], point_index: list[int], size, seconds: list[float]
+) -> dict[str, np.ndarray]:
+    size = np.asarray(size, dtype=np.int64)
+    return {
+        "owner": np.asarray(owner, dtype=np.int64),
+        "point_index": np.asarray(point_index, dtype=np.int64),
+        "size": size,
+        "start": np.concatenate([[0], np.cumsum(size)[:-1]]).astype(np.int64) if len(size) else size,
+        "seconds": np.asarray(seconds, dtype=np.float64),
+    }
+
+
+# Each per-sample column of a table written as its points come (write_table): a .npy of one dimension whose header,
+# of a fixed size, is written first with no length and again at the end with the length.
+_SAMPLE_DTYPES = {
+    "ttft_t": np.float64,
+    "tpot_t": np.float64,
+    "tokens_t": np.uint32,
+    "cum_t": np.int64,
+    "tpot_s": np.float64,
+    "cum_s": np.int64,
+}
+_HEADER_BYTES = 192  # a multiple of 64, as numpy aligns its own; room for any length
+
+
+def _npy_header(dtype, length: int) -> bytes:
+    import struct
+
+    from numpy.lib import format as npy
+
+    text = repr({"descr": npy.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (length,)})
+    prefix = npy.magic(1, 0)
+    text = text.ljust(_HEADER_BYTES - len(prefix) - 2 - 1) + "\n"
+    return prefix + struct.pack("<H", len(text)) + text.encode("latin1")
+
+
+class _Column:
+    def __init__(self, path, dtype) -> None:
+        self.dtype = np.dtype(dtype)
+        self.length = 0
+        self.file = open(path, "wb")  # noqa: SIM115 - closed by close(), after the last part
+        self.file.write(_npy_header(self.dtype, 0))
+
+    def write(self, values) -> None:
+        data = np.ascontiguousarray(values, dtype=self.dtype)
+        self.file.write(memoryview(data).cast("B"))
+        self.length += len(data)
+
+    def close(self) -> None:
+        self.file.seek(0)
+        self.file.write(_npy_header(self.dtype, self.length))
+        self.file.close()
+
+
+def write_table(directory, results: list[dict], series_of) -> None:
+    """Write the table of GoodputIndex(results, ...) into `directory` point by point, as `save` writes it (the same
+    files, the same values), reading each point's arrays with `series_of(result, point)` (a SampleSeries or None)
+    only when its turn comes: building the table holds one point's samples in memory, never the table (at 10,000
+    results of 10-20 points and 2,000 samples each the table is about 12 GB)."""
+    owner, point_index, sizes, seconds = [], [], [], []
+    with _table_scratch(directory) as scratch:
+        columns = {name: _Column(scratch / f"{name}.npy", dtype) for name, dtype in _SAMPLE_DTYPES.items()}
+        try:
+            columns["cum_t"].write([0])
+            columns["cum_s"].write([0])
+            total_t = total_s = 0
+            live = [r for r in results if not r.get("retracted")]
+            for result_index, result in enumerate(live):
+                for index, point in enumerate(result.get("points") or []):
+                    series = series_of(result, point)
+                    part = _point_part(series)
+                    if part is None:
+                        continue
+                    ttft_t, tpot_t, tokens_t, tpot_s, tokens_s = part
+                    columns["ttft_t"].write(ttft_t)
+                    columns["tpot_t"].write(tpot_t)
+                    columns["tokens_t"].write(tokens_t)
+                    columns["tpot_s"].write(tpot_s)
+                    running = np.cumsum(tokens_t, dtype=np.int64)
+                    columns["cum_t"].write(running + total_t)
+                    total_t += int(running[-1]) if len(running) else 0
+                    running = np.cumsum(tokens_s, dtype=np.int64)
+                    columns["cum_s"].write(running + total_s)
+                    total_s += int(running[-1]) if len(running) else 0
+                    owner.append(result_index)
+                    point_index.append(index)
+                    sizes.append(series.tracked)
+                    seconds.append(series.duration_ns / 1e9)
+        finally:
+            for column in columns.values():
+                column.close()
+        for name, values in _point_arrays(owner, point_index, sizes, seconds).items():
+            np.save(scratch / f"{name}.npy", values)
+
+
+class _table_scratch:  # noqa: N801 - used as a context manager, like open()
+    """A scratch folder beside `directory` that becomes it when the block ends without an error (with a `complete`
+    marker, renamed, so a reader never sees half a table), and is removed otherwise."""
+
+    def __init__(self, directory) -> None:
+        from pathlib import Path
+
+        self.target = Path(directory)
+
+    def __enter__(self):
+        import tempfile
+        from pathlib import Path
+
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.scratch = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", dir=self.target.parent))
+        return self.scratch
+
+    def __exit__(self, kind, error, traceback) -> None:
+        import os
+        import shutil
+
+        if kind is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            return
+        (self.scratch / "complete").write_text("1\n")
+        try:
+            os.rename(self.scratch, self.target)
+        except OSError:  # another process wrote the same table first: its copy is the same
+            shutil.rmtree(self.scratch, ignore_errors=True)

@@ -10,7 +10,7 @@ from collections import OrderedDict
 import numpy as np
 
 from checker.recompute.goodput import SampleSeries
-from leaderboard.board.goodput.index import GoodputIndex
+from leaderboard.board.goodput.index import GoodputIndex, write_table
 from leaderboard.board.goodput.samples import load_samples, published_point_samples
 from leaderboard.board.goodput.targets import GoodputTargets
 
@@ -43,13 +43,23 @@ def table_directory(model_id: str, results: list[dict], stored: dict[str, dict[s
     return settings.PORTAL_GOODPUT_TABLE_DIR / f"{safe}-{digest.hexdigest()[:32]}"
 
 
+def _stored_series(stored: dict[str, dict[str, tuple[str, str]]]):
+    """series_of(result, point) for write_table: the point's stored arrays, read when asked."""
+
+    def series_of(result: dict, point: dict) -> SampleSeries | None:
+        where = (stored.get(result["public_id"]) or {}).get(point.get("point"))
+        return load_samples(*where) if where else None
+
+    return series_of
+
+
 def _build_index(results: list[dict], stored: dict[str, dict[str, tuple[str, str]]]) -> GoodputIndex:
+    """The index in memory (every point's arrays at once): only when its table cannot be written."""
+    series_of = _stored_series(stored)
     samples: dict[tuple[int, int], SampleSeries] = {}
     for result_index, result in enumerate(r for r in results if not r.get("retracted")):
-        keys = stored.get(result["public_id"]) or {}
         for point_index, point in enumerate(result.get("points") or []):
-            where = keys.get(point.get("point"))
-            series = load_samples(*where) if where else None
+            series = series_of(result, point)
             if series is not None:
                 samples[(result_index, point_index)] = series
     return GoodputIndex(results, samples)
@@ -69,13 +79,12 @@ def goodput_table(results: list[dict], model_id: str, directory=None) -> tuple[G
     index = GoodputIndex.load(directory, results)
     if index is not None:
         return index, False
-    built = _build_index(results, stored)
     try:
-        built.save(directory)
+        write_table(directory, results, _stored_series(stored))
     except OSError:
         logger.warning("goodput table %s cannot be written; answering from memory", directory)
-        return built, True
-    return GoodputIndex.load(directory, results) or built, True
+        return _build_index(results, stored), True
+    return GoodputIndex.load(directory, results) or _build_index(results, stored), True
 
 
 def _snapshot_fingerprint(results: list[dict]) -> str:
@@ -163,7 +172,7 @@ def goodput_tables_build(publications, keep: int = 2) -> list[str]:
         stored = published_point_samples([r["public_id"] for r in results if not r.get("retracted")])
         directory = table_directory(model_id, results, stored)
         if not (directory / "complete").exists():
-            _build_index(results, stored).save(directory)
+            write_table(directory, results, _stored_series(stored))
             built.append(directory.name)
         prefix = directory.name.rsplit("-", 1)[0] + "-"
         root = settings.PORTAL_GOODPUT_TABLE_DIR
