@@ -332,7 +332,10 @@ def main() -> None:
             ("SLO query (400 targets)", slo),
             ("SLO page (400 targets)", [p.replace("/api/v1/public/slo/", "/leaderboard/slo/") for p in slo]),
             ("sizing query (400 asks)", sizing),
-            ("sizing page (400 asks)", [p.replace("/api/v1/public/sizing/", "/leaderboard/sizing/") for p in sizing]),
+            (
+                "sizing page (400 asks)",
+                [p.replace("/api/v1/public/sizing/", "/leaderboard/sizing/") for p in sizing],
+            ),
             (
                 "public API",
                 [

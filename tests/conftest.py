@@ -193,7 +193,9 @@ _NEEDS_BY_MODULE = {
 _SLOW = {
     "tests/submissions/test_seed_demo.py": (),
     "tests/leaderboard/test_evidence_demo.py": (),
-    "tests/leaderboard/test_verification_level.py": ("test_the_demo_shows_one_level_per_result_on_every_surface",),
+    "tests/leaderboard/test_verification_level.py": (
+        "test_the_demo_shows_one_level_per_result_on_every_surface",
+    ),
     "tests/leaderboard/test_point_provenance.py": (
         "test_every_point_of_a_revision_cites_the_archive_holding_its_own_raw_log",
         "test_one_vocabulary_for_checks_and_every_answer_says_what_it_is",
@@ -209,7 +211,9 @@ _SLOW = {
     ),
     "tests/checker/test_broken_bundles.py": ("test_cli_and_in_process_official_verdicts_are_equal",),
     "tests/portal/test_api_fuzz.py": ("test_random_json_at_every_write_endpoint_never_answers_5xx",),
-    "tests/submissions/test_s3_and_cli.py": ("test_cli_usage_errors_exit_2",),  # every usage error, a process each
+    "tests/submissions/test_s3_and_cli.py": (
+        "test_cli_usage_errors_exit_2",
+    ),  # every usage error, a process each
 }
 
 
