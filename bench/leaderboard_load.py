@@ -4,8 +4,9 @@ database, served by gunicorn with the Redis cache, measured under 64 concurrent 
     .venv/bin/python bench/leaderboard_load.py [--results 1000] [--users 64] [--duration 30]
         [--workers 4] [--think 1.0] [--spawn-rate N] [--steady] [--pin]
         [--postgres postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379/3] [--keep]
+        [--reuse DATABASE --var-dir DIR] [--scenarios 'sizing,public API'] [--warm 8]
 
-Scenarios, each its own locust run after warm-up requests (8 per URL, 16 at a time, so that every gunicorn worker
+Scenarios, each its own locust run after warm-up requests (--warm per URL, default 8, 16 at a time, so that every gunicorn worker
 and the cache are warm: "cached" means the steady state):
 the benchmark's leaderboard page (/leaderboard/<model>/, or the public API list when the page does not exist),
 a result page (/results/<id>/, else the API detail) over 50 results, the SLO query over a grid of 400
@@ -224,6 +225,16 @@ def main() -> None:
         "results, and the per-sample arrays behind the SLO page; nothing is loaded and nothing dropped",
     )
     parser.add_argument("--var-dir", help="PORTAL_VAR_DIR of that run (with --reuse)")
+    parser.add_argument(
+        "--scenarios",
+        help="comma-separated names (or name prefixes) of the scenarios to run, e.g. 'sizing,public API' (default: all)",
+    )
+    parser.add_argument(
+        "--warm",
+        type=int,
+        default=8,
+        help="warm-up requests per URL before each scenario (of its first 60 URLs, 16 at a time; default 8)",
+    )
     args = parser.parse_args()
     if args.reuse and not args.var_dir:
         parser.error("--reuse needs the --var-dir of the goodput_load run")
@@ -357,10 +368,13 @@ def main() -> None:
         print(
             f"{'scenario':32} {'requests':>9} {'fail':>5} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'req/s':>8}"
         )
+        if args.scenarios:
+            wanted = [w.strip() for w in args.scenarios.split(",") if w.strip()]
+            scenarios = [(n, p) for n, p in scenarios if any(n.startswith(w) for w in wanted)]
         for name, paths in scenarios:
             # Warm every gunicorn worker (each keeps its own per-process snapshot) and the shared cache: what a
             # steady state serves.
-            warm(base, paths[:60], {}, repeat=8, threads=16)
+            warm(base, paths[:60], {}, repeat=args.warm, threads=16)
             load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
             r = run_locust(
                 name,
