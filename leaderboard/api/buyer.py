@@ -307,14 +307,19 @@ def slo_answer(query: dict, *, benchmarks: list[Benchmark] | None = None) -> dic
         result["public_id"]: result.get("nodes")
         for result in exports.snapshot_results_cached(public_publications(), benchmark.model_id)
     }
-    rows = []
-    for row in exports.slo_query(public_publications(), benchmark, targets):
-        # the buyer's prices (as the per-request mode prices its rows: leaderboard.board.goodput.targets.normalised) and
-        # the point's energy per token, measured where a trace exists
-        priced = normalised(
-            row, accelerators=row.get("accelerators"), nodes=nodes.get(row["public_id"]), prices=prices
+
+    def decorate(row: dict) -> None:
+        # the buyer's prices (as the per-request mode prices its rows: leaderboard.board.goodput.targets.normalised)
+        # and the point's energy per token, measured where a trace exists; only for the rows read (the page's 25,
+        # the API's page), not for every qualifying result
+        row.update(
+            normalised(
+                row, accelerators=row.get("accelerators"), nodes=nodes.get(row["public_id"]), prices=prices
+            )
         )
-        rows.append({**row, **priced, **point_energy(row, measured)})
+        row.update(point_energy(row, measured))
+
+    rows = exports.slo_query(public_publications(), benchmark, targets, decorate=decorate)
     return {
         "benchmark": benchmark,
         "mode": "percentile",

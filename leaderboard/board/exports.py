@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Count, Max, Q, QuerySet
@@ -334,22 +335,37 @@ def slo_index(publications: QuerySet[Publication], model_id: str) -> SloIndex:
     return entry[1]
 
 
-def slo_query(publications: QuerySet[Publication], benchmark: Benchmark, targets: SloTargets) -> SloRows:
+def slo_query(
+    publications: QuerySet[Publication],
+    benchmark: Benchmark,
+    targets: SloTargets,
+    *,
+    decorate: Callable[[dict], None] | None = None,
+) -> SloRows:
     """Results meeting the targets: the fully recomputed ones ranked (1, 2, ...), then the partly recomputed or
-    claimed ones, listed with their level and no rank (the board's rule, checker.judge.verification)."""
+    claimed ones, listed with their level and no rank (the board's rule, checker.judge.verification). `decorate`
+    adds to a row when it is built (the buyer's prices, the point's energy)."""
     index = slo_index(publications, benchmark.model_id)
     positions = index.ranking(targets)
     fully = [index.result_of(p).get("verification") == FULLY_RECOMPUTED for p in positions]
     ranked = [p for p, f in zip(positions, fully, strict=True) if f]
-    return SloRows(index, ranked + [p for p, f in zip(positions, fully, strict=True) if not f], len(ranked))
+    return SloRows(
+        index, ranked + [p for p, f in zip(positions, fully, strict=True) if not f], len(ranked), decorate
+    )
 
 
 class SloRows:
-    """slo_query's rows as a read-only sequence, each row built when it is read: of 10,000 qualifying results the
-    page shows 25 and the API a page of them (docs/performance.md, issue 37)."""
+    """slo_query's rows as a read-only sequence, each row built (and decorated) when it is read: of 10,000
+    qualifying results the page shows 25 and the API a page of them (docs/performance.md, issue 37)."""
 
-    def __init__(self, index: SloIndex, positions: list[int], ranked: int) -> None:
-        self.index, self.positions, self.ranked = index, positions, ranked
+    def __init__(
+        self,
+        index: SloIndex,
+        positions: list[int],
+        ranked: int,
+        decorate: Callable[[dict], None] | None = None,
+    ) -> None:
+        self.index, self.positions, self.ranked, self.decorate = index, positions, ranked, decorate
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -362,9 +378,15 @@ class SloRows:
         for at in range(*which.indices(len(self.positions))):
             row = self.index.row(self.positions[at])
             rank = at + 1 if at < self.ranked else None
-            rows.append(
-                {**row, "rank": rank, "ranked": rank is not None, "result_url": result_url(row["public_id"])}
-            )
+            built = {
+                **row,
+                "rank": rank,
+                "ranked": rank is not None,
+                "result_url": result_url(row["public_id"]),
+            }
+            if self.decorate is not None:
+                self.decorate(built)
+            rows.append(built)
         return rows
 
     def __getitem__(self, item):
