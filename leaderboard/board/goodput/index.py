@@ -532,8 +532,13 @@ def write_table(directory, results: list[dict], series_of) -> None:
     results of 10-20 points and 2,000 samples each the table is about 12 GB)."""
     owner, point_index, sizes, seconds = [], [], [], []
     with _table_scratch(directory) as scratch:
-        columns = {name: _Column(scratch / f"{name}.npy", dtype) for name, dtype in _SAMPLE_DTYPES.items()}
+        columns: dict[str, _Column] = {}
         try:
+            for (
+                name,
+                dtype,
+            ) in _SAMPLE_DTYPES.items():  # inside the try: a column that cannot open closes the others
+                columns[name] = _Column(scratch / f"{name}.npy", dtype)
             columns["cum_t"].write([0])
             columns["cum_s"].write([0])
             total_t = total_s = 0
