@@ -71,7 +71,7 @@ test: install guidellm
 
 # The developer's loop: lint and every test that starts nothing of its own (no browser, worker, S3 server or
 # server process; tests/conftest.py marks those from the fixtures they use) and is not a sweep (marker slow: the whole
-# demo seeded, every route or field with hostile values), in two processes (TEST_PROCESSES), a module per process at a
+# demo seeded, the permission matrix's cells, every route or field with hostile values), in two processes (TEST_PROCESSES), a module per process at a
 # time. `make test` still runs everything, in one process.
 FAST := not (browser or worker or s3 or server or slow)
 test-fast: install

@@ -192,6 +192,15 @@ _NEEDS_BY_MODULE = {
 # and CI run them. A test is one when its module is listed with no names, or its name is listed.
 _SLOW = {
     "tests/submissions/test_seed_demo.py": (),
+    # The permission matrix's every role x route x state over the seeded demo (1,552 cells, ~200 s of one process):
+    # the declaration tests stay in the fast loop, the cells run in `make test` and CI.
+    "tests/test_permission_matrix.py": (
+        "test_non_object_routes_per_role",
+        "test_object_routes_per_role_and_state",
+        "test_seeding_emails_never_carry_z9",
+        "test_publication_choice_is_the_own_submitters_on_an_audited_submission",
+        "test_an_extension_shows_on_its_public_result_only_once_published",
+    ),
     "tests/leaderboard/test_evidence_demo.py": (),
     "tests/leaderboard/test_verification_level.py": (
         "test_the_demo_shows_one_level_per_result_on_every_surface",

@@ -7,12 +7,16 @@ official checker runs on that; its point paths are mapped back to the inputs' po
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+from collections import OrderedDict
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -81,34 +85,119 @@ def portal_keys(report: Report) -> set[tuple[str, str, str | None]]:
     return {(f.rule, f.severity, f.point) for f in report.findings if f.severity in _SEVERITIES}
 
 
+# Verdicts kept in this process, by what the official checker was given: a re-check, an extension judged with its
+# published curve, or another version of the same archives assembles byte-identical bundles, and the CLI costs a
+# new interpreter each time (about 0.6 s, most of it importing the package). A verdict is kept with the bundle's
+# folder written as _ROOT, so it reads the same wherever the next identical bundle was assembled.
+_VERDICTS_KEPT = 64
+_VERDICT_MAX_BYTES = 64 * 1024 * 1024  # bundles read whole to be named; an assembled one holds no raw log
+_ROOT = "@@official-bundle-root@@"
+_verdicts: OrderedDict[str, tuple[str, int]] = OrderedDict()
+_verdicts_lock = threading.Lock()
+
+
+def _bundle_digest(root: Path, cmd: list[str]) -> str | None:
+    """SHA-256 over the official command, its version and every file below `root` (path and bytes); None for a
+    bundle larger than _VERDICT_MAX_BYTES, one holding a link or anything but files and folders, or one that
+    cannot be read: those always run the CLI."""
+    digest = hashlib.sha256(json.dumps([cmd, official_version()]).encode())
+    total = 0
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs.sort()
+        for name in [*dirs, *sorted(files)]:
+            path = Path(folder, name)
+            relative = path.relative_to(root).as_posix()
+            if path.is_symlink() or not (path.is_dir() or path.is_file()):
+                return None
+            if path.is_dir():
+                digest.update(b"d\0" + relative.encode("utf-8", "surrogateescape") + b"\0")
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError:
+                return None
+            total += len(data)
+            if total > _VERDICT_MAX_BYTES:
+                return None
+            digest.update(b"f\0" + relative.encode("utf-8", "surrogateescape") + b"\0")
+            digest.update(hashlib.sha256(data).digest())
+    return digest.hexdigest()
+
+
+def _root_written(root: Path) -> str:
+    """The bundle's folder as it appears inside the verdict's JSON text (escaped as JSON escapes it)."""
+    return json.dumps(str(root))[1:-1]
+
+
+def _verdict_kept(key: str | None, root: Path) -> tuple[str, int] | None:
+    if key is None:
+        return None
+    with _verdicts_lock:
+        found = _verdicts.get(key)
+        if found is None:
+            return None
+        _verdicts.move_to_end(key)
+    text, exit_code = found
+    return text.replace(_ROOT, _root_written(root)), exit_code
+
+
+def _verdict_keep(key: str | None, root: Path, text: str, exit_code: int, *, workdir: str) -> None:
+    """Keep the verdict when every mention of the bundle's folder could be written as _ROOT and it names neither
+    the folder above it nor the CLI's own working folder (else a verdict naming this run's folders could be read
+    for another: it is not kept)."""
+    if key is None:
+        return
+    general = text.replace(_root_written(root), _ROOT)
+    if _root_written(root.parent) in general or workdir in general:
+        return
+    with _verdicts_lock:
+        _verdicts[key] = (general, exit_code)
+        while len(_verdicts) > _VERDICTS_KEPT:
+            _verdicts.popitem(last=False)
+
+
 def run_official(root: Path, *, timeout_s: float = 900.0) -> tuple[dict[str, Any] | None, str]:
-    """Run `endpoints-submission-cli check-submission ROOT -o out.json`; (parsed output, problem)."""
+    """Run `endpoints-submission-cli check-submission ROOT -o out.json`; (parsed output, problem). A bundle this
+    process already had judged, byte for byte, by the same official version gets that verdict again."""
     cmd = official_command()
     if cmd is None:
         return None, f"{PACKAGE} is not installed"
-    with tempfile.TemporaryDirectory(prefix="official-") as tmp:
-        out = Path(tmp) / "out.json"
-        try:
-            # The checker runs in its own temporary folder: give it an absolute path to the bundle.
-            proc = subprocess.run(
-                [*cmd, "check-submission", str(Path(root).resolve()), "-o", str(out)],
-                capture_output=True,
-                timeout=timeout_s,
-                cwd=tmp,
-                stdin=subprocess.DEVNULL,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return None, f"{PACKAGE} could not run: {type(exc).__name__}"
-        if not out.is_file():
-            tail = proc.stderr.decode("utf-8", "replace")[-300:]
-            return None, f"{PACKAGE} exited {proc.returncode} without a verdict: {tail}"
-        try:
-            data = json.loads(out.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            return None, f"{PACKAGE} wrote an unreadable verdict: {exc}"
+    root = Path(root).resolve()  # the checker runs in its own temporary folder: it is given an absolute path
+    key = _bundle_digest(root, cmd)
+    kept = _verdict_kept(key, root)
+    if kept is not None:
+        text, exit_code = kept
+    else:
+        with tempfile.TemporaryDirectory(prefix="official-") as tmp:
+            out = Path(tmp) / "out.json"
+            try:
+                proc = subprocess.run(
+                    [*cmd, "check-submission", str(root), "-o", str(out)],
+                    capture_output=True,
+                    timeout=timeout_s,
+                    cwd=tmp,
+                    stdin=subprocess.DEVNULL,
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                return None, f"{PACKAGE} could not run: {type(exc).__name__}"
+            if not out.is_file():
+                tail = proc.stderr.decode("utf-8", "replace")[-300:]
+                return None, f"{PACKAGE} exited {proc.returncode} without a verdict: {tail}"
+            try:
+                text = out.read_text(encoding="utf-8")
+            except (OSError, ValueError) as exc:
+                return None, f"{PACKAGE} wrote an unreadable verdict: {exc}"
+            exit_code = proc.returncode
+            workdir = Path(tmp).name
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return None, f"{PACKAGE} wrote an unreadable verdict: {exc}"
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         return None, f"{PACKAGE} wrote a verdict without a results list"
-    data["exit_code"] = proc.returncode
+    if kept is None:
+        _verdict_keep(key, root, text, exit_code, workdir=workdir)
+    data["exit_code"] = exit_code
     return data, ""
 
 

@@ -10,13 +10,17 @@ Rule ids emitted here (docs/input-safety.md has examples and fixes):
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import math
 import os
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -374,6 +378,56 @@ _StrictLoader.add_constructor("tag:yaml.org,2002:float", _StrictLoader.construct
 _StrictLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 
 
+class _Parsed(NamedTuple):
+    """What parsing one YAML text found, kept so that the same text is parsed once per process."""
+
+    obj: Any = None
+    refused: tuple[str, str, int | None] | None = None  # (rule, message, line)
+    syntax: tuple[str, int | None] | None = None  # (problem, line)
+    unparsable: str | None = None  # RecursionError / ValueError text
+    duplicates: tuple[tuple[str, int], ...] = ()
+    nonfinite: tuple[int, ...] = ()
+
+
+_PARSED_KEPT = 128  # descriptors are at most limits.max_descriptor_bytes each
+_parsed: OrderedDict[bytes, _Parsed] = OrderedDict()
+_parsed_lock = threading.Lock()
+
+
+def _parse_yaml(text: str) -> _Parsed:
+    """The strict parse of `text`, from this process's memo when the same text was parsed before: a check reads
+    each run archive's YAML descriptors at several stages (inputs, schema, rules, assembly), and every point of a
+    curve carries the same ones, so the pure-Python parse (about 10 ms for a run's config) is paid once. The
+    memo holds the outcome (the object, or what refused it); load_yaml gives each caller its own copy."""
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    with _parsed_lock:
+        found = _parsed.get(key)
+        if found is not None:
+            _parsed.move_to_end(key)
+            return found
+    loader = _StrictLoader(text)
+    try:
+        parsed = _Parsed(obj=loader.get_single_data())
+    except _Refused as exc:
+        parsed = _Parsed(refused=(exc.rule, str(exc), exc.line))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        parsed = _Parsed(syntax=(problem, line))
+    except (RecursionError, ValueError) as exc:
+        parsed = _Parsed(unparsable=str(exc) or "nested too deeply")
+    finally:
+        loader.dispose()
+    if parsed.refused is None and parsed.syntax is None and parsed.unparsable is None:
+        parsed = parsed._replace(duplicates=tuple(loader.duplicates), nonfinite=tuple(loader.nonfinite))
+    with _parsed_lock:
+        _parsed[key] = parsed
+        while len(_parsed) > _PARSED_KEPT:
+            _parsed.popitem(last=False)
+    return parsed
+
+
 def load_yaml(
     path: str | Path,
     *,
@@ -392,23 +446,20 @@ def load_yaml(
     text = _read_text(Path(path), display=display, findings=findings, limits=limits, point=point)
     if text is None:
         return None
-    loader = _StrictLoader(text)
-    try:
-        obj = loader.get_single_data()
-    except _Refused as exc:
+    parsed = _parse_yaml(text)
+    if parsed.refused is not None:
+        rule, message, line = parsed.refused
         findings.error(
-            exc.rule,
-            f"{display} {exc}",
+            rule,
+            f"{display} {message}",
             file=display,
-            line=exc.line,
+            line=line,
             point=point,
             fix="Write the value out in full instead of referring to an anchor.",
         )
         return None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if parsed.syntax is not None:
+        problem, line = parsed.syntax
         findings.error(
             "yaml-syntax",
             f"{display} is not valid YAML: {problem}" + (f" (line {line})" if line else ""),
@@ -418,18 +469,16 @@ def load_yaml(
             fix="Upload the file exactly as the official tools wrote it.",
         )
         return None
-    except (RecursionError, ValueError) as exc:
+    if parsed.unparsable is not None:
         findings.error(
             "yaml-syntax",
-            f"{display} cannot be parsed: {exc or 'nested too deeply'}",
+            f"{display} cannot be parsed: {parsed.unparsable}",
             file=display,
             point=point,
             fix="Upload the file exactly as the official tools wrote it.",
         )
         return None
-    finally:
-        loader.dispose()
-    for line in loader.nonfinite[:_MAX_REPORTED]:
+    for line in parsed.nonfinite[:_MAX_REPORTED]:
         findings.error(
             "yaml-nonfinite",
             f"{display} holds a non-finite number (.nan or .inf) at line {line}",
@@ -438,11 +487,12 @@ def load_yaml(
             point=point,
             fix="Replace it with the finite value the run produced.",
         )
-    if loader.nonfinite:
+    if parsed.nonfinite:
         return None
+    obj = copy.deepcopy(parsed.obj)  # the memo's object is never handed out: callers may change theirs
     if _refuse_nul(obj, rule="yaml-nul", display=display, findings=findings, point=point):
         return None
-    for key, line in loader.duplicates[:_MAX_REPORTED]:
+    for key, line in parsed.duplicates[:_MAX_REPORTED]:
         findings.warning(
             "yaml-duplicate-key",
             f"{display} repeats the key {key!r} at line {line}; the last value is used",

@@ -135,3 +135,29 @@ def test_open_events_line_too_long(tmp_path):
         for line in open_events(path, max_line_bytes=100):
             lines.append(line)
     assert lines == [b"short\n"] and err.value.line == 1 and err.value.rule == "events-line-too-long"
+
+
+@pytest.mark.parametrize(
+    ("data", "rules"),
+    [
+        (b"a: 1\nb: {c: [1, 2]}\na: 3\n", ["yaml-duplicate-key"]),
+        (b"a: &x 1\nb: *x\n", ["yaml-alias"]),
+        (b"a: .nan\n", ["yaml-nonfinite"]),
+        (b"a: [1,\n", ["yaml-syntax"]),
+        (b'a: "x\\0y"\n', ["yaml-nul"]),
+    ],
+)
+def test_the_same_yaml_read_again_gives_the_same_findings_and_its_own_object(tmp_path, data, rules):
+    """A check reads each YAML descriptor at several stages and the parse of a text is kept in the process: every
+    read still reports every finding with its line, and each caller's object is its own (changing one changes
+    no later read)."""
+    first, first_findings = _load(tmp_path, "a.yaml", data)
+    assert [f.rule for f in first_findings] == rules
+    if isinstance(first, dict):
+        first["b"]["c"].append("changed")
+    again, again_findings = _load(tmp_path, "b.yaml", data)
+    assert [(f.rule, f.line, f.message.replace("b.yaml", "a.yaml")) for f in again_findings] == [
+        (f.rule, f.line, f.message) for f in first_findings
+    ]
+    if again is not None:
+        assert again == {"a": 3, "b": {"c": [1, 2]}}

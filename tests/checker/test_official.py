@@ -77,3 +77,44 @@ def test_a_rule_the_official_checker_files_on_the_model_folder_is_paired_there()
     )
     msgs = [f.message for f in report.findings if f.rule == "official-checker-disagreement"]
     assert not [m for m in msgs if "agentic-accuracy-inline" in m]
+
+
+def test_a_bundle_judged_again_byte_for_byte_gets_the_same_verdict_without_a_second_run(
+    tmp_path, monkeypatch
+):
+    """The official CLI costs a new interpreter per bundle; a re-check of the same bytes (copied elsewhere, as a
+    re-check's sandbox is) reads the verdict this process already has, naming its own folder, and a bundle that
+    differs by one byte is judged afresh."""
+    import shutil
+    import subprocess
+
+    if official_command() is None:
+        if os.environ.get("CI", "").lower() in ("1", "true"):
+            pytest.fail("endpoints-submission-cli is not installed (pip install -e '.[official]')")
+        pytest.skip("endpoints-submission-cli is not installed")
+    monkeypatch.setattr(official, "_verdicts", type(official._verdicts)())
+    runs = []
+    real_run = subprocess.run
+
+    def counted(*args, **kwargs):
+        runs.append(args[0])
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(official.subprocess, "run", counted)
+    first_root = shutil.copytree(BUNDLE, tmp_path / "first" / BUNDLE.name)
+    second_root = shutil.copytree(BUNDLE, tmp_path / "second" / BUNDLE.name)
+    first, problem = official.run_official(first_root)
+    assert problem == "" and len(runs) == 1
+    second, problem = official.run_official(second_root)
+    assert problem == "" and len(runs) == 1  # the same bytes: no second interpreter
+    assert second["exit_code"] == first["exit_code"] == 1
+    paths = [r.get("path") for r in second["results"] if r.get("path")]
+    assert paths and not [p for p in paths if "first" in p]
+    assert [{**r, "path": str(r.get("path")).replace("second", "first")} for r in second["results"]] == [
+        {**r, "path": str(r.get("path"))} for r in first["results"]
+    ]
+    # One byte more in a descriptor: judged again.
+    descriptor = next(second_root.rglob("*.json"))
+    descriptor.write_bytes(descriptor.read_bytes() + b" ")
+    official.run_official(second_root)
+    assert len(runs) == 2
