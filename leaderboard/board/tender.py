@@ -199,42 +199,91 @@ def size_system(
     return row
 
 
+class SizedSite:
+    """size_site's rows as a read-only sequence: the order is worked out for every system (its sizing point, and
+    for each phase its replicas and accelerators: arithmetic), each row's figures (power, energy, cost) when it is
+    read. At the board's size (10,000 results, two phases) the page shows 25 rows a phase and the API a page;
+    building all 20,000 rows for each ask was most of its second (docs/performance.md, issue 37)."""
+
+    def __init__(
+        self,
+        results: list[dict],
+        ask: SiteAsk,
+        *,
+        meets: Callable[[dict, dict], bool],
+        measured: dict[str, dict[int, dict]],
+        decorate: Callable[[dict], None] | None = None,
+    ) -> None:
+        self.results, self.ask, self.measured, self.decorate = results, ask, measured, decorate
+        self.chosen = [
+            sizing_point(result.get("points") or [], lambda p, r=result: meets(r, p)) for result in results
+        ]
+        self.entries: list[tuple[str, int, int]] = []  # (phase, users, result index), in the rows' order
+        self.meeting: dict[str, int] = {}
+        self.starts: dict[str, int] = {}
+        for phase, users in ask.phases():
+            keys = []
+            for index, (result, point) in enumerate(zip(results, self.chosen, strict=True)):
+                accelerators = math.inf
+                if point is not None and result.get("accelerators"):
+                    replicas = replicas_for(users, ask.headroom, number(point["concurrency"]))
+                    accelerators = replicas * result["accelerators"]
+                keys.append(
+                    (point is None, accelerators, result.get("system") or "", result["public_id"], index)
+                )
+            keys.sort()
+            self.starts[phase] = len(self.entries)
+            self.entries.extend((phase, users, key[-1]) for key in keys)
+            self.meeting[phase] = sum(1 for point in self.chosen if point is not None)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def phase(self, name: str) -> tuple[int, int]:
+        """Where a phase's rows are: (first position, how many)."""
+        start = self.starts.get(name)
+        if start is None:
+            return 0, 0
+        later = [s for s in self.starts.values() if s > start]
+        return start, (min(later) if later else len(self.entries)) - start
+
+    def _row(self, at: int) -> dict:
+        phase, users, index = self.entries[at]
+        result, point = self.results[index], self.chosen[index]
+        row = size_system(
+            result,
+            point,
+            phase=phase,
+            users=users,
+            ask=self.ask,
+            measured=(self.measured.get(result["public_id"]) or {}).get((point or {}).get("concurrency")),
+        )
+        if self.decorate is not None:
+            self.decorate(row)
+        return row
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return [self._row(at) for at in range(*item.indices(len(self.entries)))]
+        return self._row(range(len(self.entries))[item])
+
+    def __iter__(self):
+        return (self._row(at) for at in range(len(self.entries)))
+
+
 def size_site(
     results: list[dict],
     ask: SiteAsk,
     *,
     meets: Callable[[dict, dict], bool],
     measured: dict[str, dict[int, dict]],
-) -> list[dict]:
+    decorate: Callable[[dict], None] | None = None,
+) -> SizedSite:
     """Per phase, one row per system (the results given: published, fully recomputed, newest per system), sized at
     its sizing point; systems that meet first, by fewest accelerators, then by system name; those that cannot
-    meet the SLO after them with `meets: false`. `meets(result, point)` is the SLO in the buyer's mode."""
-    rows = []
-    chosen = {
-        result["public_id"]: sizing_point(result.get("points") or [], lambda p, r=result: meets(r, p))
-        for result in results
-    }
-    for phase, users in ask.phases():
-        sized = [
-            size_system(
-                result,
-                chosen[result["public_id"]],
-                phase=phase,
-                users=users,
-                ask=ask,
-                measured=(measured.get(result["public_id"]) or {}).get(
-                    (chosen[result["public_id"]] or {}).get("concurrency")
-                ),
-            )
-            for result in results
-        ]
-        sized.sort(
-            key=lambda row: (
-                not row["meets"],
-                row.get("accelerators") if row.get("accelerators") is not None else math.inf,
-                row.get("system") or "",
-                row["result"],
-            )
-        )
-        rows.extend(sized)
-    return rows
+    meet the SLO after them with `meets: false`. `meets(result, point)` is the SLO in the buyer's mode. The rows
+    are built when read (SizedSite)."""
+    return SizedSite(results, ask, meets=meets, measured=measured, decorate=decorate)

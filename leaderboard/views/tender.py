@@ -49,6 +49,8 @@ from leaderboard.workflow import TENDER
 from portal.errors import ApplicationError
 from portal.parsers import parse_id
 
+SIZING_ROWS_SHOWN = 25  # a phase's rows on the page (the JSON pages through all of them, the CSV holds all)
+
 
 @_public_page
 def sizing(request):
@@ -77,13 +79,15 @@ def sizing(request):
                 params = {k: v for k, v in request.GET.items() if v not in ("", None) and k != "format"}
                 phases = []
                 for phase, users in answer["ask"].phases():
-                    rows = [row for row in answer["rows"] if row["phase"] == phase]
+                    start, count = answer["rows"].phase(phase)
                     phases.append(
                         {
                             "name": phase,
                             "users": users,
-                            "rows": rows,
-                            "meeting": sum(1 for row in rows if row["meets"]),
+                            # the systems that meet first, fewest accelerators first: the page shows the first 25
+                            "rows": answer["rows"][start : start + min(count, SIZING_ROWS_SHOWN)],
+                            "systems": count,
+                            "meeting": answer["rows"].meeting.get(phase, 0),
                         }
                     )
                 context.update(

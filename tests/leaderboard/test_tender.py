@@ -118,7 +118,7 @@ def _expected(evidence, *, users, headroom, pue, price_h, price_kwh, meets) -> d
 
 
 def _check(answer: dict, expected: dict) -> None:
-    got = {(row["phase"], row["result"]): row for row in answer["rows"]}
+    got = {(row["phase"], row["result"]): row for row in answer["results"]}
     assert set(got) == set(expected)  # every system of each phase, nothing else (no older, no claimed result)
     for key, want in expected.items():
         row = got[key]
@@ -165,7 +165,7 @@ def test_sizing_in_percentile_mode_equals_the_definitions_from_the_public_points
     expected = _expected(evidence, users={"delivery": 5000, "expansion": 12000}, meets=meets, **PRICES)
     _check(answer, expected)
     # the cases the targets were chosen for: AX-8000 sized at r64 (measured power), r8, and not at all
-    ax_row = next(r for r in answer["rows"] if r["result"] == world["ax"].public_id)
+    ax_row = next(r for r in answer["results"] if r["result"] == world["ax"].public_id)
     assert (
         ax_row.get("point_concurrency")
         == {(200, 90): 64, (135, 95): 8, (200, 101): None}[(ttft_max, interactivity_min)]
@@ -196,8 +196,8 @@ def test_sizing_without_prices_or_expansion_leaves_cost_out_and_sizes_one_phase(
         ttft_p90_ms_max=200,
         interactivity_min=90,
     )
-    assert {row["phase"] for row in answer["rows"]} == {"delivery"}
-    ax_row = next(r for r in answer["rows"] if r["result"] == world["ax"].public_id)
+    assert {row["phase"] for row in answer["results"]} == {"delivery"}
+    ax_row = next(r for r in answer["results"] if r["result"] == world["ax"].public_id)
     assert (
         ax_row["replicas"] == 1
         and ax_row["cost_per_year"] is None
@@ -605,3 +605,104 @@ def test_throughput_at_levels_reads_the_step_function_from_the_public_points(wor
     assert page.status_code == 200 and "not reached" not in page.content.decode()
     bad = Client().get("/api/v1/public/levels/", {"benchmark": "tender-model", "levels": "fast"})
     assert bad.status_code == 400 and "levels" in bad.content.decode()
+
+
+def test_the_sizing_pages_walk_every_row_in_the_order_the_csv_gives(world):
+    """The API answers a page of rows (10,000 systems x 2 phases at the board's size); walking the pages gives every
+    row of the CSV, in its order, and says how many meet the SLO."""
+    query = _query(ttft_p90_ms_max=200, interactivity_min=90)
+    csv_rows = (
+        Client().get("/api/v1/public/sizing/", {**query, "format": "csv"}).content.decode().splitlines()
+    )
+    walked, url, params = [], "/api/v1/public/sizing/", {**query, "limit": 1}
+    while url:
+        answer = _public(url, **params)
+        walked.extend(answer["results"])
+        assert answer["count"] == len(csv_rows) - 1 == 4  # two systems, two phases
+        url, params = answer["next"], {}
+    assert [(row["phase"], row["result"]) for row in walked] == [
+        tuple(line.split(",")[i] for i in (0, 4)) for line in csv_rows[1:]
+    ]
+    assert answer["meeting"] == {"delivery": 2, "expansion": 2}
+
+
+def _sized_eagerly(results, ask, meets, measured):
+    """The sizing as it was defined before its rows were built when read: every row built, then sorted."""
+    from leaderboard.board.tender import size_system, sizing_point
+
+    chosen = {r["public_id"]: sizing_point(r["points"], lambda p, r=r: meets(r, p)) for r in results}
+    rows = []
+    for phase, users in ask.phases():
+        sized = [
+            size_system(
+                r,
+                chosen[r["public_id"]],
+                phase=phase,
+                users=users,
+                ask=ask,
+                measured=(measured.get(r["public_id"]) or {}).get(
+                    (chosen[r["public_id"]] or {}).get("concurrency")
+                ),
+            )
+            for r in results
+        ]
+        sized.sort(
+            key=lambda row: (
+                not row["meets"],
+                row.get("accelerators") if row.get("accelerators") is not None else math.inf,
+                row.get("system") or "",
+                row["result"],
+            )
+        )
+        rows.extend(sized)
+    return rows
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_rows_built_when_read_are_the_rows_built_eagerly(seed):
+    """SizedSite orders 300 generated systems (ties in accelerators and names, no accelerator count, no point
+    meeting) as building every row and sorting them does, and any slice of it holds the same rows."""
+    import random
+
+    from leaderboard.board.slo import SloTargets
+    from leaderboard.board.tender import SiteAsk, TenderPrices, percentile_meets, size_site
+
+    rng = random.Random(seed)
+    results = []
+    for index in range(300):
+        points = []
+        for step in range(rng.randint(0, 6)):
+            concurrency = 2**step
+            points.append(
+                {
+                    "point": f"S{index}/m/r{concurrency}",
+                    "concurrency": concurrency,
+                    "system_tps": round(rng.uniform(10, 5000), 1),
+                    "tps_per_user": round(rng.uniform(5, 150), 1),
+                    "ttft_p90_ms": round(rng.uniform(20, 600), 1),
+                    "system_tps_per_kw": round(rng.uniform(50, 900), 1),
+                }
+            )
+        results.append(
+            {
+                "public_id": f"EP-{rng.randint(0, 10**6):07d}-{index}",
+                "system": f"System {rng.randint(0, 40)}",
+                "organisation": "Org",
+                "accelerators": rng.choice([None, 1, 4, 8, 8, 16]),
+                "nodes": rng.choice([None, 1, 2]),
+                "points": points,
+            }
+        )
+    ask = SiteAsk(
+        users=rng.randint(1, 20000),
+        users_expansion=rng.choice([None, 50000]),
+        headroom=0.1,
+        prices=TenderPrices(per_accelerator_hour=2.0, per_kwh=0.15),
+    )
+    meets = percentile_meets(SloTargets(ttft_p90_ms_max=300, interactivity_min=40))
+    lazy = size_site(results, ask, meets=meets, measured={})
+    eager = _sized_eagerly(results, ask, meets, {})
+    assert len(lazy) == len(eager) and list(lazy) == eager
+    assert lazy[17:42] == eager[17:42] and lazy[-1] == eager[-1]
+    start, count = lazy.phase("delivery")
+    assert (start, count) == (0, 300) and all(row["phase"] == "delivery" for row in lazy[:count])
