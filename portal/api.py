@@ -10,7 +10,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from portal.errors import ApplicationError
+from portal.errors import ApplicationError, UnavailableError
 
 
 def _first_message(detail) -> str:
@@ -27,7 +27,10 @@ def exception_handler(exc, context):
     """Every API error as {"code": stable_code, "detail": message}; validation errors add "errors"."""
     if isinstance(exc, ApplicationError):
         body = {"code": exc.code, "detail": exc.detail, **exc.extra}
-        return Response(body, status=exc.status_code)
+        response = Response(body, status=exc.status_code)
+        if isinstance(exc, UnavailableError):
+            response["Retry-After"] = str(exc.retry_after_s)
+        return response
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}

@@ -29,3 +29,12 @@ class ConflictError(ApplicationError):
 
     code = "conflict"
     status_code = 409
+
+
+class UnavailableError(ApplicationError):
+    """The answer cannot be given now (a resource it needs is not there yet); asking again later may succeed. The API
+    answers 503 with a Retry-After."""
+
+    code = "unavailable"
+    status_code = 503
+    retry_after_s = 60

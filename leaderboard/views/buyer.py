@@ -31,7 +31,7 @@ from leaderboard.board.procurement import (
     parameter_name,
 )
 from leaderboard.board.slo import NO_INTERPOLATION
-from portal.errors import ApplicationError
+from portal.errors import ApplicationError, UnavailableError
 from portal.pagination import MAX_OFFSET
 from portal.parsers import parse_positive
 
@@ -357,6 +357,9 @@ def slo(request):
         else:
             try:
                 answer = slo_answer(query.validated_data, benchmarks=benchmarks)
+            except UnavailableError as error:
+                context["errors"] = {"Per-request ranking": error.detail}
+                context["status"] = error.status_code
             except ApplicationError as error:
                 context["errors"] = {SLO_FIELD_LABELS["benchmark"]: error.detail}
                 context["error_fields"] = ["benchmark"]
@@ -390,8 +393,11 @@ def slo(request):
                     context["shown_rows_html"] = _slo_rows_html(
                         shown, answer["interactivity_metric"], generation, priced=answer["priced"]
                     )
-    status = 400 if context.get("errors") else 200
-    return render(request, "leaderboard/slo.html", context, status=status)
+    status = context.get("status") or (400 if context.get("errors") else 200)
+    response = render(request, "leaderboard/slo.html", context, status=status)
+    if status == 503:
+        response["Retry-After"] = str(UnavailableError.retry_after_s)
+    return response
 
 
 @_public_page

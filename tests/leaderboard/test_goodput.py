@@ -596,3 +596,37 @@ def test_a_long_answer_shows_25_rows_and_links_to_the_next_25_and_to_all():
     assert (
         _page_of(RequestFactory().get(asked + "&limit=x&offset=-3"), 700)["last"] == 25
     )  # as the API reads them
+
+
+def test_a_table_that_cannot_be_written_answers_from_memory_when_small_and_503_when_not(
+    world, sample_events, tmp_path, settings, monkeypatch
+):
+    """A goodput table that cannot be written (a file where its folder should be, as a full or read-only disk
+    gives): a small board is ranked in memory and answered; one too large to hold (10,000 results' arrays are
+    12.6 GB) is refused with a 503 that says what to do, on the API and the page, and the percentile mode still
+    answers."""
+    from leaderboard.board.goodput import tables
+
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the tables' folder should be")
+    settings.PORTAL_GOODPUT_TABLE_DIR = blocked
+    query = {"benchmark": "goodput-model", "ttft_ms": 300, "tpot_ms": 50, "attainment": 95}
+    tables._indexes.clear()
+    tables._rankings.clear()
+    small = Client().get("/api/v1/public/slo/", query)
+    assert small.status_code == 200 and len(small.json()["results"]) >= 1
+
+    monkeypatch.setattr(tables, "IN_MEMORY_POINTS_MAX", 0)
+    tables._indexes.clear()
+    tables._rankings.clear()
+    public_cache_bump()
+    refused = Client().get("/api/v1/public/slo/", {**query, "ttft_ms": 301})
+    assert refused.status_code == 503 and refused["Retry-After"] == "60"
+    assert refused.json()["code"] == "goodput-unavailable"
+    assert "percentile mode" in refused.json()["detail"]
+    page = Client().get("/leaderboard/slo/", {**query, "mode": "per_request", "ttft_ms": 302})
+    assert page.status_code == 503 and "Ask again in a minute" in page.content.decode()
+    percentile = Client().get(
+        "/api/v1/public/slo/", {"benchmark": "goodput-model", "ttft_p90_ms_max": 500, "interactivity_min": 1}
+    )
+    assert percentile.status_code == 200

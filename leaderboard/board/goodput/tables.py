@@ -13,6 +13,7 @@ from checker.recompute.goodput import SampleSeries
 from leaderboard.board.goodput.index import GoodputIndex, write_table
 from leaderboard.board.goodput.samples import load_samples, published_point_samples
 from leaderboard.board.goodput.targets import GoodputTargets
+from portal.errors import UnavailableError
 
 logger = logging.getLogger(__name__)
 
@@ -81,10 +82,36 @@ def goodput_table(results: list[dict], model_id: str, directory=None) -> tuple[G
         return index, False
     try:
         write_table(directory, results, _stored_series(stored))
-    except OSError:
-        logger.warning("goodput table %s cannot be written; answering from memory", directory)
-        return _build_index(results, stored), True
-    return GoodputIndex.load(directory, results) or _build_index(results, stored), True
+    except OSError as error:
+        return _index_in_memory(results, stored, directory, error), True
+    index = GoodputIndex.load(directory, results)
+    if index is None:
+        return _index_in_memory(results, stored, directory, None), True
+    return index, True
+
+
+# A board this small is answered from memory when its table cannot be written (a read-only or full disk): about 2,000
+# samples a point, a few arrays of 8 bytes each, ~150 MB. A larger one would take the web process down with it (the
+# 10,000-result board's arrays are 12.6 GB, docs/performance.md): it is refused with a 503 until the table is there.
+IN_MEMORY_POINTS_MAX = 2_000
+
+
+def _index_in_memory(results: list[dict], stored, directory, error: OSError | None) -> GoodputIndex:
+    points = sum(len(keys) for keys in stored.values())
+    if points > IN_MEMORY_POINTS_MAX:
+        logger.error(
+            "goodput table %s cannot be written or read (%s); %d points are too many to rank in memory",
+            directory,
+            error,
+            points,
+        )
+        raise UnavailableError(
+            "The per-request ranking of this benchmark cannot be prepared right now (its goodput table could not be "
+            "written). Ask again in a minute, or use the percentile mode, which is always there.",
+            code="goodput-unavailable",
+        )
+    logger.warning("goodput table %s cannot be written (%s); answering from memory", directory, error)
+    return _build_index(results, stored)
 
 
 def _snapshot_fingerprint(results: list[dict]) -> str:
