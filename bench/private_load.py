@@ -5,7 +5,7 @@ measured under 32 concurrent clients with locust (headless).
     python bench/private_load.py [--submissions 37] [--users 32] [--duration 20] [--think 1.0] [--workers 4]
         [--code DIR] [--database NAME] [--keep] [--postgres postgres://postgres@127.0.0.1:5432]
         [--redis redis://127.0.0.1:6379/3] [--scenarios dashboard,page,api-submissions,api-lists] [--conn-max-age 0]
-        [--accounts 1] [--private-cache on|off]
+        [--accounts 1] [--private-cache on|off] [--spawn-rate N] [--steady]
 
 The data: `manage.py seed_demo` (its checks run in-process: real reports, curves, findings and per-point metrics
 of the sample bundle and run archives), then drafts and submitted results of AcmeCompute copied from the demo's
@@ -18,6 +18,9 @@ the dashboard (/dashboard/), a submission page (/submissions/<id>/ over every su
 the token API list of submissions (/api/v1/submissions/) and the other API lists a submitter reads
 (/api/v1/versions/, /api/v1/check-runs/, /api/v1/systems/, /api/v1/uploads/, /api/v1/notifications/).
 Prints p50/p95/p99 (ms) and requests/s per scenario, and the queries and time of one request alone.
+
+--spawn-rate N starts N clients a second (default all at once) and --steady counts only what follows the last
+client's start (locust's --reset-stats), as bench/leaderboard_load.py does.
 
 --private-cache off serves without the per-user cache of signed-in pages (portal/private_cache.py), for a
 before/after on the same data. --accounts N spreads the clients over N submitters of AcmeCompute (demo-submitter
@@ -289,6 +292,16 @@ def main() -> None:
         help="distinct signed-in accounts the clients are spread over (1: every client is demo-submitter)",
     )
     parser.add_argument(
+        "--spawn-rate",
+        type=float,
+        help="clients started per second (default: all at once, their first requests in the same millisecond)",
+    )
+    parser.add_argument(
+        "--steady",
+        action="store_true",
+        help="count only the steady state: locust's --reset-stats drops what was measured while clients started",
+    )
+    parser.add_argument(
         "--private-cache",
         choices=("on", "off"),
         default="on",
@@ -414,6 +427,8 @@ def main() -> None:
                 think_s=args.think,
                 locust=BIN / "locust",
                 accounts=headers,
+                spawn_rate=args.spawn_rate,
+                reset_stats=args.steady,
             )
             single = statistics.median(alone(base, p, headers[0], repeat=3) for p in paths[:10])
             print(
