@@ -22,7 +22,7 @@ from leaderboard.board.normalised import points_goodput
 from leaderboard.board.procurement import RequirementsError
 from leaderboard.board.scoring import score_phase
 from leaderboard.board.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
-from leaderboard.board.tender import SiteAsk, percentile_meets, size_site
+from leaderboard.board.tender import SiteAsk, SizingIndex, size_site
 from leaderboard.board.tender_inputs import TenderDefinition, costing_of, tender_from_query
 from portal.errors import ApplicationError
 
@@ -125,18 +125,31 @@ def _benchmark(model_id: str) -> Benchmark:
 
 def _judged_results(benchmark: Benchmark) -> list[dict]:
     """The benchmark's published, fully recomputed results, newest per system (what the tender desk judges)."""
-    return [
-        result
-        for result in exports.snapshot_results_cached(public_publications(), benchmark.model_id)
-        if result.get("verification") == FULLY_RECOMPUTED
-    ]
+    return _judged(benchmark)[0]
+
+
+# model_id -> (the snapshot list, its judged results, their SizingIndex), in this process: one per public snapshot
+_judged_by_model: dict[str, tuple[list[dict], list[dict], SizingIndex]] = {}
+
+
+def _judged(benchmark: Benchmark) -> tuple[list[dict], SizingIndex]:
+    """The judged results and their SizingIndex, made once per public snapshot (a publication or retraction makes
+    a new snapshot, hence new ones)."""
+    snapshot = exports.snapshot_results_cached(public_publications(), benchmark.model_id)
+    entry = _judged_by_model.get(benchmark.model_id)
+    if entry is None or entry[0] is not snapshot:
+        judged = [result for result in snapshot if result.get("verification") == FULLY_RECOMPUTED]
+        entry = (snapshot, judged, SizingIndex(judged))
+        _judged_by_model[benchmark.model_id] = entry
+    return entry[1], entry[2]
 
 
 def sizing_answer(query: dict) -> dict:
     """The sizing of validated query values (the page and the API share it)."""
     benchmark = _benchmark(query["benchmark"])
     metric = interactivity_metric_for(benchmark.workload)
-    results = _judged_results(benchmark)
+    results, index = _judged(benchmark)
+    chosen = None
     ask = SiteAsk(
         users=query["users"],
         users_expansion=query.get("users_expansion"),
@@ -160,7 +173,8 @@ def sizing_answer(query: dict) -> dict:
             interactivity_min=query["interactivity_min"],
             interactivity_metric=metric,
         )
-        meets = percentile_meets(targets)
+        meets = None
+        chosen = index.chosen(targets)  # sizing_point under percentile_meets(targets), vectorised
         slo = {"ttft_p90_ms_max": targets.ttft_p90_ms_max, "interactivity_min": targets.interactivity_min}
     # one look-up per row read, not a scan of the results
     bundle_of = {r["public_id"]: r["bundle_sha256"] for r in results}
@@ -173,6 +187,7 @@ def sizing_answer(query: dict) -> dict:
         results,
         ask,
         meets=meets,
+        chosen=chosen,
         measured=selectors.measured_power_of_benchmark(benchmark.model_id),
         decorate=decorate,
     )

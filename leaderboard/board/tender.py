@@ -110,6 +110,61 @@ def sizing_point(points: list[dict], meets: Callable[[dict], bool]) -> dict | No
     return max(meeting, key=lambda p: (number(p["concurrency"]), number(p["system_tps"])))
 
 
+class SizingIndex:
+    """sizing_point in the percentile mode for many SLOs over the same results: every point in columns, sorted once
+    by result and then by sizing_point's preference (concurrency highest, system_tps highest, first listed); an SLO
+    is then one vectorised mask and the first point of each result still in it. At 10,000 results of 10-20
+    points this is milliseconds where asking point_meets of every point was ~0.3 s (docs/performance.md). It
+    chooses exactly what sizing_point(points, percentile_meets(targets)) chooses (tests/leaderboard/test_tender.py
+    compares them on generated results, with missing, zero and non-finite figures)."""
+
+    def __init__(self, results: list[dict]) -> None:
+        import numpy as np
+
+        self.results = results
+        owners: list[int] = []
+        self.points: list[dict] = []
+        for index, result in enumerate(results):
+            for point in result.get("points") or []:
+                owners.append(index)
+                self.points.append(point)
+
+        def column(name: str):
+            values = (number(point.get(name)) for point in self.points)
+            return np.fromiter((math.nan if v is None else v for v in values), np.float64, len(self.points))
+
+        owner = np.asarray(owners, dtype=np.int64)
+        concurrency, tps = column("concurrency"), column("system_tps")
+        # sizing_point's own condition: a concurrency and a throughput that are figures and not 0
+        usable = np.isfinite(concurrency) & (concurrency != 0) & np.isfinite(tps) & (tps != 0)
+        order = np.lexsort((np.arange(len(owners)), -np.nan_to_num(tps), -np.nan_to_num(concurrency), owner))
+        self._np = np
+        self._order, self._owner, self._usable = order, owner[order], usable[order]
+        self._ttft = column("ttft_p90_ms")[order]
+        self._columns = {"ttft_p90_ms": self._ttft}
+        self._column = column
+
+    def chosen(self, targets: SloTargets) -> list[dict | None]:
+        """Each result's sizing point under `targets` (TTFT P90 and interactivity; no caps), None where none meets."""
+        np = self._np
+        metric = targets.interactivity_metric
+        if metric not in self._columns:
+            self._columns[metric] = self._column(metric)[self._order]
+        meets = (
+            self._usable
+            & (self._ttft <= targets.ttft_p90_ms_max)
+            & (self._columns[metric] >= targets.interactivity_min)
+        )
+        kept = np.flatnonzero(meets)
+        owners = self._owner[kept]
+        first = np.ones(len(kept), dtype=bool)
+        first[1:] = owners[1:] != owners[:-1]
+        out: list[dict | None] = [None] * len(self.results)
+        for owner, position in zip(owners[first].tolist(), kept[first].tolist(), strict=True):
+            out[owner] = self.points[int(self._order[position])]
+        return out
+
+
 def replicas_for(users: int, headroom: float, concurrency: float) -> int:
     """ceil(U x (1 + h) / C), taken to 1e-9 first so that 5000 x 1.1 users are 5500, not 5500.000000000001."""
     return math.ceil(round(users * (1 + headroom) / concurrency, 9))
@@ -210,14 +265,20 @@ class SizedSite:
         results: list[dict],
         ask: SiteAsk,
         *,
-        meets: Callable[[dict, dict], bool],
+        meets: Callable[[dict, dict], bool] | None = None,
+        chosen: list[dict | None] | None = None,
         measured: dict[str, dict[int, dict]],
         decorate: Callable[[dict], None] | None = None,
     ) -> None:
         self.results, self.ask, self.measured, self.decorate = results, ask, measured, decorate
-        self.chosen = [
-            sizing_point(result.get("points") or [], lambda p, r=result: meets(r, p)) for result in results
-        ]
+        if chosen is None:
+            if meets is None:
+                raise TypeError("SizedSite needs meets or chosen")
+            chosen = [
+                sizing_point(result.get("points") or [], lambda p, r=result: meets(r, p))
+                for result in results
+            ]
+        self.chosen = chosen
         self.entries: list[tuple[str, int, int]] = []  # (phase, users, result index), in the rows' order
         self.meeting: dict[str, int] = {}
         self.starts: dict[str, int] = {}
@@ -278,12 +339,13 @@ def size_site(
     results: list[dict],
     ask: SiteAsk,
     *,
-    meets: Callable[[dict, dict], bool],
+    meets: Callable[[dict, dict], bool] | None = None,
+    chosen: list[dict | None] | None = None,
     measured: dict[str, dict[int, dict]],
     decorate: Callable[[dict], None] | None = None,
 ) -> SizedSite:
     """Per phase, one row per system (the results given: published, fully recomputed, newest per system), sized at
     its sizing point; systems that meet first, by fewest accelerators, then by system name; those that cannot
-    meet the SLO after them with `meets: false`. `meets(result, point)` is the SLO in the buyer's mode. The rows
-    are built when read (SizedSite)."""
-    return SizedSite(results, ask, meets=meets, measured=measured, decorate=decorate)
+    meet the SLO after them with `meets: false`. `meets(result, point)` is the SLO in the buyer's mode, or
+    `chosen` each result's sizing point already (SizingIndex.chosen). The rows are built when read (SizedSite)."""
+    return SizedSite(results, ask, meets=meets, chosen=chosen, measured=measured, decorate=decorate)

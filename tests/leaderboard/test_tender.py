@@ -706,3 +706,52 @@ def test_rows_built_when_read_are_the_rows_built_eagerly(seed):
     assert lazy[17:42] == eager[17:42] and lazy[-1] == eager[-1]
     start, count = lazy.phase("delivery")
     assert (start, count) == (0, 300) and all(row["phase"] == "delivery" for row in lazy[:count])
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6, 7])
+def test_the_sizing_index_chooses_what_sizing_point_chooses(seed):
+    """SizingIndex.chosen against sizing_point(points, percentile_meets(targets)) on 400 generated results whose
+    points have missing, zero, non-finite, boolean and text figures and ties in concurrency and throughput."""
+    import random
+
+    from leaderboard.board.slo import SloTargets
+    from leaderboard.board.tender import SizingIndex, percentile_meets, sizing_point
+
+    rng = random.Random(seed)
+    odd = [None, 0, 0.0, float("nan"), float("inf"), True, "12", -1]
+
+    def figure(low, high):
+        return rng.choice(odd) if rng.random() < 0.08 else round(rng.uniform(low, high), rng.choice([0, 1]))
+
+    results = []
+    for index in range(400):
+        points = [
+            {
+                "point": f"S{index}/m/r{step}",
+                "concurrency": rng.choice([1, 2, 4, 8, 8, 16]) if rng.random() > 0.08 else rng.choice(odd),
+                "system_tps": figure(10, 60),
+                "tps_per_user": figure(5, 150),
+                "e2e_interactivity": figure(1, 50),
+                "ttft_p90_ms": figure(20, 600),
+            }
+            for step in range(rng.randint(0, 8))
+        ]
+        if rng.random() < 0.1:
+            points = [*points, *points[:2]]  # the very same point listed twice: the first one is chosen
+        results.append({"public_id": f"EP-{index}", "accelerators": 8, "points": points})
+    index = SizingIndex(results)
+    seen = set()
+    for _ in range(25):
+        targets = SloTargets(
+            ttft_p90_ms_max=rng.choice([100, 300, 599.5]),
+            interactivity_min=rng.choice([5, 40, 80.5]),
+            interactivity_metric=rng.choice(["tps_per_user", "e2e_interactivity"]),
+        )
+        meets = percentile_meets(targets)
+        want = [sizing_point(r["points"], lambda p, r=r, meets=meets: meets(r, p)) for r in results]
+        got = index.chosen(targets)
+        assert [id(p) if p is not None else None for p in got] == [
+            id(p) if p is not None else None for p in want
+        ]
+        seen.update("chosen" if p is not None else "none" for p in got)
+    assert seen == {"chosen", "none"}
