@@ -128,28 +128,30 @@ def _judged_results(benchmark: Benchmark) -> list[dict]:
     return _judged(benchmark)[0]
 
 
-# model_id -> (the snapshot list, its judged results, their SizingIndex), in this process: one per public snapshot
-_judged_by_model: dict[str, tuple[list[dict], list[dict], SizingIndex]] = {}
+# model_id -> (the snapshot list, its judged results, their SizingIndex, each one's bundle SHA-256), in this process:
+# one per public snapshot
+_judged_by_model: dict[str, tuple[list[dict], list[dict], SizingIndex, dict[str, str]]] = {}
 
 
-def _judged(benchmark: Benchmark) -> tuple[list[dict], SizingIndex]:
-    """The judged results and their SizingIndex, made once per public snapshot (a publication or retraction makes
-    a new snapshot, hence new ones)."""
+def _judged(benchmark: Benchmark) -> tuple[list[dict], SizingIndex, dict[str, str]]:
+    """The judged results, their SizingIndex and each one's bundle SHA-256 by result id, made once per public
+    snapshot (a publication or retraction makes a new snapshot, hence new ones)."""
     snapshot = exports.snapshot_results_cached(public_publications(), benchmark.model_id)
     entry = _judged_by_model.get(benchmark.model_id)
     if entry is None or entry[0] is not snapshot:
         judged = [result for result in snapshot if result.get("verification") == FULLY_RECOMPUTED]
-        entry = (snapshot, judged, SizingIndex(judged))
+        bundles = {result["public_id"]: result["bundle_sha256"] for result in judged}
+        entry = (snapshot, judged, SizingIndex(judged), bundles)
         _judged_by_model[benchmark.model_id] = entry
-    return entry[1], entry[2]
+    return entry[1], entry[2], entry[3]
 
 
 def sizing_answer(query: dict) -> dict:
     """The sizing of validated query values (the page and the API share it)."""
     benchmark = _benchmark(query["benchmark"])
     metric = interactivity_metric_for(benchmark.workload)
-    results, index = _judged(benchmark)
-    chosen = None
+    results, index, bundle_of = _judged(benchmark)
+    chosen = concurrency = None
     ask = SiteAsk(
         users=query["users"],
         users_expansion=query.get("users_expansion"),
@@ -174,10 +176,10 @@ def sizing_answer(query: dict) -> dict:
             interactivity_metric=metric,
         )
         meets = None
-        chosen = index.chosen(targets)  # sizing_point under percentile_meets(targets), vectorised
+        chosen, concurrency = index.choose(
+            targets
+        )  # sizing_point under percentile_meets(targets), vectorised
         slo = {"ttft_p90_ms_max": targets.ttft_p90_ms_max, "interactivity_min": targets.interactivity_min}
-    # one look-up per row read, not a scan of the results
-    bundle_of = {r["public_id"]: r["bundle_sha256"] for r in results}
 
     def decorate(row: dict) -> None:
         row["bundle_sha256"] = bundle_of[row["result"]]
@@ -188,6 +190,8 @@ def sizing_answer(query: dict) -> dict:
         ask,
         meets=meets,
         chosen=chosen,
+        concurrency=concurrency,
+        index=index,
         measured=selectors.measured_power_of_benchmark(benchmark.model_id),
         decorate=decorate,
     )

@@ -140,12 +140,19 @@ class SizingIndex:
         order = np.lexsort((np.arange(len(owners)), -np.nan_to_num(tps), -np.nan_to_num(concurrency), owner))
         self._np = np
         self._order, self._owner, self._usable = order, owner[order], usable[order]
+        self._concurrency = concurrency[order]
         self._ttft = column("ttft_p90_ms")[order]
         self._columns = {"ttft_p90_ms": self._ttft}
         self._column = column
+        self.name_rank, self.accelerators = _static_keys(results)
 
     def chosen(self, targets: SloTargets) -> list[dict | None]:
         """Each result's sizing point under `targets` (TTFT P90 and interactivity; no caps), None where none meets."""
+        return self.choose(targets)[0]
+
+    def choose(self, targets: SloTargets):
+        """(chosen, their concurrencies): chosen as `chosen` says, and each result's sizing point's concurrency
+        as a float64 array, NaN where none meets (SizedSite's arithmetic without reading a point again)."""
         np = self._np
         metric = targets.interactivity_metric
         if metric not in self._columns:
@@ -160,9 +167,31 @@ class SizingIndex:
         first = np.ones(len(kept), dtype=bool)
         first[1:] = owners[1:] != owners[:-1]
         out: list[dict | None] = [None] * len(self.results)
-        for owner, position in zip(owners[first].tolist(), kept[first].tolist(), strict=True):
-            out[owner] = self.points[int(self._order[position])]
-        return out
+        best_owner, best = owners[first], kept[first]
+        points, order = self.points, self._order
+        for owner, at in zip(best_owner.tolist(), order[best].tolist(), strict=True):
+            out[owner] = points[at]
+        concurrency = np.full(len(self.results), math.nan)
+        concurrency[best_owner] = self._concurrency[best]
+        return out, concurrency
+
+
+def _static_keys(results: list[dict]):
+    """What orders the sizing's rows and does not depend on the ask: each result's rank by (system name, result id,
+    position), and its accelerator count (0 where it has none, which size_system cannot multiply)."""
+    import numpy as np
+
+    by_name = sorted(
+        range(len(results)), key=lambda i: (results[i].get("system") or "", results[i]["public_id"], i)
+    )
+    name_rank = np.empty(len(results), dtype=np.int64)
+    name_rank[by_name] = np.arange(len(results))
+    accelerators = np.fromiter(
+        ((number(r.get("accelerators")) or 0.0) if r.get("accelerators") else 0.0 for r in results),
+        dtype=np.float64,
+        count=len(results),
+    )
+    return name_rank, accelerators
 
 
 def replicas_for(users: int, headroom: float, concurrency: float) -> int:
@@ -267,6 +296,8 @@ class SizedSite:
         *,
         meets: Callable[[dict, dict], bool] | None = None,
         chosen: list[dict | None] | None = None,
+        concurrency=None,
+        index: SizingIndex | None = None,
         measured: dict[str, dict[int, dict]],
         decorate: Callable[[dict], None] | None = None,
     ) -> None:
@@ -279,40 +310,64 @@ class SizedSite:
                 for result in results
             ]
         self.chosen = chosen
-        self.entries: list[tuple[str, int, int]] = []  # (phase, users, result index), in the rows' order
+        import numpy as np
+
+        if index is not None and index.results is results:
+            name_rank, accelerators = index.name_rank, index.accelerators
+        else:
+            name_rank, accelerators = _static_keys(results)
+        if concurrency is None:
+            concurrency = np.fromiter(
+                (math.nan if point is None else number(point.get("concurrency")) for point in chosen),
+                dtype=np.float64,
+                count=len(chosen),
+            )
+        sized = ~np.isnan(concurrency)
+        meeting = int(sized.sum())
+        # per phase, in the rows' order: (phase, users, the result indexes)
+        self.blocks: list[tuple[str, int, list[int]]] = []
         self.meeting: dict[str, int] = {}
-        self.starts: dict[str, int] = {}
         for phase, users in ask.phases():
-            keys = []
-            for index, (result, point) in enumerate(zip(results, self.chosen, strict=True)):
-                accelerators = math.inf
-                if point is not None and result.get("accelerators"):
-                    replicas = replicas_for(users, ask.headroom, number(point["concurrency"]))
-                    accelerators = replicas * result["accelerators"]
-                keys.append(
-                    (point is None, accelerators, result.get("system") or "", result["public_id"], index)
-                )
-            keys.sort()
-            self.starts[phase] = len(self.entries)
-            self.entries.extend((phase, users, key[-1]) for key in keys)
-            self.meeting[phase] = sum(1 for point in self.chosen if point is not None)
+            # replicas_for, element by element as Python computes it: the same IEEE product and quotient; its
+            # rounding to 1e-9 only matters within a hair of an integer (not on one), where Python does it
+            with np.errstate(divide="ignore", invalid="ignore"):
+                quotient = users * (1 + ask.headroom) / concurrency
+            replicas = np.ceil(quotient)
+            whole = np.rint(quotient)
+            for at in np.flatnonzero(
+                sized & (quotient != whole) & (np.abs(quotient - whole) < 1e-6)
+            ).tolist():
+                replicas[at] = replicas_for(users, ask.headroom, float(concurrency[at]))
+            site_accelerators = np.where(sized & (accelerators > 0), replicas * accelerators, math.inf)
+            # meets first, then fewest accelerators, then system name and result id (np.lexsort: last key first)
+            order = np.lexsort((name_rank, site_accelerators, ~sized))
+            self.blocks.append((phase, users, order.tolist()))
+            self.meeting[phase] = meeting
+        self._length = sum(len(block[2]) for block in self.blocks)
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return self._length
 
     def __bool__(self) -> bool:
-        return bool(self.entries)
+        return self._length > 0
 
     def phase(self, name: str) -> tuple[int, int]:
         """Where a phase's rows are: (first position, how many)."""
-        start = self.starts.get(name)
-        if start is None:
-            return 0, 0
-        later = [s for s in self.starts.values() if s > start]
-        return start, (min(later) if later else len(self.entries)) - start
+        start = 0
+        for phase, _, order in self.blocks:
+            if phase == name:
+                return start, len(order)
+            start += len(order)
+        return 0, 0
 
     def _row(self, at: int) -> dict:
-        phase, users, index = self.entries[at]
+        for block in self.blocks:
+            if at < len(block[2]):
+                phase, users, index = block[0], block[1], block[2][at]
+                break
+            at -= len(block[2])
+        else:
+            raise IndexError(at)
         result, point = self.results[index], self.chosen[index]
         row = size_system(
             result,
@@ -328,11 +383,11 @@ class SizedSite:
 
     def __getitem__(self, item):
         if isinstance(item, slice):
-            return [self._row(at) for at in range(*item.indices(len(self.entries)))]
-        return self._row(range(len(self.entries))[item])
+            return [self._row(at) for at in range(*item.indices(self._length))]
+        return self._row(range(self._length)[item])
 
     def __iter__(self):
-        return (self._row(at) for at in range(len(self.entries)))
+        return (self._row(at) for at in range(self._length))
 
 
 def size_site(
@@ -341,6 +396,8 @@ def size_site(
     *,
     meets: Callable[[dict, dict], bool] | None = None,
     chosen: list[dict | None] | None = None,
+    concurrency=None,
+    index: SizingIndex | None = None,
     measured: dict[str, dict[int, dict]],
     decorate: Callable[[dict], None] | None = None,
 ) -> SizedSite:
@@ -348,4 +405,13 @@ def size_site(
     its sizing point; systems that meet first, by fewest accelerators, then by system name; those that cannot
     meet the SLO after them with `meets: false`. `meets(result, point)` is the SLO in the buyer's mode, or
     `chosen` each result's sizing point already (SizingIndex.chosen). The rows are built when read (SizedSite)."""
-    return SizedSite(results, ask, meets=meets, chosen=chosen, measured=measured, decorate=decorate)
+    return SizedSite(
+        results,
+        ask,
+        meets=meets,
+        chosen=chosen,
+        concurrency=concurrency,
+        index=index,
+        measured=measured,
+        decorate=decorate,
+    )

@@ -715,7 +715,7 @@ def test_the_sizing_index_chooses_what_sizing_point_chooses(seed):
     import random
 
     from leaderboard.board.slo import SloTargets
-    from leaderboard.board.tender import SizingIndex, percentile_meets, sizing_point
+    from leaderboard.board.tender import SiteAsk, SizingIndex, percentile_meets, size_site, sizing_point
 
     rng = random.Random(seed)
     odd = [None, 0, 0.0, float("nan"), float("inf"), True, "12", -1]
@@ -738,7 +738,14 @@ def test_the_sizing_index_chooses_what_sizing_point_chooses(seed):
         ]
         if rng.random() < 0.1:
             points = [*points, *points[:2]]  # the very same point listed twice: the first one is chosen
-        results.append({"public_id": f"EP-{index}", "accelerators": 8, "points": points})
+        results.append(
+            {
+                "public_id": f"EP-{index}",
+                "system": f"System {rng.randint(0, 30)}",
+                "accelerators": rng.choice([None, 0, 8, 8, 16]),
+                "points": points,
+            }
+        )
     index = SizingIndex(results)
     seen = set()
     for _ in range(25):
@@ -754,4 +761,11 @@ def test_the_sizing_index_chooses_what_sizing_point_chooses(seed):
             id(p) if p is not None else None for p in want
         ]
         seen.update("chosen" if p is not None else "none" for p in got)
+        # and the site sized from the index's choice (its concurrencies, its name order) is the eager one
+        chosen, concurrency = index.choose(targets)
+        ask = SiteAsk(
+            users=rng.choice([64, 5000, 12345]), users_expansion=50000, headroom=rng.choice([0, 0.1])
+        )
+        lazy = size_site(results, ask, chosen=chosen, concurrency=concurrency, index=index, measured={})
+        assert list(lazy) == _sized_eagerly(results, ask, meets, {})
     assert seen == {"chosen", "none"}
