@@ -303,10 +303,7 @@ def slo_answer(query: dict, *, benchmarks: list[Benchmark] | None = None) -> dic
     )
     prices = prices_of(query)
     measured = selectors.measured_power_of_benchmark(benchmark.model_id)
-    nodes = {
-        result["public_id"]: result.get("nodes")
-        for result in exports.snapshot_results_cached(public_publications(), benchmark.model_id)
-    }
+    index = exports.slo_index(public_publications(), benchmark.model_id)
 
     def decorate(row: dict) -> None:
         # the buyer's prices (as the per-request mode prices its rows: leaderboard.board.goodput.targets.normalised)
@@ -314,7 +311,10 @@ def slo_answer(query: dict, *, benchmarks: list[Benchmark] | None = None) -> dic
         # the API's page), not for every qualifying result
         row.update(
             normalised(
-                row, accelerators=row.get("accelerators"), nodes=nodes.get(row["public_id"]), prices=prices
+                row,
+                accelerators=row.get("accelerators"),
+                nodes=(index.result_by_id(row["public_id"]) or {}).get("nodes"),
+                prices=prices,
             )
         )
         row.update(point_energy(row, measured))

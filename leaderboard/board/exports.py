@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from django.db.models import Count, Max, Q, QuerySet
 
 from catalog.models import Benchmark, ruleset_is_preview
@@ -346,12 +347,10 @@ def slo_query(
     claimed ones, listed with their level and no rank (the board's rule, checker.judge.verification). `decorate`
     adds to a row when it is built (the buyer's prices, the point's energy)."""
     index = slo_index(publications, benchmark.model_id)
-    positions = index.ranking(targets)
-    fully = [index.result_of(p).get("verification") == FULLY_RECOMPUTED for p in positions]
-    ranked = [p for p, f in zip(positions, fully, strict=True) if f]
-    return SloRows(
-        index, ranked + [p for p, f in zip(positions, fully, strict=True) if not f], len(ranked), decorate
-    )
+    positions = np.asarray(index.ranking(targets), dtype=np.int64)
+    fully = index.results_where(positions, "verification", FULLY_RECOMPUTED)
+    ranked = positions[fully].tolist()
+    return SloRows(index, ranked + positions[~fully].tolist(), len(ranked), decorate)
 
 
 class SloRows:

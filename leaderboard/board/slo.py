@@ -263,6 +263,24 @@ class SloIndex:
     def result_of(self, position: int) -> dict:
         return self.results[int(self._owner[position])]
 
+    def result_by_id(self, public_id: str) -> dict | None:
+        """A result of the index by its public id (the mapping made on first use)."""
+        by_id = self.__dict__.get("_by_id")
+        if by_id is None:
+            by_id = self._by_id = {result["public_id"]: result for result in self.results}
+        return by_id.get(public_id)
+
+    def results_where(self, positions: list[int], name: str, value: Any) -> np.ndarray:
+        """For sorted positions (ranking's values), whether each one's result has `name` equal to `value`, as a
+        boolean array (the per-result flags made once per name and value)."""
+        flags = self.__dict__.setdefault("_flags", {})
+        key = (name, value)
+        if key not in flags:
+            flags[key] = np.fromiter(
+                (result.get(name) == value for result in self.results), dtype=bool, count=len(self.results)
+            )
+        return flags[key][self._owner[np.asarray(positions, dtype=np.int64)]]
+
     def ranking(self, targets: SloTargets) -> list[int]:
         """The sorted positions of each qualifying result's best point, in rank order (rank's rows, unbuilt)."""
         interactivity = self._interactivity.get(targets.interactivity_metric)
