@@ -626,6 +626,10 @@ def test_a_table_that_cannot_be_written_answers_from_memory_when_small_and_503_w
     assert "percentile mode" in refused.json()["detail"]
     page = Client().get("/leaderboard/slo/", {**query, "mode": "per_request", "ttft_ms": 302})
     assert page.status_code == 503 and "Ask again in a minute" in page.content.decode()
+    assert (
+        "Not available right now" in page.content.decode()
+        and "Check the targets" not in page.content.decode()
+    )
     percentile = Client().get(
         "/api/v1/public/slo/", {"benchmark": "goodput-model", "ttft_p90_ms_max": 500, "interactivity_min": 1}
     )
