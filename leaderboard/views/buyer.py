@@ -360,6 +360,7 @@ def slo(request):
             except UnavailableError as error:
                 context["errors"] = {"Per-request ranking": error.detail}
                 context["status"] = error.status_code
+                context["unavailable"] = True
             except ApplicationError as error:
                 context["errors"] = {SLO_FIELD_LABELS["benchmark"]: error.detail}
                 context["error_fields"] = ["benchmark"]
