@@ -42,7 +42,8 @@ def test_site_sizing_in_chromium(chromium, live_server, plain_http, published):
     for part in ("users=5000", "users_expansion=12000", "headroom=0.1", "price_per_kwh=0.2"):
         assert part in page.url  # every input stays in the address
     answer = json.load(urlopen(live_server.url + page.locator("a", has_text="JSON").get_attribute("href")))
-    for row in answer["rows"]:
+    assert answer["count"] == len(answer["results"])  # every row on one page of the JSON
+    for row in answer["results"]:
         cells = page.locator(f'[data-phase="{row["phase"]}"] tr[data-result="{row["result"]}"]')
         assert cells.get_attribute("data-meets") == ("yes" if row["meets"] else "no")
         if row["meets"]:
