@@ -22,7 +22,7 @@ from leaderboard.board.normalised import points_goodput
 from leaderboard.board.procurement import RequirementsError
 from leaderboard.board.scoring import score_phase
 from leaderboard.board.slo import NO_INTERPOLATION, SloTargets, interactivity_metric_for
-from leaderboard.board.tender import SiteAsk, SizingIndex, size_site
+from leaderboard.board.tender import SiteAsk, SizedSite, SizingIndex
 from leaderboard.board.tender_inputs import TenderDefinition, costing_of, tender_from_query
 from portal.errors import ApplicationError
 
@@ -185,7 +185,7 @@ def sizing_answer(query: dict) -> dict:
         row["bundle_sha256"] = bundle_of[row["result"]]
 
     # the rows are built when read: the page shows 25 a phase, the API a page, the CSV all of them
-    rows = size_site(
+    rows = SizedSite(
         results,
         ask,
         meets=meets,

@@ -284,10 +284,15 @@ def size_system(
 
 
 class SizedSite:
-    """size_site's rows as a read-only sequence: the order is worked out for every system (its sizing point, and
+    """SizedSite's rows as a read-only sequence: the order is worked out for every system (its sizing point, and
     for each phase its replicas and accelerators: arithmetic), each row's figures (power, energy, cost) when it is
     read. At the board's size (10,000 results, two phases) the page shows 25 rows a phase and the API a page;
-    building all 20,000 rows for each ask was most of its second (docs/performance.md, issue 37)."""
+    building all 20,000 rows for each ask was most of its second (docs/performance.md, issue 37).
+
+    Per phase, one row per system (the results given: published, fully recomputed, newest per system), sized at its
+    sizing point; systems that meet first, by fewest accelerators, then by system name; those that cannot meet the
+    SLO after them with `meets: false`. `meets(result, point)` is the SLO in the buyer's mode, or `chosen` each
+    result's sizing point already (SizingIndex.choose, with its `concurrency`)."""
 
     def __init__(
         self,
@@ -388,30 +393,3 @@ class SizedSite:
 
     def __iter__(self):
         return (self._row(at) for at in range(self._length))
-
-
-def size_site(
-    results: list[dict],
-    ask: SiteAsk,
-    *,
-    meets: Callable[[dict, dict], bool] | None = None,
-    chosen: list[dict | None] | None = None,
-    concurrency=None,
-    index: SizingIndex | None = None,
-    measured: dict[str, dict[int, dict]],
-    decorate: Callable[[dict], None] | None = None,
-) -> SizedSite:
-    """Per phase, one row per system (the results given: published, fully recomputed, newest per system), sized at
-    its sizing point; systems that meet first, by fewest accelerators, then by system name; those that cannot
-    meet the SLO after them with `meets: false`. `meets(result, point)` is the SLO in the buyer's mode, or
-    `chosen` each result's sizing point already (SizingIndex.chosen). The rows are built when read (SizedSite)."""
-    return SizedSite(
-        results,
-        ask,
-        meets=meets,
-        chosen=chosen,
-        concurrency=concurrency,
-        index=index,
-        measured=measured,
-        decorate=decorate,
-    )

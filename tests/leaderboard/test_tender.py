@@ -665,7 +665,7 @@ def test_rows_built_when_read_are_the_rows_built_eagerly(seed):
     import random
 
     from leaderboard.board.slo import SloTargets
-    from leaderboard.board.tender import SiteAsk, TenderPrices, percentile_meets, size_site
+    from leaderboard.board.tender import SiteAsk, SizedSite, TenderPrices, percentile_meets
 
     rng = random.Random(seed)
     results = []
@@ -700,7 +700,7 @@ def test_rows_built_when_read_are_the_rows_built_eagerly(seed):
         prices=TenderPrices(per_accelerator_hour=2.0, per_kwh=0.15),
     )
     meets = percentile_meets(SloTargets(ttft_p90_ms_max=300, interactivity_min=40))
-    lazy = size_site(results, ask, meets=meets, measured={})
+    lazy = SizedSite(results, ask, meets=meets, measured={})
     eager = _sized_eagerly(results, ask, meets, {})
     assert len(lazy) == len(eager) and list(lazy) == eager
     assert lazy[17:42] == eager[17:42] and lazy[-1] == eager[-1]
@@ -715,7 +715,7 @@ def test_the_sizing_index_chooses_what_sizing_point_chooses(seed):
     import random
 
     from leaderboard.board.slo import SloTargets
-    from leaderboard.board.tender import SiteAsk, SizingIndex, percentile_meets, size_site, sizing_point
+    from leaderboard.board.tender import SiteAsk, SizedSite, SizingIndex, percentile_meets, sizing_point
 
     rng = random.Random(seed)
     odd = [None, 0, 0.0, float("nan"), float("inf"), True, "12", -1]
@@ -766,6 +766,6 @@ def test_the_sizing_index_chooses_what_sizing_point_chooses(seed):
         ask = SiteAsk(
             users=rng.choice([64, 5000, 12345]), users_expansion=50000, headroom=rng.choice([0, 0.1])
         )
-        lazy = size_site(results, ask, chosen=chosen, concurrency=concurrency, index=index, measured={})
+        lazy = SizedSite(results, ask, chosen=chosen, concurrency=concurrency, index=index, measured={})
         assert list(lazy) == _sized_eagerly(results, ask, meets, {})
     assert seen == {"chosen", "none"}
