@@ -214,11 +214,21 @@ def test_the_index_answers_what_evaluating_every_point_answers(tmp_path):
     index.save(tmp_path / "table")
     mapped = GoodputIndex.load(tmp_path / "table", results)
     assert mapped is not None
-    for _ in range(60):
+    # targets at a point's largest TTFT or TPOT exactly: the edge where a point's values all count without a search
+    largest_ttft = [float(s.ttft_ns[s.ok].max()) / 1e6 for s in samples.values() if s.ok.any()]
+    largest_tpot = [
+        float(np.nanmax(s.tpot_ns)) / 1e6 for s in samples.values() if not np.isnan(s.tpot_ns).all()
+    ]
+    for _ in range(120):
+        ttft_ms = float(rng.uniform(50, 250)) if rng.random() > 0.2 else float(rng.choice(largest_ttft))
+        tpot_ms = float(rng.uniform(5, 20)) if rng.random() > 0.2 else float(rng.choice(largest_tpot))
         targets = GoodputTargets(
-            ttft_ms=float(rng.uniform(50, 250)) if rng.random() > 0.1 else None,
-            tpot_ms=float(rng.uniform(5, 20)) if rng.random() > 0.1 else None,
-            attainment=float(rng.choice([0.5, 0.8, 0.9, 0.95, 0.99, 0.333])),
+            ttft_ms=ttft_ms if rng.random() > 0.1 else None,
+            tpot_ms=tpot_ms if rng.random() > 0.1 else None,
+            # more goals than an index keeps (GOALS_KEPT): the k-th values are read again after being dropped
+            attainment=float(
+                rng.choice([0.5, 0.8, 0.9, 0.95, 0.99, 0.333, 0.7, 0.75, 0.85, 0.97, 0.999, 1.0])
+            ),
             accelerators_max=8 if rng.random() < 0.2 else None,
         )
         want = []

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import OrderedDict
+from functools import cached_property
 
 import numpy as np
 
@@ -19,6 +21,7 @@ from leaderboard.board.goodput.targets import GoodputTargets, Prices, normalised
 
 logger = logging.getLogger(__name__)
 
+GOALS_KEPT = 8  # attainment goals whose k-th values an index keeps (GoodputIndex._goal)
 _NO_LIMIT = float(np.finfo(np.float64).max)  # finite, so a sample at +inf (cannot be good) never meets it
 
 # the arrays a table file holds, one .npy each: per point (P) and per sample (N) in two orders
@@ -39,6 +42,63 @@ def _count_within(values: np.ndarray, start: np.ndarray, size: np.ndarray, known
         hi[active[~met]] = mid[~met]
         active = active[lo[active] < hi[active]]
     return lo - start
+
+
+def _segments(start: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """The positions of the segments [start, start + size), one after the other."""
+    size = size.astype(np.int64, copy=False)
+    total = int(size.sum())
+    offsets = np.cumsum(size) - size
+    return np.repeat(start.astype(np.int64, copy=False) - offsets, size) + np.arange(total, dtype=np.int64)
+
+
+def _segment_sums(values: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Per segment of `values` (consecutive, of these sizes) the sum of its values (0 for an empty one)."""
+    out = np.zeros(len(size), dtype=np.int64)
+    nonempty = np.flatnonzero(size > 0)
+    if len(nonempty):
+        offsets = (np.cumsum(size) - size)[nonempty]
+        out[nonempty] = np.add.reduceat(values, offsets, dtype=np.int64)
+    return out
+
+
+def _segment_max(values: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Per segment of `values` its largest value (-inf for an empty one)."""
+    out = np.full(len(size), -np.inf)
+    nonempty = np.flatnonzero(size > 0)
+    if len(nonempty):
+        offsets = (np.cumsum(size) - size)[nonempty]
+        out[nonempty] = np.maximum.reduceat(values, offsets)
+    return out
+
+
+def _tokens_within(
+    cum: np.ndarray, start: np.ndarray, within: np.ndarray, finite: np.ndarray, finite_tokens: np.ndarray
+) -> np.ndarray:
+    """The tokens of the first `within` values of each segment from the running sums `cum`: those of all the
+    finite ones (known) when `within` is all of them, else read."""
+    tokens = finite_tokens.copy()
+    read = np.flatnonzero(within != finite)
+    if len(read):
+        tokens[read] = cum[start[read] + within[read]] - cum[start[read]]
+    return tokens
+
+
+def _count_within_finite(
+    values: np.ndarray,
+    start: np.ndarray,
+    known: np.ndarray,
+    limit: float,
+    finite: np.ndarray,
+    last: np.ndarray,
+) -> np.ndarray:
+    """_count_within for segments whose first `finite` values are finite, the largest of them `last`, and the rest
+    +inf (never within a limit): all the finite ones when `last` is within, else a search among them only."""
+    count = finite.copy()
+    search = np.flatnonzero(last > limit)
+    if len(search):
+        count[search] = _count_within(values, start[search], finite[search], known[search], limit)
+    return count
 
 
 def _fewest_good(size: np.ndarray, goal: float) -> np.ndarray:
@@ -99,6 +159,9 @@ class GoodputIndex:
             [_number(self.results[i].get("accelerators")) for i in self._owner.tolist()], dtype=np.float64
         )
         self._static: dict[int, dict] = {}
+        self._goals: OrderedDict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
+            OrderedDict()
+        )  # see _goal
         self._result_cliffs: dict[int, list[dict]] = {}
         self._result_of = {result["public_id"]: index for index, result in enumerate(self.results)}
         # the ranking's last tie-breaker: each point's result by its public id, as strings sort
@@ -111,7 +174,8 @@ class GoodputIndex:
         self._total_tps = (
             np.asarray(a["cum_t"])[self._start + self._size] - np.asarray(a["cum_t"])[self._start]
         )
-        self._total_tps = self._total_tps / np.maximum(self._seconds, 1e-300)
+        self._seconds_positive = np.maximum(self._seconds, 1e-300)
+        self._total_tps = self._total_tps / self._seconds_positive
         self._visit = np.lexsort(
             (np.arange(len(self._owner)), self._concurrency, -self._total_tps, self._owner)
         ).astype(np.int64)
@@ -157,48 +221,106 @@ class GoodputIndex:
         index.table = source.name
         return index
 
+    @cached_property
+    def _edges(self) -> dict[str, np.ndarray]:
+        """What answers most points of most targets without reading their samples, worked out once per index.
+        Per point, in its TTFT order and in its TPOT order: how many values are finite (+inf: the sample cannot be
+        good), the largest finite one (-inf when none is) and their tokens: a target at or above it counts them all
+        and their tokens without a search. And of the
+        samples after its finite TTFTs (those that cannot be good: failed, or no first token), how many have a
+        finite TPOT, the largest, and their tokens: when every finite TTFT is within the target, the good
+        requests are those within the TPOT target less these."""
+        edges = {}
+        zeros = np.zeros_like(self._size)
+        for name, values, cum in (("ttft", self._ttft_t, self._cum_t), ("tpot", self._tpot_s, self._cum_s)):
+            finite = _count_within(values, self._start, self._size, zeros, _NO_LIMIT)
+            last = np.full(len(self._size), -np.inf)
+            some = np.flatnonzero(finite > 0)
+            last[some] = values[self._start[some] + finite[some] - 1]
+            edges[f"finite_{name}"], edges[f"last_{name}"] = finite, last
+            edges[f"tokens_{name}"] = cum[self._start + finite] - cum[self._start]
+        tail = self._size - edges["finite_ttft"]
+        index = _segments(self._start + edges["finite_ttft"], tail)
+        tpot = self._tpot_t[index]
+        finite = np.isfinite(tpot)
+        edges["tail_finite"] = _segment_sums(finite, tail)
+        edges["tail_tokens"] = _segment_sums(np.where(finite, self._tokens_t[index], 0), tail)
+        edges["tail_last"] = _segment_max(np.where(finite, tpot, -np.inf), tail)
+        return edges
+
     def _bound(
         self, bounds: dict, points: np.ndarray, known: np.ndarray, ttft_ns: float, tpot_ns: float
     ) -> None:
         """Into `bounds` (arrays over every point), for `points` (positions, each known to have at least `known`
         samples within both targets): A = #TTFT <= X and its tokens, B = #TPOT <= Y and its tokens (exact: binary
         searches)."""
-        start, size = self._start[points], self._size[points]
-        within_ttft = _count_within(self._ttft_t, start, size, known, ttft_ns)
-        within_tpot = _count_within(self._tpot_s, start, size, known, tpot_ns)
+        start = self._start[points]
+        edges = self._edges
+        within_ttft = _count_within_finite(
+            self._ttft_t, start, known, ttft_ns, edges["finite_ttft"][points], edges["last_ttft"][points]
+        )
+        within_tpot = _count_within_finite(
+            self._tpot_s, start, known, tpot_ns, edges["finite_tpot"][points], edges["last_tpot"][points]
+        )
         bounds["ttft_good"][points] = within_ttft
-        bounds["ttft_tokens"][points] = self._cum_t[start + within_ttft] - self._cum_t[start]
+        bounds["ttft_tokens"][points] = _tokens_within(
+            self._cum_t, start, within_ttft, edges["finite_ttft"][points], edges["tokens_ttft"][points]
+        )
         bounds["tpot_good"][points] = within_tpot
-        bounds["tpot_tokens"][points] = self._cum_s[start + within_tpot] - self._cum_s[start]
+        bounds["tpot_tokens"][points] = _tokens_within(
+            self._cum_s, start, within_tpot, edges["finite_tpot"][points], edges["tokens_tpot"][points]
+        )
 
     def _evaluate(
         self, points: np.ndarray, tpot_ns: float, bounds: dict[str, np.ndarray]
     ) -> dict[str, np.ndarray]:
-        """Exact good counts and good tokens of `points` (positions in self.points), on the shorter side of each
-        point's TTFT order."""
+        """Exact good counts and good tokens of `points` (positions in self.points): those within the TPOT target
+        less those of them beyond the TTFT target. When every finite TTFT of a point is within its target, those
+        beyond are the samples that cannot be good, counted once (_edges); otherwise the samples are read, on the
+        shorter side of the point's TTFT order."""
         within = bounds["ttft_good"][points]
         sizes = self._size[points]
-        direct = within <= sizes - within
-        seg_start = self._start[points] + np.where(direct, 0, within)
-        seg_size = np.where(direct, within, sizes - within)
-        offsets = np.concatenate([[0], np.cumsum(seg_size)[:-1]]).astype(np.int64)
-        total = int(seg_size.sum())
-        if total:
-            index = np.repeat(seg_start - offsets, seg_size) + np.arange(total)
+        edges = self._edges
+        known = (within == edges["finite_ttft"][points]) & (edges["tail_last"][points] <= tpot_ns)
+        direct = ~known & (within <= sizes - within)
+        count = np.where(known, edges["tail_finite"][points], 0)
+        token_sum = np.where(known, edges["tail_tokens"][points], 0)
+        read = np.flatnonzero(~known)
+        if len(read):
+            seg_start = self._start[points[read]] + np.where(direct[read], 0, within[read])
+            seg_size = np.where(direct[read], within[read], sizes[read] - within[read])
+            index = _segments(seg_start, seg_size)
             met = self._tpot_t[index] <= tpot_ns
-            tokens = np.where(met, self._tokens_t[index], 0).astype(np.int64)
-            # reduceat over empty segments returns the next element: zero them afterwards
-            nonempty = seg_size > 0
-            safe = np.minimum(offsets, total - 1)
-            count = np.where(nonempty, np.add.reduceat(met, safe, dtype=np.int64), 0)
-            token_sum = np.where(nonempty, np.add.reduceat(tokens, safe, dtype=np.int64), 0)
-        else:
-            count = np.zeros(len(points), dtype=np.int64)
-            token_sum = np.zeros(len(points), dtype=np.int64)
+            count[read] = _segment_sums(met, seg_size)
+            token_sum[read] = _segment_sums(np.where(met, self._tokens_t[index], 0), seg_size)
         return {
             "good": np.where(direct, count, bounds["tpot_good"][points] - count),
             "tokens": np.where(direct, token_sum, bounds["tpot_tokens"][points] - token_sum),
         }
+
+    def _goal(self, goal: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per point, for an attainment goal: k, the fewest good requests meeting it (in the points' order), and
+        the k-th smallest TTFT and TPOT (in the order a query visits the points; -inf when k is 0, +inf when the
+        point has fewer than k samples: no target is met by +inf). A point can reach the goal only when both are
+        within the targets. Read from the table once per goal and kept
+        (GOALS_KEPT goals, ~24 bytes a point each): buyers ask a handful of goals, and the k-th values are one
+        scattered read per point of a table of gigabytes."""
+        entry = self._goals.get(goal)
+        if entry is not None:
+            self._goals.move_to_end(goal)
+            return entry
+        need = _fewest_good(self._size, goal)
+        kth_ttft = np.where(need > 0, np.inf, -np.inf)
+        kth_tpot = kth_ttft.copy()
+        probe = np.flatnonzero((need > 0) & (need <= self._size))
+        at = self._start[probe] + need[probe] - 1
+        kth_ttft[probe] = self._ttft_t[at]
+        kth_tpot[probe] = self._tpot_s[at]
+        # in the order a query visits the points (ranking), so that its candidates are one mask of these
+        entry = self._goals[goal] = (need, kth_ttft[self._visit], kth_tpot[self._visit])
+        while len(self._goals) > GOALS_KEPT:
+            self._goals.popitem(last=False)
+        return entry
 
     def ranking(self, targets: GoodputTargets) -> dict[str, np.ndarray]:
         """The answer as arrays, one entry per result with a point meeting the goal, in rank order (token goodput
@@ -212,18 +334,15 @@ class GoodputIndex:
         goal = targets.attainment
         # good <= min(A, B): a point cannot reach the goal unless its k-th smallest TTFT and k-th smallest TPOT
         # are within the targets (k = the fewest good requests meeting the goal; one read per point and array)
-        need = _fewest_good(self._size, goal)
-        possible = need <= self._size
+        need, kth_ttft, kth_tpot = self._goal(goal)
+        possible = (kth_ttft <= ttft_ns) & (kth_tpot <= tpot_ns)  # in visit order
         if targets.power_kw_max is not None:
-            possible &= self._power_kw <= targets.power_kw_max
+            possible &= self._power_kw[self._visit] <= targets.power_kw_max
         if targets.accelerators_max is not None:
-            possible &= self._accelerators <= targets.accelerators_max
-        probe = np.flatnonzero(possible & (need > 0))
-        at = self._start[probe] + need[probe] - 1
-        possible[probe] = (self._ttft_t[at] <= ttft_ns) & (self._tpot_s[at] <= tpot_ns)
+            possible &= self._accelerators[self._visit] <= targets.accelerators_max
         # per result, its candidates from the most tokens per second down (all of a point's tokens: no goodput
         # can be more), in the order worked out once for the index
-        order = self._visit[possible[self._visit]]
+        order = self._visit[possible]
         if not len(order):
             return empty
         owners = self._owner[order]
@@ -236,7 +355,7 @@ class GoodputIndex:
         best_good = np.zeros(len(group_start), dtype=np.int64)
         best_tokens = np.zeros(len(group_start), dtype=np.int64)
         bounds = {name: np.zeros(len(self._owner), dtype=np.int64) for name in _COUNTS[2:]}
-        seconds = np.maximum(self._seconds, 1e-300)
+        seconds = self._seconds_positive
         groups = np.arange(len(group_start))
         while len(groups):
             points = order[cursor[groups]]
@@ -269,7 +388,9 @@ class GoodputIndex:
         # the rows' order: token goodput, request goodput (as the rows compute them), public id
         tps = best_tokens[found] / self._seconds[chosen]
         rps = best_good[found] / self._seconds[chosen]
-        ranked = np.lexsort((self._id_rank[chosen], -rps, -tps))
+        ranked = np.argsort(-tps, kind="stable")
+        if np.any(tps[ranked][1:] == tps[ranked][:-1]):  # a tie: request goodput, then public id decide
+            ranked = np.lexsort((self._id_rank[chosen], -rps, -tps))
         chosen = chosen[ranked]
         return {
             "point": chosen,
