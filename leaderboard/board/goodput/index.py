@@ -31,17 +31,21 @@ _SAMPLE_ARRAYS = ("ttft_t", "tpot_t", "tokens_t", "cum_t", "tpot_s", "cum_s")
 
 def _count_within(values: np.ndarray, start: np.ndarray, size: np.ndarray, known: np.ndarray, limit: float):
     """Per segment [start, start + size) of `values`, each sorted ascending, whose first `known` values are known
-    to be <= limit: how many values are <= limit (a binary search on every segment at once, over the rest)."""
-    lo = (start + known).astype(np.int64, copy=True)
-    hi = (start + size).astype(np.int64, copy=True)
-    active = np.flatnonzero(lo < hi)
-    while len(active):
-        mid = (lo[active] + hi[active]) // 2
-        met = values[mid] <= limit
-        lo[active[met]] = mid[met] + 1
-        hi[active[~met]] = mid[~met]
-        active = active[lo[active] < hi[active]]
-    return lo - start
+    to be <= limit: how many values are <= limit (a binary search on every segment at once, over the rest).
+
+    The first value above the limit lies in [base, base + left]; each step looks at base + left // 2 and keeps the
+    half that holds it, the same few whole-array operations for every segment (no segment is set apart when it is
+    done: one with nothing left looks at its own base again and keeps it)."""
+    base = (start + known).astype(np.int64, copy=True)
+    left = (size - known).astype(np.int64, copy=True)
+    while len(left) and left.max() > 1:
+        half = left // 2
+        probe = base + half
+        base = np.where(values[probe] <= limit, probe, base)
+        left -= half
+    last = np.flatnonzero(left == 1)  # the first value above the limit is base or base + 1
+    base[last] += values[base[last]] <= limit
+    return base - start
 
 
 def _segments(start: np.ndarray, size: np.ndarray) -> np.ndarray:
@@ -354,7 +358,8 @@ class GoodputIndex:
         best_rps = np.full(len(group_start), -np.inf)
         best_good = np.zeros(len(group_start), dtype=np.int64)
         best_tokens = np.zeros(len(group_start), dtype=np.int64)
-        bounds = {name: np.zeros(len(self._owner), dtype=np.int64) for name in _COUNTS[2:]}
+        # read only where _bound wrote them (the points it was given)
+        bounds = {name: np.empty(len(self._owner), dtype=np.int64) for name in _COUNTS[2:]}
         seconds = self._seconds_positive
         groups = np.arange(len(group_start))
         while len(groups):
