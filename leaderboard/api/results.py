@@ -14,7 +14,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, viewsets
 from rest_framework.permissions import AllowAny
-from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 
@@ -25,6 +25,7 @@ from leaderboard.board.cache import cached_response
 from leaderboard.models import Publication
 from portal.errors import ApplicationError
 from portal.pagination import PortalPagination
+from portal.renderers import FastJSONRenderer
 
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
@@ -62,7 +63,7 @@ class PublicViewSet(viewsets.ViewSet):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
-    renderer_classes = [JSONRenderer, CSVRenderer]
+    renderer_classes = [FastJSONRenderer, CSVRenderer]
     pagination_class = PublicPagination
     table_name = "table"
 

@@ -48,6 +48,13 @@ def _count_within(values: np.ndarray, start: np.ndarray, size: np.ndarray, known
     return base - start
 
 
+def _narrowed(values: np.ndarray) -> np.ndarray:
+    """Non-negative integers as int32 when every one fits (the same numbers), else as they are."""
+    if len(values) and int(values.max()) > np.iinfo(np.int32).max:
+        return values
+    return values.astype(np.int32)
+
+
 def _segments(start: np.ndarray, size: np.ndarray) -> np.ndarray:
     """The positions of the segments [start, start + size), one after the other."""
     size = size.astype(np.int64, copy=False)
@@ -397,12 +404,14 @@ class GoodputIndex:
         if np.any(tps[ranked][1:] == tps[ranked][:-1]):  # a tie: request goodput, then public id decide
             ranked = np.lexsort((self._id_rank[chosen], -rps, -tps))
         chosen = chosen[ranked]
-        return {
+        answer = {
             "point": chosen,
             "good": best_good[found][ranked],
             "tokens": best_tokens[found][ranked],
             **{name: bounds[name][chosen] for name in _COUNTS[2:]},
         }
+        # the answer cache stores it: half the bytes to write where every figure fits in 32 bits
+        return {name: _narrowed(values) for name, values in answer.items()}
 
     def rows(
         self,
