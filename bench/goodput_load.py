@@ -3,7 +3,7 @@ per point (per-sample arrays stored as the check task stores them), in a throwaw
 gunicorn with the Redis cache, measured under 64 concurrent clients with locust (headless).
 
     .venv/bin/python bench/goodput_load.py [--results 1000] [--samples 2000] [--users 64] [--duration 30]
-        [--workers 2] [--think 1.0] [--spawn-rate N] [--steady] [--postgres postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379/6]
+        [--workers 3] [--think 1.0] [--spawn-rate N] [--steady] [--postgres postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379/6]
         [--database NAME] [--var-dir DIR] [--keep] [--reuse] [--http-only] [--port 8770]
 
 First prints the storage per point and the in-process time of one query over 400 distinct targets, one thread
@@ -191,7 +191,9 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=2000)
     parser.add_argument("--users", type=int, default=64)
     parser.add_argument("--duration", type=int, default=30)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--workers", type=int, default=3, help="gunicorn sync workers (3, as deploy/gunicorn.conf.py starts)"
+    )
     parser.add_argument("--think", type=float, default=1.0)
     parser.add_argument(
         "--spawn-rate",

@@ -644,3 +644,30 @@ def test_a_table_that_cannot_be_written_answers_from_memory_when_small_and_503_w
         "/api/v1/public/slo/", {"benchmark": "goodput-model", "ttft_p90_ms_max": 500, "interactivity_min": 1}
     )
     assert percentile.status_code == 200
+
+
+def test_results_tied_on_token_goodput_are_ranked_by_request_goodput_then_public_id():
+    """Three results with the same samples tie on everything: their public ids decide; a fourth with the same good
+    tokens from half as many requests ties on token goodput and ranks after them (lower request goodput)."""
+
+    def series(tokens, ok):
+        n = len(tokens)
+        return SampleSeries(
+            ttft_ns=np.full(n, 50_000_000, dtype=np.int64),
+            tpot_ns=np.full(n, 5e6),
+            output_tokens=np.asarray(tokens, dtype=np.int64),
+            ok=np.asarray(ok, dtype=bool),
+            duration_ns=10_000_000_000,
+        )
+
+    same = series([10, 10, 10, 10], [True] * 4)
+    fewer = series([20, 20, 7, 7], [True, True, False, False])
+    results = [
+        {"public_id": public_id, "points": [{"point": f"{public_id}/m/r1", "concurrency": 1}]}
+        for public_id in ("EP-C", "EP-D", "EP-A", "EP-B")
+    ]
+    samples = {(0, 0): same, (1, 0): fewer, (2, 0): same, (3, 0): same}
+    rows = GoodputIndex(results, samples).rank(GoodputTargets(ttft_ms=100.0, tpot_ms=10.0, attainment=0.5))
+    assert [row["public_id"] for row in rows] == ["EP-A", "EP-B", "EP-C", "EP-D"]
+    assert {row["goodput_tps"] for row in rows} == {4.0}
+    assert [row["goodput_rps"] for row in rows] == [0.4, 0.4, 0.4, 0.2]

@@ -125,6 +125,11 @@ def _fewest_good(size: np.ndarray, goal: float) -> np.ndarray:
 
 # the per-row figures of a ranking (GoodputIndex.ranking): the chosen point's counts, for all three judgements
 _COUNTS = ("good", "tokens", "ttft_good", "ttft_tokens", "tpot_good", "tpot_tokens")
+# and the names a row shows them under (GoodputIndex._row), per judgement
+_ROW_FIGURES = tuple(
+    (f"{p}good", f"{p}tokens", f"{p}good_requests", f"{p}attainment", f"{p}goodput_rps", f"{p}goodput_tps")
+    for p in ("", "ttft_", "tpot_")
+)
 
 
 class GoodputIndex:
@@ -400,7 +405,7 @@ class GoodputIndex:
         # the rows' order: token goodput, request goodput (as the rows compute them), public id
         tps = best_tokens[found] / self._seconds[chosen]
         rps = best_good[found] / self._seconds[chosen]
-        ranked = np.argsort(-tps, kind="stable")
+        ranked = np.argsort(-tps)
         if np.any(tps[ranked][1:] == tps[ranked][:-1]):  # a tie: request goodput, then public id decide
             ranked = np.lexsort((self._id_rank[chosen], -rps, -tps))
         chosen = chosen[ranked]
@@ -495,12 +500,12 @@ class GoodputIndex:
             "attainment_goal": targets.attainment,
             "tracked_requests": tracked,
         }
-        for prefix in ("", "ttft_", "tpot_"):
-            good = counts[f"{prefix}good"]
-            row[f"{prefix}good_requests"] = good
-            row[f"{prefix}attainment"] = good / tracked
-            row[f"{prefix}goodput_rps"] = good / seconds
-            row[f"{prefix}goodput_tps"] = counts[f"{prefix}tokens"] / seconds
+        for good_name, tokens_name, good_key, attainment_key, rps_key, tps_key in _ROW_FIGURES:
+            good = counts[good_name]
+            row[good_key] = good
+            row[attainment_key] = good / tracked
+            row[rps_key] = good / seconds
+            row[tps_key] = counts[tokens_name] / seconds
         return row
 
 
