@@ -141,3 +141,25 @@ def run_locust(
         "p99": row["99%"],
         "rps": float(row["Requests/s"]),
     }
+
+
+def clear_public_cache() -> int:
+    """Delete every cached public answer of this run's database in Redis (every generation; Django set up), and
+    return how many: each run starts a new generation, and the old ones' entries (a 10,000-result snapshot is
+    ~40 MB, every distinct SLO ask ~0.4 MB) would otherwise stay for their day-long TTL. On a machine whose Redis
+    has no memory cap (production's has one: docker-compose.yml) they crowd the goodput table out of the page
+    cache within a few runs: one run with 10 GB of them answered in seconds where a clean one took milliseconds."""
+    from django.core.cache import cache
+    from django.db import connection
+
+    pattern = cache.make_key(f"leaderboard:public:{connection.settings_dict.get('NAME')}:*")
+    client = cache._cache.get_client(write=True)
+    deleted, batch = 0, []
+    for key in client.scan_iter(match=pattern, count=1000):
+        batch.append(key)
+        if len(batch) == 1000:
+            deleted += client.unlink(*batch)
+            batch = []
+    if batch:
+        deleted += client.unlink(*batch)
+    return deleted

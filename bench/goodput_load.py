@@ -33,7 +33,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from _load import run_locust, status, wait_up, warm  # bench/_load.py: python runs bench/ scripts from there
+from _load import (
+    clear_public_cache,
+    run_locust,
+    status,
+    wait_up,
+    warm,
+)  # bench/_load.py: python runs bench/ scripts from there
 from leaderboard_load import MODEL, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -265,6 +271,7 @@ def main() -> None:
             django.setup()
         from leaderboard.board.cache import public_cache_bump
 
+        print(f"cleared {clear_public_cache()} cached public entries of earlier runs from Redis")
         public_cache_bump()
         rng = random.Random(7)
         in_process_targets = distinct_targets(rng, 400)

@@ -29,7 +29,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from _load import run_locust, status, wait_up, warm  # bench/_load.py: python runs bench/ scripts from there
+from _load import (
+    clear_public_cache,
+    run_locust,
+    status,
+    wait_up,
+    warm,
+)  # bench/_load.py: python runs bench/ scripts from there
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "llama3_1-8b"
@@ -281,6 +287,7 @@ def main() -> None:
             )
         from leaderboard.board.cache import public_cache_bump
 
+        print(f"cleared {clear_public_cache()} cached public entries of earlier runs from Redis")
         public_cache_bump()  # nothing cached from an earlier run on this Redis db counts as warm
         from django.db import connection
 

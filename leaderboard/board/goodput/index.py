@@ -291,16 +291,26 @@ class GoodputIndex:
         self, points: np.ndarray, tpot_ns: float, bounds: dict[str, np.ndarray]
     ) -> dict[str, np.ndarray]:
         """Exact good counts and good tokens of `points` (positions in self.points): those within the TPOT target
-        less those of them beyond the TTFT target. When every finite TTFT of a point is within its target, those
-        beyond are the samples that cannot be good, counted once (_edges); otherwise the samples are read, on the
+        less those of them beyond the TTFT target. Those beyond are known without reading a sample when every one
+        of them with a TPOT is within the TPOT target: when the target is at or above the point's largest finite
+        TPOT, or when every finite TTFT is within its target and the samples that cannot be good have no TPOT
+        above it. They are then the finite TTFTs beyond the target (all with a TPOT) and the samples that cannot be
+        good with one, their tokens from the running sums (_edges, _bound). Otherwise the samples are read, on the
         shorter side of the point's TTFT order."""
         within = bounds["ttft_good"][points]
         sizes = self._size[points]
         edges = self._edges
-        known = (within == edges["finite_ttft"][points]) & (edges["tail_last"][points] <= tpot_ns)
+        finite = edges["finite_ttft"][points]
+        known = (edges["last_tpot"][points] <= tpot_ns) | (
+            (within == finite) & (edges["tail_last"][points] <= tpot_ns)
+        )
         direct = ~known & (within <= sizes - within)
-        count = np.where(known, edges["tail_finite"][points], 0)
-        token_sum = np.where(known, edges["tail_tokens"][points], 0)
+        count = np.where(known, finite - within + edges["tail_finite"][points], 0)
+        token_sum = np.where(
+            known,
+            edges["tokens_ttft"][points] - bounds["ttft_tokens"][points] + edges["tail_tokens"][points],
+            0,
+        )
         read = np.flatnonzero(~known)
         if len(read):
             seg_start = self._start[points[read]] + np.where(direct[read], 0, within[read])
