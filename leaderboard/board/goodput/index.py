@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections import OrderedDict
 from functools import cached_property
 
@@ -175,9 +176,9 @@ class GoodputIndex:
             [_number(self.results[i].get("accelerators")) for i in self._owner.tolist()], dtype=np.float64
         )
         self._static: dict[int, dict] = {}
-        self._goals: OrderedDict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
-            OrderedDict()
-        )  # see _goal
+        # per attainment goal its k-th values (_goal), shared by a threaded server's requests
+        self._goals: OrderedDict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = OrderedDict()
+        self._goals_lock = threading.Lock()
         self._result_cliffs: dict[int, list[dict]] = {}
         self._result_of = {result["public_id"]: index for index, result in enumerate(self.results)}
         # the ranking's last tie-breaker: each point's result by its public id, as strings sort
@@ -331,10 +332,11 @@ class GoodputIndex:
         within the targets. Read from the table once per goal and kept
         (GOALS_KEPT goals, ~24 bytes a point each): buyers ask a handful of goals, and the k-th values are one
         scattered read per point of a table of gigabytes."""
-        entry = self._goals.get(goal)
-        if entry is not None:
-            self._goals.move_to_end(goal)
-            return entry
+        with self._goals_lock:  # a threaded server's requests share the index
+            entry = self._goals.get(goal)
+            if entry is not None:
+                self._goals.move_to_end(goal)
+                return entry
         need = _fewest_good(self._size, goal)
         kth_ttft = np.where(need > 0, np.inf, -np.inf)
         kth_tpot = kth_ttft.copy()
@@ -343,9 +345,11 @@ class GoodputIndex:
         kth_ttft[probe] = self._ttft_t[at]
         kth_tpot[probe] = self._tpot_s[at]
         # in the order a query visits the points (ranking), so that its candidates are one mask of these
-        entry = self._goals[goal] = (need, kth_ttft[self._visit], kth_tpot[self._visit])
-        while len(self._goals) > GOALS_KEPT:
-            self._goals.popitem(last=False)
+        entry = (need, kth_ttft[self._visit], kth_tpot[self._visit])
+        with self._goals_lock:
+            self._goals[goal] = entry
+            while len(self._goals) > GOALS_KEPT:
+                self._goals.popitem(last=False)
         return entry
 
     def ranking(self, targets: GoodputTargets) -> dict[str, np.ndarray]:
