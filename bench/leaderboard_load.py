@@ -29,13 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _load import (
-    clear_public_cache,
-    run_locust,
-    status,
-    wait_up,
-    warm,
-)  # bench/_load.py: python runs bench/ scripts from there
+# bench/_load.py: python runs bench/ scripts from there
+from _load import clear_public_cache, run_locust, status, wait_up, warm
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "llama3_1-8b"

@@ -66,21 +66,21 @@ def _segments(start: np.ndarray, size: np.ndarray) -> np.ndarray:
 
 def _segment_sums(values: np.ndarray, size: np.ndarray) -> np.ndarray:
     """Per segment of `values` (consecutive, of these sizes) the sum of its values (0 for an empty one)."""
-    out = np.zeros(len(size), dtype=np.int64)
-    nonempty = np.flatnonzero(size > 0)
-    if len(nonempty):
-        offsets = (np.cumsum(size) - size)[nonempty]
-        out[nonempty] = np.add.reduceat(values, offsets, dtype=np.int64)
-    return out
+    return _segment_reduce(np.add, values, size, np.zeros(len(size), dtype=np.int64))
 
 
 def _segment_max(values: np.ndarray, size: np.ndarray) -> np.ndarray:
     """Per segment of `values` its largest value (-inf for an empty one)."""
-    out = np.full(len(size), -np.inf)
+    return _segment_reduce(np.maximum, values, size, np.full(len(size), -np.inf))
+
+
+def _segment_reduce(ufunc: np.ufunc, values: np.ndarray, size: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """`ufunc` reduced over each non-empty segment of `values` into `out` (whose value an empty one keeps:
+    reduceat would give it the next segment's first value)."""
     nonempty = np.flatnonzero(size > 0)
     if len(nonempty):
         offsets = (np.cumsum(size) - size)[nonempty]
-        out[nonempty] = np.maximum.reduceat(values, offsets)
+        out[nonempty] = ufunc.reduceat(values, offsets, dtype=out.dtype)
     return out
 
 
@@ -243,10 +243,8 @@ class GoodputIndex:
         """What answers most points of most targets without reading their samples, worked out once per index.
         Per point, in its TTFT order and in its TPOT order: how many values are finite (+inf: the sample cannot be
         good), the largest finite one (-inf when none is) and their tokens: a target at or above it counts them all
-        and their tokens without a search. And of the
-        samples after its finite TTFTs (those that cannot be good: failed, or no first token), how many have a
-        finite TPOT, the largest, and their tokens: when every finite TTFT is within the target, the good
-        requests are those within the TPOT target less these."""
+        and their tokens without a search. And of the samples after its finite TTFTs (those that cannot be good:
+        failed, or no first token), how many have a finite TPOT, the largest, and their tokens (_evaluate)."""
         edges = {}
         zeros = np.zeros_like(self._size)
         for name, values, cum in (("ttft", self._ttft_t, self._cum_t), ("tpot", self._tpot_s, self._cum_s)):
@@ -329,9 +327,9 @@ class GoodputIndex:
         """Per point, for an attainment goal: k, the fewest good requests meeting it (in the points' order), and
         the k-th smallest TTFT and TPOT (in the order a query visits the points; -inf when k is 0, +inf when the
         point has fewer than k samples: no target is met by +inf). A point can reach the goal only when both are
-        within the targets. Read from the table once per goal and kept
-        (GOALS_KEPT goals, ~24 bytes a point each): buyers ask a handful of goals, and the k-th values are one
-        scattered read per point of a table of gigabytes."""
+        within the targets. Read from the table once per goal and kept (GOALS_KEPT goals, ~24 bytes a point
+        each): buyers ask a handful of goals, and the k-th values are one scattered read per point of a table of
+        gigabytes."""
         with self._goals_lock:  # a threaded server's requests share the index
             entry = self._goals.get(goal)
             if entry is not None:
@@ -363,7 +361,7 @@ class GoodputIndex:
         tpot_ns = _NO_LIMIT if targets.tpot_ms is None else targets.tpot_ms * 1e6
         goal = targets.attainment
         # good <= min(A, B): a point cannot reach the goal unless its k-th smallest TTFT and k-th smallest TPOT
-        # are within the targets (k = the fewest good requests meeting the goal; one read per point and array)
+        # are within the targets (k = the fewest good requests meeting the goal; read once per goal: _goal)
         need, kth_ttft, kth_tpot = self._goal(goal)
         possible = (kth_ttft <= ttft_ns) & (kth_tpot <= tpot_ns)  # in visit order
         if targets.power_kw_max is not None:
