@@ -20,6 +20,7 @@ from leaderboard.api.results import (
     public_publications,
 )
 from leaderboard.board import exports, selectors
+from leaderboard.board.cache import public_cached
 from leaderboard.board.goodput.index import GoodputRows
 from leaderboard.board.goodput.tables import goodput_index, goodput_ranking
 from leaderboard.board.goodput.targets import CONVENTIONS, GoodputTargets, Prices, normalised
@@ -249,13 +250,19 @@ class SloQuery(serializers.Serializer):
         return attrs
 
 
+def public_benchmarks() -> list[Benchmark]:
+    """The benchmark catalog as the public answers read it, kept per public generation in this process: the SLO
+    finder's API and its anonymous page asked the database for it on every distinct query. A catalog edit shows
+    with the next generation, as the cached public pages and answers already did."""
+    return public_cached("benchmarks", lambda: list(benchmarks_visible_to(None)))
+
+
 def slo_answer(query: dict, *, benchmarks: list[Benchmark] | None = None) -> dict:
     """The SLO finder's answer to validated query values (shared with the page, which passes the benchmarks its
     form lists: one query fewer)."""
     if benchmarks is None:
-        benchmark = benchmarks_visible_to(None).filter(model_id=query["benchmark"]).first()
-    else:
-        benchmark = next((b for b in benchmarks if b.model_id == query["benchmark"]), None)
+        benchmarks = public_benchmarks()
+    benchmark = next((b for b in benchmarks if b.model_id == query["benchmark"]), None)
     if benchmark is None:
         raise ApplicationError(f"No benchmark {query['benchmark']!r}.", code="unknown-benchmark")
     metric = interactivity_metric_for(benchmark.workload)
@@ -275,15 +282,18 @@ def slo_answer(query: dict, *, benchmarks: list[Benchmark] | None = None) -> dic
         index = goodput_index(public_publications(), benchmark.model_id)
         measured = selectors.measured_power_of_benchmark(benchmark.model_id)
 
-        def decorate(row: dict) -> None:
-            row["result_url"] = exports.result_url(row["public_id"])
-            # the count beside the type
-            row["accelerator_label"] = index.result(row["public_id"]).get("accelerator_label") or ""
-            row.update(point_energy(row, measured))
+        def added(row: dict) -> dict:
+            return {
+                "result_url": exports.result_url(row["public_id"]),
+                # the count beside the type
+                "accelerator_label": index.result(row["public_id"]).get("accelerator_label") or "",
+                **point_energy(row, measured),
+            }
 
-        # the rows are built when read: the page shows 25, the API a page of them
+        # the rows are built when read: the page shows 25, the API a page of them; what `added` adds depends on
+        # the point alone (the index, like the measured power, is of one public generation): made once per point
         rows = GoodputRows(
-            index, goodput_ranking(index, benchmark.model_id, targets), targets, prices, decorate=decorate
+            index, goodput_ranking(index, benchmark.model_id, targets), targets, prices, static=("slo", added)
         )
         return {
             "benchmark": benchmark,

@@ -671,3 +671,71 @@ def test_results_tied_on_token_goodput_are_ranked_by_request_goodput_then_public
     assert [row["public_id"] for row in rows] == ["EP-A", "EP-B", "EP-C", "EP-D"]
     assert {row["goodput_tps"] for row in rows} == {4.0}
     assert [row["goodput_rps"] for row in rows] == [0.4, 0.4, 0.4, 0.2]
+
+
+def test_rows_are_the_rows_the_definition_makes_key_for_key():
+    """GoodputIndex.rows divides a page's figures at once and makes what does not depend on the targets once per
+    point; each row is still what `_row` and targets.normalised make, value for value and in the same key order
+    (the API's JSON and the CSV's columns), priced or not, with and without accelerator and node counts and power,
+    and what a caller adds (`static`) is made once per point and comes after the rank."""
+    from leaderboard.board.goodput.targets import Prices
+
+    rng = np.random.default_rng(11)
+    results, samples = [], {}
+    for r in range(30):
+        points = []
+        for p in range(int(rng.integers(1, 5))):
+            point = {
+                "point": f"S{r}/m/r{2**p}",
+                "concurrency": 2**p,
+                "system_tps": float(rng.uniform(10, 900)),
+            }
+            if rng.random() < 0.7:  # provisioned power known: system_tps_per_kw claimed
+                point["system_tps_per_kw"] = float(rng.uniform(5, 90))
+            points.append(point)
+            samples[(r, p)] = _random_series(rng, int(rng.integers(5, 300)))
+        results.append(
+            {
+                "public_id": f"EP-{r:03d}",
+                "points": points,
+                "accelerators": [None, 0, 1, 8][r % 4],
+                "nodes": [None, 2, 0, 1, 4][r % 5],
+            }
+        )
+    index = GoodputIndex(results, samples)
+    made = []
+
+    def extra(row):
+        return {"result_url": f"/results/{row['public_id']}/", "watts": row["power_kw"]}
+
+    def added(row):
+        made.append(row["point_key"])
+        return extra(row)
+
+    for prices in (
+        None,
+        Prices(),
+        Prices(per_accelerator_hour=2.5),
+        Prices(per_node_hour=30.0, per_kwh=0.2),
+        Prices(per_system_hour=99.0),
+    ):
+        for _ in range(6):
+            targets = GoodputTargets(
+                ttft_ms=float(rng.uniform(250, 600)),
+                tpot_ms=float(rng.uniform(10, 25)),
+                attainment=float(rng.choice([0.1, 0.2, 0.3])),
+            )
+            ranking = index.ranking(targets)
+            got = index.rows(ranking, targets, prices, static=("test", added))
+            want = []
+            for rank, position in enumerate(ranking["point"].tolist(), start=1):
+                counts = {name: int(ranking[name][rank - 1]) for name in ranking if name != "point"}
+                row = index._row_by_definition(position, counts, targets, prices)
+                row["rank"] = rank
+                row.update(extra(row))
+                want.append(row)
+            assert len(got) > 3
+            assert [list(row.items()) for row in got] == [list(row.items()) for row in want]
+            assert any(row["goodput_tps_per_accelerator"] is None for row in got)
+    # what the caller adds: made once for each point shown, however many answers showed it
+    assert made and len(made) == len(set(made))

@@ -12,6 +12,7 @@ import logging
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from functools import cached_property
 
 import numpy as np
@@ -176,6 +177,8 @@ class GoodputIndex:
             [_number(self.results[i].get("accelerators")) for i in self._owner.tolist()], dtype=np.float64
         )
         self._static: dict[int, dict] = {}
+        self._parts: dict[int, tuple[dict, dict]] = {}  # _static_parts
+        self._extras: dict[tuple[str, int], dict] = {}  # _static_extra
         # per attainment goal its k-th values (_goal), shared by a threaded server's requests
         self._goals: OrderedDict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = OrderedDict()
         self._goals_lock = threading.Lock()
@@ -437,22 +440,112 @@ class GoodputIndex:
         prices: Prices | None = None,
         *,
         ranks: np.ndarray | None = None,
+        static: tuple[str, Callable[[dict], dict]] | None = None,
     ) -> list[dict]:
-        """The answer rows of `ranking` (or of a slice of it, with the ranks of its entries in the whole)."""
+        """The answer rows of `ranking` (or of a slice of it, with the ranks of its entries in the whole): each
+        point's row as `_row` and `targets.normalised` make it (`_row_by_definition`), its per-target figures
+        divided for the whole slice at once and what does not depend on the targets made once per point.
+        `static` = (name, add): what a caller adds to a row whatever the targets (`add(row)` returns the keys to
+        add: its URL, the point's energy), made once per point under that name and added after the rank."""
+        points = ranking["point"].tolist()
+        ranks = (np.arange(1, len(points) + 1) if ranks is None else ranks).tolist()
+        at = ranking["point"].astype(np.int64, copy=False)
+        tracked, seconds = self._size[at], self._seconds[at]
+        names, columns = [], []
+        for good_name, tokens_name, good_key, attainment_key, rps_key, tps_key in _ROW_FIGURES:
+            good = ranking[good_name].astype(np.int64, copy=False)
+            names += [good_key, attainment_key, rps_key, tps_key]
+            # the same IEEE divisions as int / int and int / float (every count below 2**53)
+            columns += [good.tolist(), (good / tracked).tolist(), (good / seconds).tolist()]
+            columns.append((ranking[tokens_name].astype(np.int64, copy=False) / seconds).tolist())
+        tracked = tracked.tolist()
+        figures = list(zip(*columns, strict=True)) if points else []
+        goodput_tps = columns[names.index("goodput_tps")] if points else []
+        priced = prices is not None and prices.given
+        asked = {
+            "ttft_ms": targets.ttft_ms,
+            "tpot_ms": targets.tpot_ms,
+            "attainment_goal": targets.attainment,
+        }
         rows = []
-        ranks = np.arange(1, len(ranking["point"]) + 1) if ranks is None else ranks
-        columns = {name: ranking[name].tolist() for name in _COUNTS}
-        for offset, (point, rank) in enumerate(zip(ranking["point"].tolist(), ranks.tolist(), strict=True)):
-            row = self._row(point, {name: columns[name][offset] for name in _COUNTS}, targets)
-            result = self.results[int(self._owner[point])]
-            row.update(
-                normalised(
-                    row, accelerators=result.get("accelerators"), nodes=result.get("nodes"), prices=prices
-                )
-            )
-            row["rank"] = rank
+        for offset, position in enumerate(points):
+            head, per = self._static_parts(position)
+            row = {**head, **asked, "tracked_requests": tracked[offset]}
+            row.update(zip(names, figures[offset], strict=True))
+            value = goodput_tps[offset]
+            accelerators, nodes, power = per["accelerators"], per["nodes"], head["power_kw"]
+            # targets.normalised, in its order (system_tps_per_kw keeps its place among the point's figures)
+            row["goodput_tps_per_accelerator"] = value / accelerators if accelerators else None
+            row["goodput_tps_per_node"] = value / nodes if nodes else None
+            row["goodput_tps_per_kw"] = value / power if power else None
+            row.update(per["system"])
+            if priced:
+                row.update(self._costs(row, per, prices))
+            row["rank"] = ranks[offset]
+            if static is not None:
+                row.update(self._static_extra(position, static))
             rows.append(row)
         return rows
+
+    def _row_by_definition(
+        self, position: int, counts: dict[str, int], targets: GoodputTargets, prices: Prices | None
+    ) -> dict:
+        """A row as `rows` makes it, one figure at a time with targets.normalised (the definition `rows` is
+        tested against), without its rank."""
+        row = self._row(position, counts, targets)
+        result = self.results[int(self._owner[position])]
+        row.update(
+            normalised(row, accelerators=result.get("accelerators"), nodes=result.get("nodes"), prices=prices)
+        )
+        return row
+
+    def _static_parts(self, position: int) -> tuple[dict, dict]:
+        """A point's static row with targets.normalised's own system_tps_per_kw in it, and what the rest of
+        normalised needs of the point (its divisors, and its system_tps figures per accelerator and per node):
+        made once per point."""
+        parts = self._parts.get(position)
+        if parts is None:
+            head = dict(self._static_row(position))
+            result = self.results[int(self._owner[position])]
+            accelerators, nodes = result.get("accelerators"), result.get("nodes")
+            tps, power = head["system_tps"], head["power_kw"]
+            head["system_tps_per_kw"] = tps / power if tps is not None and power else None
+            per = {
+                "accelerators": accelerators,
+                "nodes": nodes,
+                "system": {
+                    "system_tps_per_accelerator": tps / accelerators
+                    if tps is not None and accelerators
+                    else None,
+                    "system_tps_per_node": tps / nodes if tps is not None and nodes else None,
+                    "nodes": nodes,
+                },
+            }
+            parts = self._parts[position] = (head, per)
+        return parts
+
+    @staticmethod
+    def _costs(row: dict, per: dict, prices: Prices) -> dict:
+        """targets.normalised's costs of a row, for the buyer's prices."""
+        hourly = prices.system_hour(
+            accelerators=per["accelerators"], nodes=per["nodes"], power_kw=row["power_kw"]
+        )
+        out = {"cost_per_hour": hourly}
+        for name, key in (
+            ("system_tps", "cost_per_million_tokens"),
+            ("goodput_tps", "cost_per_million_good_tokens"),
+        ):
+            rate = row.get(name)
+            out[key] = hourly / (rate * 3600) * 1e6 if hourly is not None and rate else None
+        return out
+
+    def _static_extra(self, position: int, static: tuple[str, Callable[[dict], dict]]) -> dict:
+        name, add = static
+        key = (name, position)
+        extra = self._extras.get(key)
+        if extra is None:
+            extra = self._extras[key] = add(self._static_parts(position)[0])
+        return extra
 
     def rank(self, targets: GoodputTargets, prices: Prices | None = None) -> list[dict]:
         """One row per result with a point meeting the goal, ranked by that point's token goodput (highest
@@ -523,11 +616,15 @@ class GoodputIndex:
 
 class GoodputRows:
     """The rows of a ranking as a read-only sequence, each row built when it is read: a page shows 25 of a
-    thousand, the API a page of them. `decorate(row)` adds what the caller adds to every row (its URL)."""
+    thousand, the API a page of them. `static` = (name, add): what the caller adds to every row whatever the
+    targets (its URL, the point's energy), made once per point (GoodputIndex.rows); `decorate(row)`: what it adds
+    to every row each time."""
 
-    def __init__(self, index: GoodputIndex, ranking: dict[str, np.ndarray], targets, prices, decorate=None):
+    def __init__(
+        self, index: GoodputIndex, ranking: dict[str, np.ndarray], targets, prices, decorate=None, static=None
+    ):
         self.index, self.ranking, self.targets, self.prices = index, ranking, targets, prices
-        self.decorate = decorate
+        self.decorate, self.static = decorate, static
 
     def __len__(self) -> int:
         return len(self.ranking["point"])
@@ -542,6 +639,7 @@ class GoodputRows:
             self.targets,
             self.prices,
             ranks=ranks,
+            static=self.static,
         )
         if self.decorate is not None:
             for row in rows:
