@@ -739,3 +739,48 @@ def test_rows_are_the_rows_the_definition_makes_key_for_key():
             assert any(row["goodput_tps_per_accelerator"] is None for row in got)
     # what the caller adds: made once for each point shown, however many answers showed it
     assert made and len(made) == len(set(made))
+
+
+def test_a_table_carries_what_queries_work_out_once_and_a_table_without_it_still_answers(tmp_path):
+    """The writer of a table also writes each point's edges and the k-th values of the goals buyers ask (a web
+    process maps them instead of reading one scattered value per point of a table of gigabytes on its first ask):
+    they are what the index works out itself, and a table written before them, or with one of them damaged,
+    answers the same."""
+    from leaderboard.board.goodput.index import TABLE_GOALS_PCT
+
+    rng = np.random.default_rng(5)
+    results, samples = [], {}
+    for r in range(25):
+        points = [{"point": f"S{r}/m/r{2**p}", "concurrency": 2**p} for p in range(int(rng.integers(1, 6)))]
+        for p in range(len(points)):
+            samples[(r, p)] = _random_series(rng, int(rng.integers(1, 300)))
+        results.append({"public_id": f"EP-{r:03d}", "points": points})
+    in_memory = GoodputIndex(results, samples)
+    write_table(tmp_path / "t", results, lambda result, point: samples.get(_where(results, result, point)))
+    mapped = GoodputIndex.load(tmp_path / "t", results)
+    # there before any query, and what the index works out from the arrays
+    assert "_edges" in mapped.__dict__ and sorted(mapped._goals) == sorted(p / 100.0 for p in TABLE_GOALS_PCT)
+    for name, values in in_memory._edges.items():
+        assert np.array_equal(mapped._edges[name], values), name
+    for pct in TABLE_GOALS_PCT:
+        for got, want in zip(mapped._goals[pct / 100.0], in_memory._goal(pct / 100.0), strict=True):
+            assert np.array_equal(got, want)
+    # an older table (no derived files) and a damaged one (a goal of another size) work them out when asked
+    (tmp_path / "t" / "edge_tail_last.npy").unlink()
+    np.save(tmp_path / "t" / "goal_95.0.npy", np.zeros((3, 2)))
+    older = GoodputIndex.load(tmp_path / "t", results)
+    assert "_edges" not in older.__dict__ and 0.95 not in older._goals and 0.99 in older._goals
+    for _ in range(30):
+        targets = GoodputTargets(
+            ttft_ms=float(rng.uniform(50, 300)),
+            tpot_ms=float(rng.uniform(5, 25)),
+            attainment=float(rng.choice([0.9, 0.95, 0.99, 0.999, 0.5])),
+        )
+        want = in_memory.rank(targets)
+        assert mapped.rank(targets) == want
+        assert older.rank(targets) == want
+
+
+def _where(results, result, point):
+    r = results.index(result)
+    return (r, result["points"].index(point))

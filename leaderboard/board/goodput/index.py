@@ -24,11 +24,32 @@ from leaderboard.board.goodput.targets import GoodputTargets, Prices, normalised
 logger = logging.getLogger(__name__)
 
 GOALS_KEPT = 8  # attainment goals whose k-th values an index keeps (GoodputIndex._goal)
+# the goals whose k-th values are written with a table (the form's default and the goals buyers ask): a web process
+# maps them instead of reading one scattered value per point of the table on its first ask of each
+TABLE_GOALS_PCT = (
+    90.0,
+    95.0,
+    99.0,
+    99.9,
+)  # as the finder asks them: goal = pct / 100.0 (99.9 / 100 is not 0.999)
 _NO_LIMIT = float(np.finfo(np.float64).max)  # finite, so a sample at +inf (cannot be good) never meets it
 
 # the arrays a table file holds, one .npy each: per point (P) and per sample (N) in two orders
 _POINT_ARRAYS = ("owner", "point_index", "size", "start", "seconds")
 _SAMPLE_ARRAYS = ("ttft_t", "tpot_t", "tokens_t", "cum_t", "tpot_s", "cum_s")
+# and what is worked out from them once (GoodputIndex._edges, the k-th values of TABLE_GOALS_PCT), per point, written
+# after them by the same writer so that no web process works them out again
+_EDGE_ARRAYS = (
+    "finite_ttft",
+    "last_ttft",
+    "tokens_ttft",
+    "finite_tpot",
+    "last_tpot",
+    "tokens_tpot",
+    "tail_finite",
+    "tail_tokens",
+    "tail_last",
+)
 
 
 def _count_within(values: np.ndarray, start: np.ndarray, size: np.ndarray, known: np.ndarray, limit: float):
@@ -220,6 +241,42 @@ class GoodputIndex:
         with _table_scratch(directory) as scratch:
             for name in _POINT_ARRAYS + _SAMPLE_ARRAYS:
                 np.save(scratch / f"{name}.npy", np.ascontiguousarray(self.arrays[name]))
+            self._save_derived(scratch)
+
+    def _save_derived(self, directory) -> None:
+        """Write what a query works out once per index (its edges and the k-th values of TABLE_GOALS_PCT) beside the
+        table's arrays, for `load` to map."""
+        for name, values in self._edges.items():
+            np.save(directory / f"edge_{name}.npy", values)
+        for pct in TABLE_GOALS_PCT:
+            need, kth_ttft, kth_tpot = self._kth(pct / 100.0)
+            np.save(directory / f"goal_{pct!r}.npy", np.stack([need.astype(np.float64), kth_ttft, kth_tpot]))
+
+    def _load_derived(self, directory) -> None:
+        """Take the edges and goals `_save_derived` wrote (memory-mapped), where they are there and of this
+        table's points; anything missing (a table written before they were) is worked out when first asked."""
+        points = len(self._size)
+        try:
+            edges = {name: np.load(directory / f"edge_{name}.npy", mmap_mode="r") for name in _EDGE_ARRAYS}
+        except (OSError, ValueError):
+            edges = None
+        if edges is not None and all(values.shape == (points,) for values in edges.values()):
+            self.__dict__["_edges"] = {
+                name: np.asarray(values).view(np.ndarray) for name, values in edges.items()
+            }
+        for pct in TABLE_GOALS_PCT:
+            try:
+                stored = np.load(directory / f"goal_{pct!r}.npy", mmap_mode="r")
+            except (OSError, ValueError):
+                continue
+            if stored.shape != (3, points):
+                continue
+            need = np.asarray(stored[0]).astype(np.int64)
+            self._goals[pct / 100.0] = (
+                need,
+                np.asarray(stored[1])[self._visit],
+                np.asarray(stored[2])[self._visit],
+            )
 
     @classmethod
     def load(cls, directory, results: list[dict]) -> GoodputIndex | None:
@@ -239,6 +296,7 @@ class GoodputIndex:
             logger.warning("goodput table %s cannot be read; building it again", source)
             return None
         index.table = source.name
+        index._load_derived(source)
         return index
 
     @cached_property
@@ -338,13 +396,7 @@ class GoodputIndex:
             if entry is not None:
                 self._goals.move_to_end(goal)
                 return entry
-        need = _fewest_good(self._size, goal)
-        kth_ttft = np.where(need > 0, np.inf, -np.inf)
-        kth_tpot = kth_ttft.copy()
-        probe = np.flatnonzero((need > 0) & (need <= self._size))
-        at = self._start[probe] + need[probe] - 1
-        kth_ttft[probe] = self._ttft_t[at]
-        kth_tpot[probe] = self._tpot_s[at]
+        need, kth_ttft, kth_tpot = self._kth(goal)
         # in the order a query visits the points (ranking), so that its candidates are one mask of these
         entry = (need, kth_ttft[self._visit], kth_tpot[self._visit])
         with self._goals_lock:
@@ -352,6 +404,17 @@ class GoodputIndex:
             while len(self._goals) > GOALS_KEPT:
                 self._goals.popitem(last=False)
         return entry
+
+    def _kth(self, goal: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """_goal's values in the points' own order, read from the table."""
+        need = _fewest_good(self._size, goal)
+        kth_ttft = np.where(need > 0, np.inf, -np.inf)
+        kth_tpot = kth_ttft.copy()
+        probe = np.flatnonzero((need > 0) & (need <= self._size))
+        at = self._start[probe] + need[probe] - 1
+        kth_ttft[probe] = self._ttft_t[at]
+        kth_tpot[probe] = self._tpot_s[at]
+        return need, kth_ttft, kth_tpot
 
     def ranking(self, targets: GoodputTargets) -> dict[str, np.ndarray]:
         """The answer as arrays, one entry per result with a point meeting the goal, in rank order (token goodput
@@ -819,6 +882,10 @@ def write_table(directory, results: list[dict], series_of) -> None:
                 column.close()
         for name, values in _point_arrays(owner, point_index, sizes, seconds).items():
             np.save(scratch / f"{name}.npy", values)
+        arrays = {
+            name: np.load(scratch / f"{name}.npy", mmap_mode="r") for name in _POINT_ARRAYS + _SAMPLE_ARRAYS
+        }
+        GoodputIndex(results, arrays=arrays)._save_derived(scratch)
 
 
 class _table_scratch:  # noqa: N801 - used as a context manager, like open()
