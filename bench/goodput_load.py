@@ -35,7 +35,7 @@ from pathlib import Path
 
 # bench/_load.py: python runs bench/ scripts from there
 from _load import clear_public_cache, run_locust, status, wait_up, warm
-from leaderboard_load import MODEL, load
+from leaderboard_load import MODEL, analyse, load
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -257,6 +257,7 @@ def main() -> None:
             started = time.time()
             public_ids = load(args.results)
             points, stored = store_samples(args.samples)
+            analyse()  # the point rows too
             print(
                 f"loaded {len(public_ids)} published results, {points} points x {args.samples} samples in "
                 f"{time.time() - started:.1f} s; per-sample arrays {stored / points / 1024:.1f} KiB per point "

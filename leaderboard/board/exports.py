@@ -21,7 +21,7 @@ from django.db.models import Count, Max, Q, QuerySet
 
 from catalog.models import Benchmark, ruleset_is_preview
 from checker.judge.verification import FULLY_RECOMPUTED
-from leaderboard.board.cache import public_cached
+from leaderboard.board.cache import public_cached, settle_large
 from leaderboard.board.procurement import Costing, ModelRequirement, procurement_report
 from leaderboard.board.slo import (
     CITED,
@@ -333,6 +333,7 @@ def slo_index(publications: QuerySet[Publication], model_id: str) -> SloIndex:
     if entry is None or entry[0] is not results:
         entry = (results, SloIndex(results))
         _slo_indexes[model_id] = entry
+        settle_large(results)
     return entry[1]
 
 

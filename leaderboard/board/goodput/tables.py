@@ -132,7 +132,7 @@ def goodput_index(publications, model_id: str) -> GoodputIndex:
     shared through the cache, so the others only map the file."""
     from django.conf import settings
 
-    from leaderboard.board.cache import public_cached
+    from leaderboard.board.cache import public_cached, settle_large
     from leaderboard.board.exports import snapshot_results_cached
 
     results = snapshot_results_cached(publications, model_id)
@@ -146,6 +146,7 @@ def goodput_index(publications, model_id: str) -> GoodputIndex:
         table = public_cached(f"goodput:table:{model_id}:{_snapshot_fingerprint(results)}", name, memo=False)
         entry = (results, goodput_table(results, model_id, settings.PORTAL_GOODPUT_TABLE_DIR / table)[0])
         _indexes[model_id] = entry
+        settle_large(results)
     return entry[1]
 
 
