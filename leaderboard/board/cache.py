@@ -48,8 +48,8 @@ def settle_large(results: list) -> None:
     move every object the collector tracks into its permanent generation (gc.freeze), so that its later full
     passes do not walk them. At 10,000 results a full pass walked ~610,000 objects in ~0.4 s, and the rows the
     answers keep (GoodputIndex's per-point rows) set one off every few hundred requests in each web process: the
-    requests caught in one were the goodput SLO's p99 (docs/performance.md). What is frozen is still freed when no longer referenced (the
-    snapshot of an earlier generation is plain lists and dicts, without cycles)."""
+    requests caught in one were the goodput SLO's p99 (docs/performance.md). What is frozen is still freed when
+    no longer referenced (the snapshot of an earlier generation is plain lists and dicts, without cycles)."""
     if len(results) < SETTLE_FROM_RESULTS:
         return
     import gc

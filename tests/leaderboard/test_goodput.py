@@ -673,6 +673,33 @@ def test_results_tied_on_token_goodput_are_ranked_by_request_goodput_then_public
     assert [row["goodput_rps"] for row in rows] == [0.4, 0.4, 0.4, 0.2]
 
 
+def _row_by_definition(index, position, counts, targets, prices):
+    """A row one figure at a time: the point's static row, the targets, per judgement its good requests,
+    attainment and goodput per request and per token, then targets.normalised's figures (the API's key order)."""
+    from leaderboard.board.goodput.index import _ROW_FIGURES
+    from leaderboard.board.goodput.targets import normalised
+
+    tracked, seconds = int(index._size[position]), float(index._seconds[position])
+    row = {
+        **index._static_row(position),
+        "ttft_ms": targets.ttft_ms,
+        "tpot_ms": targets.tpot_ms,
+        "attainment_goal": targets.attainment,
+        "tracked_requests": tracked,
+    }
+    for good_name, tokens_name, good_key, attainment_key, rps_key, tps_key in _ROW_FIGURES:
+        good = counts[good_name]
+        row[good_key] = good
+        row[attainment_key] = good / tracked
+        row[rps_key] = good / seconds
+        row[tps_key] = counts[tokens_name] / seconds
+    result = index.results[int(index._owner[position])]
+    row.update(
+        normalised(row, accelerators=result.get("accelerators"), nodes=result.get("nodes"), prices=prices)
+    )
+    return row
+
+
 def test_rows_are_the_rows_the_definition_makes_key_for_key():
     """GoodputIndex.rows divides a page's figures at once and makes what does not depend on the targets once per
     point; each row is still what `_row` and targets.normalised make, value for value and in the same key order
@@ -730,7 +757,7 @@ def test_rows_are_the_rows_the_definition_makes_key_for_key():
             want = []
             for rank, position in enumerate(ranking["point"].tolist(), start=1):
                 counts = {name: int(ranking[name][rank - 1]) for name in ranking if name != "point"}
-                row = index._row_by_definition(position, counts, targets, prices)
+                row = _row_by_definition(index, position, counts, targets, prices)
                 row["rank"] = rank
                 row.update(extra(row))
                 want.append(row)

@@ -19,19 +19,15 @@ import numpy as np
 
 from checker.recompute.goodput import SampleSeries
 from leaderboard.board.cliffs import cliff_side, curve_cliffs
-from leaderboard.board.goodput.targets import GoodputTargets, Prices, normalised
+from leaderboard.board.goodput.targets import GoodputTargets, Prices, costs, divided, normalised
 
 logger = logging.getLogger(__name__)
 
 GOALS_KEPT = 8  # attainment goals whose k-th values an index keeps (GoodputIndex._goal)
 # the goals whose k-th values are written with a table (the form's default and the goals buyers ask): a web process
-# maps them instead of reading one scattered value per point of the table on its first ask of each
-TABLE_GOALS_PCT = (
-    90.0,
-    95.0,
-    99.0,
-    99.9,
-)  # as the finder asks them: goal = pct / 100.0 (99.9 / 100 is not 0.999)
+# maps them instead of reading one scattered value per point of the table on its first ask of each. In percent, as
+# the finder asks them: its goal is pct / 100.0 (and 99.9 / 100 is not 0.999)
+TABLE_GOALS_PCT = (90.0, 95.0, 99.0, 99.9)
 _NO_LIMIT = float(np.finfo(np.float64).max)  # finite, so a sample at +inf (cannot be good) never meets it
 
 # the arrays a table file holds, one .npy each: per point (P) and per sample (N) in two orders
@@ -148,7 +144,7 @@ def _fewest_good(size: np.ndarray, goal: float) -> np.ndarray:
 
 # the per-row figures of a ranking (GoodputIndex.ranking): the chosen point's counts, for all three judgements
 _COUNTS = ("good", "tokens", "ttft_good", "ttft_tokens", "tpot_good", "tpot_tokens")
-# and the names a row shows them under (GoodputIndex._row), per judgement
+# and the names a row shows them under (GoodputIndex.rows), per judgement
 _ROW_FIGURES = tuple(
     (f"{p}good", f"{p}tokens", f"{p}good_requests", f"{p}attainment", f"{p}goodput_rps", f"{p}goodput_tps")
     for p in ("", "ttft_", "tpot_")
@@ -197,7 +193,6 @@ class GoodputIndex:
         self._accelerators = np.asarray(
             [_number(self.results[i].get("accelerators")) for i in self._owner.tolist()], dtype=np.float64
         )
-        self._static: dict[int, dict] = {}
         self._parts: dict[int, tuple[dict, dict]] = {}  # _static_parts
         self._extras: dict[tuple[str, int], dict] = {}  # _static_extra
         # per attainment goal its k-th values (_goal), shared by a threaded server's requests
@@ -505,11 +500,13 @@ class GoodputIndex:
         ranks: np.ndarray | None = None,
         static: tuple[str, Callable[[dict], dict]] | None = None,
     ) -> list[dict]:
-        """The answer rows of `ranking` (or of a slice of it, with the ranks of its entries in the whole): each
-        point's row as `_row` and `targets.normalised` make it (`_row_by_definition`), its per-target figures
-        divided for the whole slice at once and what does not depend on the targets made once per point.
-        `static` = (name, add): what a caller adds to a row whatever the targets (`add(row)` returns the keys to
-        add: its URL, the point's energy), made once per point under that name and added after the rank."""
+        """The answer rows of `ranking` (or of a slice of it, with the ranks of its entries in the whole): per row
+        the point's static row, the targets, the counts as good requests, attainment and goodput per request and
+        per token for the three judgements (_ROW_FIGURES), targets.normalised's figures and the rank. The
+        per-target figures are divided for the whole slice at once; what does not depend on the targets is made
+        once per point (_static_parts). `static` = (name, add): what a caller adds to a row whatever the targets
+        (`add(row)` returns the keys to add: its URL, the point's energy), made once per point under that name and
+        added after the rank."""
         points = ranking["point"].tolist()
         ranks = (np.arange(1, len(points) + 1) if ranks is None else ranks).tolist()
         at = ranking["point"].astype(np.int64, copy=False)
@@ -535,32 +532,25 @@ class GoodputIndex:
             head, per = self._static_parts(position)
             row = {**head, **asked, "tracked_requests": tracked[offset]}
             row.update(zip(names, figures[offset], strict=True))
-            value = goodput_tps[offset]
-            accelerators, nodes, power = per["accelerators"], per["nodes"], head["power_kw"]
+            accelerators, nodes = per["accelerators"], per["nodes"]
             # targets.normalised, in its order (system_tps_per_kw keeps its place among the point's figures)
-            row["goodput_tps_per_accelerator"] = value / accelerators if accelerators else None
-            row["goodput_tps_per_node"] = value / nodes if nodes else None
-            row["goodput_tps_per_kw"] = value / power if power else None
+            row.update(
+                divided(
+                    "goodput_tps",
+                    goodput_tps[offset],
+                    accelerators=accelerators,
+                    nodes=nodes,
+                    power=head["power_kw"],
+                )
+            )
             row.update(per["system"])
             if priced:
-                row.update(self._costs(row, per, prices))
+                row.update(costs(row, accelerators=accelerators, nodes=nodes, prices=prices))
             row["rank"] = ranks[offset]
             if static is not None:
                 row.update(self._static_extra(position, static))
             rows.append(row)
         return rows
-
-    def _row_by_definition(
-        self, position: int, counts: dict[str, int], targets: GoodputTargets, prices: Prices | None
-    ) -> dict:
-        """A row as `rows` makes it, one figure at a time with targets.normalised (the definition `rows` is
-        tested against), without its rank."""
-        row = self._row(position, counts, targets)
-        result = self.results[int(self._owner[position])]
-        row.update(
-            normalised(row, accelerators=result.get("accelerators"), nodes=result.get("nodes"), prices=prices)
-        )
-        return row
 
     def _static_parts(self, position: int) -> tuple[dict, dict]:
         """A point's static row with targets.normalised's own system_tps_per_kw in it, and what the rest of
@@ -568,39 +558,15 @@ class GoodputIndex:
         made once per point."""
         parts = self._parts.get(position)
         if parts is None:
-            head = dict(self._static_row(position))
+            head = self._static_row(position)
             result = self.results[int(self._owner[position])]
             accelerators, nodes = result.get("accelerators"), result.get("nodes")
-            tps, power = head["system_tps"], head["power_kw"]
-            head["system_tps_per_kw"] = tps / power if tps is not None and power else None
-            per = {
-                "accelerators": accelerators,
-                "nodes": nodes,
-                "system": {
-                    "system_tps_per_accelerator": tps / accelerators
-                    if tps is not None and accelerators
-                    else None,
-                    "system_tps_per_node": tps / nodes if tps is not None and nodes else None,
-                    "nodes": nodes,
-                },
-            }
+            figures = normalised(head, accelerators=accelerators, nodes=nodes, prices=None)
+            head["system_tps_per_kw"] = figures["system_tps_per_kw"]
+            system = ("system_tps_per_accelerator", "system_tps_per_node", "nodes")
+            per = {"accelerators": accelerators, "nodes": nodes, "system": {k: figures[k] for k in system}}
             parts = self._parts[position] = (head, per)
         return parts
-
-    @staticmethod
-    def _costs(row: dict, per: dict, prices: Prices) -> dict:
-        """targets.normalised's costs of a row, for the buyer's prices."""
-        hourly = prices.system_hour(
-            accelerators=per["accelerators"], nodes=per["nodes"], power_kw=row["power_kw"]
-        )
-        out = {"cost_per_hour": hourly}
-        for name, key in (
-            ("system_tps", "cost_per_million_tokens"),
-            ("goodput_tps", "cost_per_million_good_tokens"),
-        ):
-            rate = row.get(name)
-            out[key] = hourly / (rate * 3600) * 1e6 if hourly is not None and rate else None
-        return out
 
     def _static_extra(self, position: int, static: tuple[str, Callable[[dict], dict]]) -> dict:
         name, add = static
@@ -616,38 +582,35 @@ class GoodputIndex:
         return self.rows(self.ranking(targets), targets, prices)
 
     def _static_row(self, position: int) -> dict:
-        """What a point's row shows whatever the targets: made once per point."""
-        row = self._static.get(position)
-        if row is None:
-            point = self.points[position]
-            result = self.results[int(self._owner[position])]
-            power_kw = float(self._power_kw[position]) if math.isfinite(self._power_kw[position]) else None
-            row = self._static[position] = {
-                "result": result["public_id"],
-                "public_id": result["public_id"],
-                "system": result.get("system"),
-                "organisation": result.get("organisation"),
-                "accelerators": result.get("accelerators"),
-                "bundle_sha256": result.get("bundle_sha256"),
-                "point": f"r{point.get('concurrency')}",
-                "point_key": point.get("point"),
-                "basis": point.get("basis"),
-                "concurrency": point.get("concurrency"),
-                # the MLPerf percentile view of the same point, beside the per-request answer
-                "system_tps": _figure(point.get("system_tps")),
-                "tps_per_user": _figure(point.get("tps_per_user")),
-                "e2e_interactivity": _figure(point.get("e2e_interactivity")),
-                "ttft_p90_ms": _figure(point.get("ttft_p90_ms")),
-                "system_tps_per_kw": _figure(point.get("system_tps_per_kw")),
-                "power_kw": round(power_kw, 3) if power_kw is not None else None,
-                # which side of the curve's first performance cliff this point is on (None: no cliff)
-                "cliff": cliff_side(
-                    result.get("points") or [],
-                    point.get("concurrency"),
-                    cliffs=self._cliffs(int(self._owner[position])),
-                ),
-            }
-        return row
+        """What a point's row shows whatever the targets (made once per point: _static_parts keeps it)."""
+        point = self.points[position]
+        result = self.results[int(self._owner[position])]
+        power_kw = float(self._power_kw[position]) if math.isfinite(self._power_kw[position]) else None
+        return {
+            "result": result["public_id"],
+            "public_id": result["public_id"],
+            "system": result.get("system"),
+            "organisation": result.get("organisation"),
+            "accelerators": result.get("accelerators"),
+            "bundle_sha256": result.get("bundle_sha256"),
+            "point": f"r{point.get('concurrency')}",
+            "point_key": point.get("point"),
+            "basis": point.get("basis"),
+            "concurrency": point.get("concurrency"),
+            # the MLPerf percentile view of the same point, beside the per-request answer
+            "system_tps": _figure(point.get("system_tps")),
+            "tps_per_user": _figure(point.get("tps_per_user")),
+            "e2e_interactivity": _figure(point.get("e2e_interactivity")),
+            "ttft_p90_ms": _figure(point.get("ttft_p90_ms")),
+            "system_tps_per_kw": _figure(point.get("system_tps_per_kw")),
+            "power_kw": round(power_kw, 3) if power_kw is not None else None,
+            # which side of the curve's first performance cliff this point is on (None: no cliff)
+            "cliff": cliff_side(
+                result.get("points") or [],
+                point.get("concurrency"),
+                cliffs=self._cliffs(int(self._owner[position])),
+            ),
+        }
 
     def _cliffs(self, result_index: int) -> list[dict]:
         """A result's performance cliffs, worked out once (every row of the result shows its first one)."""
@@ -658,36 +621,20 @@ class GoodputIndex:
             )
         return cliffs
 
-    def _row(self, position: int, counts: dict[str, int], targets: GoodputTargets) -> dict:
-        tracked = int(self._size[position])
-        seconds = float(self._seconds[position])
-        row = {
-            **self._static_row(position),
-            "ttft_ms": targets.ttft_ms,
-            "tpot_ms": targets.tpot_ms,
-            "attainment_goal": targets.attainment,
-            "tracked_requests": tracked,
-        }
-        for good_name, tokens_name, good_key, attainment_key, rps_key, tps_key in _ROW_FIGURES:
-            good = counts[good_name]
-            row[good_key] = good
-            row[attainment_key] = good / tracked
-            row[rps_key] = good / seconds
-            row[tps_key] = counts[tokens_name] / seconds
-        return row
-
 
 class GoodputRows:
     """The rows of a ranking as a read-only sequence, each row built when it is read: a page shows 25 of a
     thousand, the API a page of them. `static` = (name, add): what the caller adds to every row whatever the
-    targets (its URL, the point's energy), made once per point (GoodputIndex.rows); `decorate(row)`: what it adds
-    to every row each time."""
+    targets (its URL, the point's energy), made once per point (GoodputIndex.rows)."""
 
-    def __init__(
-        self, index: GoodputIndex, ranking: dict[str, np.ndarray], targets, prices, decorate=None, static=None
-    ):
-        self.index, self.ranking, self.targets, self.prices = index, ranking, targets, prices
-        self.decorate, self.static = decorate, static
+    def __init__(self, index: GoodputIndex, ranking: dict[str, np.ndarray], targets, prices, static=None):
+        self.index, self.ranking, self.targets, self.prices, self.static = (
+            index,
+            ranking,
+            targets,
+            prices,
+            static,
+        )
 
     def __len__(self) -> int:
         return len(self.ranking["point"])
@@ -696,18 +643,13 @@ class GoodputRows:
         return len(self) > 0
 
     def _built(self, which) -> list[dict]:
-        ranks = np.arange(1, len(self) + 1)[which]
-        rows = self.index.rows(
+        return self.index.rows(
             {name: values[which] for name, values in self.ranking.items()},
             self.targets,
             self.prices,
-            ranks=ranks,
+            ranks=np.arange(1, len(self) + 1)[which],
             static=self.static,
         )
-        if self.decorate is not None:
-            for row in rows:
-                self.decorate(row)
-        return rows
 
     def __getitem__(self, item):
         if isinstance(item, slice):

@@ -66,23 +66,36 @@ class Prices:
         return hourly
 
 
+def divided(name: str, value, *, accelerators, nodes, power) -> dict:
+    """A figure per accelerator, per node and per provisioned kW (None where it or the divisor is unknown)."""
+    return {
+        f"{name}_per_accelerator": value / accelerators if value is not None and accelerators else None,
+        f"{name}_per_node": value / nodes if value is not None and nodes else None,
+        f"{name}_per_kw": value / power if value is not None and power else None,
+    }
+
+
+def costs(row: dict, *, accelerators: int | None, nodes: int | None, prices: Prices) -> dict:
+    """A row's cost per hour at the buyer's prices, and per million tokens and per million good tokens."""
+    hourly = prices.system_hour(accelerators=accelerators, nodes=nodes, power_kw=row.get("power_kw"))
+    out: dict = {"cost_per_hour": hourly}
+    for name, key in (
+        ("system_tps", "cost_per_million_tokens"),
+        ("goodput_tps", "cost_per_million_good_tokens"),
+    ):
+        rate = row.get(name)
+        out[key] = hourly / (rate * 3600) * 1e6 if hourly is not None and rate else None
+    return out
+
+
 def normalised(row: dict, *, accelerators: int | None, nodes: int | None, prices: Prices | None) -> dict:
     """Per accelerator, per node and per provisioned kW figures of a row, and its cost per million tokens."""
     out: dict = {}
     for name in ("goodput_tps", "system_tps"):
-        value = row.get(name)
-        out[f"{name}_per_accelerator"] = value / accelerators if value is not None and accelerators else None
-        out[f"{name}_per_node"] = value / nodes if value is not None and nodes else None
-        power = row.get("power_kw")
-        out[f"{name}_per_kw"] = value / power if value is not None and power else None
+        out.update(
+            divided(name, row.get(name), accelerators=accelerators, nodes=nodes, power=row.get("power_kw"))
+        )
     out["nodes"] = nodes
     if prices is not None and prices.given:
-        hourly = prices.system_hour(accelerators=accelerators, nodes=nodes, power_kw=row.get("power_kw"))
-        out["cost_per_hour"] = hourly
-        for name, key in (
-            ("system_tps", "cost_per_million_tokens"),
-            ("goodput_tps", "cost_per_million_good_tokens"),
-        ):
-            rate = row.get(name)
-            out[key] = hourly / (rate * 3600) * 1e6 if hourly is not None and rate else None
+        out.update(costs(row, accelerators=accelerators, nodes=nodes, prices=prices))
     return out
